@@ -1,0 +1,43 @@
+# Two commands matter: `make demo` (set up, then render the book's figure)
+# and `make test` (set up, then lint and run the whole suite). Both are
+# idempotent and quick once the setup has been done.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := graphviz libcairo2-dev libpango1.0-dev pkg-config chromium chromium-driver
+TEX_PACKAGES := texlive-latex-base texlive-latex-extra dvisvgm
+
+.PHONY: setup system demo test lint assets bench clean
+
+setup: system $(VENV)/.installed
+
+# System packages, installed only when one is missing (needs root, as on CI).
+system:
+	@if ! dpkg -s $(APT_PACKAGES) $(TEX_PACKAGES) >/dev/null 2>&1; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && \
+		apt-get install -y -qq $(APT_PACKAGES) >/dev/null && \
+		apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES) >/dev/null; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[all,dev]'
+	touch $@
+
+demo: setup
+	$(PY) examples/d2l_mlp.py
+
+lint: setup
+	$(VENV)/bin/ruff check backpropviz tests examples scenes bench
+
+test: lint
+	$(PY) -m pytest -q -n 2
+
+bench: setup
+	$(PY) bench/engine.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info media

@@ -1,0 +1,707 @@
+"""A small autograd engine that records its graph and every step of backward."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "EngineError",
+    "GradcheckResult",
+    "Node",
+    "Tensor",
+    "Value",
+    "gradcheck",
+    "saved_for_backward",
+    "topological_order",
+]
+
+
+class EngineError(ValueError):
+    """A computation the engine cannot perform, explained in one sentence."""
+
+
+# Every node gets the next number when it is created. Operands always exist
+# before their results, so sorting a graph by this number is a topological
+# order, and it is the order in which the script computed things.
+_creation_counter = itertools.count()
+
+
+class Node:
+    """What Value and Tensor share: the recorded graph and the backward record.
+
+    ``operands`` is an ordered tuple, so ``a * a`` keeps two edges. After a
+    backward pass, ``_sent[i]`` is the gradient this node sent back to
+    ``operands[i]`` (summed over passes, like ``grad``) and ``_step`` says when
+    the pass processed it.
+    """
+
+    __slots__ = (
+        "data", "grad", "label", "op", "operands", "exponent", "requires_grad",
+        "_index", "_upstream", "_sent", "_step", "_seed", "_reached",
+    )
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.op is None
+
+    @property
+    def _prev(self) -> set:
+        """micrograd's name for the operands (unordered, as micrograd has it)."""
+        return set(self.operands)
+
+    @property
+    def _op(self) -> str:
+        """micrograd's name for the operator, as a symbol ('' for a leaf)."""
+        return "" if self.op is None else op_symbol(self.op, self.exponent)
+
+    def zero_grad(self) -> None:
+        """Forget every gradient in the graph below this node, and the tape."""
+        for node in topological_order([self]):
+            node._clear_grad()
+
+    def backward(self, gradient: Any = None) -> None:
+        """Fill ``.grad`` of every node this one depends on.
+
+        A scalar root is seeded with 1; a non-scalar root needs ``gradient``.
+        Gradients accumulate over repeated calls, as in PyTorch: call
+        ``zero_grad()`` (or set ``.grad`` yourself) to start again. Every
+        node keeps its gradient, intermediates included, so drawings can show
+        them all. Each call records, per op, the contribution it sent along
+        each operand edge.
+        """
+        seed = self._seed_for(gradient)
+        order = topological_order([self])
+        for node in order:
+            node._upstream = None
+        self._upstream = seed
+        self._seed = seed if self._seed is None else self._seed + seed
+        step = Node._steps_taken
+        for node in reversed(order):
+            upstream = node._upstream
+            node._upstream = None
+            node._accumulate(upstream)
+            if node.op is None:
+                continue
+            contributions = _RULES[type(node)][node.op](node, upstream)
+            for operand, contribution in zip(node.operands, contributions):
+                if operand._upstream is None:
+                    operand._upstream = contribution
+                else:
+                    operand._upstream = operand._upstream + contribution
+            sent = node._sent
+            node._sent = contributions if sent is None else tuple(
+                old + new for old, new in zip(sent, contributions))
+            node._step = step
+            step += 1
+        Node._steps_taken = step
+
+    _steps_taken = 0
+
+
+def topological_order(roots: Iterable[Node]) -> list[Node]:
+    """Every node the roots depend on, operands before results (no recursion)."""
+    seen = set()
+    stack = []
+    for root in roots:
+        if root not in seen:
+            seen.add(root)
+            stack.append(root)
+    while stack:
+        for operand in stack.pop().operands:
+            if operand not in seen:
+                seen.add(operand)
+                stack.append(operand)
+    return sorted(seen, key=_creation_index)
+
+
+def _creation_index(node: Node) -> int:
+    return node._index
+
+
+_SYMBOLS = {
+    "add": "+", "sub": "−", "mul": "×", "div": "÷", "neg": "−", "matmul": "@",
+    "relu": "ReLU", "tanh": "tanh", "exp": "exp", "log": "log", "sigmoid": "σ",
+    "sum": "Σ", "mean": "mean", "transpose": "ᵀ", "square": "x²",
+    "sqnorm": "‖·‖²", "getitem": "[ ]",
+}
+_SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
+
+
+def op_symbol(op: str, exponent: float | None = None) -> str:
+    """What is drawn in an operator's circle: ``+``, ``×``, ``ReLU``, ``x²``…"""
+    if op == "pow":
+        if exponent is None:
+            return "xʸ"
+        text = f"{exponent:g}" if exponent != int(exponent) else str(int(exponent))
+        return "x" + text.translate(_SUPERSCRIPT)
+    return _SYMBOLS.get(op, op)
+
+
+# Which values each op's backward rule reads: operand positions, or "out" for
+# the op's own result. These are the intermediates the forward pass must keep
+# alive until backward consumes them, which is why training needs memory.
+_SAVED = {
+    "add": (), "sub": (), "neg": (), "sum": (), "mean": (), "transpose": (),
+    "getitem": (), "mul": (0, 1), "div": (0, 1), "matmul": (0, 1),
+    "relu": (0,), "log": (0,), "square": (0,), "sqnorm": (0,),
+    "tanh": ("out",), "exp": ("out",), "sigmoid": ("out",),
+}
+
+
+def saved_for_backward(node: Node) -> tuple[Node, ...]:
+    """The values that ``node``'s backward rule reads (stored since forward)."""
+    if node.op is None:
+        return ()
+    if node.op == "pow":
+        # d(a^n)/da = n a^(n-1) reads a; with a Value exponent, d/db = a^b ln a
+        # reads the result as well.
+        return (node.operands[0],) if len(node.operands) == 1 else (*node.operands, node)
+    return tuple(node if where == "out" else node.operands[where]
+                 for where in _SAVED.get(node.op, ()))
+
+
+# ---------------------------------------------------------------- scalars
+
+
+def _real(data: Any, what: str) -> float:
+    if type(data) is float:
+        return data
+    if isinstance(data, numbers.Real) and not isinstance(data, bool):
+        return float(data)
+    if isinstance(data, np.ndarray) and data.shape == () and data.dtype.kind in "iuf":
+        return float(data)
+    raise TypeError(f"{what} must be a real number, got {type(data).__name__}")
+
+
+def _ieee(function: Callable[..., float], *args: float) -> float:
+    """``function(*args)``, with IEEE results (inf, nan) instead of exceptions."""
+    try:
+        return function(*args)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        with np.errstate(all="ignore"):
+            return float(_NUMPY_TWINS[function](*(np.float64(a) for a in args)))
+
+
+def _divide(x: float, y: float) -> float:
+    return x / y
+
+
+def _power(x: float, y: float) -> float:
+    return math.pow(x, y)
+
+
+def _log(x: float) -> float:
+    return math.log(x)
+
+
+_NUMPY_TWINS = {_divide: np.divide, _power: np.power, math.exp: np.exp, _log: np.log}
+
+
+class Value(Node):
+    """A scalar that remembers how it was computed (micrograd-compatible).
+
+    ``Value(2.0, label="a")``; ``requires_grad=True`` marks a parameter, which
+    drawings fill light blue. Gradients are computed for every node either way.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, data: Any, _children: Sequence[Value] = (), _op: str = "",
+                 label: str | None = None, requires_grad: bool = False,
+                 exponent: float | None = None) -> None:
+        self.data = data if type(data) is float else _real(data, "Value data")
+        self.grad = 0.0
+        self.label = label or None
+        self.op = _op or None
+        self.operands = _children if type(_children) is tuple else tuple(_children)
+        self.exponent = exponent
+        self.requires_grad = requires_grad
+        self._index = next(_creation_counter)
+        self._sent = self._step = self._seed = None
+        self._reached = False
+
+    def __repr__(self) -> str:
+        name = f", label={self.label!r}" if self.label else ""
+        return f"Value(data={self.data}, grad={self.grad}{name})"
+
+    @property
+    def shape(self) -> tuple[()]:
+        return ()
+
+    def _seed_for(self, gradient: Any) -> float:
+        return 1.0 if gradient is None else _real(gradient, "gradient")
+
+    def _accumulate(self, upstream: float) -> None:
+        self.grad += upstream
+        self._reached = True
+
+    def _clear_grad(self) -> None:
+        self.grad = 0.0
+        self._sent = self._step = self._seed = None
+        self._reached = False
+
+    def __add__(self, other: Any) -> Value:
+        other = other if type(other) is Value else _const_value(other)
+        return Value(self.data + other.data, (self, other), "add")
+
+    def __sub__(self, other: Any) -> Value:
+        other = other if type(other) is Value else _const_value(other)
+        return Value(self.data - other.data, (self, other), "sub")
+
+    def __mul__(self, other: Any) -> Value:
+        other = other if type(other) is Value else _const_value(other)
+        return Value(self.data * other.data, (self, other), "mul")
+
+    def __truediv__(self, other: Any) -> Value:
+        other = other if type(other) is Value else _const_value(other)
+        return Value(_ieee(_divide, self.data, other.data), (self, other), "div")
+
+    def __pow__(self, other: Any) -> Value:
+        if type(other) is Value:
+            return Value(_ieee(_power, self.data, other.data), (self, other), "pow")
+        exponent = _real(other, "an exponent")
+        return Value(_ieee(_power, self.data, exponent), (self,), "pow", exponent=exponent)
+
+    def __radd__(self, other: Any) -> Value:
+        return _const_value(other) + self
+
+    def __rsub__(self, other: Any) -> Value:
+        return _const_value(other) - self
+
+    def __rmul__(self, other: Any) -> Value:
+        return _const_value(other) * self
+
+    def __rtruediv__(self, other: Any) -> Value:
+        return _const_value(other) / self
+
+    def __rpow__(self, other: Any) -> Value:
+        return _const_value(other) ** self
+
+    def __neg__(self) -> Value:
+        return Value(-self.data, (self,), "neg")
+
+    def relu(self) -> Value:
+        return Value(self.data if self.data > 0 else 0.0, (self,), "relu")
+
+    def tanh(self) -> Value:
+        return Value(math.tanh(self.data), (self,), "tanh")
+
+    def exp(self) -> Value:
+        return Value(_ieee(math.exp, self.data), (self,), "exp")
+
+    def log(self) -> Value:
+        return Value(_ieee(_log, self.data), (self,), "log")
+
+    def sigmoid(self) -> Value:
+        x = self.data
+        # Two forms of 1/(1+e^-x), each exact where the other would overflow.
+        s = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+        return Value(s, (self,), "sigmoid")
+
+
+def _const_value(number: Any) -> Value:
+    if isinstance(number, Tensor):
+        raise TypeError("cannot combine a Value with a Tensor; use one or the other")
+    value = Value(_real(number, "an operand"))
+    value.requires_grad = None  # a number written in the script: a constant
+    return value
+
+
+# Local chain rules for scalars. Each takes the op's result node and the
+# gradient arriving from downstream, and returns the contribution for each
+# operand: the local derivative times the upstream gradient.
+
+def _value_pow(node: Value, g: float) -> tuple[float, ...]:
+    a = node.operands[0].data
+    if len(node.operands) == 1:
+        n = node.exponent
+        return (g * n * _ieee(_power, a, n - 1),)          # d(a^n)/da = n a^(n-1)
+    b = node.operands[1].data
+    return (g * b * _ieee(_power, a, b - 1),               # d(a^b)/da = b a^(b-1)
+            g * node.data * _ieee(_log, a))                # d(a^b)/db = a^b ln a
+
+
+_VALUE_RULES: dict[str, Callable[[Any, Any], tuple]] = {
+    "add": lambda node, g: (g, g),                          # d(a+b) = da + db
+    "sub": lambda node, g: (g, -g),
+    "mul": lambda node, g: (g * node.operands[1].data,     # d(ab)/da = b
+                            g * node.operands[0].data),    # d(ab)/db = a
+    "div": lambda node, g: (                               # d(a/b) = da/b - a db/b²
+        _ieee(_divide, g, node.operands[1].data),
+        -g * _ieee(_divide, node.operands[0].data, node.operands[1].data ** 2)),
+    "pow": _value_pow,
+    "neg": lambda node, g: (-g,),
+    "relu": lambda node, g: (g if node.operands[0].data > 0 else 0.0,),  # a gate
+    "tanh": lambda node, g: (g * (1.0 - node.data ** 2),),  # tanh' = 1 - tanh²
+    "exp": lambda node, g: (g * node.data,),                 # exp' = exp
+    "log": lambda node, g: (_ieee(_divide, g, node.operands[0].data),),  # log' = 1/a
+    "sigmoid": lambda node, g: (g * node.data * (1.0 - node.data),),     # σ' = σ(1-σ)
+}
+
+
+# ---------------------------------------------------------------- tensors
+
+
+def _as_array(data: Any, what: str) -> np.ndarray:
+    if isinstance(data, Node):
+        raise TypeError(f"{what} must be numbers, got a {type(data).__name__}")
+    try:
+        array = np.array(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        kind = type(data).__name__
+        if isinstance(data, (list, tuple)):
+            inner = {type(x).__name__ for x in np.ravel(np.array(data, dtype=object))
+                     if not isinstance(x, numbers.Real)}
+            kind = f"{kind} containing {', '.join(sorted(inner)) or 'ragged rows'}"
+        raise TypeError(f"{what} must be numeric, got {kind}") from None
+    return array
+
+
+def _unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum a gradient over the axes that broadcasting added or stretched."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad
+
+
+class Tensor(Node):
+    """A float64 array that records its graph, for the matrix form of a network.
+
+    ``Tensor([[1., -1.], [0., 1.]], label="W1", requires_grad=True)``. Like
+    PyTorch, ``.grad`` is None until a backward pass reaches the tensor.
+    """
+
+    __slots__ = ("axis",)
+
+    def __init__(self, data: Any, label: str | None = None, requires_grad: bool = False,
+                 *, _children: tuple[Tensor, ...] = (), _op: str | None = None,
+                 exponent: float | None = None, axis: Any = None) -> None:
+        self.data = data if type(data) is np.ndarray and data.dtype == np.float64 \
+            else _as_array(data, "Tensor data")
+        self.grad = None
+        self.label = label or None
+        self.op = _op
+        self.operands = _children
+        self.exponent = exponent
+        self.axis = axis
+        self.requires_grad = requires_grad
+        self._index = next(_creation_counter)
+        self._sent = self._step = self._seed = None
+        self._reached = False
+
+    def __repr__(self) -> str:
+        name = f", label={self.label!r}" if self.label else ""
+        return f"Tensor({self.data.tolist()}, grad={_listed(self.grad)}{name})"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    def item(self) -> float:
+        if self.data.size != 1:
+            raise EngineError(f"item() needs a single number, this Tensor has shape {self.shape}")
+        return float(self.data.reshape(()))
+
+    def numpy(self) -> np.ndarray:
+        return self.data
+
+    def _seed_for(self, gradient: Any) -> np.ndarray:
+        if gradient is None:
+            if self.data.size != 1:
+                raise EngineError(
+                    f"backward() on a Tensor of shape {self.shape} needs a gradient of "
+                    f"that shape; only a single number is seeded with 1 automatically")
+            return np.ones_like(self.data)
+        seed = _as_array(gradient.data if isinstance(gradient, Tensor) else gradient,
+                         "the gradient")
+        if seed.shape != self.shape:
+            raise EngineError(f"the gradient has shape {seed.shape}, "
+                              f"but the Tensor has shape {self.shape}")
+        return seed
+
+    def _accumulate(self, upstream: np.ndarray) -> None:
+        self.grad = upstream.copy() if self.grad is None else self.grad + upstream
+        self._reached = True
+
+    def _clear_grad(self) -> None:
+        self.grad = None
+        self._sent = self._step = self._seed = None
+        self._reached = False
+
+    def _operand(self, other: Any) -> Tensor:
+        if type(other) is Tensor:
+            return other
+        if isinstance(other, Value):
+            raise TypeError("cannot combine a Tensor with a Value; use one or the other")
+        constant = Tensor(_as_array(other, "an operand"))
+        constant.requires_grad = None  # a number written in the script: a constant
+        return constant
+
+    def _elementwise(self, other: Any, op: str, compute: Callable) -> Tensor:
+        other = self._operand(other)
+        try:
+            np.broadcast_shapes(self.shape, other.shape)
+        except ValueError:
+            raise EngineError(f"cannot {_VERBS[op]} shapes {self.shape} and {other.shape}: "
+                              "they do not broadcast") from None
+        with np.errstate(all="ignore"):
+            return Tensor(compute(self.data, other.data), _children=(self, other), _op=op)
+
+    def __add__(self, other: Any) -> Tensor:
+        return self._elementwise(other, "add", np.add)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return self._elementwise(other, "sub", np.subtract)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return self._elementwise(other, "mul", np.multiply)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return self._elementwise(other, "div", np.divide)
+
+    def __radd__(self, other: Any) -> Tensor:
+        return self._operand(other) + self
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return self._operand(other) - self
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return self._operand(other) * self
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return self._operand(other) / self
+
+    def __pow__(self, other: Any) -> Tensor:
+        if isinstance(other, Tensor):
+            return self._elementwise(other, "pow", np.power)
+        exponent = _real(other, "an exponent")
+        with np.errstate(all="ignore"):
+            return Tensor(np.power(self.data, exponent), _children=(self,), _op="pow",
+                          exponent=exponent)
+
+    def __rpow__(self, other: Any) -> Tensor:
+        return self._operand(other) ** self
+
+    def __neg__(self) -> Tensor:
+        return self._unary("neg", np.negative(self.data))
+
+    def __matmul__(self, other: Any) -> Tensor:
+        other = self._operand(other)
+        a, b = self.shape, other.shape
+        if not (1 <= len(a) <= 2 and 1 <= len(b) <= 2) or a[-1] != b[0]:
+            raise EngineError(f"cannot matrix-multiply shapes {a} and {b}")
+        return Tensor(self.data @ other.data, _children=(self, other), _op="matmul")
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return self._operand(other) @ self
+
+    def __getitem__(self, index: Any) -> Tensor:
+        try:
+            picked = np.array(self.data[index], dtype=np.float64)
+        except IndexError as error:
+            raise EngineError(f"index {index!r} does not fit shape {self.shape}: {error}") from None
+        return Tensor(picked, _children=(self,), _op="getitem", axis=index)
+
+    def _unary(self, op: str, result: np.ndarray, axis: Any = None) -> Tensor:
+        return Tensor(result, _children=(self,), _op=op, axis=axis)
+
+    def relu(self) -> Tensor:
+        return self._unary("relu", np.where(self.data > 0, self.data, 0.0))
+
+    def tanh(self) -> Tensor:
+        return self._unary("tanh", np.tanh(self.data))
+
+    def exp(self) -> Tensor:
+        with np.errstate(all="ignore"):
+            return self._unary("exp", np.exp(self.data))
+
+    def log(self) -> Tensor:
+        with np.errstate(all="ignore"):
+            return self._unary("log", np.log(self.data))
+
+    def sigmoid(self) -> Tensor:
+        with np.errstate(all="ignore"):
+            x = self.data
+            # exp of a non-positive number never overflows; pick the form per sign.
+            e = np.exp(-np.abs(x))
+            return self._unary("sigmoid", np.where(x >= 0, 1 / (1 + e), e / (1 + e)))
+
+    def square(self) -> Tensor:
+        return self._unary("square", np.square(self.data))
+
+    def sqnorm(self) -> Tensor:
+        """The squared Frobenius norm, ‖A‖²_F: the sum of squared entries."""
+        return self._unary("sqnorm", np.array(np.sum(np.square(self.data))))
+
+    def sum(self, axis: int | None = None) -> Tensor:
+        self._check_axis(axis)
+        return self._unary("sum", np.array(self.data.sum(axis=axis)), axis)
+
+    def mean(self, axis: int | None = None) -> Tensor:
+        self._check_axis(axis)
+        return self._unary("mean", np.array(self.data.mean(axis=axis)), axis)
+
+    def _check_axis(self, axis: int | None) -> None:
+        if axis is not None and not -self.ndim <= axis < self.ndim:
+            raise EngineError(f"axis {axis} is out of range for shape {self.shape}")
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802 (numpy's and PyTorch's name)
+        return self._unary("transpose", self.data.T.copy())
+
+
+_VERBS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "pow": "raise"}
+
+
+def _listed(array: np.ndarray | None) -> Any:
+    return None if array is None else array.tolist()
+
+
+def _tensor_pow(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, ...]:
+    a = node.operands[0]
+    with np.errstate(all="ignore"):
+        if len(node.operands) == 1:
+            n = node.exponent
+            return (g * n * np.power(a.data, n - 1),)                  # n a^(n-1)
+        b = node.operands[1]
+        return (_unbroadcast(g * b.data * np.power(a.data, b.data - 1), a.shape),
+                _unbroadcast(g * node.data * np.log(a.data), b.shape))  # a^b ln a
+
+
+def _tensor_matmul(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a, b = node.operands
+    # Treat a vector on the left as a row and on the right as a column; then
+    # d(AB)/dA = G Bᵀ and d(AB)/dB = Aᵀ G, reshaped back to the operands.
+    a2 = a.data if a.ndim == 2 else a.data[None, :]
+    b2 = b.data if b.ndim == 2 else b.data[:, None]
+    g2 = g.reshape(a2.shape[0], b2.shape[1])
+    return (g2 @ b2.T).reshape(a.shape), (a2.T @ g2).reshape(b.shape)
+
+
+def _spread(node: Tensor, g: np.ndarray) -> np.ndarray:
+    """The upstream gradient of a reduction, copied back over the reduced axis."""
+    shape = node.operands[0].shape
+    if node.axis is not None:
+        g = np.expand_dims(g, node.axis)
+    return np.broadcast_to(g, shape).copy()
+
+
+def _tensor_getitem(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+    spread = np.zeros(node.operands[0].shape)
+    np.add.at(spread, node.axis, g)  # repeated indices add up, as they should
+    return (spread,)
+
+
+def _ab(node: Tensor) -> tuple[Tensor, Tensor]:
+    return node.operands[0], node.operands[1]
+
+
+def _tensor_div(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a, b = _ab(node)
+    with np.errstate(all="ignore"):
+        return (_unbroadcast(g / b.data, a.shape),
+                _unbroadcast(-g * a.data / b.data ** 2, b.shape))
+
+
+_TENSOR_RULES: dict[str, Callable[[Any, Any], tuple]] = {
+    "add": lambda node, g: (_unbroadcast(g, node.operands[0].shape),
+                            _unbroadcast(g, node.operands[1].shape)),
+    "sub": lambda node, g: (_unbroadcast(g, node.operands[0].shape),
+                            _unbroadcast(-g, node.operands[1].shape)),
+    "mul": lambda node, g: (_unbroadcast(g * node.operands[1].data, node.operands[0].shape),
+                            _unbroadcast(g * node.operands[0].data, node.operands[1].shape)),
+    "div": _tensor_div,
+    "pow": _tensor_pow,
+    "neg": lambda node, g: (-g,),
+    "matmul": _tensor_matmul,
+    # φ'(z) = 1[z > 0]: the ReLU passes the gradient where the unit is alive
+    # and blocks it where it is dead, an exact zero.
+    "relu": lambda node, g: (np.where(node.operands[0].data > 0, g, 0.0),),
+    "tanh": lambda node, g: (g * (1.0 - node.data ** 2),),
+    "exp": lambda node, g: (g * node.data,),
+    "log": lambda node, g: (_divide_quietly(g, node.operands[0].data),),
+    "sigmoid": lambda node, g: (g * node.data * (1.0 - node.data),),
+    "square": lambda node, g: (2.0 * node.operands[0].data * g,),
+    "sqnorm": lambda node, g: (2.0 * node.operands[0].data * g,),     # d‖A‖²/dA = 2A
+    "sum": lambda node, g: (_spread(node, g),),
+    "mean": lambda node, g: (_spread(node, g) * (node.data.size / node.operands[0].data.size),),
+    "transpose": lambda node, g: (g.T.copy(),),
+    "getitem": _tensor_getitem,
+}
+
+
+def _divide_quietly(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return x / y
+
+
+_RULES = {Value: _VALUE_RULES, Tensor: _TENSOR_RULES}
+
+
+# ---------------------------------------------------------------- checking
+
+
+class GradcheckResult(NamedTuple):
+    """Largest differences between backward's gradients and finite differences."""
+
+    max_abs_error: float
+    max_rel_error: float
+
+
+def gradcheck(function: Callable[..., Node], inputs: Sequence[Node],
+              eps: float = 1e-6) -> GradcheckResult:
+    """Compare backward's gradients of ``function(*inputs)`` with central differences.
+
+    ``inputs`` are leaf Values or Tensors; ``function`` builds a fresh graph
+    from them and returns a scalar. The inputs' gradients are left as the one
+    backward pass made them.
+    """
+    for node in inputs:
+        if not isinstance(node, Node) or not node.is_leaf:
+            raise EngineError("gradcheck's inputs must be leaf Values or Tensors")
+        node._clear_grad()
+    output = function(*inputs)
+    output.backward()
+    max_abs = max_rel = 0.0
+    for node in inputs:
+        is_scalar = isinstance(node, Value)
+        original = node.data
+        analytic = np.atleast_1d(np.asarray(node.grad, dtype=np.float64)).ravel()
+        flat = np.atleast_1d(np.array(original, dtype=np.float64)).ravel()
+        for i in range(flat.size):
+            estimates = []
+            for step in (eps, -eps):
+                nudged = flat.copy()
+                nudged[i] += step
+                node.data = float(nudged[0]) if is_scalar else nudged.reshape(np.shape(original))
+                estimates.append(_scalar(function(*inputs)))
+            node.data = original
+            numeric = (estimates[0] - estimates[1]) / (2 * eps)
+            error = abs(numeric - analytic[i])
+            max_abs = max(max_abs, error)
+            max_rel = max(max_rel, error / max(abs(numeric), abs(analytic[i]), 1e-12))
+    return GradcheckResult(max_abs, max_rel)
+
+
+def _scalar(node: Node) -> float:
+    return float(np.asarray(node.data).reshape(()))

@@ -1,0 +1,332 @@
+"""The IR: a networkx MultiDiGraph of value and op nodes, its checks and conversions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .engine import Node, op_symbol, saved_for_backward, topological_order
+
+__all__ = [
+    "IRError",
+    "Step",
+    "backward_steps",
+    "from_graphml",
+    "from_node_link",
+    "to_graphml",
+    "to_networkx",
+    "to_node_link",
+    "validate",
+]
+
+ROLES = ("input", "param", "const", "intermediate", "output")
+
+
+class IRError(ValueError):
+    """A graph that breaks the IR contract; the message names the node or edge."""
+
+
+def _plain(x: Any) -> Any:
+    """An engine number as the IR stores it: a float, or nested lists of floats."""
+    if x is None:
+        return None
+    array = np.asarray(x, dtype=np.float64)
+    return float(array) if array.ndim == 0 else array.tolist()
+
+
+def _role(node: Node, roots: set) -> str:
+    if node in roots:
+        return "output"
+    if node.op is not None:
+        return "intermediate"
+    if node.requires_grad is None:
+        return "const"
+    return "param" if node.requires_grad else "input"
+
+
+def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.MultiDiGraph:
+    """The IR of everything ``roots`` depend on, with the backward record if any.
+
+    ``names`` maps names to nodes (a script's namespace will do: anything that
+    is not a node is ignored); a node's name is its first name there that does
+    not start with an underscore, else its ``label``.
+    """
+    if not roots:
+        raise IRError("to_networkx needs at least one root Value or Tensor")
+    for root in roots:
+        if not isinstance(root, Node):
+            raise TypeError(f"a root must be a Value or Tensor, got {type(root).__name__}")
+    name_of: dict[int, str] = {}
+    for name, obj in (names or {}).items():
+        if isinstance(obj, Node) and not name.startswith("_"):
+            name_of.setdefault(id(obj), name)
+
+    order = topological_order(roots)
+    root_set = set(roots)
+    stored = {saved for node in order for saved in saved_for_backward(node)}
+    value_id: dict[Node, str] = {}
+    op_id: dict[Node, str] = {}
+    G = nx.MultiDiGraph()
+    for node in order:
+        if node.op is not None:
+            oid = op_id[node] = f"op{len(op_id)}"
+            attrs: dict[str, Any] = {"kind": "op", "op": node.op,
+                                     "symbol": op_symbol(node.op, node.exponent)}
+            if node.exponent is not None:
+                attrs["exponent"] = node.exponent
+            if node.op == "relu":
+                attrs["dead"] = np.asarray(node.operands[0].data <= 0).tolist()
+            G.add_node(oid, **attrs)
+        vid = value_id[node] = f"v{len(value_id)}"
+        is_stored = node in stored
+        G.add_node(vid, kind="value", label=name_of.get(id(node), node.label),
+                   data=_plain(node.data), grad=_plain(node.grad) if node._reached else None,
+                   shape=tuple(np.shape(node.data)), role=_role(node, root_set),
+                   stored=is_stored, nbytes=8 * int(np.size(node.data)) if is_stored else 0)
+        if node.op is not None:
+            for arg, operand in enumerate(node.operands):
+                sent = None if node._sent is None else _plain(node._sent[arg])
+                G.add_edge(value_id[operand], oid, key=arg, arg=arg, grad=sent)
+            G.add_edge(oid, vid, key=0)
+
+    G.graph["roots"] = [value_id[root] for root in dict.fromkeys(roots)]
+    processed = sorted((node for node in op_id if node._step is not None),
+                       key=lambda node: node._step)
+    G.graph["backward_order"] = [op_id[node] for node in processed]
+    G.graph["seeds"] = {value_id[node]: _plain(node._seed)
+                        for node in order if node._seed is not None}
+    G.graph["stored_bytes"] = sum(G.nodes[v]["nbytes"] for v in value_id.values())
+    return G
+
+
+# ---------------------------------------------------------------- checking
+
+
+def _shape_of(x: Any) -> tuple[int, ...]:
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return ()
+    if not isinstance(x, list):
+        raise TypeError
+    array = np.array(x, dtype=np.float64)  # ragged or non-numeric raises
+    return array.shape
+
+
+def _check_number(G: nx.MultiDiGraph, where: str, x: Any, shape: tuple[int, ...],
+                  what: str) -> None:
+    try:
+        actual = _shape_of(x)
+    except (TypeError, ValueError):
+        raise IRError(f"{where}: {what} must be a float or nested lists of floats, "
+                      f"got {type(x).__name__}") from None
+    if actual != shape:
+        raise IRError(f"{where}: {what} has shape {actual}, expected {shape}")
+
+
+def validate(G: Any) -> None:
+    """Raise IRError unless ``G`` follows the IR contract of DESIGN.md."""
+    if not isinstance(G, nx.MultiDiGraph):
+        raise IRError(f"the IR is a networkx.MultiDiGraph, got {type(G).__name__}")
+    for node, attrs in G.nodes(data=True):
+        kind = attrs.get("kind")
+        if kind == "value":
+            _validate_value(G, node, attrs)
+        elif kind == "op":
+            _validate_op(G, node, attrs)
+        else:
+            raise IRError(f"node {node!r}: kind must be 'value' or 'op', got {kind!r}")
+    if not nx.is_directed_acyclic_graph(G):
+        raise IRError(f"the graph has a cycle: {nx.find_cycle(G)}")
+    roots = G.graph.get("roots")
+    if not isinstance(roots, list) or not roots:
+        raise IRError("graph attribute 'roots' must be a non-empty list of value ids")
+    for root in roots:
+        if G.nodes.get(root, {}).get("kind") != "value":
+            raise IRError(f"root {root!r} is not a value node of the graph")
+    order = G.graph.get("backward_order")
+    if not isinstance(order, list):
+        raise IRError("graph attribute 'backward_order' must be a list of op ids")
+    if len(set(order)) != len(order):
+        raise IRError("graph attribute 'backward_order' lists an op twice")
+    for op in order:
+        if G.nodes.get(op, {}).get("kind") != "op":
+            raise IRError(f"backward_order names {op!r}, which is not an op node")
+
+
+def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
+    where = f"value node {node!r}"
+    for key in ("label", "data", "grad", "shape", "role"):
+        if key not in attrs:
+            raise IRError(f"{where} has no {key!r} attribute")
+    if attrs["label"] is not None and not isinstance(attrs["label"], str):
+        raise IRError(f"{where}: label must be a string or None")
+    shape = attrs["shape"]
+    if not isinstance(shape, tuple) or not all(isinstance(n, int) for n in shape):
+        raise IRError(f"{where}: shape must be a tuple of ints, got {shape!r}")
+    _check_number(G, where, attrs["data"], shape, "data")
+    if attrs["grad"] is not None:
+        _check_number(G, where, attrs["grad"], shape, "grad")
+    if attrs["role"] not in ROLES:
+        raise IRError(f"{where}: role must be one of {list(ROLES)}, got {attrs['role']!r}")
+    producers = list(G.in_edges(node))
+    if len(producers) > 1:
+        raise IRError(f"{where} is the result of {len(producers)} ops; a value has at most one")
+    if (attrs["role"] in ("input", "param", "const")) != (not producers):
+        raise IRError(f"{where}: role {attrs['role']!r} does not match its "
+                      f"{'producing op' if producers else 'lack of a producing op'}")
+    for _, target, data in G.out_edges(node, data=True):
+        if G.nodes[target].get("kind") != "op":
+            raise IRError(f"edge {node!r} -> {target!r} joins two values; "
+                          "edges run value -> op -> value")
+        if data.get("grad") is not None:
+            _check_number(G, f"edge {node!r} -> {target!r}", data["grad"], shape, "grad")
+
+
+def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
+    where = f"op node {node!r}"
+    for key in ("op", "symbol"):
+        if not isinstance(attrs.get(key), str):
+            raise IRError(f"{where}: {key!r} must be a string")
+    results = list(G.out_edges(node))
+    if len(results) != 1:
+        raise IRError(f"{where} has {len(results)} results; an op has exactly one")
+    if G.nodes[results[0][1]].get("kind") != "value":
+        raise IRError(f"{where}: its result {results[0][1]!r} is not a value node")
+    args = sorted(data.get("arg", -1) for _, _, data in G.in_edges(node, data=True))
+    if args != list(range(len(args))):
+        raise IRError(f"{where}: operand edges must carry arg 0..{len(args) - 1}, got {args}")
+
+
+# ---------------------------------------------------------------- steps
+
+
+@dataclass(frozen=True)
+class Step:
+    """One op of the backward pass and what the reader knows after it.
+
+    ``edges`` are the operand edges ``(operand, op, key)`` the op sent
+    gradients along; ``grads`` maps every value id that has a gradient so far
+    to its running sum (seeded roots first); ``updated`` are the values whose
+    gradient this step changed, and ``accumulated`` those of them that already
+    had one (a fork: ``+=``).
+    """
+
+    index: int
+    op: Any
+    result: Any
+    edges: tuple
+    grads: Mapping[Any, Any]
+    updated: tuple
+    accumulated: tuple
+
+
+def result_of(G: nx.MultiDiGraph, op: Any) -> Any:
+    """The value node an op produces."""
+    return next(iter(G.successors(op)))
+
+
+def operand_edges(G: nx.MultiDiGraph, op: Any) -> list[tuple[Any, Any, Any]]:
+    """An op's operand edges ``(operand, op, key)``, in argument order."""
+    edges = G.in_edges(op, keys=True, data="arg")
+    return [(u, v, k) for u, v, k, _ in sorted(edges, key=lambda edge: edge[3])]
+
+
+def backward_steps(G: nx.MultiDiGraph) -> list[Step]:
+    """The backward pass replayed from the IR, one Step per op of backward_order.
+
+    Running sums add the recorded edge contributions in the order the engine
+    added them, so each partial sum is the number the engine held then, and
+    the last one is the node's final gradient.
+    """
+    grads: dict[Any, Any] = {}
+    for value, seed in G.graph.get("seeds", {}).items():
+        grads[value] = seed
+    steps = []
+    for index, op in enumerate(G.graph["backward_order"], start=1):
+        edges = operand_edges(G, op)
+        updated, accumulated = [], []
+        for u, v, k in edges:
+            contribution = G.edges[u, v, k]["grad"]
+            if contribution is None:
+                continue
+            if u in grads:
+                accumulated.append(u)
+                grads[u] = _plain(np.add(grads[u], contribution))
+            else:
+                grads[u] = contribution
+            updated.append(u)
+        steps.append(Step(index, op, result_of(G, op), tuple(edges), dict(grads),
+                          tuple(dict.fromkeys(updated)), tuple(dict.fromkeys(accumulated))))
+    return steps
+
+
+# ---------------------------------------------------------------- formats
+
+
+def to_node_link(G: nx.MultiDiGraph) -> dict:
+    """The IR as node-link data (networkx's layout, ``edges="edges"``), JSON-ready."""
+    return nx.node_link_data(G, edges="edges")
+
+
+def from_node_link(data: Mapping) -> nx.MultiDiGraph:
+    """The IR back from ``to_node_link`` (or its JSON text, parsed)."""
+    G = nx.node_link_graph(dict(data), directed=True, multigraph=True, edges="edges")
+    for _, attrs in G.nodes(data=True):
+        if "shape" in attrs:
+            attrs["shape"] = tuple(attrs["shape"])
+    return G
+
+
+# GraphML holds only strings, numbers and booleans, one type per key: these
+# keys are written as JSON text so that a reader gets the arrays back.
+_JSON_KEYS = ("data", "grad", "shape", "dead")
+_JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds")
+
+
+def to_graphml(G: nx.MultiDiGraph) -> str:
+    """The IR as GraphML text; arrays and lists are stored as JSON strings."""
+    H = nx.MultiDiGraph()
+    for key, value in G.graph.items():
+        H.graph[key] = json.dumps(value) if key in _JSON_GRAPH_KEYS else value
+    for node, attrs in G.nodes(data=True):
+        H.add_node(node, **_encoded(attrs))
+    for u, v, k, attrs in G.edges(keys=True, data=True):
+        H.add_edge(u, v, key=k, **_encoded(attrs))
+    return "\n".join(nx.generate_graphml(H, named_key_ids=True))
+
+
+def _encoded(attrs: Mapping) -> dict:
+    return {key: json.dumps(value) if key in _JSON_KEYS else value
+            for key, value in attrs.items() if value is not None or key in _JSON_KEYS}
+
+
+def from_graphml(text: str) -> nx.MultiDiGraph:
+    """The IR back from ``to_graphml`` text."""
+    H = nx.parse_graphml(text, force_multigraph=True)
+    G = nx.MultiDiGraph()
+    for key, value in H.graph.items():
+        if key not in ("node_default", "edge_default"):
+            G.graph[key] = json.loads(value) if key in _JSON_GRAPH_KEYS else value
+    for node, attrs in H.nodes(data=True):
+        decoded = _decoded(attrs)
+        if decoded.get("kind") == "value":
+            decoded.setdefault("label", None)
+            decoded["shape"] = tuple(decoded["shape"])
+        G.add_node(node, **decoded)
+    for u, v, k, attrs in H.edges(keys=True, data=True):
+        G.add_edge(u, v, key=int(k) if str(k).isdigit() else k, **_decoded(attrs))
+    return G
+
+
+def _decoded(attrs: Mapping) -> dict:
+    return {key: json.loads(value) if key in _JSON_KEYS else value
+            for key, value in attrs.items()}
+
+
+def nodes_of(G: nx.MultiDiGraph, kind: str) -> Iterable[Any]:
+    """The ids of the value nodes or of the op nodes, in id order."""
+    return [node for node, k in G.nodes(data="kind") if k == kind]
