@@ -1,0 +1,713 @@
+"""Graphviz drawings of the IR: DOT text, then SVG, PNG, PDF or any graphviz format."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .engine import Node
+from .ir import IRError, backward_steps, operand_edges, result_of, to_networkx, validate
+
+__all__ = [
+    "FORMATS",
+    "RANKDIRS",
+    "THEMES",
+    "Diagram",
+    "DrawError",
+    "Theme",
+    "dead_masks",
+    "draw",
+    "format_array",
+    "format_number",
+    "render_steps",
+    "run_dot",
+    "state_at",
+    "steps",
+    "to_dot",
+]
+
+# The graphviz output formats we offer (all in every graphviz build with cairo).
+FORMATS = ("bmp", "canon", "dot", "gif", "gv", "jpeg", "jpg", "json", "pdf", "plain",
+           "png", "ps", "svg", "tif", "tiff", "xdot")
+RANKDIRS = ("LR", "RL", "TB", "BT")
+
+# Helvetica resolves to a metric-compatible face everywhere (Nimbus Sans on
+# Linux, Arial on Windows), so the boxes graphviz sizes here fit the text in
+# any SVG viewer. Names are set in italic serif, like the book's symbols.
+FONT = "Helvetica,Arial,sans-serif"
+NAME_FONT = "Times,serif"
+MAX_ITEMS = 6  # rows or columns shown of an array before eliding the middle
+
+
+class DrawError(Exception):
+    """Why a graph could not be drawn or rendered, in one sentence."""
+
+
+@dataclass(frozen=True)
+class Theme:
+    """The colours of a drawing. Every text colour meets 4.5:1 on the fill under it.
+
+    ``background`` is "transparent" or a colour; where it is transparent,
+    free-standing text (edge labels, the legend) sits on ``label_fill``.
+    """
+
+    name: str
+    background: str
+    label_fill: str  # under edge labels and the legend
+    node_fill: str
+    node_line: str
+    param_fill: str  # D2L fills parameters light blue
+    op_fill: str
+    op_line: str
+    edge: str
+    text: str  # forward values, names, op symbols
+    grad: str  # gradients, everywhere
+    muted: str  # secondary text: the legend, bracket rules
+    saved: str  # the "stored for backward" marker
+    dead_text: str  # a zero gradient caused by a dead ReLU
+    dead_fill: str
+    dead_line: str  # outline of a ReLU with dead units
+    highlight_line: str  # the op of the current backward step and its edges
+    highlight_fill: str  # under the op and the gradients the step changed
+
+
+THEMES: dict[str, Theme] = {
+    "light": Theme(
+        name="light", background="#ffffff", label_fill="#ffffff",
+        node_fill="#ffffff", node_line="#3d4a5c", param_fill="#d7e8f7",
+        op_fill="#f4f5f7", op_line="#3d4a5c", edge="#5b6573",
+        text="#000000", grad="#1347b8", muted="#4f5966", saved="#8a4b00",
+        dead_text="#a3121f", dead_fill="#fde4e6", dead_line="#c62833",
+        highlight_line="#d9730d", highlight_fill="#fff1d6",
+    ),
+    "dark": Theme(
+        name="dark", background="#16191f", label_fill="#16191f",
+        node_fill="#232831", node_line="#8d99ab", param_fill="#1d3a5c",
+        op_fill="#2b313c", op_line="#8d99ab", edge="#8d99ab",
+        text="#f2f4f7", grad="#8cc4ff", muted="#b4bdca", saved="#ffc37a",
+        dead_text="#ffb3b8", dead_fill="#4d1f25", dead_line="#ff6b75",
+        highlight_line="#ffa94d", highlight_fill="#4a3517",
+    ),
+    "transparent": Theme(
+        name="transparent", background="transparent", label_fill="#ffffff",
+        node_fill="#ffffff", node_line="#3d4a5c", param_fill="#d7e8f7",
+        op_fill="#f4f5f7", op_line="#3d4a5c", edge="#5b6573",
+        text="#000000", grad="#1347b8", muted="#4f5966", saved="#8a4b00",
+        dead_text="#a3121f", dead_fill="#fde4e6", dead_line="#c62833",
+        highlight_line="#d9730d", highlight_fill="#fff1d6",
+    ),
+}
+
+
+# ---------------------------------------------------------------- numbers
+
+
+def format_number(x: float, precision: int = 4) -> str:
+    """A number as drawn: ``precision`` significant digits, no trailing zeros.
+
+    ``4`` not ``4.0000``, ``-0.1``, ``1e-05``; a signed zero (the book's
+    ``-0.``) is drawn as ``0``, since it compares equal to 0.
+    """
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    text = f"{x:.{precision}g}"
+    # Rounding can also produce "-0" (e.g. -1e-9 at 4 digits never does with
+    # %g, but -0.0 itself does): a zero has no sign in the picture.
+    return "0" if float(text) == 0 else text
+
+
+def _grid_indices(shape: tuple[int, ...], max_items: int) -> list[list[tuple | str]]:
+    """Index tuples laid out as drawn: a vector as a column, a matrix as itself.
+
+    Long axes keep their first and last entries around an ellipsis marker
+    ("⋮" for rows, "…" for columns, "⋱" where both are elided).
+    """
+    def kept(n: int) -> list[int | None]:
+        if n <= max_items:
+            return list(range(n))
+        head = max_items - 2
+        return [*range(head), None, n - 1]
+
+    if len(shape) == 0:
+        return [[()]]
+    if len(shape) == 1:
+        return [[(i,)] if i is not None else ["⋮"] for i in kept(shape[0])]
+    rows, cols = kept(shape[0]), kept(shape[1])
+    grid: list[list[tuple | str]] = []
+    for i in rows:
+        row: list[tuple | str] = []
+        for j in cols:
+            if i is None and j is None:
+                row.append("⋱")
+            elif i is None:
+                row.append("⋮")
+            elif j is None:
+                row.append("…")
+            else:
+                row.append((i, j))
+        grid.append(row)
+    return grid
+
+
+def format_array(x: Any, precision: int = 4, max_items: int = MAX_ITEMS) -> list[list[str]]:
+    """A scalar, vector or matrix as a grid of strings, laid out as drawn.
+
+    A scalar is ``[["2"]]``, a vector of n entries a column of n rows, a
+    matrix its rows; axes longer than ``max_items`` are elided in the middle.
+    Arrays of three or more axes are summarised by their shape.
+    """
+    array = np.asarray(x, dtype=np.float64)
+    if array.ndim > 2:
+        return [["×".join(map(str, array.shape)) + " array"]]
+    return [[cell if isinstance(cell, str) else format_number(array[cell], precision)
+             for cell in row] for row in _grid_indices(array.shape, max_items)]
+
+
+# ---------------------------------------------------------------- state
+
+
+@dataclass(frozen=True)
+class _State:
+    """What one picture shows: gradients so far, edge contributions, the current op."""
+
+    grads: Mapping[Any, Any]  # value id -> gradient shown (absent: not computed)
+    processed: frozenset  # operand edges (u, v, key) whose contribution has been sent
+    current: Any  # the op of this backward step, or None
+    current_edges: frozenset
+    updated: frozenset  # values whose gradient this step changed
+
+
+def state_at(G: nx.MultiDiGraph, step: int | None = None) -> _State:
+    """The gradients and edges known after ``step`` backward steps (None: all)."""
+    order = G.graph["backward_order"]
+    if step is None:
+        grads = {v: g for v, g in G.nodes(data="grad") if G.nodes[v]["kind"] == "value"
+                 and g is not None}
+        processed = frozenset((u, v, k) for op in order for u, v, k in operand_edges(G, op))
+        return _State(grads, processed, None, frozenset(), frozenset())
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= len(order):
+        raise DrawError(f"step {step!r} is out of range (must be an int in 0..{len(order)})")
+    if step == 0:
+        return _State(dict(G.graph.get("seeds", {})), frozenset(), None, frozenset(),
+                      frozenset())
+    replay = backward_steps(G)
+    now = replay[step - 1]
+    processed = frozenset(edge for done in replay[:step] for edge in done.edges)
+    return _State(now.grads, processed, now.op, frozenset(now.edges), frozenset(now.updated))
+
+
+def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
+    """Which zero gradient entries a dead ReLU caused, per value and per operand edge.
+
+    A ReLU with z <= 0 passes back 0 whatever arrives (its derivative is 0
+    there); that zero then flows further back. An entry of a contribution is
+    "dead" when it is 0 and every entry of the result's gradient it depends
+    on is dead (or, at a ReLU, the unit itself is dead); a value's gradient
+    entry is dead when it is 0 and every contribution to it is dead there.
+    Returns ``(values, edges)``: boolean arrays keyed by value id and by
+    ``(u, v, key)``, only for values and edges with at least one dead entry.
+    """
+    contributions: dict[Any, list] = {}
+    edge_mask: dict[tuple, np.ndarray] = {}
+    value_mask: dict[Any, np.ndarray] = {}
+
+    def mask_of(value: Any) -> np.ndarray:
+        attrs = G.nodes[value]
+        grad = attrs["grad"]
+        if grad is None or value in G.graph.get("seeds", {}):
+            return np.zeros(attrs["shape"], dtype=bool)
+        masks = contributions.get(value, [])
+        dead = np.asarray(grad, dtype=np.float64) == 0
+        if not masks:
+            return np.zeros(attrs["shape"], dtype=bool)
+        for mask in masks:
+            dead = dead & mask
+        return dead
+
+    for op in G.graph["backward_order"]:
+        result = result_of(G, op)
+        upstream = value_mask[result] = mask_of(result)
+        for u, v, k in operand_edges(G, op):
+            contribution = G.edges[u, v, k].get("grad")
+            if contribution is None:
+                continue
+            zero = np.asarray(contribution, dtype=np.float64) == 0
+            mask = zero & _dead_through(G, op, k, upstream, zero.shape)
+            edge_mask[(u, v, k)] = mask
+            contributions.setdefault(u, []).append(mask)
+    for value, kind in G.nodes(data="kind"):
+        if kind == "value" and value not in value_mask:
+            value_mask[value] = mask_of(value)
+    return ({v: m for v, m in value_mask.items() if m.any()},
+            {e: m for e, m in edge_mask.items() if m.any()})
+
+
+def _dead_through(G: nx.MultiDiGraph, op: Any, arg: int, upstream: np.ndarray,
+                  shape: tuple) -> np.ndarray:
+    """Which entries of operand ``arg``'s contribution depend only on dead upstream entries."""
+    attrs = G.nodes[op]
+    everywhere = np.full(shape, bool(upstream.all()) if upstream.size else False)
+    if attrs["op"] == "relu":
+        gate = np.asarray(attrs.get("dead", False), dtype=bool)
+        if gate.shape == upstream.shape == shape:
+            return gate | upstream
+        return everywhere
+    if attrs["op"] == "matmul":
+        return _dead_through_matmul(arg, upstream, shape, everywhere)
+    if upstream.shape == shape:  # elementwise: entry i depends on result entry i
+        return upstream.copy()
+    return everywhere
+
+
+def _dead_through_matmul(arg: int, upstream: np.ndarray, shape: tuple,
+                         everywhere: np.ndarray) -> np.ndarray:
+    # C = A @ B. For A (m, n): dA[i, j] = sum_k dC[i, k] B[j, k], so row i of
+    # dA depends on row i of dC only. For B (n, p): dB[j, k] = sum_i A[i, j]
+    # dC[i, k], so column k of dB depends on column k of dC only.
+    if arg == 0 and len(shape) == 2:
+        rows = upstream.reshape(shape[0], -1).all(axis=1)
+        return np.repeat(rows[:, None], shape[1], axis=1)
+    if arg == 1 and len(shape) == 2:
+        cols = upstream.reshape(-1, shape[1]).all(axis=0)
+        return np.repeat(cols[None, :], shape[0], axis=0)
+    return everywhere
+
+
+# ---------------------------------------------------------------- DOT
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _attrs(attrs: Mapping[str, str]) -> str:
+    parts = []
+    for key, value in attrs.items():
+        if key == "label" and value.startswith("<") and value.endswith(">"):
+            parts.append(f"{key}={value}")
+        else:
+            parts.append(f"{key}={_quote(value)}")
+    return "[" + " ".join(parts) + "]"
+
+
+def _font(text: str, color: str, size: float | None = None, face: str | None = None) -> str:
+    extra = f' POINT-SIZE="{size:g}"' if size else ""
+    extra += f' FACE="{face}"' if face else ""
+    return f'<FONT COLOR="{color}"{extra}>{text}</FONT>'
+
+
+_NAME = re.compile(r"^([A-Za-z]+)_?([0-9][0-9_]*|_[A-Za-z0-9_]+)?$")
+
+
+def _name_html(name: str, theme: Theme) -> str:
+    """A name in the book's style: ``W1`` as an italic W with subscript 1."""
+    match = _NAME.match(name)
+    if match and match.group(2):
+        base, sub = match.group(1), match.group(2).strip("_").replace("_", ",")
+        body = f"<I>{escape(base)}</I><SUB>{escape(sub)}</SUB>"
+    else:
+        body = f"<I>{escape(name)}</I>"
+    return _font(body, theme.text, 17, NAME_FONT)
+
+
+def _array_html(x: Any, shape: tuple, color: str, precision: int, theme: Theme,
+                dead: np.ndarray | None = None, size: float = 14,
+                fill: str | None = None) -> str:
+    """A number or a bracketed table of numbers in ``color``; dead entries marked."""
+    array = np.asarray(x, dtype=np.float64)
+    grid = _grid_indices(tuple(shape), MAX_ITEMS) if array.ndim <= 2 else None
+    if grid is None:
+        return _font(escape(format_array(array)[0][0]), color, size)
+    cells_rows = []
+    for row in grid:
+        cells = []
+        for index in row:
+            if isinstance(index, str):
+                cells.append(f'<TD ALIGN="CENTER">{_font(index, color, size)}</TD>')
+                continue
+            text = format_number(array[index], precision)
+            if dead is not None and dead[index]:
+                cells.append(f'<TD ALIGN="RIGHT" BGCOLOR="{theme.dead_fill}">'
+                             f'{_font(text, theme.dead_text, size)}</TD>')
+            else:
+                cells.append(f'<TD ALIGN="RIGHT">{_font(text, color, size)}</TD>')
+        cells_rows.append(cells)
+    bg = f' BGCOLOR="{fill}"' if fill else ""
+    if array.ndim == 0:
+        (cell,) = cells_rows[0]
+        return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2"{bg}>'
+                f"<TR>{cell}</TR></TABLE>")
+    # Brackets: thin rules on the outer sides of a narrow first and last column.
+    n_rows = len(cells_rows)
+    left = (f'<TD ROWSPAN="{n_rows}" WIDTH="3" BORDER="1" SIDES="LTB" '
+            f'COLOR="{theme.muted}"></TD>')
+    right = (f'<TD ROWSPAN="{n_rows}" WIDTH="3" BORDER="1" SIDES="RTB" '
+             f'COLOR="{theme.muted}"></TD>')
+    rows = []
+    for i, cells in enumerate(cells_rows):
+        inner = "".join(cells)
+        rows.append(f"<TR>{left}{inner}{right}</TR>" if i == 0 else f"<TR>{inner}</TR>")
+    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2"{bg}>'
+            + "".join(rows) + "</TABLE>")
+
+
+@dataclass(frozen=True)
+class _Options:
+    rankdir: str
+    theme: Theme
+    precision: int
+    forward_only: bool
+    step: int | None
+    legend: bool
+
+
+def _check_options(rankdir: str, theme: str, precision: int) -> Theme:
+    if rankdir not in RANKDIRS:
+        raise DrawError(f"unknown rankdir: {rankdir!r} (must be one of {list(RANKDIRS)})")
+    if theme not in THEMES:
+        raise DrawError(f"unknown theme: {theme!r} (must be one of {sorted(THEMES)})")
+    if isinstance(precision, bool) or not isinstance(precision, int) or precision < 1:
+        raise DrawError(f"precision must be a positive int of significant digits, "
+                        f"got {precision!r}")
+    return THEMES[theme]
+
+
+def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
+           precision: int = 4, forward_only: bool = False, step: int | None = None,
+           legend: bool = True) -> str:
+    """DOT text drawing the IR graph ``G`` (validated first).
+
+    Graphviz node names and ``id`` attributes are the IR ids; edge ids are
+    ``"u->v#key"``; ``class`` attributes name the kind, role and op, so the
+    SVG can be scripted. ``step=None`` draws every gradient; ``step=k`` the
+    state after k backward steps, with the k-th op highlighted. The text is
+    the same, byte for byte, for the same graph and options.
+    """
+    try:
+        validate(G)
+    except IRError as error:
+        raise DrawError(f"cannot draw an invalid graph: {error}") from None
+    palette = _check_options(rankdir, theme, precision)
+    options = _Options(rankdir, palette, precision, forward_only, step, legend)
+    state = state_at(G, step)
+    return _Writer(G, options, state).dot()
+
+
+class _Writer:
+    """Builds the DOT text of one picture."""
+
+    def __init__(self, G: nx.MultiDiGraph, options: _Options, state: _State) -> None:
+        self.G = G
+        self.o = options
+        self.t = options.theme
+        self.state = state
+        self.show_grads = not options.forward_only
+        dead_values, dead_edges = dead_masks(G) if self.show_grads else ({}, {})
+        self.dead_values = dead_values
+        self.dead_edges = dead_edges
+        # A fork: a value that sends gradients back along two or more edges.
+        # Each edge then shows its contribution, and the node shows their sum.
+        self.fork_edges = set()
+        for value, kind in G.nodes(data="kind"):
+            if kind != "value":
+                continue
+            sent = [(u, v, k) for u, v, k, g in G.out_edges(value, keys=True, data="grad")
+                    if g is not None]
+            if len(sent) >= 2:
+                self.fork_edges.update(sent)
+
+    def dot(self) -> str:
+        t, o = self.t, self.o
+        lines = ["digraph backprop {"]
+        graph = {
+            "rankdir": o.rankdir, "bgcolor": t.background, "fontname": FONT,
+            "pad": "0.25", "nodesep": "0.3", "ranksep": "0.45", "newrank": "true",
+            "id": "graph", "class": f"backprop theme-{t.name}",
+        }
+        if o.step is not None:
+            graph["class"] += f" step-{o.step}"
+        legend = self.legend_html() if o.legend else None
+        if legend:
+            graph.update(label=legend, labelloc="b", labeljust="l")
+        lines.append("  graph " + _attrs(graph) + ";")
+        lines.append("  node " + _attrs({"fontname": FONT, "fontsize": "14",
+                                         "fontcolor": t.text, "penwidth": "1.4"}) + ";")
+        lines.append("  edge " + _attrs({"fontname": FONT, "fontsize": "11",
+                                         "color": t.edge, "arrowsize": "0.7",
+                                         "penwidth": "1.3"}) + ";")
+        for node, attrs in self.G.nodes(data=True):
+            node_attrs = (self.value_node(node, attrs) if attrs["kind"] == "value"
+                          else self.op_node(node, attrs))
+            lines.append(f"  {_quote(node)} {_attrs(node_attrs)};")
+        for u, v, k, attrs in self.G.edges(keys=True, data=True):
+            lines.append(f"  {_quote(u)} -> {_quote(v)} {_attrs(self.edge(u, v, k, attrs))};")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    # -------------------------------------------------------- nodes
+
+    def value_node(self, node: Any, attrs: dict) -> dict[str, str]:
+        t, o = self.t, self.o
+        grad = self.state.grads.get(node) if self.show_grads else None
+        fill = t.param_fill if attrs["role"] == "param" else t.node_fill
+        classes = ["value", attrs["role"]]
+        header = []
+        if attrs["label"]:
+            header.append(_name_html(attrs["label"], t))
+        if attrs.get("stored"):
+            classes.append("stored")
+            header.append(_font("●", t.saved, 11))
+        shape = attrs["shape"]
+        data_html = _array_html(attrs["data"], shape, t.text, o.precision, t)
+        rows = []
+        if header:
+            rows.append(f'<TR><TD COLSPAN="3">{" ".join(header)}</TD></TR>')
+        if grad is None:
+            rows.append(f"<TR><TD>{data_html}</TD></TR>")
+        else:
+            classes.append("has-grad")
+            dead = self.dead_mask_now(node, grad)
+            if dead is not None:
+                classes.append("dead")
+            updated = node in self.state.updated
+            grad_html = _array_html(grad, shape, t.grad, o.precision, t, dead,
+                                    fill=t.highlight_fill if updated else None)
+            rows.append(f"<TR><TD>{data_html}</TD><VR/><TD>{grad_html}</TD></TR>")
+        label = ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
+                 + "".join(rows) + "</TABLE>>")
+        return {"id": str(node), "class": " ".join(classes), "shape": "box",
+                "style": "rounded,filled", "fillcolor": fill, "color": t.node_line,
+                "margin": "0.08,0.04", "label": label}
+
+    def dead_mask_now(self, node: Any, grad: Any) -> np.ndarray | None:
+        """The dead-ReLU mask of a value's gradient as shown now, if any entry is dead."""
+        final = self.dead_values.get(node)
+        if final is None:
+            # Part way through the backward pass a running sum may still be
+            # all dead contributions even if later ones revive it.
+            masks = [self.dead_edges.get(edge) for edge in self.state.processed
+                     if edge[0] == node]
+            if not masks or any(mask is None for mask in masks):
+                return None
+            final = masks[0]
+            for mask in masks[1:]:
+                final = final & mask
+        dead = final & (np.asarray(grad, dtype=np.float64) == 0)
+        return dead if dead.any() else None
+
+    def op_node(self, node: Any, attrs: dict) -> dict[str, str]:
+        t = self.t
+        symbol = attrs["symbol"]
+        classes = ["op", attrs["op"]]
+        size = "16" if len(symbol) <= 2 else "12"
+        result = {"id": str(node), "shape": "circle", "style": "filled",
+                  "fillcolor": t.op_fill, "color": t.op_line, "width": "0.42",
+                  "margin": "0.02", "fontsize": size, "label": symbol,
+                  "ordering": "in"}
+        if attrs["op"] == "relu" and np.any(attrs.get("dead", False)):
+            classes.append("dead")
+            result.update(color=t.dead_line, style="filled,dashed", penwidth="2")
+            dead = np.asarray(attrs["dead"], dtype=bool)
+            units = ", ".join(str(i + 1) for i in np.flatnonzero(dead.ravel()))
+            what = "dead" if dead.ndim == 0 else f"dead: unit {units}"
+            result["tooltip"] = f"ReLU {what} (input <= 0, so no gradient flows back)"
+        if node == self.state.current:
+            classes.append("current")
+            result.update(color=t.highlight_line, fillcolor=t.highlight_fill, penwidth="3")
+        result["class"] = " ".join(classes)
+        return result
+
+    # -------------------------------------------------------- edges
+
+    def edge(self, u: Any, v: Any, k: Any, attrs: dict) -> dict[str, str]:
+        t, o = self.t, self.o
+        result = {"id": f"{u}->{v}#{k}"}
+        classes = ["operand" if "arg" in attrs else "result"]
+        key = (u, v, k)
+        if key in self.state.processed:
+            classes.append("processed")
+        contribution = attrs.get("grad")
+        show = (self.show_grads and contribution is not None
+                and key in self.state.processed
+                and (key in self.fork_edges or key in self.state.current_edges))
+        if show:
+            dead = self.dead_edges.get(key)
+            shape = np.shape(contribution)
+            html = _array_html(contribution, shape, t.grad, o.precision, t, dead, size=11,
+                               fill=t.label_fill)
+            result["label"] = f"<{html}>"
+            classes.append("contribution")
+        if key in self.state.current_edges:
+            classes.append("current")
+            result.update(color=t.highlight_line, penwidth="2.6")
+        elif v == self.state.current:
+            # The op's result edge: the gradient that enters the current op.
+            result.update(color=t.highlight_line, penwidth="2", style="dashed")
+        result["class"] = " ".join(classes)
+        return result
+
+    # -------------------------------------------------------- legend
+
+    def legend_html(self) -> str | None:
+        t = self.t
+        items = [_font("value", t.text, 12)]
+        if self.show_grads and self.state.grads:
+            items.append(_font("gradient", t.grad, 12))
+        if self.fork_edges and self.show_grads:
+            items.append(_font("on an edge: its share of a fork's sum", t.grad, 12))
+        if self.dead_values or self.dead_edges:
+            items.append(f'<TABLE BORDER="0" CELLPADDING="1" CELLSPACING="0">'
+                         f'<TR><TD BGCOLOR="{t.dead_fill}">{_font("0", t.dead_text, 12)}'
+                         f'</TD><TD>{_font(" zeroed by a dead ReLU", t.muted, 12)}</TD></TR>'
+                         "</TABLE>")
+        stored = self.G.graph.get("stored_bytes")
+        if stored:
+            items.append(_font("●", t.saved, 11)
+                         + _font(f" saved for backward: {_bytes(stored)} in all", t.muted, 12))
+        if len(items) == 1 and not stored:
+            return None
+        cells = "".join(f"<TD>{item}</TD>" for item in items)
+        return (f'<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="2" '
+                f'BGCOLOR="{t.label_fill}"><TR>{cells}</TR></TABLE>>')
+
+
+def _bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def run_dot(source: str, format: str = "svg") -> bytes:
+    """Lay out and render DOT text with the ``dot`` executable."""
+    if format not in FORMATS:
+        raise DrawError(f"unknown format: {format!r} (must be one of {list(FORMATS)})")
+    try:
+        done = subprocess.run(["dot", f"-T{format}"], input=source.encode("utf-8"),
+                              capture_output=True, check=False)
+    except FileNotFoundError:
+        raise DrawError("failed to execute 'dot', make sure the Graphviz executables are "
+                        "on your PATH (on Debian: apt-get install graphviz)") from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise DrawError(f"dot failed with exit status {done.returncode}: "
+                        f"{message[0] if message else 'no message'}")
+    return done.stdout
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside ``path``, then rename: no partial output."""
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+class Diagram:
+    """A drawing: its DOT ``source``, the IR ``graph``, and renders in any format."""
+
+    def __init__(self, source: str, graph: nx.MultiDiGraph) -> None:
+        self.source = source
+        self.graph = graph
+        self._cache: dict[str, bytes] = {}
+
+    def __repr__(self) -> str:
+        return f"<Diagram of {self.graph.number_of_nodes()} nodes>"
+
+    def pipe(self, format: str = "svg") -> bytes:
+        """The picture in a graphviz ``format`` (svg, png, pdf, dot, json...)."""
+        if format not in self._cache:
+            self._cache[format] = run_dot(self.source, format)
+        return self._cache[format]
+
+    @property
+    def svg(self) -> str:
+        return self.pipe("svg").decode("utf-8")
+
+    def render(self, path: str | os.PathLike, format: str | None = None) -> Path:
+        """Write the picture to ``path`` (format from its extension) and return the path."""
+        path = Path(path)
+        if format is None:
+            format = path.suffix.lstrip(".").lower()
+            if not format:
+                raise DrawError(f"cannot tell the format of {str(path)!r}: give it an "
+                                f"extension or a format (one of {list(FORMATS)})")
+        data = self.pipe(format)
+        try:
+            _write_atomically(path, data)
+        except OSError as error:
+            raise DrawError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
+        return path
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"image/svg+xml": self.svg}
+
+
+def _as_graph(graph_or_root: Any, names: Mapping[str, Any] | None) -> nx.MultiDiGraph:
+    if isinstance(graph_or_root, nx.MultiDiGraph):
+        return graph_or_root
+    if isinstance(graph_or_root, Node):
+        return to_networkx(graph_or_root, names=names)
+    if isinstance(graph_or_root, Sequence) and graph_or_root and all(
+            isinstance(root, Node) for root in graph_or_root):
+        return to_networkx(*graph_or_root, names=names)
+    raise DrawError(f"draw needs an IR graph, a Value or Tensor, or a list of them, "
+                    f"got {type(graph_or_root).__name__}")
+
+
+def draw(graph_or_root: Any, *, names: Mapping[str, Any] | None = None, rankdir: str = "LR",
+         theme: str = "light", precision: int = 4, forward_only: bool = False,
+         step: int | None = None, legend: bool = True) -> Diagram:
+    """A Diagram of an IR graph, or of the graph behind a Value or Tensor root."""
+    G = _as_graph(graph_or_root, names)
+    source = to_dot(G, rankdir=rankdir, theme=theme, precision=precision,
+                    forward_only=forward_only, step=step, legend=legend)
+    return Diagram(source, G)
+
+
+def steps(G: Any, **options: Any) -> list[Diagram]:
+    """One Diagram per state of the backward pass: step 0 (the seed) to the last op."""
+    names = options.pop("names", None)
+    if "step" in options:
+        raise DrawError("steps draws every step; do not pass step=")
+    G = _as_graph(G, names)
+    return [draw(G, step=k, **options) for k in range(len(G.graph["backward_order"]) + 1)]
+
+
+def render_steps(G: Any, directory: str | os.PathLike, **options: Any) -> list[Path]:
+    """Write step-000.svg, step-001.svg... into ``directory``; return the paths."""
+    format = options.pop("format", "svg")
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise DrawError(f"cannot create {str(directory)!r}: {error.strerror or error}") from None
+    diagrams = steps(G, **options)
+    return [diagram.render(directory / f"step-{k:03d}.{format}", format=format)
+            for k, diagram in enumerate(diagrams)]
