@@ -17,7 +17,7 @@ import networkx as nx
 import numpy as np
 
 from .engine import Node
-from .ir import IRError, backward_steps, operand_edges, result_of, to_networkx, validate
+from .ir import IRError, Step, backward_steps, operand_edges, result_of, to_networkx, validate
 
 __all__ = [
     "FORMATS",
@@ -27,6 +27,7 @@ __all__ = [
     "DrawError",
     "Theme",
     "dead_masks",
+    "display_number",
     "draw",
     "format_array",
     "format_number",
@@ -191,8 +192,12 @@ class _State:
     updated: frozenset  # values whose gradient this step changed
 
 
-def state_at(G: nx.MultiDiGraph, step: int | None = None) -> _State:
-    """The gradients and edges known after ``step`` backward steps (None: all)."""
+def state_at(G: nx.MultiDiGraph, step: int | None = None,
+             replay: Sequence[Step] | None = None) -> _State:
+    """The gradients and edges known after ``step`` backward steps (None: all).
+
+    ``replay`` is ``backward_steps(G)`` if the caller has it already.
+    """
     order = G.graph["backward_order"]
     if step is None:
         grads = {v: g for v, g in G.nodes(data="grad") if G.nodes[v]["kind"] == "value"
@@ -204,7 +209,8 @@ def state_at(G: nx.MultiDiGraph, step: int | None = None) -> _State:
     if step == 0:
         return _State(dict(G.graph.get("seeds", {})), frozenset(), None, frozenset(),
                       frozenset())
-    replay = backward_steps(G)
+    if replay is None:
+        replay = backward_steps(G)
     now = replay[step - 1]
     processed = frozenset(edge for done in replay[:step] for edge in done.edges)
     return _State(now.grads, processed, now.op, frozenset(now.edges), frozenset(now.updated))
@@ -324,45 +330,80 @@ def _name_html(name: str, theme: Theme) -> str:
     return _font(body, theme.text, 17, NAME_FONT)
 
 
-def _array_html(x: Any, shape: tuple, color: str, precision: int, theme: Theme,
-                dead: np.ndarray | None = None, size: float = 14,
-                fill: str | None = None) -> str:
-    """A number or a bracketed table of numbers in ``color``; dead entries marked."""
+def display_number(x: float, precision: int = 4) -> str:
+    """``format_number`` as typeset in pictures: a true minus sign (U+2212), not a hyphen."""
+    return format_number(x, precision).replace("-", "\u2212")
+
+
+def _grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]]]:
+    """The texts of a number or array as laid out, and the array index of each cell."""
     array = np.asarray(x, dtype=np.float64)
-    grid = _grid_indices(tuple(shape), MAX_ITEMS) if array.ndim <= 2 else None
-    if grid is None:
-        return _font(escape(format_array(array)[0][0]), color, size)
-    cells_rows = []
-    for row in grid:
-        cells = []
-        for index in row:
-            if isinstance(index, str):
-                cells.append(f'<TD ALIGN="CENTER">{_font(index, color, size)}</TD>')
-                continue
-            text = format_number(array[index], precision)
-            if dead is not None and dead[index]:
-                cells.append(f'<TD ALIGN="RIGHT" BGCOLOR="{theme.dead_fill}">'
-                             f'{_font(text, theme.dead_text, size)}</TD>')
-            else:
-                cells.append(f'<TD ALIGN="RIGHT">{_font(text, color, size)}</TD>')
-        cells_rows.append(cells)
-    bg = f' BGCOLOR="{fill}"' if fill else ""
-    if array.ndim == 0:
-        (cell,) = cells_rows[0]
-        return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2"{bg}>'
-                f"<TR>{cell}</TR></TABLE>")
-    # Brackets: thin rules on the outer sides of a narrow first and last column.
-    n_rows = len(cells_rows)
-    left = (f'<TD ROWSPAN="{n_rows}" WIDTH="3" BORDER="1" SIDES="LTB" '
-            f'COLOR="{theme.muted}"></TD>')
-    right = (f'<TD ROWSPAN="{n_rows}" WIDTH="3" BORDER="1" SIDES="RTB" '
-             f'COLOR="{theme.muted}"></TD>')
+    if array.ndim > 2:
+        return [[format_array(array)[0][0]]], [[None]]
+    grid = _grid_indices(array.shape, MAX_ITEMS)
+    texts = [[cell if isinstance(cell, str) else display_number(array[cell], precision)
+              for cell in row] for row in grid]
+    return texts, [[None if isinstance(cell, str) else cell for cell in row] for row in grid]
+
+
+# Advance widths of Helvetica's glyphs, per 1000 units of the font size, for
+# what numbers are made of; any other character counts as a full em.
+_ADVANCE = {**dict.fromkeys("0123456789e", 556), ".": 278, "\u2212": 584, "+": 584,
+            "n": 556, "a": 556, "i": 222, "f": 278, " ": 278}
+
+
+def _column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
+    """Minimum cell widths (points) that fit every grid's texts, column by column.
+
+    A gradient cell is sized for every number it will ever show (partial sums
+    and the final one), so the layout is the same at every backward step.
+    """
+    widths: list[float] = []
+    for grid in grids:
+        for row in grid:
+            for column, text in enumerate(row):
+                width = sum(_ADVANCE.get(c, 1000) for c in text) * size / 1000
+                if column == len(widths):
+                    widths.append(width)
+                widths[column] = max(widths[column], width)
+    # 8% for hinting and kerning, then the cell's padding on both sides.
+    return [math.ceil(width * 1.08) + 2 * _PADDING + 1 for width in widths]
+
+
+_PADDING = 2
+
+
+def _array_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = 14,
+                indices: list[list[Any]] | None = None, dead: np.ndarray | None = None,
+                widths: list[int] | None = None, fill: str | None = None,
+                brackets: bool = False, hidden: bool = False) -> str:
+    """A grid of numbers in ``color``, bracketed if an array; dead entries marked.
+
+    ``hidden`` keeps the grid's size but shows nothing: a gradient not yet
+    computed at this backward step.
+    """
     rows = []
-    for i, cells in enumerate(cells_rows):
-        inner = "".join(cells)
-        rows.append(f"<TR>{left}{inner}{right}</TR>" if i == 0 else f"<TR>{inner}</TR>")
-    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2"{bg}>'
-            + "".join(rows) + "</TABLE>")
+    for r, row in enumerate(texts):
+        cells = []
+        for c, text in enumerate(row):
+            width = f' WIDTH="{widths[c]}"' if widths else ""
+            index = indices[r][c] if indices else None
+            body = " " if hidden else escape(text)
+            if not hidden and dead is not None and index is not None and dead[index]:
+                cells.append(f'<TD ALIGN="RIGHT"{width} BGCOLOR="{theme.dead_fill}">'
+                             f"{_font(body, theme.dead_text, size)}</TD>")
+            else:
+                align = "RIGHT" if index is not None else "CENTER"
+                cells.append(f'<TD ALIGN="{align}"{width}>{_font(body, color, size)}</TD>')
+        rows.append(cells)
+    if brackets:
+        # Thin rules on the outer sides of a narrow first and last column.
+        line = "transparent" if hidden else color
+        span = f'ROWSPAN="{len(rows)}" WIDTH="4" BORDER="1" COLOR="{line}"'
+        rows[0] = [f'<TD {span} SIDES="LTB"></TD>', *rows[0], f'<TD {span} SIDES="RTB"></TD>']
+    bg = f' BGCOLOR="{fill}"' if fill and not hidden else ""
+    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="{_PADDING}"{bg}>'
+            + "".join("<TR>" + "".join(cells) + "</TR>" for cells in rows) + "</TABLE>")
 
 
 @dataclass(frozen=True)
@@ -394,8 +435,10 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     Graphviz node names and ``id`` attributes are the IR ids; edge ids are
     ``"u->v#key"``; ``class`` attributes name the kind, role and op, so the
     SVG can be scripted. ``step=None`` draws every gradient; ``step=k`` the
-    state after k backward steps, with the k-th op highlighted. The text is
-    the same, byte for byte, for the same graph and options.
+    state after k backward steps, with the k-th op highlighted. Every step
+    and the final picture share one layout: a gradient not yet computed keeps
+    its place, empty. The text is the same, byte for byte, for the same graph
+    and options.
     """
     try:
         validate(G)
@@ -403,14 +446,18 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
         raise DrawError(f"cannot draw an invalid graph: {error}") from None
     palette = _check_options(rankdir, theme, precision)
     options = _Options(rankdir, palette, precision, forward_only, step, legend)
-    state = state_at(G, step)
-    return _Writer(G, options, state).dot()
+    replay = backward_steps(G) if not forward_only and G.graph["backward_order"] else []
+    return _Writer(G, options, state_at(G, step, replay), replay).dot()
+
+
+_COMMUTATIVE = frozenset({"add", "mul"})
 
 
 class _Writer:
     """Builds the DOT text of one picture."""
 
-    def __init__(self, G: nx.MultiDiGraph, options: _Options, state: _State) -> None:
+    def __init__(self, G: nx.MultiDiGraph, options: _Options, state: _State,
+                 replay: Sequence[Step]) -> None:
         self.G = G
         self.o = options
         self.t = options.theme
@@ -419,16 +466,26 @@ class _Writer:
         dead_values, dead_edges = dead_masks(G) if self.show_grads else ({}, {})
         self.dead_values = dead_values
         self.dead_edges = dead_edges
+        # Every gradient a value shows at some step: its seed, then each
+        # running sum (the last is its final gradient). Cells are sized for all.
+        self.partials: dict[Any, list] = {}
+        if self.show_grads:
+            for value, seed in G.graph.get("seeds", {}).items():
+                self.partials.setdefault(value, []).append(seed)
+            for done in replay:
+                for value in done.updated:
+                    self.partials.setdefault(value, []).append(done.grads[value])
         # A fork: a value that sends gradients back along two or more edges.
         # Each edge then shows its contribution, and the node shows their sum.
         self.fork_edges = set()
-        for value, kind in G.nodes(data="kind"):
-            if kind != "value":
-                continue
-            sent = [(u, v, k) for u, v, k, g in G.out_edges(value, keys=True, data="grad")
-                    if g is not None]
-            if len(sent) >= 2:
-                self.fork_edges.update(sent)
+        if self.show_grads:
+            for value, kind in G.nodes(data="kind"):
+                if kind != "value":
+                    continue
+                sent = [(u, v, k) for u, v, k, g in
+                        G.out_edges(value, keys=True, data="grad") if g is not None]
+                if len(sent) >= 2:
+                    self.fork_edges.update(sent)
 
     def dot(self) -> str:
         t, o = self.t, self.o
@@ -462,7 +519,6 @@ class _Writer:
 
     def value_node(self, node: Any, attrs: dict) -> dict[str, str]:
         t, o = self.t, self.o
-        grad = self.state.grads.get(node) if self.show_grads else None
         fill = t.param_fill if attrs["role"] == "param" else t.node_fill
         classes = ["value", attrs["role"]]
         header = []
@@ -471,24 +527,38 @@ class _Writer:
         if attrs.get("stored"):
             classes.append("stored")
             header.append(_font("●", t.saved, 11))
-        shape = attrs["shape"]
-        data_html = _array_html(attrs["data"], shape, t.text, o.precision, t)
-        rows = []
-        if header:
-            rows.append(f'<TR><TD COLSPAN="3">{" ".join(header)}</TD></TR>')
-        if grad is None:
-            rows.append(f"<TR><TD>{data_html}</TD></TR>")
-        else:
-            classes.append("has-grad")
-            dead = self.dead_mask_now(node, grad)
+        is_array = bool(attrs["shape"])
+        texts, indices = _grid_texts(attrs["data"], o.precision)
+        body = [f"<TD>{_array_html(texts, t.text, t, brackets=is_array)}</TD>"]
+        rule = t.node_line
+        partials = self.partials.get(node)
+        if partials:
+            known = node in self.state.grads
+            grad = self.state.grads[node] if known else partials[-1]
+            grad_texts, _ = _grid_texts(grad, o.precision)
+            widths = _column_widths([_grid_texts(p, o.precision)[0] for p in partials], 14)
+            dead = self.dead_mask_now(node, grad) if known else None
+            classes.append("has-grad" if known else "pending-grad")
             if dead is not None:
                 classes.append("dead")
             updated = node in self.state.updated
-            grad_html = _array_html(grad, shape, t.grad, o.precision, t, dead,
+            grad_html = _array_html(grad_texts, t.grad, t, indices=indices, dead=dead,
+                                    widths=widths, brackets=is_array, hidden=not known,
                                     fill=t.highlight_fill if updated else None)
-            rows.append(f"<TR><TD>{data_html}</TD><VR/><TD>{grad_html}</TD></TR>")
-        label = ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
-                 + "".join(rows) + "</TABLE>>")
+            # Value and gradient side by side: a rule between two numbers, a
+            # gap between two bracketed arrays.
+            if is_array:
+                body.append(f'<TD WIDTH="6"></TD><TD>{grad_html}</TD>')
+            else:
+                body.append(f"<VR/><TD>{grad_html}</TD>")
+                rule = t.node_line if known else "transparent"
+        rows = []
+        if header:
+            span = 3 if partials and is_array else 2 if partials else 1
+            rows.append(f'<TR><TD COLSPAN="{span}">{" ".join(header)}</TD></TR>')
+        rows.append("<TR>" + "".join(body) + "</TR>")
+        label = (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1" '
+                 f'COLOR="{rule}">' + "".join(rows) + "</TABLE>>")
         return {"id": str(node), "class": " ".join(classes), "shape": "box",
                 "style": "rounded,filled", "fillcolor": fill, "color": t.node_line,
                 "margin": "0.08,0.04", "label": label}
@@ -516,15 +586,13 @@ class _Writer:
         size = "16" if len(symbol) <= 2 else "12"
         result = {"id": str(node), "shape": "circle", "style": "filled",
                   "fillcolor": t.op_fill, "color": t.op_line, "width": "0.42",
-                  "margin": "0.02", "fontsize": size, "label": symbol,
-                  "ordering": "in"}
+                  "margin": "0.04", "fontsize": size, "label": symbol}
+        if attrs["op"] not in _COMMUTATIVE:
+            # Keep operands in argument order (first on top in LR) where it matters.
+            result["ordering"] = "in"
         if attrs["op"] == "relu" and np.any(attrs.get("dead", False)):
             classes.append("dead")
             result.update(color=t.dead_line, style="filled,dashed", penwidth="2")
-            dead = np.asarray(attrs["dead"], dtype=bool)
-            units = ", ".join(str(i + 1) for i in np.flatnonzero(dead.ravel()))
-            what = "dead" if dead.ndim == 0 else f"dead: unit {units}"
-            result["tooltip"] = f"ReLU {what} (input <= 0, so no gradient flows back)"
         if node == self.state.current:
             classes.append("current")
             result.update(color=t.highlight_line, fillcolor=t.highlight_fill, penwidth="3")
@@ -540,22 +608,24 @@ class _Writer:
         key = (u, v, k)
         if key in self.state.processed:
             classes.append("processed")
-        contribution = attrs.get("grad")
-        show = (self.show_grads and contribution is not None
-                and key in self.state.processed
-                and (key in self.fork_edges or key in self.state.current_edges))
-        if show:
-            dead = self.dead_edges.get(key)
-            shape = np.shape(contribution)
-            html = _array_html(contribution, shape, t.grad, o.precision, t, dead, size=11,
-                               fill=t.label_fill)
+        if key in self.fork_edges:
+            # Contributions at a fork, each on its own edge (the node shows
+            # their sum); kept in place, empty, until the edge is processed.
+            contribution = attrs["grad"]
+            known = key in self.state.processed
+            texts, indices = _grid_texts(contribution, o.precision)
+            html = _array_html(texts, t.grad, t, size=11, indices=indices,
+                               dead=self.dead_edges.get(key) if known else None,
+                               widths=_column_widths([texts], 11), fill=t.label_fill,
+                               brackets=bool(np.ndim(contribution)), hidden=not known)
             result["label"] = f"<{html}>"
-            classes.append("contribution")
+            classes.append("contribution" if known else "pending-contribution")
         if key in self.state.current_edges:
             classes.append("current")
             result.update(color=t.highlight_line, penwidth="2.6")
-        elif v == self.state.current:
+        elif u == self.state.current:
             # The op's result edge: the gradient that enters the current op.
+            classes.append("current")
             result.update(color=t.highlight_line, penwidth="2", style="dashed")
         result["class"] = " ".join(classes)
         return result
@@ -563,12 +633,13 @@ class _Writer:
     # -------------------------------------------------------- legend
 
     def legend_html(self) -> str | None:
+        """A key to the colours; the same at every backward step."""
         t = self.t
         items = [_font("value", t.text, 12)]
-        if self.show_grads and self.state.grads:
+        if self.partials:
             items.append(_font("gradient", t.grad, 12))
-        if self.fork_edges and self.show_grads:
-            items.append(_font("on an edge: its share of a fork's sum", t.grad, 12))
+        if self.fork_edges:
+            items.append(_font("on an edge: its part of a sum at a fork", t.grad, 12))
         if self.dead_values or self.dead_edges:
             items.append(f'<TABLE BORDER="0" CELLPADDING="1" CELLSPACING="0">'
                          f'<TR><TD BGCOLOR="{t.dead_fill}">{_font("0", t.dead_text, 12)}'
@@ -578,7 +649,7 @@ class _Writer:
         if stored:
             items.append(_font("●", t.saved, 11)
                          + _font(f" saved for backward: {_bytes(stored)} in all", t.muted, 12))
-        if len(items) == 1 and not stored:
+        if len(items) == 1:
             return None
         cells = "".join(f"<TD>{item}</TD>" for item in items)
         return (f'<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="2" '
