@@ -1,0 +1,633 @@
+"""PyTorch import: record a torch script's values and gradients and turn them into the IR."""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+import re
+import sys
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from .engine import op_symbol
+
+__all__ = ["Recording", "TorchImportError", "capture", "from_torch", "is_torch_tensor"]
+
+INSTALL_HINT = "install it with: pip install 'backpropviz[torch]'"
+
+
+class TorchImportError(ValueError):
+    """A torch computation backpropviz cannot draw correctly, explained in one sentence."""
+
+
+def is_torch_tensor(obj: Any) -> bool:
+    """Whether ``obj`` is a torch.Tensor; never imports torch (a script that made one did)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise TorchImportError(f"this needs PyTorch, which is not installed; {INSTALL_HINT}") \
+            from None
+    return torch
+
+
+# ---------------------------------------------------------------- op names
+
+# Autograd's node names without "Backward<n>", mapped to the IR's canonical
+# names; anything else keeps the name of the torch function the script called.
+_NODE_OPS = {
+    "Add": "add", "Sub": "sub", "Rsub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
+    "Neg": "neg", "Mv": "matmul", "Mm": "matmul", "Bmm": "matmul", "Dot": "matmul",
+    "Matmul": "matmul", "Relu": "relu", "Sum": "sum", "Mean": "mean", "Tanh": "tanh",
+    "Sigmoid": "sigmoid", "Exp": "exp", "Log": "log", "T": "transpose",
+    "Transpose": "transpose", "Select": "getitem", "Index": "getitem", "Slice": "getitem",
+}
+# Torch function names that are another name for a canonical op.
+_FUNCTION_OPS = {
+    "truediv": "div", "true_divide": "div", "divide": "div", "subtract": "sub",
+    "multiply": "mul", "negative": "neg", "square": "pow", "permute": "transpose",
+}
+# Ops whose plain-number operands are drawn as const value nodes (as the engine
+# draws ``o - 0`` or ``s / 2``); other functions' numbers are settings (a dim, a dtype).
+_NUMBER_OPERANDS = {"add", "sub", "mul", "div", "pow"}
+_REFLECTED = re.compile(r"__r(add|sub|mul|truediv|div|floordiv|pow|matmul|mod)__")
+_IN_PLACE_DUNDER = re.compile(r"__i(add|sub|mul|truediv|div|floordiv|pow|matmul|mod)__")
+
+
+def _function_name(func: Any) -> str:
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if name == "__get__":  # a property such as Tensor.T
+        name = getattr(getattr(func, "__self__", None), "__name__", name)
+    return name
+
+
+def _op_name(function: str, node_class: str | None) -> str:
+    """The IR op for a call: its autograd node's canonical name, else the function's name."""
+    if node_class is not None:
+        base = re.sub(r"Backward\d*$", "", node_class)
+        if base in _NODE_OPS:
+            return _NODE_OPS[base]
+    match = _REFLECTED.fullmatch(function) or _IN_PLACE_DUNDER.fullmatch(function)
+    name = match.group(1) if match else function.strip("_")
+    if name.endswith("_"):  # in place: relu_ is relu applied to the tensor itself
+        name = name[:-1]
+    return _FUNCTION_OPS.get(name, name)
+
+
+# ---------------------------------------------------------------- recording
+
+
+@dataclass
+class _Operand:
+    """One operand of a recorded call: a tensor (by value key) or a number written in the script.
+
+    ``link`` is the autograd node the operand's gradient arrives at (its
+    ``grad_fn``, or ``("leaf", id)`` for a leaf's AccumulateGrad), None when
+    torch computes no gradient for it.
+    """
+
+    key: Any
+    link: Any = None
+    number: float | None = None
+    aten_name: str | None = None  # "self" or "other" where autograd saves it by that name
+
+
+@dataclass(eq=False)
+class _Call:
+    """A torch function call that produced a tensor with a new autograd node."""
+
+    index: int
+    op: str
+    output: Any  # the autograd node of the result
+    operands: list[_Operand]
+    nodes: list[Any]  # every autograd node the call created, the output's first
+    external: list[tuple[Any, int, Any]]  # (node, input index, link) edges leaving the call
+    exponent: float | None = None
+    saved: list[tuple[Any, int]] = field(default_factory=list)  # (storage key, nbytes)
+    saved_names: dict[str, int] = field(default_factory=dict)  # "self"/"other" -> nbytes
+    problem: str | None = None
+
+
+@dataclass
+class _Leaf:
+    tensor: Any
+    value: Any
+    requires_grad: bool
+    order: tuple
+    storage: Any
+
+
+@dataclass
+class _Output:
+    value: Any
+    version: int
+    storage: Any
+
+
+@dataclass
+class _Gradients:
+    """What the hooks saw at one autograd node, summed over backward passes."""
+
+    inputs: list[Any]
+    output: Any
+    step: int
+
+
+class Recording:
+    """Everything ``capture()`` saw: each op's result, and each gradient backward computed.
+
+    Hooks stay on the recorded autograd nodes, so a backward pass run after
+    the ``with`` block is recorded too.
+    """
+
+    def __init__(self) -> None:
+        torch = _torch()
+        self.calls: list[_Call] = []
+        self._call_of: dict[Any, _Call] = {}  # output node -> call
+        self._owned: set = set()  # every node some call created
+        self._outputs: dict[Any, _Output] = {}
+        self._leaves: dict[tuple[int, int], _Leaf] = {}
+        self._born: dict[int, tuple[Any, int]] = {}  # id(tensor) -> (weakref, call index)
+        self._gradients: dict[Any, _Gradients] = {}
+        self._variables: dict[tuple, Any] = {}  # ("leaf", id) -> the leaf tensor
+        self._counter = itertools.count()
+        self._steps = itertools.count()
+        # Autograd numbers its nodes as it creates them: anything numbered
+        # below this was made before recording began.
+        probe = torch.empty(0, requires_grad=True).view(0)
+        self._first_sequence_nr = probe.grad_fn._sequence_nr() + 1
+
+    def has_gradients(self, tensor: Any) -> bool:
+        """Whether a backward pass has reached ``tensor``'s autograd node."""
+        node = getattr(tensor, "grad_fn", None)
+        return node is not None and node in self._gradients
+
+    # -- called by the function mode for every torch call
+
+    def _record(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        torch = sys.modules["torch"]
+        from torch.utils._pytree import tree_flatten
+
+        index = next(self._counter)
+        function = _function_name(func)
+        flat = tree_flatten((args, kwargs))[0]
+        tensors = [x for x in flat if isinstance(x, torch.Tensor)]
+        if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+            result = func(*args, **kwargs)
+            self._note_births(result, index)
+            return result
+        swapped = bool(_REFLECTED.fullmatch(function) or function == "rsub") and len(flat) >= 2
+        if swapped:
+            # 2 - x arrives as x.__rsub__(2): draw the operands in the order of the math.
+            flat[:2] = flat[1::-1]
+        before = [self._operand_before(x, index, position) for position, x in enumerate(flat)]
+        result = func(*args, **kwargs)
+        self._note_births(result, index)
+        outputs = [t for t in tree_flatten(result)[0]
+                   if isinstance(t, torch.Tensor) and t.grad_fn is not None
+                   and t.grad_fn not in self._owned]
+        new_nodes = list(dict.fromkeys(t.grad_fn for t in outputs))
+        for output in outputs[:1]:
+            self._add_call(index, function, flat, before, output, outputs, len(new_nodes),
+                           swapped)
+        return result
+
+    def _note_births(self, result: Any, index: int) -> None:
+        torch = sys.modules["torch"]
+        if isinstance(result, torch.Tensor) and result.grad_fn is None:
+            self._born[id(result)] = (weakref.ref(result), index)
+
+    def _operand_before(self, x: Any, index: int, position: int) -> Any:
+        """What an argument is before the call runs (an in-place call will change it)."""
+        torch = sys.modules["torch"]
+        if not isinstance(x, torch.Tensor):
+            return x
+        node = x.grad_fn
+        if node is None:
+            return self._leaf_operand(x, (index, 0, position))
+        operand = _Operand(key=("node", node), link=node)
+        output = self._outputs.get(node)
+        if x.output_nr != 0:
+            operand.key = ("problem", "an output of an op with several results (split, "
+                           "unbind, iterating over a tensor) is used; backpropviz draws ops "
+                           "with one result, so use indexing instead")
+        elif output is not None and output.version != x._version:
+            operand.key = ("problem", "a tensor was changed in place without autograd "
+                           "recording it (under torch.no_grad() or through .data) after it "
+                           "was computed, so its drawn value would be wrong")
+        return operand
+
+    def _leaf_operand(self, tensor: Any, order: tuple) -> _Operand:
+        key = (id(tensor), tensor._version)
+        if key not in self._leaves:
+            born = self._born.get(id(tensor))
+            if born is not None and born[0]() is tensor:
+                order = (born[1], 2, tensor._version)
+            self._leaves[key] = _Leaf(tensor, tensor.detach().clone(), tensor.requires_grad,
+                                      order, _storage_key(tensor))
+        return _Operand(key=("leaf", *key),
+                        link=("leaf", id(tensor)) if tensor.requires_grad else None)
+
+    def _add_call(self, index: int, function: str, flat: list, before: list, output: Any,
+                  outputs: list, new_nodes: int, swapped: bool) -> None:
+        node = output.grad_fn
+        nodes, external = self._walk(node, before)
+        op = _op_name(function, type(node).__name__ if len(nodes) == 1 else None)
+        call = _Call(index, op, node, [], nodes, external)
+        for position, (x, operand) in enumerate(zip(flat, before, strict=True)):
+            if isinstance(operand, _Operand):
+                call.operands.append(operand)
+            elif op in _NUMBER_OPERANDS and position < 2 and _is_number(x):
+                if op == "pow" and position == 1:
+                    call.exponent = float(x)  # t ** 2: an attribute of the op, as in the engine
+                else:
+                    call.operands.append(_Operand(key=("const", index, position), number=float(x),
+                                                  aten_name=("self", "other")[position ^ swapped]))
+        if op == "pow" and call.exponent is None and len(call.operands) == 1:
+            saved = getattr(node, "_saved_exponent", None)  # torch.square(t) is t ** 2
+            if _is_number(saved):
+                call.exponent = float(saved)
+        linked = {operand.link for operand in call.operands if operand.link is not None}
+        for _, _, link in external:
+            if link not in linked:  # a tensor the function reached without it being an argument
+                linked.add(link)
+                call.operands.append(self._operand_for_link(link, index))
+        self._note_saved(call)
+        if new_nodes > 1 or any(t.output_nr != 0 for t in outputs):
+            call.problem = (f"{function} returns several tensors that require grad; "
+                            "backpropviz draws ops with one result")
+        self.calls.append(call)
+        self._call_of[node] = call
+        self._outputs[node] = _Output(output.detach().clone(), output._version,
+                                      _storage_key(output))
+        recording = weakref.ref(self)
+        for position, created in enumerate(nodes):
+            self._owned.add(created)
+            created.register_hook(_gradient_hook(recording, call, position))
+
+    def _walk(self, output: Any, before: list) -> tuple[list, list]:
+        """The autograd nodes a call created, and the edges that leave them."""
+        stop = {operand.link for operand in before if isinstance(operand, _Operand)}
+        nodes, external, seen = [output], [], {output}
+        stack = [output]
+        while stack:
+            node = stack.pop()
+            for j, (target, _) in enumerate(node.next_functions):
+                if target is None or target in seen:
+                    continue
+                variable = getattr(target, "variable", None)
+                if variable is not None:  # AccumulateGrad: the edge into a leaf
+                    self._variables[("leaf", id(variable))] = variable
+                    external.append((node, j, ("leaf", id(variable))))
+                elif (target in stop or target in self._owned
+                      or target._sequence_nr() < self._first_sequence_nr):
+                    external.append((node, j, target))
+                else:
+                    seen.add(target)
+                    nodes.append(target)
+                    stack.append(target)
+        return nodes, external
+
+    def _operand_for_link(self, link: Any, index: int) -> _Operand:
+        if isinstance(link, tuple):  # a leaf: find it through its AccumulateGrad node
+            return self._leaf_operand(self._variables[link], (index, 0, 99))
+        return _Operand(key=("node", link), link=link)
+
+    def _note_saved(self, call: _Call) -> None:
+        """Which tensors the call's backward rules keep (read now, before backward frees them)."""
+        torch = sys.modules["torch"]
+        for node in call.nodes:
+            for name in dir(node):
+                if not name.startswith("_saved_") or name.endswith("_sym_sizes"):
+                    continue
+                try:
+                    saved = getattr(node, name)
+                except RuntimeError:
+                    continue
+                for tensor in saved if isinstance(saved, (tuple, list)) else (saved,):
+                    if isinstance(tensor, torch.Tensor):
+                        nbytes = tensor.numel() * tensor.element_size()
+                        call.saved.append((_storage_key(tensor), nbytes))
+                        if len(call.nodes) == 1:
+                            call.saved_names[name.removeprefix("_saved_")] = nbytes
+
+    def _hooked(self, call: _Call, position: int, grad_inputs: tuple,
+                grad_outputs: tuple) -> None:
+        node = call.nodes[position]
+        inputs = [None if g is None else g.detach().clone() for g in grad_inputs]
+        output = grad_outputs[0] if grad_outputs else None
+        output = None if output is None else output.detach().clone()
+        record = self._gradients.get(node)
+        step = next(self._steps)
+        if record is None:
+            self._gradients[node] = _Gradients(inputs, output, step)
+            return
+        # A second backward pass through the same graph adds, as .grad does.
+        record.inputs = [_add(a, b) for a, b in zip(record.inputs, inputs, strict=True)]
+        record.output = _add(record.output, output)
+        record.step = step
+
+
+def _gradient_hook(recording: weakref.ref, call: _Call, position: int) -> Any:
+    # The hook holds the recording weakly: autograd nodes are C++ objects, and
+    # a strong reference back to the recording would be a cycle Python cannot see.
+    def hook(grad_inputs: tuple, grad_outputs: tuple) -> None:
+        torch = sys.modules["torch"]
+        live = recording()
+        if live is not None:
+            with torch._C.DisableTorchFunction(), torch.no_grad():
+                live._hooked(call, position, grad_inputs, grad_outputs)
+    return hook
+
+
+def _add(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _storage_key(tensor: Any) -> tuple:
+    return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(),
+            tuple(tensor.shape), tuple(tensor.stride()))
+
+
+_active: list[Recording] = []
+_last: list[Recording] = []
+
+
+@contextmanager
+def capture() -> Iterator[Recording]:
+    """Record every torch op run inside the block: its result now, its gradient when backward runs.
+
+    ``with capture() as recording: <run the script>``; then
+    ``from_torch(L, names=namespace, recording=recording)``.
+    """
+    _torch()
+    from torch.overrides import TorchFunctionMode
+
+    recording = Recording()
+
+    class _RecordingMode(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: tuple = (),
+                               kwargs: dict | None = None) -> Any:
+            return recording._record(func, args, kwargs or {})
+
+    _active.append(recording)
+    _last[:] = [recording]
+    try:
+        with _RecordingMode():
+            yield recording
+    finally:
+        _active.remove(recording)
+
+
+# ---------------------------------------------------------------- the IR
+
+
+def _plain(tensor: Any) -> Any:
+    """A torch tensor as the IR stores numbers: a float, or nested lists of floats."""
+    if tensor is None:
+        return None
+    torch = sys.modules["torch"]
+    if tensor.is_complex():
+        raise TorchImportError("complex tensors cannot be drawn; backpropviz shows real numbers")
+    with torch._C.DisableTorchFunction():
+        return tensor.detach().to("cpu", torch.float64).tolist()
+
+
+def from_torch(*roots: Any, names: Mapping[str, Any] | None = None,
+               recording: Recording | None = None) -> nx.MultiDiGraph:
+    """The IR of everything the torch tensors ``roots`` depend on, values and gradients included.
+
+    The tensors must have been computed under ``capture()``; ``recording`` is
+    what it yielded (by default the innermost active capture, else the last
+    one). ``names`` maps names to tensors (a script's namespace will do).
+    Gradients are torch's own: a tensor torch computes none for (an input
+    without ``requires_grad``, a plain number) has grad None.
+    """
+    torch = _torch()
+    if not roots:
+        raise TorchImportError("from_torch needs at least one tensor to draw")
+    recording = recording or (_active or _last or [None])[-1]
+    with torch._C.DisableTorchFunction():
+        return _graph(torch, roots, names, recording)
+
+
+def _graph(torch: Any, roots: tuple, names: Mapping[str, Any] | None,
+           recording: Recording | None) -> nx.MultiDiGraph:
+    for root in roots:
+        if not isinstance(root, torch.Tensor):
+            raise TorchImportError(f"from_torch draws torch tensors, got {type(root).__name__}")
+        if root.grad_fn is None:
+            raise TorchImportError(
+                f"the tensor of shape {tuple(root.shape)} has no grad_fn, so there is no graph "
+                "to draw; compute it from tensors created with requires_grad=True")
+    if recording is None:
+        raise TorchImportError("no recording: run the torch code inside "
+                               "`with backpropviz.torch_import.capture():` so its values are kept")
+    return _Builder(recording, names).build(roots)
+
+
+class _Builder:
+    """Turns the calls a recording holds into IR nodes, in the order the script ran them."""
+
+    def __init__(self, recording: Recording, names: Mapping[str, Any] | None) -> None:
+        self.recording = recording
+        self.name_of: dict[Any, str] = {}
+        for name, obj in (names or {}).items():
+            if is_torch_tensor(obj) and not name.startswith("_"):
+                key = ("node", obj.grad_fn) if obj.grad_fn is not None else ("leaf", id(obj))
+                self.name_of.setdefault(key, name)
+
+    def build(self, roots: tuple) -> nx.MultiDiGraph:
+        calls = self._calls_needed(roots)
+        root_keys = [("node", root.grad_fn) for root in roots]
+        for root in roots:
+            gradients = self.recording._gradients.get(root.grad_fn)
+            if root.dim() > 0 and root.numel() > 1 and (gradients is None
+                                                         or gradients.output is None):
+                raise TorchImportError(
+                    f"the output has shape {tuple(root.shape)} and no gradients: backward() "
+                    "needs a single number, so reduce it (e.g. .sum()) or call "
+                    "backward(gradient) on it")
+
+        # Every IR node gets a place in the order the script made it: a leaf
+        # where it was created (or first used), a number where it was used,
+        # an op and its result where the call ran.
+        entries: list[tuple[tuple, str, Any]] = []
+        keys_done = set()
+        for call in calls:
+            for position, operand in enumerate(call.operands):
+                if operand.key in keys_done or operand.key[0] == "node":
+                    continue
+                keys_done.add(operand.key)
+                if operand.key[0] == "leaf":
+                    order = self.recording._leaves[operand.key[1:]].order
+                else:
+                    order = (call.index, 0, position)
+                entries.append((order, "value", operand))
+            entries.append(((call.index, 1, 0), "op", call))
+            entries.append(((call.index, 2, -1), "result", call))
+        entries.sort(key=lambda entry: entry[0])
+
+        stored = self._stored(calls)
+        G = nx.MultiDiGraph()
+        value_id: dict[Any, str] = {}
+        op_id: dict[_Call, str] = {}
+        contributions: dict[Any, list] = {}
+        for _, kind, item in entries:
+            if kind == "op":
+                op_id[item] = oid = f"op{len(op_id)}"
+                G.add_node(oid, **self._op_attrs(item))
+                sent = self._sent(item)
+                for arg, operand in enumerate(item.operands):
+                    grad = sent[arg]
+                    G.add_edge(value_id[operand.key], oid, key=arg, arg=arg, grad=_plain(grad))
+                    if grad is not None:
+                        contributions.setdefault(operand.key, []).append(grad)
+                continue
+            key = ("node", item.output) if kind == "result" else item.key
+            vid = value_id[key] = f"v{len(value_id)}"
+            nbytes = stored.get(key, 0)
+            G.add_node(vid, kind="value", stored=key in stored, nbytes=nbytes,
+                       **self._value_attrs(key, item, root_keys))
+            if kind == "result":
+                G.add_edge(op_id[item], vid, key=0)
+
+        for key, sent in contributions.items():
+            if key[0] == "leaf" and G.nodes[value_id[key]]["grad"] is None:
+                total = sent[0]
+                for grad in sent[1:]:
+                    total = total + grad
+                G.nodes[value_id[key]]["grad"] = _plain(total)
+        G.graph["roots"] = [value_id[key] for key in dict.fromkeys(root_keys)]
+        gradients = self.recording._gradients
+        processed = [call for call in calls if any(node in gradients for node in call.nodes)]
+        processed.sort(key=lambda call: max(gradients[node].step for node in call.nodes
+                                            if node in gradients))
+        G.graph["backward_order"] = [op_id[call] for call in processed]
+        # A seed is a gradient that came from outside the drawn graph: the 1
+        # that backward() starts with at the loss.
+        G.graph["seeds"] = {vid: G.nodes[vid]["grad"] for key, vid in value_id.items()
+                            if G.nodes[vid]["grad"] is not None and key not in contributions}
+        G.graph["stored_bytes"] = sum(nbytes for _, nbytes in G.nodes(data="nbytes")
+                                      if nbytes is not None)
+        return G
+
+    def _calls_needed(self, roots: tuple) -> list[_Call]:
+        """The recorded calls the roots depend on, in the order they ran."""
+        needed: dict[int, _Call] = {}
+        stack = [root.grad_fn for root in roots]
+        while stack:
+            node = stack.pop()
+            call = self.recording._call_of.get(node)
+            if call is None:
+                raise TorchImportError(
+                    f"the value of a tensor made by {node.name()} was not recorded: run all "
+                    "of the torch code inside `with backpropviz.torch_import.capture():`")
+            if call.index in needed:
+                continue
+            if call.problem is not None:
+                raise TorchImportError(call.problem)
+            needed[call.index] = call
+            for operand in call.operands:
+                if operand.key[0] == "problem":
+                    raise TorchImportError(operand.key[1])
+                if operand.key[0] == "node":
+                    stack.append(operand.key[1])
+        return [needed[index] for index in sorted(needed)]
+
+    def _sent(self, call: _Call) -> list[Any]:
+        """The gradient each operand edge carried: what autograd sent along it, summed."""
+        gradients = self.recording._gradients
+        by_link: dict[Any, list] = {}
+        for node, j, link in call.external:
+            record = gradients.get(node)
+            grad = None if record is None else record.inputs[j]
+            if grad is not None:
+                by_link.setdefault(link, []).append(grad)
+        sharing: dict[Any, list[int]] = {}
+        for arg, operand in enumerate(call.operands):
+            if operand.link is not None:
+                sharing.setdefault(operand.link, []).append(arg)
+        sent: list[Any] = [None] * len(call.operands)
+        for link, args in sharing.items():
+            grads = by_link.get(link, [])
+            if len(args) == len(grads) and len(call.nodes) == 1:
+                # a * a: one node, one edge per operand, in argument order
+                for arg, grad in zip(args, grads, strict=True):
+                    sent[arg] = grad
+            elif grads:
+                # A composite function used the tensor twice inside: its
+                # edges cannot be told apart, so the first carries their sum.
+                total = grads[0]
+                for grad in grads[1:]:
+                    total = total + grad
+                sent[args[0]] = total
+        return sent
+
+    def _op_attrs(self, call: _Call) -> dict:
+        attrs: dict[str, Any] = {"kind": "op", "op": call.op,
+                                 "symbol": op_symbol(call.op, call.exponent)}
+        if call.exponent is not None:
+            attrs["exponent"] = call.exponent
+        if call.op == "relu" and call.operands:
+            operand = self._tensor_value(call.operands[0].key)
+            attrs["dead"] = (operand <= 0).tolist()
+        return attrs
+
+    def _tensor_value(self, key: Any) -> Any:
+        if key[0] == "node":
+            return self.recording._outputs[key[1]].value
+        return self.recording._leaves[key[1:]].value
+
+    def _value_attrs(self, key: Any, item: Any, root_keys: list) -> dict:
+        if key[0] == "const":
+            return {"label": None, "data": item.number, "grad": None, "shape": (),
+                    "role": "const"}
+        value = self._tensor_value(key)
+        if key[0] == "node":
+            record = self.recording._gradients.get(key[1])
+            grad = None if record is None else record.output
+            role = "output" if key in root_keys else "intermediate"
+            label = self.name_of.get(key)
+        else:
+            leaf = self.recording._leaves[key[1:]]
+            grad = None  # filled in from the edges, which carry torch's numbers
+            role = "param" if leaf.requires_grad else "input"
+            label = self.name_of.get(("leaf", key[1]))
+        return {"label": label, "data": _plain(value), "grad": _plain(grad),
+                "shape": tuple(value.shape), "role": role}
+
+    def _stored(self, calls: list[_Call]) -> dict[Any, int]:
+        """The values some backward rule of the drawn calls keeps, with the bytes it keeps."""
+        by_storage: dict[Any, int] = {}
+        for call in calls:
+            for storage, nbytes in call.saved:
+                by_storage[storage] = max(nbytes, by_storage.get(storage, 0))
+        stored: dict[Any, int] = {}
+        for call in calls:
+            output = self.recording._outputs[call.output]
+            if output.storage in by_storage:
+                stored[("node", call.output)] = by_storage[output.storage]
+            for operand in call.operands:
+                if operand.key[0] == "leaf":
+                    storage = self.recording._leaves[operand.key[1:]].storage
+                    if storage in by_storage:
+                        stored[operand.key] = by_storage[storage]
+                elif operand.key[0] == "const" and operand.aten_name in call.saved_names:
+                    stored[operand.key] = call.saved_names[operand.aten_name]
+        return stored
