@@ -1,0 +1,259 @@
+"""A one-file HTML page that steps through the backward pass, built from the IR."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from .captions import step_captions, value_names
+from .draw import THEMES, DrawError, Theme, format_array, steps
+from .ir import backward_steps, operand_edges, result_of
+
+__all__ = ["page_data", "render_html", "svg_frames", "to_html"]
+
+SVG_NS = "http://www.w3.org/2000/svg"
+ET.register_namespace("", SVG_NS)
+ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+
+# Tooltips show whole arrays; only past this many entries a side are they elided.
+TOOLTIP_MAX_ITEMS = 64
+
+
+def _edge_id(u: Any, v: Any, key: Any) -> str:
+    """The SVG id of an edge, as draw writes it."""
+    return f"{u}->{v}#{key}"
+
+
+def _full(x: Any, precision: int) -> list[list[str]]:
+    """A whole number or array as the tooltip shows it (minus signs as draw.display_number)."""
+    return [[cell.replace("-", "\u2212") for cell in row]
+            for row in format_array(x, precision, TOOLTIP_MAX_ITEMS)]
+
+
+def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
+    """The backward pass step by step, as JSON-ready data for the page and its tests.
+
+    ``steps[k]`` is the state after k backward steps: ``op`` (None at step 0),
+    its ``result``, the operand ``edges`` it sent gradients along (SVG ids),
+    ``grads`` (every value with a gradient so far: its running sum, whole,
+    formatted as drawn), ``updated`` and ``accumulated`` (the values this step
+    changed, and those of them that already had a gradient: ``+=``), and the
+    chain-rule ``caption`` and ``rule`` of captions.py. ``values`` and ``ops``
+    describe the nodes for the tooltips.
+    """
+    names = value_names(G)
+    values = {str(node): {"name": names[node].text, "role": attrs["role"],
+                          "shape": list(attrs["shape"]), "data": _full(attrs["data"], precision)}
+              for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
+    ops = {str(node): {"op": attrs["op"], "symbol": attrs["symbol"],
+                       "result": str(result_of(G, node)),
+                       "operands": [_edge_id(*edge) for edge in operand_edges(G, node)]}
+           for node, attrs in G.nodes(data=True) if attrs["kind"] == "op"}
+    captions = step_captions(G)
+    seeds = G.graph.get("seeds", {})
+    states = [{"op": None, "result": None, "edges": [], "updated": [], "accumulated": [],
+               "grads": {str(v): _full(g, precision) for v, g in seeds.items()},
+               "caption": captions[0].text, "rule": captions[0].rule}]
+    for step, caption in zip(backward_steps(G), captions[1:], strict=True):
+        states.append({
+            "op": str(step.op), "result": str(step.result),
+            "edges": [_edge_id(*edge) for edge in step.edges],
+            "updated": [str(v) for v in step.updated],
+            "accumulated": [str(v) for v in step.accumulated],
+            "grads": {str(v): _full(g, precision) for v, g in step.grads.items()},
+            "caption": caption.text, "rule": caption.rule,
+        })
+    return {"values": values, "ops": ops, "steps": states}
+
+
+# ---------------------------------------------------------------- the SVG
+
+
+def _serialize(element: ET.Element) -> str:
+    """An element as SVG text for the page (namespace declarations left to <svg>)."""
+    text = ET.tostring(element, encoding="unicode")
+    return text.replace(' xmlns="http://www.w3.org/2000/svg"', "").replace(
+        ' xmlns:xlink="http://www.w3.org/1999/xlink"', "")
+
+
+def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, str]]]:
+    """draw's SVG parsed: the <svg> root, its graph group, and each node and edge
+    group by id as ``(class, inner SVG text)``.
+
+    Graphviz writes what is neither node nor edge (the legend) straight into
+    the graph group, after its title and background; that is gathered into a
+    group of its own, ``legend``, so that it can change from step to step too.
+    """
+    root = ET.fromstring(svg)
+    graph = root.find(f"{{{SVG_NS}}}g")
+    if graph is None:
+        raise DrawError("draw wrote an SVG without a graph group: draw and html disagree")
+    legend = ET.Element(f"{{{SVG_NS}}}g", {"id": "legend", "class": "legend"})
+    groups: dict[str, tuple[str, str]] = {}
+    children = list(graph)
+    first_kept = 0
+    while first_kept < len(children) and children[first_kept].tag in (
+            f"{{{SVG_NS}}}title", f"{{{SVG_NS}}}polygon") and first_kept < 2:
+        first_kept += 1  # the title and the background polygon stay where they are
+    for child in children[first_kept:]:
+        if child.tag == f"{{{SVG_NS}}}g" and child.get("id"):
+            # A browser shows <title> as a tooltip: graphviz's ("v3") would
+            # cover the page's own.
+            for title in child.findall(f"{{{SVG_NS}}}title"):
+                child.remove(title)
+            groups[child.get("id")] = (child.get("class", ""),
+                                       "".join(_serialize(part) for part in child))
+        else:
+            graph.remove(child)
+            legend.append(child)
+    graph.insert(first_kept, legend)
+    groups["legend"] = ("legend", "".join(_serialize(part) for part in legend))
+    return root, graph, groups
+
+
+def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
+               precision: int = 4) -> tuple[str, dict[str, list], list[str]]:
+    """draw's picture of every backward step, stored small.
+
+    Returns the SVG of step 0; for each node or edge group that changes at
+    some step, its later versions ``[step, class, inner SVG]``; and
+    the graph group's class at every step. draw lays every step out the same
+    way (it sizes the gradient slots for the final values), so swapping these
+    groups into the step-0 picture redraws step k exactly.
+    """
+    diagrams = steps(G, rankdir=rankdir, theme=theme, precision=precision)
+    root, graph, first = _parts(diagrams[0].svg)
+    for attribute in ("width", "height"):
+        root.attrib.pop(attribute, None)
+    root.set("preserveAspectRatio", "xMidYMid meet")
+    root.set("role", "img")
+    history: dict[str, list] = {gid: [[0, *version]] for gid, version in first.items()}
+    graph_classes = [graph.get("class", "")]
+    for index, diagram in enumerate(diagrams[1:], start=1):
+        _, graph_now, groups = _parts(diagram.svg)
+        graph_classes.append(graph_now.get("class", ""))
+        if set(groups) != set(first):
+            raise DrawError(f"step {index} draws other nodes or edges than step 0: "
+                            "draw and html disagree on the picture")
+        for gid, version in groups.items():
+            if history[gid][-1][1:] != list(version):
+                history[gid].append([index, *version])
+    # Version 0 is in the SVG itself; the page reads it from there.
+    changing = {gid: versions[1:] for gid, versions in history.items() if len(versions) > 1}
+    return _serialize(root), changing, graph_classes
+
+
+# ---------------------------------------------------------------- the page
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _json_for_script(data: Any) -> str:
+    """JSON that cannot end its <script> element early."""
+    return (json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def _theme_css(theme: Theme) -> str:
+    background = theme.label_fill if theme.background == "transparent" else theme.background
+    colors = {"bg": background, "text": theme.text, "grad": theme.grad, "muted": theme.muted,
+              "edge": theme.edge, "panel": theme.op_fill, "line": theme.node_line,
+              "hl-line": theme.highlight_line, "hl-fill": theme.highlight_fill,
+              "label-fill": theme.label_fill, "dead-text": theme.dead_text,
+              "dead-fill": theme.dead_fill}
+    return ":root{" + "".join(f"--{key}:{value};" for key, value in colors.items()) + "}"
+
+
+def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
+            precision: int = 4) -> str:
+    """One self-contained HTML page stepping through the backward pass of ``G``.
+
+    Step k shows draw's picture of step k (the op of backward_order
+    highlighted with its edges, the contributions, the gradients known so
+    far) and the chain-rule caption of captions.py; hovering a value shows
+    it and its gradient whole. Everything is inline: the page makes no request.
+    """
+    svg, frames, graph_classes = svg_frames(G, rankdir=rankdir, theme=theme,
+                                            precision=precision)
+    palette = THEMES[theme]
+    data = page_data(G, precision=precision)
+    data["frames"] = frames
+    data["graphClasses"] = graph_classes
+    seeds = list(G.graph.get("seeds", {}))
+    names = value_names(G)
+    subject = names[seeds[0]].text if len(seeds) == 1 else "the graph"
+    title = f"backpropviz: the backward pass of {subject}"
+    last = len(data["steps"]) - 1
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="backpropviz">
+<title>{_escape(title)}</title>
+<link rel="icon" href="data:,">
+<style>
+{_theme_css(palette)}
+{_asset("html_page.css")}</style>
+</head>
+<body class="theme-{palette.name}">
+<div id="bpv" data-step="0" data-steps="{last}">
+<main id="stage">
+{svg}
+</main>
+<section id="caption-box">
+<div id="step-label"></div>
+<div id="caption" aria-live="polite"></div>
+<div id="rule"></div>
+</section>
+<nav id="controls" aria-label="backward steps">
+<button type="button" id="first" title="first step (Home)">⇤ first</button>
+<button type="button" id="prev" title="previous step (←)">◀ back</button>
+<button type="button" id="play" title="play / pause (space)">▶ play</button>
+<button type="button" id="next" title="next step (→)">next ▶</button>
+<button type="button" id="last" title="last step (End)">last ⇥</button>
+<input type="range" id="slider" min="0" max="{last}" value="0" step="1" aria-label="step">
+<output id="counter" for="slider">0 / {last}</output>
+</nav>
+<div id="tooltip" role="tooltip" hidden></div>
+</div>
+<script type="application/json" id="bpv-data">{_json_for_script(data)}</script>
+<script>
+{_asset("html_page.js")}</script>
+</body>
+</html>
+"""
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_html(G: nx.MultiDiGraph, path: str | os.PathLike, **options: Any) -> Path:
+    """Write ``to_html(G, **options)`` to ``path`` whole or not at all; return the path."""
+    path = Path(path)
+    page = to_html(G, **options).encode("utf-8")
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise DrawError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(page)
+        os.replace(temporary, path)
+    except BaseException as error:
+        Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise DrawError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
+        raise
+    return path

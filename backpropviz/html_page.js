@@ -1,0 +1,197 @@
+/* backpropviz step-through page: replays the backward pass recorded in #bpv-data.
+ * The SVG is draw's picture of step 0; data.frames holds, for every node and edge
+ * whose drawing changes, its drawing from the step it changes on. Step k shows
+ * draw's picture of step k. Nothing is computed here: it is all in the data. */
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("bpv-data").textContent);
+  var root = document.getElementById("bpv");
+  var svg = root.querySelector("#stage svg");
+  var graph = svg.querySelector("g");
+  var steps = data.steps;
+  var last = steps.length - 1;
+  var slider = document.getElementById("slider");
+  var counter = document.getElementById("counter");
+  var playButton = document.getElementById("play");
+  var tooltip = document.getElementById("tooltip");
+  var current = 0;
+  var timer = null;
+  var shown = {};  // group id -> index of the version in the DOM
+  // Each changing group's step-0 version is the one drawn in the SVG.
+  Object.keys(data.frames).forEach(function (id) {
+    var group = byId(id);
+    data.frames[id].unshift([0, group.getAttribute("class"), group.innerHTML]);
+    shown[id] = 0;
+  });
+
+  function byId(id) { return document.getElementById(id); }
+
+  /* Put every changing group into the version drawn for step `now`. */
+  function drawStep(now) {
+    Object.keys(data.frames).forEach(function (id) {
+      var versions = data.frames[id];
+      var index = 0;
+      while (index + 1 < versions.length && versions[index + 1][0] <= now) { index++; }
+      if (shown[id] === index) { return; }
+      var group = byId(id);
+      group.setAttribute("class", versions[index][1]);
+      group.innerHTML = versions[index][2];
+      shown[id] = index;
+    });
+    graph.setAttribute("class", data.graphClasses[now]);
+  }
+
+  function showCaption(now) {
+    var step = steps[now];
+    var label;
+    if (now === 0) {
+      label = "Step 0 of " + last + ": the forward values" +
+        (Object.keys(step.grads).length ? " and the seed" : "");
+    } else {
+      var op = data.ops[step.op];
+      label = "Step " + now + " of " + last + ": " + op.symbol + " (" + op.op + ")";
+    }
+    byId("step-label").textContent = label;
+    byId("caption").textContent = step.caption;
+    byId("rule").textContent = step.rule;
+  }
+
+  function go(step) {
+    var now = Math.max(0, Math.min(last, step));
+    drawStep(now);
+    showCaption(now);
+    current = now;
+    root.setAttribute("data-step", String(now));
+    slider.value = String(now);
+    counter.textContent = now + " / " + last;
+  }
+
+  function stop() {
+    if (timer !== null) { clearInterval(timer); timer = null; }
+    playButton.textContent = "▶ play";
+    root.classList.remove("playing");
+  }
+
+  function play() {
+    if (last === 0) { return; }
+    if (current >= last) { go(0); }
+    playButton.textContent = "❚❚ pause";
+    root.classList.add("playing");
+    timer = setInterval(function () {
+      if (current >= last) { stop(); } else { go(current + 1); }
+    }, 1500);
+  }
+
+  function toggle() { if (timer === null) { play(); } else { stop(); } }
+  function jump(to) { stop(); go(to); }
+
+  var actions = {
+    first: function () { jump(0); },
+    prev: function () { jump(current - 1); },
+    play: toggle,
+    next: function () { jump(current + 1); },
+    last: function () { jump(last); }
+  };
+  Object.keys(actions).forEach(function (id) {
+    byId(id).addEventListener("click", function (event) {
+      actions[id]();
+      // After a mouse click the keyboard belongs to the page again (space = play).
+      if (event.detail > 0) { event.currentTarget.blur(); }
+    });
+  });
+  slider.addEventListener("input", function () { jump(Number(slider.value)); });
+
+  document.addEventListener("keydown", function (event) {
+    if (event.altKey || event.ctrlKey || event.metaKey) { return; }
+    var target = event.target;
+    if (target === slider && /^(Arrow|Home|End|Page)/.test(event.key)) { return; }
+    if (target.tagName === "BUTTON" && (event.key === " " || event.key === "Enter")) { return; }
+    var handled = true;
+    switch (event.key) {
+      case "ArrowRight": case "ArrowDown": case "PageDown": actions.next(); break;
+      case "ArrowLeft": case "ArrowUp": case "PageUp": actions.prev(); break;
+      case " ": case "Spacebar": toggle(); break;
+      case "Home": actions.first(); break;
+      case "End": actions.last(); break;
+      default: handled = false;
+    }
+    if (handled) { event.preventDefault(); }
+  });
+
+  /* Hover: a value whole, and its gradient as known at this step. */
+  function table(cells, className) {
+    var element = document.createElement("table");
+    element.className = className;
+    cells.forEach(function (row) {
+      var tr = element.insertRow();
+      row.forEach(function (cell) { tr.insertCell().textContent = cell; });
+    });
+    return element;
+  }
+
+  function column(title, content) {
+    var box = document.createElement("div");
+    var heading = document.createElement("h4");
+    heading.textContent = title;
+    box.append(heading, content);
+    return box;
+  }
+
+  function describe(id) {
+    tooltip.textContent = "";
+    var value = data.values[id];
+    var op = data.ops[id];
+    var name = document.createElement("div");
+    name.className = "name";
+    var meta = document.createElement("div");
+    meta.className = "meta";
+    if (value) {
+      name.textContent = value.name;
+      meta.textContent = value.role + ", " + (value.shape.length ?
+        "shape (" + value.shape.join(", ") + (value.shape.length === 1 ? ",)" : ")") :
+        "scalar");
+      var arrays = document.createElement("div");
+      arrays.className = "arrays";
+      arrays.appendChild(column("value", table(value.data, "data")));
+      var grad = steps[current].grads[id];
+      var content;
+      if (grad) {
+        content = table(grad, "grad");
+      } else {
+        content = document.createElement("div");
+        content.className = "none";
+        content.textContent = "not computed yet";
+      }
+      arrays.appendChild(column("gradient", content));
+      tooltip.append(name, meta, arrays);
+    } else if (op) {
+      name.textContent = op.symbol;
+      meta.textContent = op.op + " → " + data.values[op.result].name;
+      tooltip.append(name, meta);
+    }
+  }
+
+  function place(event) {
+    var x = event.clientX + 16, y = event.clientY + 16;
+    var width = tooltip.offsetWidth, height = tooltip.offsetHeight;
+    if (x + width > window.innerWidth - 4) { x = Math.max(4, event.clientX - width - 16); }
+    if (y + height > window.innerHeight - 4) { y = Math.max(4, event.clientY - height - 16); }
+    tooltip.style.left = x + "px";
+    tooltip.style.top = y + "px";
+  }
+
+  svg.addEventListener("mouseover", function (event) {
+    var node = event.target.closest("g.node");
+    if (!node) { tooltip.hidden = true; return; }
+    describe(node.id);
+    tooltip.hidden = false;
+    place(event);
+  });
+  svg.addEventListener("mousemove", function (event) {
+    if (!tooltip.hidden) { place(event); }
+  });
+  svg.addEventListener("mouseleave", function () { tooltip.hidden = true; });
+
+  var start = /step=(\d+)/.exec(window.location.hash);
+  go(start ? Number(start[1]) : 0);
+}());
