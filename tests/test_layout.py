@@ -1,0 +1,90 @@
+"""Graphviz positions: every node and edge has one, and they are the SVG's."""
+
+from __future__ import annotations
+
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from backpropviz.draw import draw
+from backpropviz.layout import Layout, layout
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_draw import EXAMPLES, SVG, example
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", text)]
+
+
+def _svg_shapes(svg: str) -> tuple[dict, dict, tuple[float, float]]:
+    """Node outlines and edge paths of the SVG by id, in graphviz coordinates (y up)."""
+    root = ET.fromstring(svg)
+    nodes, edges = {}, {}
+    for group in root.iter(f"{SVG}g"):
+        kind = (group.get("class") or "").split()[:1]
+        if kind == ["node"]:
+            outline = next(el for el in group if el.tag in (f"{SVG}ellipse", f"{SVG}path",
+                                                             f"{SVG}polygon"))
+            if outline.tag == f"{SVG}ellipse":
+                nodes[group.get("id")] = ("circle", float(outline.get("cx")),
+                                          -float(outline.get("cy")), 2 * float(outline.get("rx")))
+            else:
+                numbers = _numbers(outline.get("d") or outline.get("points"))
+                xs, ys = numbers[0::2], numbers[1::2]
+                nodes[group.get("id")] = ("box", (min(xs) + max(xs)) / 2,
+                                          -(min(ys) + max(ys)) / 2, max(xs) - min(xs))
+        elif kind == ["edge"]:
+            path = next(el for el in group if el.tag == f"{SVG}path")
+            numbers = _numbers(path.get("d"))
+            edges[group.get("id")] = list(zip(numbers[0::2], [-y for y in numbers[1::2]],
+                                              strict=True))
+    width, height = _numbers(root.get("viewBox"))[2:]
+    return nodes, edges, (width, height)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_layout_has_every_node_and_edge_where_the_svg_draws_them(name):
+    G = example(name)
+    options = {"rankdir": "BT", "theme": "dark"} if name == "add_mul" else {}
+    result = layout(G, **options)
+    assert isinstance(result, Layout)
+    assert set(result.nodes) == set(G.nodes)
+    assert set(result.edges) == set(G.edges(keys=True))
+    nodes, edges, (width, height) = _svg_shapes(draw(G, **options).svg)
+    assert width == pytest.approx(result.width + 2 * result.pad, abs=1)
+    assert height == pytest.approx(result.height + 2 * result.pad, abs=1)
+    for node, box in result.nodes.items():
+        shape, x, y, w = nodes[node]
+        assert box.shape == shape == ("box" if G.nodes[node]["kind"] == "value" else "circle")
+        assert (box.x, box.y) == pytest.approx((x, y), abs=0.6)
+        assert box.width == pytest.approx(w, abs=1.5)
+    for (u, v, k), path in result.edges.items():
+        svg_points = edges[f"{u}->{v}#{k}"]
+        assert len(path.points) == len(svg_points) and len(path.points) % 3 == 1
+        flat = [c for point in path.points for c in point]
+        assert flat == pytest.approx([c for point in svg_points for c in point], abs=0.1)
+        assert path.arrow_start == path.points[-1]
+        assert path.arrow_end is not None and path.arrow_end != path.arrow_start
+
+
+@pytest.mark.parametrize("name", ["d2l_objective", "d2l_mlp_scalar", "fork"])
+def test_every_backward_step_has_the_final_pictures_layout(name):
+    G = example(name)
+    final = layout(G)
+    for step in range(len(G.graph["backward_order"]) + 1):
+        now = layout(G, step=step)
+        assert (now.width, now.height) == (final.width, final.height)
+        assert now.nodes == final.nodes, step
+        assert now.edges == final.edges, step
+
+
+def test_fork_contributions_have_label_positions():
+    G = example("fork")
+    result = layout(G)
+    labelled = [key for key, path in result.edges.items() if path.label is not None]
+    assert sorted(labelled) == sorted((u, v, k) for u, v, k, g in G.edges(keys=True, data="grad")
+                                      if g is not None)
