@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import importlib.util
 import json
+import math
 import os
 import re
 import runpy
@@ -20,7 +21,7 @@ from typing import Any
 import networkx as nx
 
 from . import __version__
-from .engine import EngineError, Node
+from .engine import EngineError, Node, topological_order
 from .ir import IRError, to_graphml, to_networkx, to_node_link, validate
 
 __all__ = ["DEFAULT_MAX_NODES", "FORMATS", "main"]
@@ -84,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="example: backpropviz render examples/d2l_mlp.py -o d2l_mlp.pdf --rankdir BT")
     render.set_defaults(command=_render)
     render.add_argument("script", metavar="SCRIPT", help="the Python script to run")
-    render.add_argument("roots", metavar="ROOT", nargs="*",
+    render.add_argument("roots", metavar="ROOT", nargs="*", default=[],
                         help="names of the values to draw from (default: the script's "
                              "outputs, the values nothing else in it consumes)")
     render.add_argument("-o", "--output", metavar="OUT",
@@ -180,6 +181,8 @@ def _destination(args: argparse.Namespace) -> tuple[str, Path | str | None]:
             return fmt, None
         return fmt, Path(f"{Path(args.script).stem}.{fmt}")
     path = Path(args.output)
+    if path.is_dir():
+        raise CommandError(f"cannot write {args.output}: it is a directory")
     if args.format:
         return args.format, path
     extension = path.suffix[1:].lower()
@@ -197,8 +200,8 @@ def _check_options(args: argparse.Namespace, fmt: str) -> None:
     video_options = [f"--{name}" for name in ("quality", "phase", "speed")
                      if getattr(args, name) is not None]
     if video_options and fmt not in VIDEO_FORMATS:
-        raise CommandError(f"{', '.join(video_options)} only apply to videos "
-                           f"({', '.join(VIDEO_FORMATS)}), not to {fmt}", status=2)
+        raise CommandError(f"{', '.join(video_options)}: for videos only "
+                           f"({', '.join(VIDEO_FORMATS)}), not for {fmt}", status=2)
     if args.no_backward and args.steps is not None:
         raise CommandError("--steps shows the backward pass, which --no-backward leaves out",
                            status=2)
@@ -210,8 +213,6 @@ def _check_options(args: argparse.Namespace, fmt: str) -> None:
 def _check_writable(path: Path) -> None:
     """Fail before running the script, rather than after, when OUT cannot be written."""
     folder = path.parent
-    if path.is_dir():
-        raise CommandError(f"cannot write {path}: it is a directory")
     if not folder.is_dir():
         raise CommandError(f"cannot write {path}: no such directory {str(folder)!r}")
     if not os.access(folder, os.W_OK):
@@ -233,17 +234,11 @@ def _graph_of_script(script: Path, source: str, args: argparse.Namespace) -> nx.
     """Run the script, choose its roots, run backward if needed, and return the IR."""
     with _recording(source) as recording:
         namespace = _run_script(script)
-        producer = _Producer(namespace, recording)
+        producer = _Producer(namespace, recording, args.max_nodes)
         roots = producer.named(args.roots) if args.roots else producer.outputs(script)
         G = producer.graph(roots)
         if not args.no_backward and producer.backward(roots, G):
             G = producer.graph(roots)
-    nodes = G.number_of_nodes()
-    if nodes > args.max_nodes:
-        raise CommandError(
-            f"the graph has {nodes} nodes (values and ops), more than --max-nodes "
-            f"{args.max_nodes}; draw fewer: use the Tensor form (one node per matrix, not per "
-            "number), name a ROOT nearer the inputs, or raise --max-nodes")
     validate(G)
     return G
 
@@ -293,16 +288,19 @@ def _print_script_traceback(error: BaseException, path: str) -> None:
 
 
 class _Producer:
-    """The script's nodes and how to turn them into the IR: engine, or PyTorch."""
+    """The script's nodes and how to turn them into the IR: the engine's, or PyTorch's."""
 
-    def __init__(self, namespace: dict[str, Any], recording: Any) -> None:
+    def __init__(self, namespace: dict[str, Any], recording: Any, max_nodes: int) -> None:
         self.namespace = namespace
         self.recording = recording
+        self.max_nodes = max_nodes
+        self.torch = False
         self.nodes = self._nodes(lambda obj: isinstance(obj, Node))
         if not self.nodes and recording is not None:
             from .torch_import import is_torch_tensor
 
-            self.nodes = self._nodes(lambda obj: is_torch_tensor(obj) and obj.requires_grad)
+            self.torch = True
+            self.nodes = self._nodes(is_torch_tensor)
         if not self.nodes:
             raise CommandError("no graph found: the script leaves no Value or Tensor in a "
                                "global name (keep the result at top level, e.g. L = ...)")
@@ -317,17 +315,6 @@ class _Producer:
                 nodes[name] = obj
         return nodes
 
-    def graph(self, roots: dict[str, Any]) -> nx.MultiDiGraph:
-        """The IR drawn from ``roots`` (distinct objects); its 'roots' follow their order."""
-        if self.recording is None or isinstance(next(iter(roots.values())), Node):
-            return to_networkx(*roots.values(), names=self.namespace)
-        from .torch_import import TorchImportError, from_torch
-
-        try:
-            return from_torch(*roots.values(), names=self.namespace, recording=self.recording)
-        except TorchImportError as error:
-            raise CommandError(str(error)) from None
-
     def named(self, names: Sequence[str]) -> dict[str, Any]:
         """The roots named on the command line, each object once."""
         roots: dict[str, Any] = {}
@@ -341,22 +328,75 @@ class _Producer:
         return roots
 
     def outputs(self, script: Path) -> dict[str, Any]:
-        """The values an op computed and nothing in the script consumed, if one graph."""
-        G = self.graph(self.nodes)
-        ids = dict(zip(self.nodes, G.graph["roots"], strict=True))
-        outputs = {name: self.nodes[name] for name, v in ids.items()
-                   if G.in_degree(v) > 0 and G.out_degree(v) == 0}
-        if not outputs:
+        """The values an op computed and nothing else in the script consumed, if one graph.
+
+        The walk runs on the producer's own graph (engine operands, or autograd's
+        ``grad_fn`` chain), which is cheaper than the IR and needs no gradients.
+        """
+        if self.torch:
+            starts = {name: t.grad_fn for name, t in self.nodes.items() if t.grad_fn is not None}
+
+            def inputs(fn: Any) -> list:
+                return [f for f, _ in fn.next_functions if f is not None]
+        else:
+            starts = {name: node for name, node in self.nodes.items() if node.op is not None}
+
+            def inputs(node: Any) -> list:
+                return list(node.operands)
+        if not starts:
             raise CommandError(f"no graph found: the script's values "
                                f"({', '.join(sorted(self.nodes))}) were not combined by "
                                "any operation")
-        component = {v: i for i, part in enumerate(nx.weakly_connected_components(G))
-                     for v in part}
-        if len({component[ids[name]] for name in outputs}) > 1:
+        consumed: set = set()
+        reached_by: dict[Any, str] = {}  # graph node -> the first output whose walk met it
+        group = {name: name for name in starts}  # union-find: outputs sharing a graph
+
+        def leader(name: str) -> str:
+            while group[name] != name:
+                name = group[name]
+            return name
+
+        for name, start in starts.items():
+            stack = [start]
+            while stack:
+                node = stack.pop()
+                if node in reached_by:
+                    group[leader(reached_by[node])] = leader(name)
+                    continue
+                reached_by[node] = name
+                for operand in inputs(node):
+                    consumed.add(operand)
+                    stack.append(operand)
+        outputs = {name: self.nodes[name] for name, start in starts.items()
+                   if start not in consumed}
+        if len({leader(name) for name in outputs}) > 1:
             raise CommandError(f"the script leaves outputs in separate graphs: "
                                f"{', '.join(sorted(outputs))}; name the root(s) to draw, e.g. "
                                f"backpropviz render {script} {min(outputs)}")
         return outputs
+
+    def graph(self, roots: dict[str, Any]) -> nx.MultiDiGraph:
+        """The IR drawn from ``roots`` (distinct objects); its 'roots' follow their order."""
+        if not self.torch:
+            # Count first: building the IR of a huge graph takes longer than refusing it.
+            order = topological_order(roots.values())
+            self._check_size(len(order) + sum(node.op is not None for node in order))
+            return to_networkx(*roots.values(), names=self.namespace)
+        from .torch_import import TorchImportError, from_torch
+
+        try:
+            G = from_torch(*roots.values(), names=self.namespace, recording=self.recording)
+        except TorchImportError as error:
+            raise CommandError(str(error)) from None
+        self._check_size(G.number_of_nodes())
+        return G
+
+    def _check_size(self, nodes: int) -> None:
+        if nodes > self.max_nodes:
+            raise CommandError(
+                f"the graph has {nodes} nodes (values and ops), more than --max-nodes "
+                f"{self.max_nodes}; draw fewer: use the Tensor form (one node per matrix, not "
+                "per number), name a ROOT nearer the inputs, or raise --max-nodes")
 
     def backward(self, roots: dict[str, Any], G: nx.MultiDiGraph) -> bool:
         """Run backward from the roots that have no gradient yet; say if any did."""
@@ -364,11 +404,11 @@ class _Producer:
         missing = {name: root for name, root in roots.items() if G.nodes[ids[name]]["grad"] is None}
         for name in missing:
             shape = G.nodes[ids[name]]["shape"]
-            if shape != ():
+            if math.prod(shape) != 1:
                 raise CommandError(
                     f"root {name!r} has no gradient and shape {shape}, and backward starts "
-                    f"from a scalar: name a scalar root, call {name}.backward(gradient) in "
-                    "the script, or pass --no-backward")
+                    f"from a single number: name a scalar root (the loss), call "
+                    f"{name}.backward(gradient) in the script, or pass --no-backward")
         for name, root in missing.items():
             try:
                 root.backward()
