@@ -1,0 +1,38 @@
+"""Animate the backward pass with manim: reusable mobjects and scenes, and a video render.
+
+Importing this package does not import manim: ``render_video`` and the
+checks load it when they run, and ``BackpropScene``/``Diagram`` load it
+when first looked up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .render import FORMATS, MAX_NODES, PHASES, QUALITIES, AnimateError, render_video
+
+__all__ = [
+    "FORMATS",
+    "MAX_NODES",
+    "PHASES",
+    "QUALITIES",
+    "AnimateError",
+    "BackpropScene",
+    "Diagram",
+    "example_graph",
+    "render_video",
+]
+
+_LAZY = {"BackpropScene": "sweep", "example_graph": "sweep", "Diagram": "mobjects"}
+
+
+def __getattr__(name: str) -> Any:
+    """The manim-based names, imported on first use."""
+    if name in _LAZY:
+        from importlib import import_module
+
+        from .render import require_manim
+
+        require_manim()
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

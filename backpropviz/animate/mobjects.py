@@ -1,0 +1,426 @@
+"""Manim mobjects of an IR graph on its graphviz layout: value boxes, op circles, curved edges."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from manim import (
+    ITALIC,
+    Circle,
+    Line,
+    MathTex,
+    Polygon,
+    RoundedRectangle,
+    Text,
+    VGroup,
+    VMobject,
+)
+
+from ..draw import MAX_ITEMS, THEMES, Theme, format_array
+
+__all__ = [
+    "Z_BADGE",
+    "Z_FLYING",
+    "Z_MARK",
+    "Z_NUMBER",
+    "Z_PULSE",
+    "Diagram",
+    "EdgeArrow",
+    "OpNode",
+    "Table",
+    "TextStore",
+    "ValueNode",
+    "palette_names",
+]
+
+# A Text of font_size F has an em of F times this many scene units (measured:
+# Text("0", font_size=48) is 0.504 units tall, and a digit is 0.73 em).
+EM_PER_FONT_SIZE = 0.691 / 48
+# The SVG's faces (Helvetica for numbers, Times italic for names), or the
+# first installed face that looks the same.
+FONTS = ("Helvetica", "Arial", "Nimbus Sans", "Liberation Sans", "DejaVu Sans")
+NAME_FONTS = ("Times", "Times New Roman", "Nimbus Roman", "Liberation Serif", "DejaVu Serif")
+# Drawing order (z_index): the graph, then highlights, numbers, the "+=" badge
+# and what flies into it, then the travelling pulses on top of everything.
+Z_MARK, Z_NUMBER, Z_BADGE, Z_FLYING, Z_PULSE = 1, 2, 3, 4, 5
+# Graphviz sizes (points) the SVG uses: values 14, names 17, edge labels 11.
+VALUE_PT, NAME_PT, LABEL_PT = 14.0, 17.0, 11.0
+
+
+def palette_names() -> list[str]:
+    """The themes a clip can use: those of the SVG drawings."""
+    return list(THEMES)
+
+
+class TextStore:
+    """Makes each distinct text once and hands out copies.
+
+    Building a Text runs Pango and parses an SVG (20-50 ms); a copy costs a
+    fraction of that, and a clip shows the same numbers and names many times.
+    """
+
+    def __init__(self) -> None:
+        import manimpango
+
+        self._made: dict[tuple, VMobject] = {}
+        self._latex = shutil.which("latex") is not None and shutil.which("dvisvgm") is not None
+        installed = set(manimpango.list_fonts())
+        self.font = next((f for f in FONTS if f in installed), "Sans")
+        self.name_font = next((f for f in NAME_FONTS if f in installed), "Serif")
+
+    def text(self, content: str, em: float, color: str, *, serif: bool = False,
+             italic: bool = False) -> Text:
+        """``content`` with an em of ``em`` scene units in ``color``, in the numbers'
+        face or (``serif``) in the face of names."""
+        key = ("text", content, round(em, 5), color, serif, italic)
+        if key not in self._made:
+            self._made[key] = Text(content, font=self.name_font if serif else self.font,
+                                   font_size=em / EM_PER_FONT_SIZE, color=color,
+                                   slant=ITALIC if italic else "NORMAL")
+        return self._made[key].copy()
+
+    def math(self, tex: str, fallback: str, em: float, color: str) -> VMobject:
+        """``tex`` typeset by LaTeX, or ``fallback`` as plain Unicode text without LaTeX,
+        with an em of ``em`` scene units."""
+        key = ("math", tex, fallback, round(em, 5), color)
+        if key not in self._made:
+            made: VMobject | None = None
+            if self._latex:
+                try:
+                    made = MathTex(tex, color=color, font_size=em / EM_PER_FONT_SIZE)
+                except (ValueError, OSError, RuntimeError):
+                    # No working LaTeX after all (a missing package, a broken
+                    # install): the Unicode caption says the same thing.
+                    self._latex = False
+            if made is None:
+                made = Text(fallback, font=self.font, font_size=em / EM_PER_FONT_SIZE,
+                            color=color)
+            self._made[key] = made
+        return self._made[key].copy()
+
+
+def _name_parts(label: str) -> tuple[str, str]:
+    """A name as the SVG sets it: ``W1`` is an italic W with the subscript 1."""
+    match = re.fullmatch(r"([A-Za-z]+)_?([0-9][0-9_]*|_[A-Za-z0-9_]+)?", label)
+    if match and match.group(2):
+        return match.group(1), match.group(2).strip("_").replace("_", ",")
+    return label, ""
+
+
+class Table(VGroup):
+    """A number, or a bracketed table of numbers, as the SVG draws it.
+
+    ``cells`` is a grid of strings (``format_array``'s layout: a vector is a
+    column); ``widths`` fixes the column widths so that a gradient's running
+    sum and its final value line up in the same slots.
+    """
+
+    def __init__(self, cells: Sequence[Sequence[str]], store: TextStore, em: float,
+                 color: str, bracket_color: str, *, bracketed: bool,
+                 widths: Sequence[float] | None = None,
+                 dead: np.ndarray | None = None, dead_color: str | None = None,
+                 dead_fill: str | None = None, backdrop: str | None = None) -> None:
+        super().__init__()
+        self.em = em
+        rows = len(cells)
+        texts = [[store.text(cell.replace("-", "−"), em,
+                             dead_color if dead is not None and _at(dead, i, j) else color)
+                  for j, cell in enumerate(row)] for i, row in enumerate(cells)]
+        widths = list(widths or table_widths(texts))
+        self.widths = widths
+        row_height = 1.25 * em
+        pad = 0.3 * em
+        total_width = sum(widths) + pad * (len(widths) - 1)
+        top = rows * row_height / 2
+        self.entries = VGroup()
+        self.dead_marks = VGroup()
+        for i, row in enumerate(texts):
+            y = top - (i + 0.5) * row_height
+            x = -total_width / 2
+            for j, text in enumerate(row):
+                # Numbers are right-aligned in their column, as in the SVG.
+                text.move_to([x + widths[j] - text.width / 2, y, 0])
+                if cells[i][j] in "⋮⋱…":
+                    text.move_to([x + widths[j] / 2, y, 0])
+                if dead is not None and _at(dead, i, j):
+                    mark = RoundedRectangle(corner_radius=0.1 * em, width=widths[j] + 0.3 * em,
+                                            height=row_height * 0.95, stroke_width=0)
+                    mark.set_fill(dead_fill, 1).move_to([x + widths[j] / 2, y, 0])
+                    self.dead_marks.add(mark)
+                self.entries.add(text)
+                x += widths[j] + pad
+        self.add(self.dead_marks, self.entries)
+        if bracketed:
+            self.add(_brackets(total_width + 0.5 * em, rows * row_height, em, bracket_color))
+        if backdrop is not None:
+            # A plate under a label that sits on an edge, as graphviz's label fill.
+            plate = RoundedRectangle(corner_radius=0.15 * em, width=self.width + 0.4 * em,
+                                     height=self.height + 0.2 * em, stroke_width=0)
+            plate.set_fill(backdrop, 1).move_to(self.get_center())
+            self.add_to_back(plate)
+
+
+def _at(mask: np.ndarray, i: int, j: int) -> bool:
+    if mask.ndim == 0:
+        return bool(mask)
+    if mask.ndim == 1:
+        return i < mask.shape[0] and bool(mask[i])
+    return i < mask.shape[0] and j < mask.shape[1] and bool(mask[i, j])
+
+
+def table_widths(texts: Sequence[Sequence[VMobject]]) -> list[float]:
+    """The width of each column of a grid of texts: its widest entry."""
+    return [max(row[j].width for row in texts) for j in range(len(texts[0]))]
+
+
+def _brackets(width: float, height: float, em: float, color: str) -> VGroup:
+    """Square brackets around a ``width`` x ``height`` table, centred on the origin."""
+    tick = 0.25 * em
+    w, h = width / 2, height / 2
+    left = VMobject().set_points_as_corners([[-w + tick, h, 0], [-w, h, 0], [-w, -h, 0],
+                                            [-w + tick, -h, 0]])
+    right = VMobject().set_points_as_corners([[w - tick, h, 0], [w, h, 0], [w, -h, 0],
+                                             [w - tick, -h, 0]])
+    return VGroup(left, right).set_stroke(color, width=max(0.6, 9 * em / 2))
+
+
+class ValueNode(VGroup):
+    """A value's rounded box with its name; its numbers are made on demand.
+
+    The box is split as in the SVG: the forward value on the left of a thin
+    rule, the gradient on the right. ``data_slot`` and ``grad_slot`` are the
+    centres of the two halves.
+    """
+
+    def __init__(self, node: Any, attrs: dict, center: np.ndarray, width: float, height: float,
+                 scale: float, theme: Theme, store: TextStore, precision: int,
+                 grads: Iterable[Any], gradient_slot: bool = True) -> None:
+        super().__init__()
+        self.node = node
+        self.attrs = attrs
+        self.theme = theme
+        self.store = store
+        self.precision = precision
+        self.scale_factor = scale
+        self.em = VALUE_PT * scale
+        fill = theme.param_fill if attrs["role"] == "param" else theme.node_fill
+        self.frame = RoundedRectangle(corner_radius=min(width, height) * 0.16, width=width,
+                                      height=height)
+        self.frame.set_fill(fill, 1).set_stroke(theme.node_line, width=pen_width(1.4, scale))
+        self.frame.move_to(center)
+        self.add(self.frame)
+        shape = tuple(attrs["shape"])
+        self.data_cells = format_array(attrs["data"], precision, MAX_ITEMS)
+        self.bracketed = len(shape) > 0
+        data = Table(self.data_cells, store, self.em, theme.text, theme.muted,
+                     bracketed=self.bracketed)
+        # Columns wide enough for every gradient this box will show.
+        grad_tables = [Table(format_array(g, precision, MAX_ITEMS), store, self.em, theme.grad,
+                             theme.muted, bracketed=self.bracketed) for g in grads]
+        self.grad_widths = _widest_columns(grad_tables)
+        grad_width = max((t.width for t in grad_tables), default=data.width)
+        gap = 0.9 * self.em
+        if not gradient_slot:
+            gap = grad_width = 0.0
+        content_width = data.width + gap + grad_width
+        body_y = center[1] - height / 2 + (height - self._header_height()) / 2 \
+            if attrs["label"] else center[1]
+        left = center[0] - content_width / 2
+        self.data_slot = np.array([left + data.width / 2, body_y, 0])
+        self.grad_slot = np.array([left + data.width + gap + grad_width / 2, body_y, 0])
+        rule_x = left + data.width + gap / 2
+        rule_height = max(data.height, 1.1 * self.em)
+        self.rule = Line([rule_x, body_y - rule_height / 2, 0],
+                         [rule_x, body_y + rule_height / 2, 0])
+        self.rule.set_stroke(theme.muted, width=pen_width(1.0, scale))
+        if gradient_slot:
+            self.add(self.rule)
+        if attrs["label"]:
+            self.name = self._name()
+            self.name.move_to([center[0], center[1] + height / 2 - self._header_height() / 2
+                               - 0.1 * self.em, 0])
+            self.add(self.name)
+
+    def _header_height(self) -> float:
+        return 1.35 * NAME_PT * self.scale_factor
+
+    def _name(self) -> VGroup:
+        base, sub = _name_parts(self.attrs["label"])
+        em = NAME_PT * self.scale_factor
+        name = VGroup(self.store.text(base, em, self.theme.text, serif=True, italic=True))
+        if sub:
+            subscript = self.store.text(sub, 0.7 * em, self.theme.text, serif=True)
+            subscript.next_to(name[0], direction=[1, 0, 0], buff=0.04 * em,
+                              aligned_edge=[0, -1, 0]).shift([0, -0.2 * em, 0])
+            name.add(subscript)
+        return name
+
+    def data_label(self) -> Table:
+        """The forward value in the SVG's colours, placed in its slot."""
+        table = Table(self.data_cells, self.store, self.em, self.theme.text, self.theme.muted,
+                      bracketed=self.bracketed)
+        return table.move_to(self.data_slot).set_z_index(Z_NUMBER)
+
+    def grad_label(self, grad: Any, dead: np.ndarray | None = None) -> Table:
+        """A gradient (running or final) in blue in the gradient slot; dead entries red."""
+        table = Table(format_array(grad, self.precision, MAX_ITEMS), self.store, self.em,
+                      self.theme.grad, self.theme.muted, bracketed=self.bracketed,
+                      widths=self.grad_widths,
+                      dead=dead, dead_color=self.theme.dead_text, dead_fill=self.theme.dead_fill)
+        return table.move_to(self.grad_slot).set_z_index(Z_NUMBER)
+
+
+def _widest_columns(tables: Sequence[Table]) -> list[float] | None:
+    if not tables:
+        return None
+    return [max(t.widths[j] for t in tables) for j in range(len(tables[0].widths))]
+
+
+def pen_width(points: float, scale: float) -> float:
+    """A graphviz pen width (points) as a manim stroke width at this scale.
+
+    Manim's stroke width 1 is 1/100 of a scene unit; a point is ``scale`` units.
+    """
+    return max(0.5, points * scale * 100)
+
+
+class OpNode(VGroup):
+    """An op's circle with its symbol; a ReLU with dead units has a dashed red outline."""
+
+    def __init__(self, node: Any, attrs: dict, center: np.ndarray, radius: float, scale: float,
+                 theme: Theme, store: TextStore) -> None:
+        super().__init__()
+        self.node = node
+        self.attrs = attrs
+        self.dead = attrs["op"] == "relu" and bool(np.any(attrs.get("dead", False)))
+        self.circle = Circle(radius=radius).move_to(center)
+        self.circle.set_fill(theme.op_fill, 1)
+        line = theme.dead_line if self.dead else theme.op_line
+        self.circle.set_stroke(line, width=pen_width(2.0 if self.dead else 1.4, scale))
+        symbol = attrs["symbol"]
+        pt = 16 if len(symbol) <= 2 else 12
+        self.symbol = store.text(symbol, pt * scale, theme.text).move_to(center)
+        if self.symbol.width > 1.6 * radius:
+            self.symbol.scale(1.6 * radius / self.symbol.width)
+        outline: VMobject = self.circle
+        if self.dead:
+            outline = _dashed_circle(radius, center, line, pen_width(2.0, scale))
+            self.circle.set_stroke(width=0)
+        self.add(self.circle, self.symbol)
+        if outline is not self.circle:
+            self.add(outline)
+
+
+def _dashed_circle(radius: float, center: np.ndarray, color: str, width: float) -> VGroup:
+    """A circle drawn in 16 dashes (cheaper to render than manim's DashedVMobject)."""
+    from manim import TAU, Arc
+
+    dashes = 16
+    return VGroup(*(Arc(radius=radius, start_angle=k * TAU / dashes, angle=0.55 * TAU / dashes,
+                        arc_center=center).set_stroke(color, width=width)
+                    for k in range(dashes)))
+
+
+class EdgeArrow(VGroup):
+    """An edge as graphviz routes it: its cubic Bezier curve and its arrowhead."""
+
+    def __init__(self, key: tuple, points: Sequence[np.ndarray],
+                 head: Sequence[np.ndarray] | None, color: str, width: float) -> None:
+        super().__init__()
+        self.key = key
+        self.path = VMobject()
+        self.path.start_new_path(points[0])
+        for i in range(1, len(points) - 2, 3):
+            self.path.add_cubic_bezier_curve_to(points[i], points[i + 1], points[i + 2])
+        self.path.set_stroke(color, width=width).set_fill(opacity=0)
+        self.add(self.path)
+        self.tip = self.path.get_end()
+        if head is not None:
+            self.head = Polygon(*head).set_fill(color, 1).set_stroke(color, width=width * 0.5)
+            self.tip = np.array(head[0])
+            self.add(self.head)
+
+    def backward_path(self) -> VMobject:
+        """The curve run from the arrowhead back to the tail (a gradient's way)."""
+        reverse = self.path.copy()
+        reverse.reverse_points()
+        # Start at the tip of the arrowhead, where the gradient enters the edge.
+        return _prepend_line(reverse, self.tip)
+
+    def forward_path(self) -> VMobject:
+        """The curve from the tail to the arrowhead's tip (a value's way)."""
+        forward = self.path.copy()
+        forward.add_line_to(self.tip)
+        return forward
+
+
+def _prepend_line(path: VMobject, start: np.ndarray) -> VMobject:
+    """``path`` with a straight piece from ``start`` to its first point in front."""
+    joined = VMobject()
+    joined.start_new_path(start)
+    joined.add_line_to(path.get_start())
+    joined.append_points(path.points)
+    return joined.match_style(path)
+
+
+class Diagram(VGroup):
+    """The whole graph as the SVG draws it, placed in a rectangle of the scene.
+
+    ``values``, ``ops`` and ``edges`` map IR ids (and edge keys) to their
+    mobjects; ``point(x, y)`` maps graphviz coordinates (points, y up) to
+    scene coordinates, so that anything drawn from the layout lines up.
+    """
+
+    def __init__(self, G: nx.MultiDiGraph, layout: Any, theme: Theme, store: TextStore, *,
+                 center: Sequence[float] = (0, 0, 0), max_width: float = 13.0,
+                 max_height: float = 6.0, max_scale: float = 0.045, precision: int = 4,
+                 grads: dict[Any, list] | None = None, gradient_slot: bool = True) -> None:
+        super().__init__()
+        self.G = G
+        self.layout = layout
+        self.theme = theme
+        self.store = store
+        self.scale_factor = min(max_width / layout.width, max_height / layout.height, max_scale)
+        self.origin = np.array(center, dtype=float)
+        s = self.scale_factor
+        grads = grads or {}
+        self.values: dict[Any, ValueNode] = {}
+        self.ops: dict[Any, OpNode] = {}
+        self.edges: dict[tuple, EdgeArrow] = {}
+        edge_width = pen_width(1.3, s)
+        for key, edge in layout.edges.items():
+            points = [self.point(*p) for p in edge.points]
+            head = [self.point(*p) for p in _arrowhead(edge)] if edge.arrow_end else None
+            self.edges[key] = EdgeArrow(key, points, head, theme.edge, edge_width)
+        for node, attrs in G.nodes(data=True):
+            box = layout.nodes[node]
+            center_point = self.point(box.x, box.y)
+            if attrs["kind"] == "value":
+                self.values[node] = ValueNode(node, attrs, center_point, box.width * s,
+                                              box.height * s, s, theme, store, precision,
+                                              grads.get(node, ()), gradient_slot)
+            else:
+                self.ops[node] = OpNode(node, attrs, center_point, box.width * s / 2, s,
+                                        theme, store)
+        self.add(*self.edges.values(), *self.values.values(), *self.ops.values())
+
+    def point(self, x: float, y: float) -> np.ndarray:
+        """Scene coordinates of the layout point (x, y) (graphviz points, y up)."""
+        s = self.scale_factor
+        return self.origin + np.array([(x - self.layout.width / 2) * s,
+                                       (y - self.layout.height / 2) * s, 0.0])
+
+
+def _arrowhead(edge: Any) -> list[tuple[float, float]]:
+    """Graphviz's "normal" arrowhead: a triangle from the spline's end to the tip,
+    as wide as 0.35 of its length on each side."""
+    base = np.array(edge.arrow_start, dtype=float)
+    tip = np.array(edge.arrow_end, dtype=float)
+    along = tip - base
+    across = np.array([-along[1], along[0]]) * 0.35
+    return [tuple(tip), tuple(base + across), tuple(base - across)]

@@ -1,0 +1,140 @@
+"""Render the backward-sweep clip of an IR graph to a video file, atomically, with subtitles."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+from typing import Any
+
+import networkx as nx
+
+__all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "AnimateError", "render_video"]
+
+FORMATS = (".mp4", ".gif", ".webm", ".mov")
+TRANSPARENT_FORMATS = (".webm", ".mov")
+PHASES = ("forward", "backward", "both")
+# The CLI's quality letters, as manim's ``-q`` flag means them.
+QUALITIES = {"l": "low_quality", "m": "medium_quality", "h": "high_quality",
+             "p": "production_quality", "k": "fourk_quality"}
+# Past about this many IR nodes the boxes get too small to read at 1080p and
+# the clip too long to watch; the Tensor form of the same network is smaller.
+MAX_NODES = 60
+
+
+class AnimateError(ValueError):
+    """A clip that cannot be rendered, explained in one sentence."""
+
+
+def check_format(path: str | os.PathLike) -> str:
+    """The video format of ``path`` (its suffix), or AnimateError listing the formats."""
+    suffix = pathlib.Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise AnimateError(f"unknown video format: {suffix or str(path)!r} "
+                           f"(must be one of {list(FORMATS)})")
+    return suffix
+
+
+def check_size(G: nx.MultiDiGraph, max_nodes: int = MAX_NODES) -> None:
+    """AnimateError when ``G`` has more nodes than a readable clip can show."""
+    if G.number_of_nodes() > max_nodes:
+        raise AnimateError(
+            f"the graph has {G.number_of_nodes()} nodes, more than the animation limit of "
+            f"{max_nodes}; build it from Tensor operations (the matrix form) to animate it, "
+            "or raise max_nodes")
+
+
+def require_manim() -> None:
+    """AnimateError unless manim can be imported."""
+    if importlib.util.find_spec("manim") is None:
+        raise AnimateError("animating needs manim, which is not installed; "
+                           "install it with: pip install 'backpropviz[video]'")
+
+
+def render_video(G: nx.MultiDiGraph, path: str | os.PathLike, *, quality: str = "l",
+                 phase: str = "both", theme: str = "light", speed: float = 1.0,
+                 rankdir: str = "LR", precision: int = 4, progress: bool = True,
+                 transparent: bool = False, max_nodes: int = MAX_NODES) -> pathlib.Path:
+    """Render the forward and/or backward pass of ``G`` to ``path`` and return the path.
+
+    The format follows the suffix (.mp4 .gif .webm .mov). Subtitles with the
+    chain-rule captions go beside it (same name, .srt). The background is
+    transparent when ``transparent`` is true or ``theme`` is ``"transparent"``
+    (.webm and .mov only). With ``progress``, a progress line and finally the
+    output path and the clip's length are printed to stderr. Nothing is left
+    at ``path`` if rendering fails or is interrupted.
+    """
+    target = pathlib.Path(path)
+    suffix = check_format(target)
+    if quality not in QUALITIES:
+        raise AnimateError(f"unknown quality: {quality!r} (must be one of {list(QUALITIES)})")
+    if phase not in PHASES:
+        raise AnimateError(f"unknown phase: {phase!r} (must be one of {list(PHASES)})")
+    if not speed > 0:
+        raise AnimateError(f"speed must be a positive number, got {speed!r}")
+    transparent = transparent or theme == "transparent"
+    if transparent and suffix not in TRANSPARENT_FORMATS:
+        raise AnimateError(f"a transparent background needs one of {list(TRANSPARENT_FORMATS)}, "
+                           f"not {suffix!r}")
+    check_size(G, max_nodes)
+    if not G.graph.get("backward_order") and phase != "forward":
+        raise AnimateError("the graph has no backward record; call .backward() on the output "
+                           "in the script, or pass phase='forward'")
+    require_manim()
+    from .mobjects import palette_names
+    if theme not in palette_names():
+        raise AnimateError(f"unknown theme: {theme!r} (must be one of {palette_names()})")
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="backpropviz-") as scratch:
+        movie, seconds = _render_in(scratch, G, suffix, quality=quality, phase=phase,
+                                    theme=theme, speed=speed, rankdir=rankdir,
+                                    precision=precision, progress=progress,
+                                    transparent=transparent)
+        _move_into_place(movie.with_suffix(".srt"), target.with_suffix(".srt"))
+        _move_into_place(movie, target)
+    if progress:
+        print(f"wrote {target} ({seconds:.1f} s)", file=sys.stderr)
+    return target
+
+
+def _render_in(scratch: str, G: nx.MultiDiGraph, suffix: str, *, quality: str,
+               transparent: bool, progress: bool, **options: Any) -> tuple[pathlib.Path, float]:
+    """Render in the directory ``scratch``; the movie's path there and its length."""
+    import manim
+
+    from .sweep import BackpropScene
+
+    settings = {
+        "quality": QUALITIES[quality],
+        "format": suffix[1:],
+        "media_dir": scratch,
+        "output_file": "clip",
+        # Caching hashes every mobject of every animation: slow for big scenes
+        # and useless for a one-off render.
+        "disable_caching": True,
+        "progress_bar": "none",
+        "verbosity": "WARNING",
+        "transparent": transparent,
+    }
+    with manim.tempconfig(settings):
+        scene = BackpropScene(G, progress=progress, **options)
+        scene.render()
+        movie = pathlib.Path(scene.renderer.file_writer.movie_file_path)
+        seconds = float(scene.time)
+    return movie, seconds
+
+
+def _move_into_place(source: pathlib.Path, target: pathlib.Path) -> None:
+    """Move a finished file to ``target``; a half-copied file never has the final name."""
+    if not source.exists():
+        return
+    partial = target.with_name(f".{target.name}.part")
+    try:
+        shutil.move(source, partial)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)

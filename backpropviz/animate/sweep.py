@@ -1,0 +1,496 @@
+"""The story of a clip as a manim Scene: the graph, the forward pass, then the backward sweep."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import runpy
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from manim import (
+    DOWN,
+    LEFT,
+    RIGHT,
+    UP,
+    Animation,
+    AnimationGroup,
+    Circle,
+    Create,
+    Dot,
+    FadeIn,
+    FadeOut,
+    LaggedStart,
+    MoveAlongPath,
+    RoundedRectangle,
+    Scene,
+    ShowPassingFlash,
+    Succession,
+    Transform,
+    VGroup,
+    VMobject,
+    Wait,
+    linear,
+    rate_functions,
+)
+
+from ..captions import step_captions
+from ..draw import MAX_ITEMS, THEMES, dead_masks, format_array
+from ..engine import Node
+from ..ir import backward_steps, to_networkx
+from ..layout import layout
+from .mobjects import (
+    LABEL_PT,
+    Z_BADGE,
+    Z_FLYING,
+    Z_MARK,
+    Z_NUMBER,
+    Z_PULSE,
+    Diagram,
+    EdgeArrow,
+    OpNode,
+    Table,
+    TextStore,
+    pen_width,
+)
+from .render import AnimateError
+
+__all__ = ["BackpropScene", "example_graph"]
+
+# Scene layout (manim units; the frame is 14.2 x 8): a title line on top, the
+# graph in the middle, a two-line caption at the bottom.
+TITLE_Y = 3.55
+GRAPH_CENTER = (0.0, 0.4, 0.0)
+GRAPH_WIDTH, GRAPH_HEIGHT = 13.4, 5.0
+RULE_Y, CAPTION_Y = -2.65, -3.3
+TITLE_EM, RULE_EM, CAPTION_EM = 0.3, 0.3, 0.42
+CAPTION_WIDTH = 13.4
+
+
+def example_graph(path: str | os.PathLike, *roots: str) -> nx.MultiDiGraph:
+    """The IR of a script's ``roots`` (names in it), the script run quietly.
+
+    If the script did not call ``backward()`` on its root, it is called here.
+    """
+    with contextlib.redirect_stdout(io.StringIO()):
+        namespace = runpy.run_path(str(path), run_name="__backpropviz__")
+    missing = [name for name in roots if not isinstance(namespace.get(name), Node)]
+    if not roots or missing:
+        raise AnimateError(f"{path} has no Value or Tensor named {missing or roots!r}")
+    nodes = [namespace[name] for name in roots]
+    if len(nodes) == 1 and nodes[0].grad is None:
+        nodes[0].backward()
+    return to_networkx(*nodes, names=namespace)
+
+
+class BackpropScene(Scene):
+    """A clip of the forward and backward passes of an IR graph.
+
+    Subclass it with ``example`` (a script path) and ``roots`` (names of its
+    outputs), or pass ``graph``. ``construct`` tells the whole story; its
+    parts (``show_graph``, ``play_forward``, ``play_seed``, ``play_step``...)
+    can be called on their own by scenes that tell part of it.
+    """
+
+    example: str | os.PathLike | None = None
+    roots: Sequence[str] = ()
+    phase = "both"
+    theme = "light"
+    speed = 1.0
+    rankdir = "LR"
+    precision = 4
+
+    def __init__(self, graph: nx.MultiDiGraph | None = None, *, phase: str | None = None,
+                 theme: str | None = None, speed: float | None = None,
+                 rankdir: str | None = None, precision: int | None = None,
+                 progress: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.graph = graph
+        for name, value in (("phase", phase), ("theme", theme), ("speed", speed),
+                            ("rankdir", rankdir), ("precision", precision)):
+            if value is not None:
+                setattr(self, name, value)
+        self.progress = progress
+
+    # ------------------------------------------------------------ setup
+
+    def setup(self) -> None:
+        G = self.graph
+        if G is None:
+            if self.example is None:
+                raise AnimateError(f"{type(self).__name__} needs a graph or an example script")
+            G = self.graph = example_graph(self.example, *self.roots)
+        self.palette = THEMES[self.theme]
+        if self.palette.background != "transparent":
+            self.camera.background_color = self.palette.background
+        self.store = TextStore()
+        self.backward = bool(G.graph.get("backward_order")) and self.phase != "forward"
+        self.steps = backward_steps(G) if self.backward else []
+        self.captions = step_captions(G) if self.backward else []
+        self.dead_values, self.dead_edges = dead_masks(G) if self.backward else ({}, {})
+        shown = self._gradients_shown(G) if self.backward else {}
+        self.diagram = Diagram(G, layout(G, rankdir=self.rankdir, theme=self.theme,
+                                         precision=self.precision, legend=False,
+                                         forward_only=not self.backward),
+                               self.palette, self.store, center=GRAPH_CENTER,
+                               max_width=GRAPH_WIDTH, max_height=GRAPH_HEIGHT,
+                               precision=self.precision, grads=shown,
+                               gradient_slot=self.backward)
+        self.grad_labels: dict[Any, Table] = {}
+        self.edge_labels: dict[tuple, Table] = {}
+        self.caption: VMobject | None = None
+        self.title: VMobject | None = None
+        self.marks: list[VMobject] = []  # this step's highlights, gone at the next
+        self._beats_done = 0
+        ops = sum(1 for _, kind in G.nodes(data="kind") if kind == "op")
+        # show_graph, the inputs (or all values), each forward op, the seed, each step
+        self._beats_total = 2 + (ops if self.phase != "backward" else 0) \
+            + (1 + len(self.steps) if self.backward else 0)
+
+    def _gradients_shown(self, G: nx.MultiDiGraph) -> dict[Any, list]:
+        """Every gradient each value's box will show (seed, running sums, final)."""
+        shown: dict[Any, list] = {v: [g] for v, g in G.graph.get("seeds", {}).items()}
+        for step in self.steps:
+            for value in step.updated:
+                shown.setdefault(value, []).append(step.grads[value])
+        return shown
+
+    def t(self, seconds: float) -> float:
+        """A duration at the scene's speed."""
+        return seconds / self.speed
+
+    # ------------------------------------------------------------ the story
+
+    def construct(self) -> None:
+        self.show_graph()
+        if self.phase in ("forward", "both"):
+            self.play_forward()
+        else:
+            self.show_values()
+        if self.backward:
+            self.play_backward()
+        self.wait(self.t(2.0))
+
+    def show_graph(self) -> None:
+        """The graph fades in as the SVG draws it, numbers not yet computed."""
+        diagram = self.diagram
+        boxes = [*diagram.values.values(), *diagram.ops.values()]
+        self.play(LaggedStart(*(FadeIn(box) for box in boxes), lag_ratio=0.05),
+                  LaggedStart(*(Create(edge) for edge in diagram.edges.values()),
+                              lag_ratio=0.05),
+                  run_time=self.t(1.2))
+        # Re-add as one static layer: edges under boxes, as in the SVG.
+        self.remove(*boxes, *diagram.edges.values())
+        self.add(*diagram.edges.values(), *boxes)
+        self._tick()
+
+    def show_values(self) -> None:
+        """All forward values at once (for a clip of the backward pass only)."""
+        labels = [value.data_label() for value in self.diagram.values.values()]
+        self.play(FadeIn(VGroup(*labels)), run_time=self.t(0.8))
+        self._tick()
+
+    def play_forward(self) -> None:
+        """Inputs first; then, op by op in topological order, each result appears."""
+        G, diagram = self.graph, self.diagram
+        self.set_title("Forward pass: compute and store each value")
+        start = self.time
+        leaves = [v for v in diagram.values if G.in_degree(v) == 0]
+        self.play(LaggedStart(*(FadeIn(diagram.values[v].data_label(), scale=1.3)
+                                for v in leaves), lag_ratio=0.15),
+                  run_time=self.t(0.9))
+        self._tick()
+        for op in nx.topological_sort(G):
+            if G.nodes[op]["kind"] == "op":
+                self.forward_op(op)
+        self.add_subcaption("forward pass: each op computes its value from its inputs",
+                            duration=self.time - start, offset=start - self.time)
+
+    def forward_op(self, op: Any) -> None:
+        """Values travel into ``op``, it pulses, and its result appears in black."""
+        G, diagram, palette = self.graph, self.diagram, self.palette
+        incoming = [diagram.edges[e] for e in G.in_edges(op, keys=True)]
+        (result_edge,) = G.out_edges(op, keys=True)
+        result = result_edge[1]
+        dots = [self._pulse(edge.forward_path(), palette.text, 0.7) for edge in incoming]
+        ring = self._ring(diagram.ops[op], palette.text, fill=None).set_z_index(Z_MARK)
+        label = diagram.values[result].data_label()
+        self.play(Succession(_parallel(dots, self.t(0.7)),
+                             FadeIn(ring, scale=1.25, rate_func=rate_functions.there_and_back,
+                                    run_time=self.t(0.35)),
+                             self._pulse(diagram.edges[result_edge].forward_path(),
+                                         palette.text, 0.35),
+                             FadeIn(label, scale=1.3, run_time=self.t(0.4))))
+        self.remove(ring)
+        self._tick()
+
+    def play_backward(self) -> None:
+        """The seed at the root, then every op of ``backward_order``."""
+        self.set_title("Backward pass: the chain rule, from the output back")
+        self.play_seed()
+        for step in self.steps:
+            self.play_step(step)
+
+    def play_seed(self) -> None:
+        """A 1 appears at each root, in blue: the derivative of the output by itself."""
+        start = self.time
+        self.set_caption(0)
+        labels = []
+        for value, seed in self.graph.graph.get("seeds", {}).items():
+            label = self.diagram.values[value].grad_label(seed)
+            self.grad_labels[value] = label
+            labels.extend([self.mark_value(value, label), FadeIn(label, scale=1.6)])
+        self.play(*self._pending(), *labels, run_time=self.t(0.9))
+        self.wait(self.t(0.6))
+        self.add_subcaption(self.captions[0].text, duration=self.time - start,
+                            offset=start - self.time)
+        self._tick()
+
+    def play_step(self, step: Any) -> None:
+        """One op of the backward pass: highlight, local rule, pulses, new gradients."""
+        start = self.time
+        self.clear_marks()
+        self.set_caption(step.index)
+        self.highlight_op(step.op)
+        self.play(*self._pending(), run_time=self.t(0.6))
+        self.send_gradients(step)
+        self.wait(self.t(0.5))
+        self.add_subcaption(self.captions[step.index].text, duration=self.time - start,
+                            offset=start - self.time)
+        self._tick()
+
+    def send_gradients(self, step: Any) -> None:
+        """Blue pulses run each operand edge against the arrow; the operands' gradients
+        appear; at a fork the new contribution is added (+=) to the old gradient."""
+        G, diagram, palette = self.graph, self.diagram, self.palette
+        sending = [(u, v, k) for u, v, k in step.edges if G.edges[u, v, k].get("grad") is not None]
+        op_node = diagram.ops[step.op]
+        pulses, stops = [], []
+        for edge in sending:
+            dead = self.dead_edges.get(edge)
+            if op_node.dead and dead is not None and bool(np.all(dead)):
+                stops.append(edge)
+            else:
+                pulses.append(self._pulse(diagram.edges[edge].backward_path(), palette.grad,
+                                          0.9, width=2.2))
+        animations = list(pulses)
+        for edge in stops:
+            animations.append(self._stopped(diagram.edges[edge], op_node))
+        if animations:
+            self.play(*animations, run_time=self.t(0.9))
+        # Per operand, the edges it received a contribution on in this step.
+        received: dict[Any, list[tuple]] = {}
+        for edge in sending:
+            received.setdefault(edge[0], []).append(edge)
+        appear, forks = [], []
+        for u, edges in received.items():
+            fork = self._is_fork(u)
+            if fork:
+                appear.extend(FadeIn(self.edge_label(edge), scale=1.3) for edge in edges)
+            if u in self.grad_labels:
+                forks.append((u, edges))
+                continue
+            # A first gradient: the step's sum, or at a fork the first edge's
+            # contribution alone (the IR's number for that edge).
+            first = step.grads[u] if len(edges) == 1 else G.edges[edges[0]]["grad"]
+            dead = self.dead_values.get(u) if len(edges) == 1 else self.dead_edges.get(edges[0])
+            label = diagram.values[u].grad_label(first, dead)
+            self.grad_labels[u] = label
+            appear.extend([self.mark_value(u, label), FadeIn(label, scale=1.4)])
+            if len(edges) > 1:
+                forks.append((u, edges[1:]))
+        if appear:
+            self.play(*appear, run_time=self.t(0.6))
+        for u, edges in forks:
+            self.accumulate(u, edges, step)
+
+    def accumulate(self, u: Any, edges: Sequence[tuple], step: Any) -> None:
+        """A fork: ``+=`` the contributions of ``edges`` (shown on the edges) next to
+        the gradient so far, then the sum replaces it."""
+        box = self.diagram.values[u]
+        old = self.grad_labels[u]
+        new = box.grad_label(step.grads[u], self.dead_values.get(u))
+        plus = self.store.text("+=", box.em, self.palette.grad)
+        flying = VGroup(*(self.edge_label(edge).copy() for edge in edges))
+        # The badge "+= contribution" sits just above the box's gradient slot.
+        badge = VGroup(plus, *(label.copy() for label in flying)).arrange(RIGHT,
+                                                                         buff=0.25 * box.em)
+        plate = RoundedRectangle(corner_radius=0.15 * box.em, width=badge.width + 0.4 * box.em,
+                                 height=badge.height + 0.25 * box.em, stroke_width=1.5)
+        plate.set_fill(self.palette.label_fill, 1).set_stroke(self.palette.grad, opacity=0.6)
+        badge = VGroup(plate.move_to(badge), badge).set_z_index(Z_BADGE)
+        flying.set_z_index(Z_FLYING)
+        badge.next_to(box.frame, UP, buff=0.1 * box.em).set_x(box.grad_slot[0])
+        self.play(FadeIn(badge[0]), FadeIn(plus),
+                  *(Transform(label, target)
+                    for label, target in zip(flying, badge[1][1:], strict=True)),
+                  run_time=self.t(0.7))
+        self.wait(self.t(0.3))
+        self.bring_to_front(old)
+        self.play(self.mark_value(u, new), FadeOut(badge[0]), FadeOut(plus),
+                  *(label.animate.move_to(old).set_opacity(0) for label in flying),
+                  Transform(old, new), run_time=self.t(0.7))
+        self.remove(*flying)
+
+    # ------------------------------------------------------------ pieces
+
+    def set_title(self, text: str) -> None:
+        """The phase title, top left, muted."""
+        title = self.store.text(text, TITLE_EM, self.palette.muted)
+        title.to_edge(LEFT, buff=0.5).set_y(TITLE_Y)
+        if self.title is not None:
+            self.remove(self.title)
+        self.title = title
+        self.play(FadeIn(title, shift=0.15 * DOWN), run_time=self.t(0.4))
+
+    def set_caption(self, index: int) -> None:
+        """Queue the caption of backward step ``index`` (its rule and its equation)."""
+        caption = self.captions[index]
+        equation = self.store.math(caption.tex, caption.text, CAPTION_EM, self.palette.text)
+        if equation.width > CAPTION_WIDTH:
+            equation.scale(CAPTION_WIDTH / equation.width)
+        equation.move_to([0, CAPTION_Y, 0])
+        rule = self.store.text(caption.rule, RULE_EM, self.palette.muted)
+        if rule.width > CAPTION_WIDTH:
+            rule.scale(CAPTION_WIDTH / rule.width)
+        rule.move_to([0, RULE_Y, 0])
+        new = VGroup(rule, equation)
+        if self.caption is not None:
+            self.remove(self.caption)
+        self.caption = new
+        self._queue(FadeIn(new, shift=0.1 * UP))
+
+    def highlight_op(self, op: Any) -> None:
+        """Queue the highlight of the current op and of the edge its gradient came in by."""
+        G, diagram, palette = self.graph, self.diagram, self.palette
+        ring = self._ring(diagram.ops[op], palette.highlight_line, fill=palette.highlight_fill)
+        (result_edge,) = G.out_edges(op, keys=True)
+        edge = diagram.edges[result_edge].copy().set_color(palette.highlight_line)
+        edge.path.set_stroke(width=edge.path.get_stroke_width() * 1.8)
+        self.marks.extend([edge.set_z_index(Z_MARK), ring.set_z_index(Z_MARK)])
+        self._queue(FadeIn(edge), FadeIn(ring, scale=1.3))
+
+    def mark_value(self, value: Any, label: VMobject) -> FadeIn:
+        """The highlight behind a gradient this step changed (as in the SVG's step
+        view); it must be played before the label is, to lie under it."""
+        box = self.diagram.values[value]
+        back = RoundedRectangle(corner_radius=0.15 * box.em, width=label.width + 0.35 * box.em,
+                                height=label.height + 0.25 * box.em, stroke_width=0)
+        back.set_fill(self.palette.highlight_fill, 1).move_to(box.grad_slot)
+        self.marks.append(back.set_z_index(Z_MARK))
+        return FadeIn(back)
+
+    def edge_label(self, edge: tuple) -> Table:
+        """The contribution sent along ``edge``, at the edge's label position."""
+        if edge in self.edge_labels:
+            return self.edge_labels[edge]
+        diagram = self.diagram
+        path = self.diagram.layout.edges[edge]
+        box = diagram.values[edge[0]]
+        contribution = self.graph.edges[edge]["grad"]
+        em = LABEL_PT * diagram.scale_factor
+
+        label = Table(format_array(contribution, self.precision, MAX_ITEMS), self.store, em,
+                      self.palette.grad, self.palette.muted, bracketed=box.bracketed,
+                      dead=self.dead_edges.get(edge), dead_color=self.palette.dead_text,
+                      dead_fill=self.palette.dead_fill, backdrop=self.palette.label_fill)
+        if path.label is not None:
+            label.move_to(diagram.point(*path.label))
+        else:
+            label.move_to(diagram.edges[edge].path.point_from_proportion(0.5))
+        self.edge_labels[edge] = label.set_z_index(Z_NUMBER)
+        return label
+
+    def clear_marks(self) -> None:
+        """Take away the previous step's highlights (no animation: nothing moves)."""
+        self.remove(*self.marks)
+        self.marks = []
+
+    def _is_fork(self, value: Any) -> bool:
+        sent = [g for _, _, g in self.graph.out_edges(value, data="grad") if g is not None]
+        return len(sent) >= 2
+
+    def _ring(self, op: OpNode, color: str, fill: str | None) -> VGroup:
+        """A copy of an op's circle, outlined in ``color``, to animate on top of it."""
+        circle = Circle(radius=op.circle.radius).move_to(op.circle.get_center())
+        circle.set_stroke(color, width=op.circle.get_stroke_width() * 2.2 + 1.5)
+        circle.set_fill(fill or self.palette.op_fill, 1)
+        return VGroup(circle, op.symbol.copy())
+
+    def _pulse(self, path: VMobject, color: str, seconds: float,
+               width: float = 1.6) -> AnimationGroup:
+        """A dot running along ``path`` with a flash of the path behind it."""
+        s = self.diagram.scale_factor
+        dot = Dot(path.get_start(), radius=3.2 * s, color=color).set_z_index(Z_PULSE)
+        flash = path.copy().set_stroke(color, width=pen_width(width * 1.6, s))
+        flash.set_z_index(Z_MARK)
+        ease = rate_functions.ease_in_out_sine
+        return AnimationGroup(_Travel(dot, path, rate_func=ease),
+                              ShowPassingFlash(flash, time_width=0.6, rate_func=ease),
+                              run_time=self.t(seconds))
+
+    def _stopped(self, edge: EdgeArrow, op: OpNode) -> Any:
+        """A dead ReLU: the pulse leaves the op, hits a bar and fades: nothing passes."""
+        palette, s = self.palette, self.diagram.scale_factor
+        path = edge.backward_path()
+        stop = path.point_from_proportion(0.3)
+        direction = path.point_from_proportion(0.31) - stop
+        direction /= max(np.linalg.norm(direction), 1e-9)
+        normal = np.array([-direction[1], direction[0], 0.0])
+        half = 9 * s
+        bar = VMobject().set_points_as_corners([stop + normal * half, stop - normal * half])
+        bar.set_stroke(palette.dead_line, width=pen_width(4.0, s))
+        cross = self.store.text("no gradient", 10 * s, palette.dead_text)
+        cross.next_to(bar, UP, buff=2 * s)
+        self.marks.extend([bar.set_z_index(Z_BADGE), cross.set_z_index(Z_BADGE)])
+        short = VMobject()
+        short.pointwise_become_partial(path, 0, 0.28)
+        dot = Dot(short.get_start(), radius=3.2 * s, color=palette.grad).set_z_index(Z_PULSE)
+        return Succession(FadeIn(VGroup(bar, cross), run_time=self.t(0.3)),
+                          MoveAlongPath(dot, short, rate_func=linear, run_time=self.t(0.4)),
+                          FadeOut(dot, scale=2.5, run_time=self.t(0.2)))
+
+    # ------------------------------------------------------------ plumbing
+
+    def _queue(self, *animations: Any) -> None:
+        self.__dict__.setdefault("_queued", []).extend(animations)
+
+    def _pending(self) -> list:
+        queued = self.__dict__.get("_queued", [])
+        self._queued = []
+        return queued
+
+    def _tick(self) -> None:
+        """One more beat of the story done: update the progress line on stderr."""
+        self._beats_done += 1
+        if not self.progress:
+            return
+        total = max(self._beats_total, self._beats_done)
+        filled = int(30 * self._beats_done / total)
+        sys.stderr.write(f"\rrendering [{'#' * filled}{'.' * (30 - filled)}] "
+                         f"{self._beats_done}/{total}")
+        if self._beats_done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+class _Travel(Animation):
+    """A dot running along a path, fading in as it leaves and out as it arrives."""
+
+    def __init__(self, dot: Dot, path: VMobject, **kwargs: Any) -> None:
+        super().__init__(dot, remover=True, **kwargs)
+        self.path = path
+
+    def interpolate_mobject(self, alpha: float) -> None:
+        where = self.rate_func(alpha)
+        self.mobject.move_to(self.path.point_from_proportion(where))
+        self.mobject.set_opacity(min(1.0, 6 * alpha, 6 * (1 - alpha)))
+
+
+def _parallel(animations: Sequence[Any], seconds: float) -> Any:
+    return AnimationGroup(*animations, run_time=seconds) if animations else Wait(seconds)
+
