@@ -6,6 +6,7 @@ import itertools
 import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
+from operator import add, attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,8 +43,8 @@ class Node:
     """
 
     __slots__ = (
-        "data", "grad", "label", "op", "operands", "exponent", "requires_grad",
-        "_index", "_upstream", "_sent", "_step", "_seed", "_reached",
+        "_index", "_reached", "_seed", "_sent", "_step", "_upstream",
+        "data", "exponent", "grad", "label", "op", "operands", "requires_grad",
     )
 
     @property
@@ -77,51 +78,25 @@ class Node:
         """
         seed = self._seed_for(gradient)
         order = topological_order([self])
-        for node in order:
-            node._upstream = None
-        self._upstream = seed
         self._seed = seed if self._seed is None else self._seed + seed
-        step = Node._steps_taken
-        for node in reversed(order):
-            upstream = node._upstream
-            node._upstream = None
-            node._accumulate(upstream)
-            if node.op is None:
-                continue
-            contributions = _RULES[type(node)][node.op](node, upstream)
-            for operand, contribution in zip(node.operands, contributions):
-                if operand._upstream is None:
-                    operand._upstream = contribution
-                else:
-                    operand._upstream = operand._upstream + contribution
-            sent = node._sent
-            node._sent = contributions if sent is None else tuple(
-                old + new for old, new in zip(sent, contributions))
-            node._step = step
-            step += 1
-        Node._steps_taken = step
+        Node._steps_taken = self._sweep(order, seed, Node._steps_taken)
 
+    # How many ops all backward passes so far have processed: ``_step``
+    # numbers keep counting across passes, so the tape orders them all.
     _steps_taken = 0
 
 
 def topological_order(roots: Iterable[Node]) -> list[Node]:
     """Every node the roots depend on, operands before results (no recursion)."""
-    seen = set()
-    stack = []
-    for root in roots:
-        if root not in seen:
-            seen.add(root)
-            stack.append(root)
+    stack = list(dict.fromkeys(roots))
+    seen = set(stack)
+    pop, push, mark = stack.pop, stack.append, seen.add
     while stack:
-        for operand in stack.pop().operands:
+        for operand in pop().operands:
             if operand not in seen:
-                seen.add(operand)
-                stack.append(operand)
-    return sorted(seen, key=_creation_index)
-
-
-def _creation_index(node: Node) -> int:
-    return node._index
+                mark(operand)
+                push(operand)
+    return sorted(seen, key=attrgetter("_index"))
 
 
 _SYMBOLS = {
@@ -237,9 +212,37 @@ class Value(Node):
     def _seed_for(self, gradient: Any) -> float:
         return 1.0 if gradient is None else _real(gradient, "gradient")
 
-    def _accumulate(self, upstream: float) -> None:
-        self.grad += upstream
-        self._reached = True
+    @staticmethod
+    def _sweep(order: list[Value], seed: float, step: int) -> int:
+        """Run the chain rule over ``order`` backwards; return the next step number."""
+        for node in order:
+            node._upstream = 0.0  # this pass's gradient, summed as it arrives
+        order[-1]._upstream = seed
+        rules = _VALUE_RULES
+        # Reverse creation order: a node's gradient is complete before its
+        # rule runs, because everything that used it was created after it.
+        for node in reversed(order):
+            upstream = node._upstream
+            node.grad += upstream
+            node._reached = True
+            op = node.op
+            if op is None:
+                continue
+            contributions = rules[op](node, upstream)
+            # += at forks. Spelled out per arity: this loop is the engine's
+            # hot path, and a zip() here costs a third of the backward pass.
+            if len(contributions) == 2:
+                a, b = node.operands
+                contribution_a, contribution_b = contributions
+                a._upstream += contribution_a
+                b._upstream += contribution_b
+            else:
+                node.operands[0]._upstream += contributions[0]
+            sent = node._sent
+            node._sent = contributions if sent is None else tuple(map(add, sent, contributions))
+            node._step = step
+            step += 1
+        return step
 
     def _clear_grad(self) -> None:
         self.grad = 0.0
@@ -321,10 +324,13 @@ def _value_pow(node: Value, g: float) -> tuple[float, ...]:
     a = node.operands[0].data
     if len(node.operands) == 1:
         n = node.exponent
-        return (g * n * _ieee(_power, a, n - 1),)          # d(a^n)/da = n a^(n-1)
+        # d(a^n)/da = n a^(n-1); a^0 is the constant 1, flat even at a = 0.
+        return (0.0 if n == 0 else g * n * _ieee(_power, a, n - 1),)
     b = node.operands[1].data
-    return (g * b * _ieee(_power, a, b - 1),               # d(a^b)/da = b a^(b-1)
-            g * node.data * _ieee(_log, a))                # d(a^b)/db = a^b ln a
+    # d(a^b)/da = b a^(b-1) and d(a^b)/db = a^b ln a. At a = 0, b >= 0 the
+    # result does not change with b, so that derivative is 0 (as in PyTorch).
+    return (0.0 if b == 0 else g * b * _ieee(_power, a, b - 1),
+            0.0 if a == 0 and b >= 0 else g * node.data * _ieee(_log, a))
 
 
 _VALUE_RULES: dict[str, Callable[[Any, Any], tuple]] = {
@@ -439,9 +445,31 @@ class Tensor(Node):
                               f"but the Tensor has shape {self.shape}")
         return seed
 
-    def _accumulate(self, upstream: np.ndarray) -> None:
-        self.grad = upstream.copy() if self.grad is None else self.grad + upstream
-        self._reached = True
+    @staticmethod
+    def _sweep(order: list[Tensor], seed: np.ndarray, step: int) -> int:
+        """Run the chain rule over ``order`` backwards; return the next step number."""
+        for node in order:
+            # None, not zeros: the first contribution is kept as it is, so a
+            # gradient of -0.0 stays -0.0, as in PyTorch.
+            node._upstream = None
+        order[-1]._upstream = seed
+        for node in reversed(order):
+            upstream = node._upstream
+            node._upstream = None  # let the array go
+            # A copy, because contributions may share memory with each other.
+            node.grad = upstream.copy() if node.grad is None else node.grad + upstream
+            node._reached = True
+            if node.op is None:
+                continue
+            contributions = _TENSOR_RULES[node.op](node, upstream)
+            for operand, contribution in zip(node.operands, contributions, strict=True):
+                pending = operand._upstream
+                operand._upstream = contribution if pending is None else pending + contribution
+            sent = node._sent
+            node._sent = contributions if sent is None else tuple(map(add, sent, contributions))
+            node._step = step
+            step += 1
+        return step
 
     def _clear_grad(self) -> None:
         self.grad = None
@@ -578,14 +606,17 @@ def _listed(array: np.ndarray | None) -> Any:
 
 
 def _tensor_pow(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, ...]:
-    a = node.operands[0]
+    a = node.operands[0].data
     with np.errstate(all="ignore"):
         if len(node.operands) == 1:
             n = node.exponent
-            return (g * n * np.power(a.data, n - 1),)                  # n a^(n-1)
-        b = node.operands[1]
-        return (_unbroadcast(g * b.data * np.power(a.data, b.data - 1), a.shape),
-                _unbroadcast(g * node.data * np.log(a.data), b.shape))  # a^b ln a
+            # n a^(n-1); a^0 is the constant 1, flat even at a = 0.
+            return (np.zeros_like(g) if n == 0 else g * n * np.power(a, n - 1),)
+        b = node.operands[1].data
+        # b a^(b-1) and a^b ln a, with the same zeros as the scalar rule.
+        da = np.where(b == 0, 0.0, g * b * np.power(a, b - 1))
+        db = np.where((a == 0) & (b >= 0), 0.0, g * node.data * np.log(a))
+        return _unbroadcast(da, a.shape), _unbroadcast(db, b.shape)
 
 
 def _tensor_matmul(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -655,9 +686,6 @@ def _divide_quietly(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return x / y
 
 
-_RULES = {Value: _VALUE_RULES, Tensor: _TENSOR_RULES}
-
-
 # ---------------------------------------------------------------- checking
 
 
@@ -681,25 +709,34 @@ def gradcheck(function: Callable[..., Node], inputs: Sequence[Node],
             raise EngineError("gradcheck's inputs must be leaf Values or Tensors")
         node._clear_grad()
     output = function(*inputs)
+    if not isinstance(output, Node):
+        raise EngineError(f"gradcheck's function must return a Value or Tensor, "
+                          f"got {type(output).__name__}")
     output.backward()
     max_abs = max_rel = 0.0
     for node in inputs:
-        is_scalar = isinstance(node, Value)
         original = node.data
-        analytic = np.atleast_1d(np.asarray(node.grad, dtype=np.float64)).ravel()
-        flat = np.atleast_1d(np.array(original, dtype=np.float64)).ravel()
+        # An input the output does not depend on has gradient 0.
+        grad = node.grad if node._reached else np.zeros(np.shape(original))
+        analytic = np.array(grad, dtype=np.float64).ravel()
+        flat = np.array(original, dtype=np.float64).ravel()
         for i in range(flat.size):
             estimates = []
-            for step in (eps, -eps):
-                nudged = flat.copy()
-                nudged[i] += step
-                node.data = float(nudged[0]) if is_scalar else nudged.reshape(np.shape(original))
-                estimates.append(_scalar(function(*inputs)))
-            node.data = original
+            try:
+                for step in (eps, -eps):
+                    nudged = flat.copy()
+                    nudged[i] += step
+                    node.data = (float(nudged[0]) if isinstance(node, Value)
+                                 else nudged.reshape(np.shape(original)))
+                    estimates.append(_scalar(function(*inputs)))
+            finally:
+                node.data = original
             numeric = (estimates[0] - estimates[1]) / (2 * eps)
             error = abs(numeric - analytic[i])
-            max_abs = max(max_abs, error)
-            max_rel = max(max_rel, error / max(abs(numeric), abs(analytic[i]), 1e-12))
+            scale = max(abs(numeric), abs(analytic[i]), 1e-12)
+            # np.maximum, not max: a nan error must show, not be skipped.
+            max_abs = float(np.maximum(max_abs, error))
+            max_rel = float(np.maximum(max_rel, error / scale))
     return GradcheckResult(max_abs, max_rel)
 
 
