@@ -626,7 +626,11 @@ def _tensor_matmul(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     a2 = a.data if a.ndim == 2 else a.data[None, :]
     b2 = b.data if b.ndim == 2 else b.data[:, None]
     g2 = g.reshape(a2.shape[0], b2.shape[1])
-    return (g2 @ b2.T).reshape(a.shape), (a2.T @ g2).reshape(b.shape)
+    # Where a vector makes the sum a single term (an outer product), multiply
+    # instead: BLAS adds that term to +0.0 and would lose a -0.0 that PyTorch keeps.
+    grad_a = g2 * b2.T if b2.shape[1] == 1 else g2 @ b2.T
+    grad_b = a2.T * g2 if a2.shape[0] == 1 else a2.T @ g2
+    return grad_a.reshape(a.shape), grad_b.reshape(b.shape)
 
 
 def _spread(node: Tensor, g: np.ndarray) -> np.ndarray:
