@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from .captions import step_captions, value_names
-from .draw import THEMES, DrawError, Theme, format_array, steps
+from .draw import MAX_ITEMS, THEMES, DrawError, Theme, dead_masks, format_array, steps
 from .ir import backward_steps, operand_edges, result_of
 
 __all__ = ["page_data", "render_html", "svg_frames", "to_html"]
@@ -31,10 +32,26 @@ def _edge_id(u: Any, v: Any, key: Any) -> str:
     return f"{u}->{v}#{key}"
 
 
-def _full(x: Any, precision: int) -> list[list[str]]:
-    """A whole number or array as the tooltip shows it (minus signs as draw.display_number)."""
+def _drawn(x: Any, precision: int, max_items: int = MAX_ITEMS) -> list[list[str]]:
+    """A number or array as draw writes it: format_array's cells, with a true
+    minus sign as in draw.display_number."""
     return [[cell.replace("-", "\u2212") for cell in row]
-            for row in format_array(x, precision, TOOLTIP_MAX_ITEMS)]
+            for row in format_array(x, precision, max_items)]
+
+
+def _full(x: Any, precision: int) -> list[list[str]]:
+    """A whole number or array as the tooltip shows it."""
+    return _drawn(x, precision, TOOLTIP_MAX_ITEMS)
+
+
+def _dead_cells(dead: Any) -> list[list[bool]]:
+    """A dead-ReLU mask laid out as format_array lays out the drawn cells."""
+    # Entry numbers, formatted like numbers, tell which entry each cell
+    # shows; elision marks are not digits and never dead.
+    mask = np.asarray(dead, dtype=bool)
+    positions = format_array(np.arange(mask.size).reshape(mask.shape), precision=15)
+    flat = mask.ravel()
+    return [[cell.isdigit() and bool(flat[int(cell)]) for cell in row] for row in positions]
 
 
 def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
@@ -46,7 +63,8 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     formatted as drawn), ``updated`` and ``accumulated`` (the values this step
     changed, and those of them that already had a gradient: ``+=``), and the
     chain-rule ``caption`` and ``rule`` of captions.py. ``values`` and ``ops``
-    describe the nodes for the tooltips.
+    describe the nodes for the tooltips; ``contributions`` holds each operand
+    edge's contribution as drawn (and its dead-ReLU cells).
     """
     names = value_names(G)
     values = {str(node): {"name": names[node].text, "role": attrs["role"],
@@ -56,6 +74,17 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
                        "result": str(result_of(G, node)),
                        "operands": [_edge_id(*edge) for edge in operand_edges(G, node)]}
            for node, attrs in G.nodes(data=True) if attrs["kind"] == "op"}
+    # draw labels only a fork's edges with their contributions (elsewhere the
+    # contribution is the operand's gradient); the page also shows it on the
+    # edges of the current op, laid out as draw lays out numbers.
+    _, dead_edges = dead_masks(G)
+    contributions = {}
+    for u, v, key, grad in G.edges(keys=True, data="grad"):
+        if grad is not None:
+            entry: dict[str, Any] = {"cells": _drawn(grad, precision)}
+            if (u, v, key) in dead_edges:
+                entry["dead"] = _dead_cells(dead_edges[u, v, key])
+            contributions[_edge_id(u, v, key)] = entry
     captions = step_captions(G)
     seeds = G.graph.get("seeds", {})
     states = [{"op": None, "result": None, "edges": [], "updated": [], "accumulated": [],
@@ -70,7 +99,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             "grads": {str(v): _full(g, precision) for v, g in step.grads.items()},
             "caption": caption.text, "rule": caption.rule,
         })
-    return {"values": values, "ops": ops, "steps": states}
+    return {"values": values, "ops": ops, "contributions": contributions, "steps": states}
 
 
 # ---------------------------------------------------------------- the SVG
@@ -187,6 +216,7 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     palette = THEMES[theme]
     data = page_data(G, precision=precision)
     data["frames"] = frames
+    data["theme"] = {"grad": palette.grad, "deadText": palette.dead_text}
     data["graphClasses"] = graph_classes
     seeds = list(G.graph.get("seeds", {}))
     names = value_names(G)

@@ -4,6 +4,7 @@
  * draw's picture of step k. Nothing is computed here: it is all in the data. */
 (function () {
   "use strict";
+  var SVG_NS = "http://www.w3.org/2000/svg";
   var data = JSON.parse(document.getElementById("bpv-data").textContent);
   var root = document.getElementById("bpv");
   var svg = root.querySelector("#stage svg");
@@ -41,6 +42,67 @@
     graph.setAttribute("class", data.graphClasses[now]);
   }
 
+  function svgElement(tag, attributes) {
+    var element = document.createElementNS(SVG_NS, tag);
+    Object.keys(attributes).forEach(function (key) {
+      element.setAttribute(key, attributes[key]);
+    });
+    return element;
+  }
+
+  /* A contribution on an edge of the current op that draw leaves unlabelled
+   * (draw labels a fork's edges only): a small table at the middle of the edge. */
+  function addLabel(group, entry) {
+    var path = group.querySelector("path");
+    if (!path) { return; }
+    var middle = path.getPointAtLength(path.getTotalLength() / 2);
+    var label = svgElement("g", { "class": "overlay-label" });
+    var box = svgElement("rect", { rx: 3 });
+    label.appendChild(box);
+    group.appendChild(label);
+    var widths = [];
+    var placed = [];
+    entry.cells.forEach(function (row, r) {
+      row.forEach(function (cell, c) {
+        var dead = entry.dead && entry.dead[r][c];
+        var text = svgElement("text", {
+          "text-anchor": "end", "font-family": "Helvetica,Arial,sans-serif",
+          "font-size": 11, "fill": dead ? data.theme.deadText : data.theme.grad
+        });
+        text.textContent = cell;
+        label.appendChild(text);
+        widths[c] = Math.max(widths[c] || 0, text.getComputedTextLength());
+        placed.push({ text: text, row: r, column: c });
+      });
+    });
+    var pad = 3, gap = 6, line = 13;
+    var width = widths.reduce(function (a, b) { return a + b; }, 0) +
+      gap * (widths.length - 1) + 2 * pad;
+    var height = entry.cells.length * line + 2 * pad;
+    var left = middle.x - width / 2, top = middle.y - height / 2;
+    placed.forEach(function (item) {
+      var right = left + pad;
+      for (var c = 0; c <= item.column; c++) { right += widths[c] + (c ? gap : 0); }
+      item.text.setAttribute("x", right.toFixed(2));
+      item.text.setAttribute("y", (top + pad + (item.row + 1) * line - 3).toFixed(2));
+    });
+    box.setAttribute("x", left.toFixed(2));
+    box.setAttribute("y", top.toFixed(2));
+    box.setAttribute("width", width.toFixed(2));
+    box.setAttribute("height", height.toFixed(2));
+  }
+
+  function showContributions(now) {
+    svg.querySelectorAll(".overlay-label").forEach(function (label) { label.remove(); });
+    steps[now].edges.forEach(function (id) {
+      var group = byId(id);
+      var entry = data.contributions[id];
+      var labelled = group.classList.contains("contribution") ||
+        group.classList.contains("pending-contribution");
+      if (entry && !labelled) { addLabel(group, entry); }
+    });
+  }
+
   function showCaption(now) {
     var step = steps[now];
     var label;
@@ -59,6 +121,7 @@
   function go(step) {
     var now = Math.max(0, Math.min(last, step));
     drawStep(now);
+    showContributions(now);
     showCaption(now);
     current = now;
     root.setAttribute("data-step", String(now));

@@ -1,0 +1,285 @@
+"""The step-through HTML page: self-contained, and in a real browser exactly the IR's steps."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import pathlib
+import re
+import runpy
+
+import numpy as np
+import pytest
+
+from backpropviz import backward_steps, to_networkx
+from backpropviz.captions import step_captions
+from backpropviz.draw import THEMES, DrawError, format_array, format_number
+from backpropviz.engine import Node
+from backpropviz.html import render_html, to_html
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+CHROMIUM = pathlib.Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def example_graph(name: str):
+    """The IR of an example script: its seeded roots, named by its variables."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        namespace = runpy.run_path(str(EXAMPLES / name))
+    roots = [obj for obj in namespace.values() if isinstance(obj, Node) and obj._seed is not None]
+    return to_networkx(*roots, names=namespace)
+
+
+def drawn(x) -> list[str]:
+    """The texts a number or array is drawn with, row by row (a true minus sign)."""
+    return [format_number(float(cell)).replace("-", "\u2212") if _is_number(cell) else cell
+            for row in format_array(x) for cell in row]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def expected_states(G) -> list[dict]:
+    """What every step must show, from the IR alone: the highlighted op, the
+    gradient texts of every value that has one, the contribution texts on
+    edges, and the caption."""
+    order = G.graph["backward_order"]
+    captions = step_captions(G)
+    forks = set()
+    for value, kind in G.nodes(data="kind"):
+        if kind == "value":
+            sent = {(u, v, k) for u, v, k, g in G.out_edges(value, keys=True, data="grad")
+                    if g is not None}
+            if len(sent) >= 2:
+                forks |= sent
+    states = [{"op": [], "grads": {v: drawn(g) for v, g in G.graph["seeds"].items()},
+               "edges": {}, "caption": captions[0].text}]
+    processed: set = set()
+    for index, step in enumerate(backward_steps(G), start=1):
+        processed |= set(step.edges)
+        shown = {edge for edge in processed if edge in forks or edge in step.edges}
+        states.append({
+            "op": [order[index - 1]],
+            "grads": {v: drawn(g) for v, g in step.grads.items()},
+            "edges": {f"{u}->{v}#{k}": drawn(G.edges[u, v, k]["grad"]) for u, v, k in shown
+                      if G.edges[u, v, k]["grad"] is not None},
+            "caption": captions[index].text,
+        })
+    return states
+
+
+# ---------------------------------------------------------------- without a browser
+
+
+def test_page_is_self_contained_and_small():
+    page = to_html(example_graph("d2l_mlp.py"))
+    assert len(page.encode()) < 300_000
+    # Nothing to fetch: the only reference is the empty data: favicon that
+    # stops the browser asking the server for /favicon.ico.
+    references = re.findall(r"""\b(?:src|href|xlink:href)\s*=\s*["']([^"']*)""", page)
+    assert references == ["data:,"]
+    assert "@import" not in page and "url(" not in page
+    assert "<script src" not in page
+    data = json.loads(re.search(r'<script type="application/json" id="bpv-data">(.*?)</script>',
+                                page, re.S).group(1))
+    assert [step["op"] for step in data["steps"][1:]] == \
+        example_graph("d2l_mlp.py").graph["backward_order"]
+
+
+def test_embedded_state_is_the_irs():
+    G = example_graph("fork.py")
+    page = to_html(G)
+    data = json.loads(re.search(r'id="bpv-data">(.*?)</script>', page, re.S).group(1))
+    for state, step in zip(data["steps"][1:], backward_steps(G), strict=True):
+        assert state["edges"] == [f"{u}->{v}#{k}" for u, v, k in step.edges]
+        assert state["accumulated"] == list(step.accumulated)
+        assert {v: [cell for row in cells for cell in row]
+                for v, cells in state["grads"].items()} == \
+            {v: drawn(g) for v, g in step.grads.items()}
+
+
+def test_render_html_writes_atomically(tmp_path):
+    G = example_graph("fork.py")
+    path = render_html(G, tmp_path / "sweep.html", theme="dark")
+    assert path == tmp_path / "sweep.html"
+    assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    with pytest.raises(DrawError, match="theme"):
+        render_html(G, tmp_path / "bad.html", theme="sepia")
+    with pytest.raises(DrawError, match="cannot write"):
+        render_html(G, tmp_path / "missing" / "sweep.html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.html"]  # no leftovers
+
+
+def test_a_graph_without_backward_has_only_step_zero():
+    from backpropviz import Value
+
+    a = Value(2.0, label="a")
+    page = to_html(to_networkx(a * a))
+    assert 'data-steps="0"' in page and "forward pass only" in page
+
+
+# ---------------------------------------------------------------- in a browser
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip("no Chromium at /usr/bin/chromium (`make` installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+# What the page shows now, read from the DOM: every visible text in a gradient
+# or dead-ReLU colour is a gradient entry (values) or a contribution (edges).
+READ_STATE = """([grad, dead]) => {
+  const numbers = (group) => [...group.querySelectorAll('text')]
+    .filter(t => [grad, dead].includes(t.getAttribute('fill')) && t.textContent.trim())
+    .map(t => t.textContent);
+  const state = {step: document.getElementById('bpv').dataset.step, grads: {}, edges: {},
+    op: [...document.querySelectorAll('g.node.op.current')].map(g => g.id),
+    caption: document.getElementById('caption').textContent};
+  for (const g of document.querySelectorAll('g.node.value')) {
+    const texts = numbers(g); if (texts.length) state.grads[g.id] = texts; }
+  for (const g of document.querySelectorAll('g.edge')) {
+    const texts = numbers(g); if (texts.length) state.edges[g.id] = texts; }
+  return state; }"""
+
+
+def open_page(browser, tmp_path, G, name, *, theme="light", width=1280, height=720):
+    path = render_html(G, tmp_path / f"{name}-{theme}.html", theme=theme)
+    page = browser.new_page(viewport={"width": width, "height": height})
+    requests, errors = [], []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.as_uri())
+    return page, path, requests, errors
+
+
+def read_state(page, theme="light"):
+    palette = THEMES[theme]
+    state = page.evaluate(READ_STATE, [palette.grad, palette.dead_text])
+    state["step"] = int(state["step"])
+    return state
+
+
+@pytest.mark.parametrize(("name", "theme"), [("d2l_mlp.py", "light"), ("fork.py", "light"),
+                                             ("d2l_mlp.py", "dark")])
+def test_every_step_shows_exactly_the_irs_state(browser, tmp_path, name, theme):
+    G = example_graph(name)
+    expected = expected_states(G)
+    page, path, requests, errors = open_page(browser, tmp_path, G, name[:-3], theme=theme)
+    seen = []
+    for index, want in enumerate(expected):
+        if index:
+            page.keyboard.press("ArrowRight")
+        state = read_state(page, theme)
+        assert state["step"] == index
+        assert state["op"] == want["op"]
+        assert state["grads"] == want["grads"], f"step {index}"
+        assert state["edges"] == want["edges"], f"step {index}"
+        assert state["caption"] == want["caption"]
+        seen.append(state)
+    page.keyboard.press("ArrowRight")  # past the end: stays at the last step
+    assert read_state(page, theme) == seen[-1]
+    for index in range(len(expected) - 2, -1, -1):  # previous undoes each step
+        page.click("#prev")
+        assert read_state(page, theme) == seen[index]
+    assert requests == [path.as_uri()]  # no network, not even a favicon
+    assert errors == []
+    page.close()
+
+
+def test_controls_keyboard_and_slider(browser, tmp_path):
+    G = example_graph("d2l_mlp.py")
+    last = len(G.graph["backward_order"])
+    page, _, _, errors = open_page(browser, tmp_path, G, "d2l_mlp")
+
+    def step():
+        return int(page.get_attribute("#bpv", "data-step"))
+
+    page.keyboard.press("End")
+    assert step() == last
+    page.keyboard.press("Home")
+    assert step() == 0
+    page.click("#next")
+    page.keyboard.press("ArrowRight")
+    assert step() == 2
+    page.keyboard.press("ArrowLeft")
+    assert step() == 1
+    page.click("#last")
+    assert step() == last
+    page.click("#first")
+    assert step() == 0
+    page.fill("#slider", "4")
+    assert step() == 4
+    assert page.text_content("#counter") == f"4 / {last}"
+    # Space plays (after a click, the focus is back on the page), and pauses.
+    page.keyboard.press("Space")
+    assert "playing" in page.get_attribute("#bpv", "class")
+    page.wait_for_function("Number(document.getElementById('bpv').dataset.step) > 4",
+                           timeout=5000)
+    page.keyboard.press("Space")
+    assert "playing" not in (page.get_attribute("#bpv", "class") or "")
+    assert errors == []
+    page.close()
+
+
+def test_hover_shows_whole_value_and_gradient(browser, tmp_path):
+    G = example_graph("d2l_mlp.py")
+    page, _, _, _ = open_page(browser, tmp_path, G, "d2l_mlp")
+    page.hover("g#v1")  # W1
+    tooltip = page.locator("#tooltip")
+    assert tooltip.is_visible()
+    assert "W1" in tooltip.text_content() and "not computed yet" in tooltip.text_content()
+    page.keyboard.press("End")
+    page.mouse.move(0, 0)
+    page.hover("g#v1")
+    cells = page.locator("#tooltip table.grad td").all_text_contents()
+    assert cells == drawn(G.nodes["v1"]["grad"]) == ["0", "0", "2", "4"]
+    data_cells = page.locator("#tooltip table.data td").all_text_contents()
+    assert data_cells == drawn(G.nodes["v1"]["data"])
+    page.close()
+
+
+@pytest.mark.parametrize(("theme", "width", "height"), [("light", 1280, 720),
+                                                        ("dark", 1920, 1080)])
+def test_fits_a_slide_and_shows_the_highlight(browser, tmp_path, theme, width, height):
+    G = example_graph("d2l_mlp.py")
+    page, _, _, _ = open_page(browser, tmp_path, G, "d2l_mlp", theme=theme,
+                              width=width, height=height)
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    for selector in ("#stage svg", "#caption", "#controls"):
+        box = page.locator(selector).bounding_box()
+        assert box["x"] >= 0 and box["y"] >= 0, selector
+        assert box["x"] + box["width"] <= width and box["y"] + box["height"] <= height, selector
+    palette = THEMES[theme]
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb({}, {}, {})".format(*_rgb(palette.background))
+    shot = tmp_path / f"step-{theme}.png"
+    page.screenshot(path=str(shot))
+    from PIL import Image
+
+    # The highlighted op is drawn in the highlight colour, somewhere near where
+    # the browser put the current op.
+    op = page.locator("g.node.op.current").bounding_box()
+    image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    x0, y0 = int(op["x"]), int(op["y"])
+    patch = image[y0:y0 + int(op["height"]) + 1, x0:x0 + int(op["width"]) + 1]
+    distance = np.abs(patch - np.array(_rgb(palette.highlight_line))).sum(axis=2)
+    assert (distance < 40).sum() > 20
+    page.close()
+
+
+def _rgb(color: str) -> tuple[int, int, int]:
+    return tuple(int(color[i:i + 2], 16) for i in (1, 3, 5))
