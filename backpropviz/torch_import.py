@@ -217,11 +217,11 @@ class Recording:
         operand = _Operand(key=("node", node), link=node)
         output = self._outputs.get(node)
         if x.output_nr != 0:
-            operand.key = ("problem", "an output of an op with several results (split, "
-                           "unbind, iterating over a tensor) is used; backpropviz draws ops "
-                           "with one result, so use indexing instead")
+            operand.key = ("problem", node, "{} is one result of an op with several (split, "
+                           "unbind, iterating over a tensor); backpropviz draws ops with one "
+                           "result, so use indexing instead")
         elif output is not None and output.version != x._version:
-            operand.key = ("problem", "a tensor was changed in place without autograd "
+            operand.key = ("problem", node, "{} was changed in place without autograd "
                            "recording it (under torch.no_grad() or through .data) after it "
                            "was computed, so its drawn value would be wrong")
         return operand
@@ -432,9 +432,10 @@ def _graph(torch: Any, roots: tuple, names: Mapping[str, Any] | None,
         if not isinstance(root, torch.Tensor):
             raise TorchImportError(f"from_torch draws torch tensors, got {type(root).__name__}")
         if root.grad_fn is None:
+            name = next((f"{name!r} " for name, obj in (names or {}).items() if obj is root), "")
             raise TorchImportError(
-                f"the tensor of shape {tuple(root.shape)} has no grad_fn, so there is no graph "
-                "to draw; compute it from tensors created with requires_grad=True")
+                f"the tensor {name}of shape {tuple(root.shape)} has no grad_fn, so there is no "
+                "graph to draw; compute it from tensors created with requires_grad=True")
     if recording is None:
         raise TorchImportError("no recording: run the torch code inside "
                                "`with backpropviz.torch_import.capture():` so its values are kept")
@@ -447,22 +448,20 @@ class _Builder:
     def __init__(self, recording: Recording, names: Mapping[str, Any] | None) -> None:
         self.recording = recording
         self.name_of: dict[Any, str] = {}
+        module = getattr(sys.modules.get("torch.nn"), "Module", ())
         for name, obj in (names or {}).items():
-            if is_torch_tensor(obj) and not name.startswith("_"):
+            if name.startswith("_"):
+                continue
+            if is_torch_tensor(obj):
                 key = ("node", obj.grad_fn) if obj.grad_fn is not None else ("leaf", id(obj))
                 self.name_of.setdefault(key, name)
+            elif isinstance(obj, module):  # a network: its parameters as net.0.weight, ...
+                for parameter_name, parameter in obj.named_parameters():
+                    self.name_of.setdefault(("leaf", id(parameter)), f"{name}.{parameter_name}")
 
     def build(self, roots: tuple) -> nx.MultiDiGraph:
         calls = self._calls_needed(roots)
         root_keys = [("node", root.grad_fn) for root in roots]
-        for root in roots:
-            gradients = self.recording._gradients.get(root.grad_fn)
-            if root.dim() > 0 and root.numel() > 1 and (gradients is None
-                                                         or gradients.output is None):
-                raise TorchImportError(
-                    f"the output has shape {tuple(root.shape)} and no gradients: backward() "
-                    "needs a single number, so reduce it (e.g. .sum()) or call "
-                    "backward(gradient) on it")
 
         # Every IR node gets a place in the order the script made it: a leaf
         # where it was created (or first used), a number where it was used,
@@ -545,7 +544,10 @@ class _Builder:
             needed[call.index] = call
             for operand in call.operands:
                 if operand.key[0] == "problem":
-                    raise TorchImportError(operand.key[1])
+                    _, culprit, message = operand.key
+                    name = self.name_of.get(("node", culprit))
+                    raise TorchImportError(message.format(
+                        f"the tensor {name!r}" if name else f"a tensor made by {culprit.name()}"))
                 if operand.key[0] == "node":
                     stack.append(operand.key[1])
         return [needed[index] for index in sorted(needed)]

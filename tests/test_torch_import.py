@@ -1,0 +1,352 @@
+"""The PyTorch importer: torch scripts become the IR, with torch's own values and gradients."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import runpy
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from backpropviz.ir import backward_steps, to_networkx, validate
+
+torch = pytest.importorskip("torch")
+
+from backpropviz.torch_import import (  # noqa: E402 (after the importorskip)
+    TorchImportError,
+    capture,
+    from_torch,
+    is_torch_tensor,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = Path(__file__).resolve().parent / "torch_scripts"
+CLI = [sys.executable, "-m", "backpropviz"]
+
+
+def run_captured(path: Path) -> tuple[dict, object]:
+    with capture() as recording:
+        namespace = runpy.run_path(str(path))
+    return namespace, recording
+
+
+def by_label(G) -> dict:
+    return {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
+            if attrs["kind"] == "value" and attrs["label"]}
+
+
+@pytest.fixture(scope="module")
+def seed_graph():
+    namespace, recording = run_captured(ROOT / "examples" / "torch_mlp.py")
+    return from_torch(namespace["L"], names=namespace, recording=recording)
+
+
+# ---------------------------------------------------------------- the seed
+
+
+def test_seed_script_has_the_books_numbers(seed_graph):
+    validate(seed_graph)
+    values = by_label(seed_graph)
+    assert set(values) == {"x", "W1", "W2", "z", "h", "o", "L"}
+    assert values["L"]["data"] == 2.0 and values["L"]["role"] == "output"
+    assert values["W2"]["grad"] == [[0.0, -4.0]]  # -0.0 == 0.0: the signed zero is fine
+    assert values["h"]["grad"] == [-4.0, 2.0]
+    assert values["z"]["grad"] == [0.0, 2.0]
+    assert values["W1"]["grad"] == [[0.0, 0.0], [2.0, 4.0]]
+    assert values["z"]["data"] == [-1.0, 2.0] and values["h"]["data"] == [0.0, 2.0]
+    assert [values[n]["role"] for n in ("x", "W1", "z")] == ["input", "param", "intermediate"]
+    relu = next(a for _, a in seed_graph.nodes(data=True) if a.get("op") == "relu")
+    assert relu["dead"] == [True, False]
+
+
+def test_seed_script_matches_the_engines_graph_of_d2l_mlp(seed_graph):
+    namespace = runpy.run_path(str(ROOT / "examples" / "d2l_mlp.py"))
+    E, T = to_networkx(namespace["L"], names=namespace), seed_graph
+    assert list(E.nodes) == list(T.nodes)
+    assert sorted(E.edges(keys=True)) == sorted(T.edges(keys=True))
+    for node, e in E.nodes(data=True):
+        t = T.nodes[node]
+        for key in ("kind", "op", "symbol", "exponent", "dead", "label", "data", "shape", "role"):
+            assert t.get(key) == e.get(key), (node, key)
+        if e["kind"] == "value":
+            # torch computes no gradient for x (no requires_grad) nor for the
+            # numbers 0 and 2; everything it does compute equals the engine's.
+            expected = None if e["role"] in ("input", "const") else e["grad"]
+            assert t["grad"] == expected, node
+    for u, v, k, e in E.edges(keys=True, data=True):
+        t = T.edges[u, v, k]
+        operand = E.nodes[u]
+        if operand["kind"] == "value" and operand["role"] not in ("input", "const"):
+            assert t["grad"] == e["grad"], (u, v)
+    for key in ("roots", "backward_order", "seeds"):
+        assert T.graph[key] == E.graph[key], key
+
+
+def test_seed_stored_values_are_what_autograd_saved(seed_graph):
+    values = by_label(seed_graph)
+    # ReluBackward0 keeps its result h, MvBackward0 keeps x for dL/dW1 (W1
+    # only if x needed a gradient); each float32 costs 4 bytes.
+    assert values["h"]["stored"] and values["h"]["nbytes"] == 8
+    assert values["x"]["stored"] and not values["W1"]["stored"] and not values["z"]["stored"]
+    assert seed_graph.graph["stored_bytes"] == sum(
+        a["nbytes"] for _, a in seed_graph.nodes(data=True) if a["kind"] == "value")
+
+
+def test_backward_steps_replay_to_torchs_gradients(seed_graph):
+    final = backward_steps(seed_graph)[-1].grads
+    for node, attrs in seed_graph.nodes(data=True):
+        if attrs["kind"] == "value" and attrs["grad"] is not None:
+            np.testing.assert_array_equal(final[node], attrs["grad"])
+
+
+# ---------------------------------------------------------------- edge cases
+
+
+def test_a_value_used_twice_keeps_both_edges():
+    with capture() as recording:
+        a = torch.tensor(3.0, requires_grad=True)
+        b = a * a
+        b.backward()
+    G = from_torch(b, names={"a": a, "b": b}, recording=recording)
+    edges = sorted((k, d["grad"]) for u, _, k, d in G.edges(keys=True, data=True) if u == "v0")
+    assert edges == [(0, 3.0), (1, 3.0)]
+    assert by_label(G)["a"]["grad"] == a.grad.item() == 6.0
+
+
+def test_reflected_operators_draw_the_math_order():
+    with capture() as recording:
+        x = torch.tensor([1.0, 3.0], requires_grad=True)
+        L = (2 - x).sum()
+        L.backward()
+    G = from_torch(L, names={"x": x}, recording=recording)
+    sub = next(n for n, a in G.nodes(data=True) if a.get("op") == "sub")
+    operands = {k: G.nodes[u] for u, _, k in G.in_edges(sub, keys=True)}
+    assert operands[0]["role"] == "const" and operands[0]["data"] == 2.0
+    assert operands[1]["label"] == "x"
+    assert by_label(G)["x"]["grad"] == [-1.0, -1.0]
+
+
+def test_composite_function_is_one_op_with_its_tensor_arguments():
+    with capture() as recording:
+        x = torch.tensor([1.0, 2.0])
+        W = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        b = torch.tensor([0.5, -0.5], requires_grad=True)
+        L = torch.nn.functional.linear(x, W, b).sum()
+        L.backward()
+    G = from_torch(L, names={"x": x, "W": W, "b": b, "L": L}, recording=recording)
+    validate(G)
+    ops = [a["op"] for _, a in G.nodes(data=True) if a["kind"] == "op"]
+    assert ops == ["linear", "sum"]
+    values = by_label(G)
+    assert values["W"]["grad"] == W.grad.tolist() and values["b"]["grad"] == b.grad.tolist()
+
+
+def test_in_place_relu_draws_the_value_before_and_after():
+    namespace, recording = run_captured(SCRIPTS / "inplace_relu.py")
+    G = from_torch(namespace["L"], names=namespace, recording=recording)
+    relu = next(n for n, a in G.nodes(data=True) if a.get("op") == "relu")
+    before = G.nodes[next(iter(G.predecessors(relu)))]
+    after = G.nodes[next(iter(G.successors(relu)))]
+    # The same tensor object held [-1, 2] and then [0, 2]: both are drawn.
+    assert before["data"] == [-1.0, 2.0] and before["grad"] == [0.0, 2.0]
+    assert after["label"] == "h" and after["data"] == [0.0, 2.0] and after["grad"] == [-4.0, 2.0]
+    assert by_label(G)["W1"]["grad"] == [[0.0, 0.0], [2.0, 4.0]]
+
+
+def test_a_change_autograd_did_not_see_is_refused():
+    namespace, recording = run_captured(SCRIPTS / "changed_under_no_grad.py")
+    with pytest.raises(TorchImportError, match="'h' was changed in place"):
+        from_torch(namespace["L"], names=namespace, recording=recording)
+
+
+def test_one_of_several_results_is_refused():
+    with capture() as recording:
+        W = torch.tensor([1.0, -2.0], requires_grad=True)
+        first, second = W * 2  # iterating unbinds: one op, two results
+        L = first * second
+        L.backward()
+    with pytest.raises(TorchImportError, match="several"):
+        from_torch(L, recording=recording)
+
+
+def test_tensor_without_grad_fn_is_refused():
+    with capture() as recording:
+        z = torch.tensor([[1.0, 2.0]]) @ torch.tensor([1.0, 1.0])
+    with pytest.raises(TorchImportError, match="'z' of shape \\(1,\\) has no grad_fn"):
+        from_torch(z, names={"z": z}, recording=recording)
+
+
+def test_vector_output_without_backward_has_values_and_no_gradients():
+    namespace, recording = run_captured(SCRIPTS / "vector_output.py")
+    G = from_torch(namespace["z"], names=namespace, recording=recording)
+    validate(G)
+    assert by_label(G)["z"]["data"] == [-1.0, 2.0]
+    assert all(a["grad"] is None for _, a in G.nodes(data=True) if a["kind"] == "value")
+    assert G.graph["backward_order"] == [] and G.graph["seeds"] == {}
+
+
+def test_backward_after_the_block_is_recorded_and_passes_add_up():
+    with capture() as recording:
+        W = torch.tensor([1.0, -2.0], requires_grad=True)
+        L = (W * W).sum()
+    L.backward(retain_graph=True)
+    L.backward()
+    G = from_torch(L, names={"W": W, "L": L}, recording=recording)
+    assert by_label(G)["W"]["grad"] == W.grad.tolist() == [4.0, -8.0]
+    assert by_label(G)["L"]["grad"] == 2.0 and G.graph["seeds"] == {"v2": 2.0}
+
+
+def test_tensors_from_outside_capture_are_refused():
+    W = torch.tensor([1.0, -2.0], requires_grad=True)
+    h = W * 3
+    with capture() as recording:
+        L = h.sum()
+    with pytest.raises(TorchImportError, match="capture"):
+        from_torch(L, recording=recording)
+
+
+def test_network_parameters_are_named_after_the_module():
+    with capture() as recording:
+        torch.manual_seed(0)
+        net = torch.nn.Linear(2, 1)
+        L = net(torch.tensor([1.0, 2.0])).sum()
+        L.backward()
+    values = by_label(from_torch(L, names={"net": net}, recording=recording))
+    assert values["net.weight"]["grad"] == net.weight.grad.tolist()
+    assert values["net.bias"]["grad"] == net.bias.grad.tolist()
+
+
+def test_is_torch_tensor():
+    assert is_torch_tensor(torch.zeros(1)) and not is_torch_tensor([0.0])
+
+
+def test_missing_torch_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
+    with pytest.raises(TorchImportError, match=r"pip install 'backpropviz\[torch\]'"), capture():
+        pass
+
+
+def test_importing_backpropviz_never_imports_torch():
+    code = ("import sys, backpropviz, backpropviz.torch_import as t; "
+            "assert not t.is_torch_tensor(0); assert 'torch' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------- random programs
+
+
+UNARY = {
+    "relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "neg": torch.neg,
+    "square": lambda t: t ** 2, "exp_tanh": lambda t: torch.exp(torch.tanh(t)),
+    "scale": lambda t: 1.5 * t, "shift": lambda t: t - 0.5, "rsub": lambda t: 2 - t,
+    "halve": lambda t: t / 2, "relu_inplace": lambda t: (t * 1).relu_(),
+}
+BINARY = {
+    "add": torch.add, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / (b * b + 1), "matmul": lambda a, b: M @ a + b,
+}
+M = torch.tensor([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5], [0.25, 1.5, -1.0]])
+
+step = st.one_of(
+    st.tuples(st.just("unary"), st.sampled_from(sorted(UNARY)), st.integers(0, 99)),
+    st.tuples(st.sampled_from(["binary"]), st.sampled_from(sorted(BINARY)),
+              st.integers(0, 99), st.integers(0, 99)),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(leaves=st.lists(st.tuples(st.lists(st.integers(-3, 3), min_size=3, max_size=3),
+                                 st.booleans()), min_size=1, max_size=3),
+       steps=st.lists(step, min_size=1, max_size=7), uses=st.integers(1, 3))
+def test_random_programs_give_torchs_gradients(leaves, steps, uses):
+    with capture() as recording:
+        pool = [torch.tensor([v / 2 for v in values], requires_grad=grad)
+                for values, grad in leaves]
+        pool[0].requires_grad_(True)  # at least one leaf needs a gradient
+        for kind, name, *picks in steps:
+            operands = [pool[i % len(pool)] for i in picks]
+            result = (UNARY if kind == "unary" else BINARY)[name](*operands)
+            if result.requires_grad:
+                result.retain_grad()
+            pool.append(result)
+        L = sum(t.sum() for t in [pool[0], *pool[-uses:]])
+        L.backward()
+    names = {f"t{i}": t for i, t in enumerate(pool)}
+    G = from_torch(L, names=names, recording=recording)
+    validate(G)
+    final = backward_steps(G)[-1].grads if G.graph["backward_order"] else {}
+    for node, attrs in G.nodes(data=True):
+        if attrs["kind"] != "value" or attrs["label"] is None:
+            continue
+        tensor = names[attrs["label"]]
+        assert attrs["data"] == tensor.detach().tolist() or tensor.grad_fn is None
+        expected = tensor.grad
+        if expected is None:
+            assert attrs["grad"] is None or not tensor.requires_grad, attrs["label"]
+            continue
+        np.testing.assert_allclose(attrs["grad"], expected.tolist(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(final[node], expected.tolist(), rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def render(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, "render", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env)
+
+
+def svg_numbers(path: Path) -> Counter:
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", path.read_text())
+    return Counter(t for t in texts if re.fullmatch(r"[−-]?\d+(\.\d+)?", t))
+
+
+def test_cli_draws_the_seed_script_with_the_engines_numbers(tmp_path):
+    drawn = {}
+    for name, script in (("torch", "examples/torch_mlp.py"), ("engine", "examples/d2l_mlp.py")):
+        drawn[name] = tmp_path / f"{name}.svg"
+        done = render(script, "-o", str(drawn[name]))
+        assert done.returncode == 0, done.stderr
+    torch_numbers, engine_numbers = svg_numbers(drawn["torch"]), svg_numbers(drawn["engine"])
+    assert torch_numbers["−4"] == 2  # dL/dW2 and dL/dh
+    # Every number in the torch picture is in the engine's picture; the
+    # engine's has four more, the gradients torch does not compute: dL/dx =
+    # [0, 2], and those of the numbers y = 0 (2) and 2 (-1).
+    assert torch_numbers - engine_numbers == Counter()
+    assert engine_numbers - torch_numbers == Counter({"2": 2, "0": 1, "−1": 1})
+
+
+def test_cli_json_has_the_engines_numbers(tmp_path, seed_graph):
+    out = tmp_path / "out.json"
+    done = render("examples/torch_mlp.py", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    namespace = runpy.run_path(str(ROOT / "examples" / "d2l_mlp.py"))
+    engine = to_networkx(namespace["L"], names=namespace)
+    drawn = {node["id"]: node for node in data["nodes"]}
+    for node, attrs in engine.nodes(data=True):
+        if attrs["kind"] == "value":
+            assert drawn[node]["data"] == attrs["data"], node
+            if attrs["role"] not in ("input", "const"):
+                assert drawn[node]["grad"] == attrs["grad"], node
+
+
+def test_cli_without_torch_says_which_extra_to_install(tmp_path):
+    out = tmp_path / "out.svg"
+    block = ("import sys; sys.modules['torch'] = None; "
+             "from backpropviz.cli import main; sys.exit(main())")
+    done = subprocess.run(
+        [sys.executable, "-c", block, "render", "examples/torch_mlp.py", "-o", str(out)],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ})
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'backpropviz[torch]'" in lines[0], done.stderr
+    assert not out.exists()
