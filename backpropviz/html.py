@@ -6,6 +6,7 @@ import json
 import os
 import tempfile
 import xml.etree.ElementTree as ET
+from html import escape
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -229,7 +230,7 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="backpropviz">
-<title>{_escape(title)}</title>
+<title>{escape(title)}</title>
 <link rel="icon" href="data:,">
 <style>
 {_theme_css(palette)}
@@ -262,10 +263,6 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
 </body>
 </html>
 """
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def render_html(G: nx.MultiDiGraph, path: str | os.PathLike, **options: Any) -> Path:
