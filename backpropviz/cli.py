@@ -187,8 +187,9 @@ def _destination(args: argparse.Namespace) -> tuple[str, Path | str | None]:
         return args.format, path
     extension = path.suffix[1:].lower()
     if not extension:
-        raise CommandError(f"cannot tell the format of {args.output!r} without an extension; "
-                           f"name it e.g. {path.name}.svg or pass --format", status=2)
+        raise CommandError(f"cannot tell the format of {args.output!r} without an extension "
+                           f"(one of {list(FORMATS)}); name it e.g. {path.name}.svg or pass "
+                           "--format", status=2)
     if extension not in FORMATS:
         raise CommandError(f"unknown format: {extension!r} (must be one of {list(FORMATS)})",
                            status=2)

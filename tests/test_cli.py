@@ -1,0 +1,435 @@
+"""The command line through its installed entry point: formats, roots, errors, no partial files."""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from backpropviz import cli
+from backpropviz.ir import from_graphml, from_node_link, to_networkx, to_node_link, validate
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+ENGINE_EXAMPLES = ["add_mul", "d2l_mlp", "d2l_mlp_scalar", "d2l_objective", "fork",
+                   "scalar_neuron"]
+
+
+def _entry_point() -> str:
+    beside_python = Path(sys.executable).parent / "backpropviz"
+    found = str(beside_python) if beside_python.exists() else shutil.which("backpropviz")
+    if found is None:
+        pytest.fail("the backpropviz entry point is not installed (pip install -e .)")
+    return found
+
+
+BIN = _entry_point()
+
+
+def run(*args: str | Path, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([BIN, *map(str, args)], cwd=cwd, capture_output=True, env=env,
+                          timeout=120, check=False)
+
+
+def ok(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
+    """``backpropviz render ARGS``, which must succeed."""
+    done = run("render", *args, cwd=cwd)
+    assert done.returncode == 0, done.stderr.decode()
+    return done
+
+
+def fails(*args: str | Path, cwd: Path, status: int = 1, env: dict | None = None) -> str:
+    """``backpropviz render ARGS``, which must fail cleanly; return its one error line."""
+    done = run("render", *args, cwd=cwd, env=env)
+    stderr = done.stderr.decode()
+    assert done.returncode == status, stderr
+    last = stderr.splitlines()[-1]
+    assert last.startswith("backpropviz: error: "), stderr
+    return last
+
+
+def script(folder: Path, name: str, source: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def reference_graph(example: str, *roots: str):
+    """The IR computed in this process from the example, as the CLI should write it."""
+    namespace = runpy.run_path(str(EXAMPLES / f"{example}.py"), run_name="__main__")
+    return to_networkx(*(namespace[root] for root in roots), names=namespace)
+
+
+def written_graph(path: Path):
+    G = from_node_link(json.loads(path.read_text()))
+    validate(G)
+    return G
+
+
+def files(folder: Path) -> set[str]:
+    return {path.name for path in folder.iterdir()}
+
+
+# ---------------------------------------------------------------- formats
+
+
+@pytest.mark.parametrize("example", ENGINE_EXAMPLES)
+def test_every_example_draws_to_the_default_svg(example, tmp_path):
+    ok(EXAMPLES / f"{example}.py", cwd=tmp_path)
+    assert files(tmp_path) == {f"{example}.svg"}  # <stem>.svg in the cwd, no temp file left
+    svg = (tmp_path / f"{example}.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and svg.rstrip().endswith("</svg>")
+
+
+@pytest.mark.parametrize(("fmt", "magic"), [("png", b"\x89PNG\r\n\x1a\n"), ("pdf", b"%PDF-"),
+                                            ("dot", b"digraph")])
+def test_the_extension_picks_the_format(fmt, magic, tmp_path):
+    ok(EXAMPLES / "d2l_mlp.py", "-o", f"fig.{fmt}", cwd=tmp_path)
+    assert (tmp_path / f"fig.{fmt}").read_bytes().startswith(magic)
+    assert files(tmp_path) == {f"fig.{fmt}"}
+
+
+def test_json_is_the_engines_graph_with_its_numbers(tmp_path):
+    ok(EXAMPLES / "d2l_mlp.py", "-o", "graph.json", cwd=tmp_path)
+    written = json.loads((tmp_path / "graph.json").read_text())
+    expected = json.loads(json.dumps(to_node_link(reference_graph("d2l_mlp", "L"))))
+    assert written == expected
+    G = written_graph(tmp_path / "graph.json")
+    grads = {G.nodes[v]["label"]: G.nodes[v]["grad"] for v in G if G.nodes[v]["kind"] == "value"}
+    assert grads["W1"] == [[0.0, 0.0], [2.0, 4.0]]  # the seed's dead top row
+    assert grads["h"] == [-4.0, 2.0]
+
+
+def test_graphml_round_trips_to_the_engines_graph(tmp_path):
+    ok(EXAMPLES / "fork.py", "-o", "graph.graphml", cwd=tmp_path)
+    G = from_graphml((tmp_path / "graph.graphml").read_text())
+    validate(G)
+    H = reference_graph("fork", "c")
+    assert dict(G.nodes(data=True)) == dict(H.nodes(data=True))
+    assert sorted(G.edges(keys=True, data=True)) == sorted(H.edges(keys=True, data=True))
+
+
+def test_format_option_overrides_the_extension_and_names_the_default(tmp_path):
+    ok(EXAMPLES / "add_mul.py", "-o", "graph.txt", "--format", "json", cwd=tmp_path)
+    written_graph(tmp_path / "graph.txt")
+    ok(EXAMPLES / "add_mul.py", "--format", "dot", cwd=tmp_path)
+    assert (tmp_path / "add_mul.dot").read_text().startswith("digraph")
+
+
+def test_dash_writes_the_picture_alone_to_stdout(tmp_path):
+    done = ok(EXAMPLES / "add_mul.py", "-o", "-", cwd=tmp_path)
+    ok(EXAMPLES / "add_mul.py", "-o", "file.svg", cwd=tmp_path)
+    assert done.stdout == (tmp_path / "file.svg").read_bytes()
+    assert b"de/da = -3.0" in done.stderr  # the script's own print moved to stderr
+    assert files(tmp_path) == {"file.svg"}
+    as_json = ok(EXAMPLES / "add_mul.py", "-o", "-", "--format", "json", cwd=tmp_path)
+    assert json.loads(as_json.stdout)["graph"]["roots"]
+
+
+def test_options_reach_the_drawing(tmp_path):
+    ok(EXAMPLES / "fork.py", "-o", "lr.dot", cwd=tmp_path)
+    ok(EXAMPLES / "fork.py", "-o", "bt.dot", "--rankdir", "BT", "--theme", "dark",
+       "--precision", "2", cwd=tmp_path)
+    assert 'rankdir="LR"' in (tmp_path / "lr.dot").read_text()
+    dark = (tmp_path / "bt.dot").read_text()
+    assert 'rankdir="BT"' in dark and "theme-dark" in dark
+
+
+def test_two_runs_give_byte_identical_svg(tmp_path):
+    ok(EXAMPLES / "d2l_objective.py", "-o", "one.svg", cwd=tmp_path)
+    ok(EXAMPLES / "d2l_objective.py", "-o", "two.svg", cwd=tmp_path)
+    assert (tmp_path / "one.svg").read_bytes() == (tmp_path / "two.svg").read_bytes()
+
+
+def test_drawing_an_svg_imports_neither_manim_nor_torch(tmp_path):
+    code = ("import sys; from backpropviz.cli import main; "
+            f"status = main(['render', {str(EXAMPLES / 'd2l_mlp.py')!r}, '-o', 'x.svg']); "
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('manim', 'torch')); "
+            "print(status, heavy)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert done.stdout.splitlines()[-1] == "0 []"
+    assert (tmp_path / "x.svg").exists()
+
+
+# ---------------------------------------------------------------- roots and backward
+
+
+def test_roots_by_name(tmp_path):
+    ok(EXAMPLES / "add_mul.py", "d", "-o", "d.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "d.json")
+    assert [G.nodes[v]["label"] for v in G.graph["roots"]] == ["d"]
+    assert "e" not in {G.nodes[v].get("label") for v in G}
+    ok(EXAMPLES / "d2l_objective.py", "L", "s", "-o", "ls.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "ls.json")
+    assert [G.nodes[v]["label"] for v in G.graph["roots"]] == ["L", "s"]
+
+
+def test_outputs_sharing_a_graph_are_drawn_together(tmp_path):
+    script(tmp_path, "pair.py", """
+        from backpropviz import Value
+        a = Value(2.0)
+        b = a * 3
+        c = a + 1
+        """)
+    ok("pair.py", "-o", "pair.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "pair.json")
+    assert [G.nodes[v]["label"] for v in G.graph["roots"]] == ["b", "c"]
+    # Backward ran from each root: d(b + c)/da = 3 + 1.
+    a = next(v for v in G if G.nodes[v]["label"] == "a")
+    assert G.nodes[a]["grad"] == 4.0
+
+
+def test_backward_runs_when_the_script_did_not(tmp_path):
+    script(tmp_path, "forward.py", """
+        from backpropviz import Value
+        a, b, c = Value(2.0), Value(1.0), Value(-3.0)
+        d = a + b
+        e = d * c
+        """)
+    ok("forward.py", "-o", "auto.json", cwd=tmp_path)
+    ok(EXAMPLES / "add_mul.py", "-o", "book.json", cwd=tmp_path)
+    auto, book = written_graph(tmp_path / "auto.json"), written_graph(tmp_path / "book.json")
+    assert auto.graph["backward_order"] and dict(auto.nodes(data=True)) == dict(
+        book.nodes(data=True))
+
+
+def test_no_backward_draws_the_forward_pass_only(tmp_path):
+    ok(EXAMPLES / "d2l_mlp.py", "--no-backward", "-o", "fwd.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "fwd.json")
+    assert all(G.nodes[v].get("grad") is None for v in G)
+    assert G.graph["backward_order"] == []
+    reference = reference_graph("d2l_mlp", "L")
+    assert [G.nodes[v].get("data") for v in G] == [reference.nodes[v].get("data")
+                                                   for v in reference]
+    ok(EXAMPLES / "d2l_mlp.py", "--no-backward", "-o", "fwd.svg", cwd=tmp_path)
+    # A non-scalar root is fine when no backward pass is wanted.
+    script(tmp_path, "vector.py", """
+        from backpropviz import Tensor
+        x = Tensor([1.0, 2.0])
+        y = x * 3
+        """)
+    ok("vector.py", "--no-backward", "-o", "vector.svg", cwd=tmp_path)
+
+
+def test_steps_writes_one_svg_per_backward_step(tmp_path):
+    ok(EXAMPLES / "add_mul.py", "--steps", "frames", cwd=tmp_path)
+    assert files(tmp_path) == {"frames"}  # with --steps and no -o, only the steps
+    names = sorted(files(tmp_path / "frames"))
+    ops = len(reference_graph("add_mul", "e").graph["backward_order"])
+    assert names == [f"step-{k:03d}.svg" for k in range(ops + 1)]
+    assert all((tmp_path / "frames" / n).read_text().rstrip().endswith("</svg>") for n in names)
+    ok(EXAMPLES / "add_mul.py", "--steps", "frames", "-o", "whole.svg", cwd=tmp_path)
+    assert files(tmp_path) == {"frames", "whole.svg"}
+    assert sorted(files(tmp_path / "frames")) == names
+
+
+def test_the_script_runs_as_python_would_run_it(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    script(folder, "helper.py", "SCALE = 5.0\n")
+    script(folder, "main.py", """
+        import sys
+        from helper import SCALE  # the script's folder is on sys.path
+        from backpropviz import Value
+        assert __name__ == "__main__"
+        print("argv:", sys.argv)
+        x = Value(2.0)
+        y = x * SCALE
+        """)
+    done = ok(Path("project") / "main.py", "-o", "out.json", cwd=tmp_path)
+    assert done.stdout.decode().strip() == f"argv: [{str(Path('project') / 'main.py')!r}]"
+    G = written_graph(tmp_path / "out.json")
+    assert sorted(G.nodes[v]["data"] for v in G if G.nodes[v]["kind"] == "value") == [
+        2.0, 5.0, 10.0]
+
+
+def test_version_and_help(tmp_path):
+    from backpropviz import __version__
+
+    done = run("--version", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.decode().strip() == f"backpropviz {__version__}"
+    text = run("render", "--help", cwd=tmp_path).stdout.decode()
+    for option in ("--output", "--format", "--rankdir", "--theme", "--precision", "--steps",
+                   "--no-backward", "--max-nodes", "--quality", "--phase", "--speed"):
+        assert option in text
+    module = subprocess.run([sys.executable, "-m", "backpropviz", "--version"],
+                            capture_output=True, text=True, check=True, timeout=60)
+    assert module.stdout.strip() == f"backpropviz {__version__}"
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_missing_script(tmp_path):
+    assert fails("nope.py", cwd=tmp_path) == "backpropviz: error: no such script: nope.py"
+    assert files(tmp_path) == set()
+
+
+def test_exception_in_the_script_shows_its_own_traceback(tmp_path):
+    script(tmp_path, "bad.py", """
+        from backpropviz import Value
+        def f(x):
+            return x / undefined_name
+        y = f(Value(1.0))
+        """)
+    done = run("render", "bad.py", cwd=tmp_path)
+    assert done.returncode == 1
+    lines = done.stderr.decode().splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert lines[1] == '  File "bad.py", line 5, in <module>'  # our own frames are trimmed
+    assert "cli.py" not in done.stderr.decode() and "runpy" not in done.stderr.decode()
+    assert lines[-2] == "NameError: name 'undefined_name' is not defined"
+    assert lines[-1] == ("backpropviz: error: bad.py failed with NameError "
+                         "(its traceback is above)")
+    assert files(tmp_path) == {"bad.py"}
+
+
+def test_syntax_error_in_the_script(tmp_path):
+    script(tmp_path, "syntax.py", "x = (\n")
+    done = run("render", "syntax.py", cwd=tmp_path)
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 1
+    assert lines[0] == '  File "syntax.py", line 1'
+    assert lines[-2].startswith("SyntaxError: ")
+    assert lines[-1].startswith("backpropviz: error: syntax.py failed with SyntaxError")
+
+
+@pytest.mark.parametrize("source", ["x = 1\n", "from backpropviz import Value\nexit(3)\n"])
+def test_no_graph_found(source, tmp_path):
+    script(tmp_path, "empty.py", source)
+    message = fails("empty.py", cwd=tmp_path)
+    assert "no graph" in message
+    assert files(tmp_path) == {"empty.py"}
+
+
+def test_values_never_combined_are_no_graph(tmp_path):
+    script(tmp_path, "leaves.py", "from backpropviz import Value\na, b = Value(1.0), Value(2.0)\n")
+    assert fails("leaves.py", cwd=tmp_path) == ("backpropviz: error: no graph found: the "
+                                                "script's values (a, b) were not combined by "
+                                                "any operation")
+
+
+def test_separate_graphs_are_listed(tmp_path):
+    script(tmp_path, "two.py", """
+        from backpropviz import Value
+        a = Value(1.0); b = a * 2
+        c = Value(3.0); d = c + 1
+        """)
+    message = fails("two.py", cwd=tmp_path)
+    assert "separate graphs: b, d" in message
+    ok("two.py", "d", "-o", "d.json", cwd=tmp_path)
+
+
+def test_unknown_root_lists_the_names(tmp_path):
+    message = fails(EXAMPLES / "add_mul.py", "f", cwd=tmp_path)
+    assert message == ("backpropviz: error: unknown root 'f' (the script's values are: "
+                       "a, b, c, d, e)")
+
+
+def test_non_scalar_root_without_gradients(tmp_path):
+    script(tmp_path, "vector.py", """
+        from backpropviz import Tensor
+        x = Tensor([1.0, 2.0], requires_grad=True)
+        y = x * 3
+        """)
+    message = fails("vector.py", cwd=tmp_path)
+    assert "root 'y' has no gradient and shape (2,)" in message
+    assert files(tmp_path) == {"vector.py"}
+
+
+def test_dot_missing(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    message = fails(EXAMPLES / "add_mul.py", cwd=tmp_path, env=env)
+    assert "'dot'" in message and "Graphviz" in message and "install" in message
+    assert files(tmp_path) == {"bin"}
+    # The IR exports need no graphviz.
+    done = run("render", EXAMPLES / "add_mul.py", "-o", "g.json", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr.decode()
+
+
+@pytest.mark.parametrize("output", ["fig.svgz", "fig"])
+def test_unknown_format_lists_the_formats(output, tmp_path):
+    message = fails(EXAMPLES / "add_mul.py", "-o", output, cwd=tmp_path, status=2)
+    assert "svg" in message and "graphml" in message
+    assert files(tmp_path) == set()
+    message = fails(EXAMPLES / "add_mul.py", "--format", "svgz", cwd=tmp_path, status=2)
+    assert "invalid choice: 'svgz'" in message and "'graphml'" in message
+
+
+def test_output_not_writable(tmp_path):
+    message = fails(EXAMPLES / "add_mul.py", "-o", "missing/fig.svg", cwd=tmp_path)
+    assert message == ("backpropviz: error: cannot write missing/fig.svg: no such directory "
+                       "'missing'")
+    (tmp_path / "folder.svg").mkdir()
+    message = fails(EXAMPLES / "add_mul.py", "-o", "folder.svg", cwd=tmp_path)
+    assert message == "backpropviz: error: cannot write folder.svg: it is a directory"
+    assert not (tmp_path / "missing").exists()  # checked before the script ran
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert "permission denied" in fails(EXAMPLES / "add_mul.py", "-o", "locked/f.svg",
+                                            cwd=tmp_path)
+
+
+def test_graph_larger_than_max_nodes(tmp_path):
+    message = fails(EXAMPLES / "d2l_mlp_scalar.py", "--max-nodes", "10", cwd=tmp_path)
+    nodes = reference_graph("d2l_mlp_scalar", "L").number_of_nodes()
+    assert f"the graph has {nodes} nodes" in message and "Tensor form" in message
+    assert files(tmp_path) == set()
+    ok(EXAMPLES / "d2l_mlp_scalar.py", "--max-nodes", str(nodes), "-o", "x.json", cwd=tmp_path)
+
+
+def test_large_graph_is_refused_quickly(tmp_path):
+    script(tmp_path, "chain.py", """
+        from backpropviz import Value
+        x = Value(0.5)
+        y = x
+        for _ in range(100_000):
+            y = y * 1.0001
+        """)
+    message = fails("chain.py", cwd=tmp_path)  # the subprocess timeout bounds the time
+    assert "the graph has 300001 nodes" in message
+
+
+def test_a_failed_run_leaves_the_old_output_alone(tmp_path):
+    (tmp_path / "fig.svg").write_text("old picture")
+    script(tmp_path, "boom.py", "from backpropviz import Value\nx = Value(1.0) * 2\n1 / 0\n")
+    fails("boom.py", "-o", "fig.svg", cwd=tmp_path)
+    assert (tmp_path / "fig.svg").read_text() == "old picture"
+    script(tmp_path, "interrupted.py", "x = 1\nraise KeyboardInterrupt\n")
+    done = run("render", "interrupted.py", "-o", "fig.svg", cwd=tmp_path)
+    assert done.returncode == 130
+    assert files(tmp_path) == {"fig.svg", "boom.py", "interrupted.py"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--quality", "h"], "--quality: for videos only"),
+    (["--steps", "f", "--no-backward"], "--steps shows the backward pass"),
+    (["--precision", "0"], "must be positive"),
+    (["--rankdir", "XY"], "invalid choice: 'XY'"),
+])
+def test_usage_errors_exit_2_before_running_the_script(args, message, tmp_path):
+    script(tmp_path, "side_effect.py", "open('ran', 'w').close()\n")
+    assert message in fails("side_effect.py", *args, cwd=tmp_path, status=2)
+    assert files(tmp_path) == {"side_effect.py"}
+
+
+def test_pytorch_missing_is_one_line(tmp_path, monkeypatch, capsys):
+    script(tmp_path, "uses_torch.py", "import torch\nx = torch.ones(2, requires_grad=True)\n")
+    find_spec = cli.importlib.util.find_spec
+    monkeypatch.setattr(cli.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else find_spec(name, *a))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["render", "uses_torch.py"]) == 1
+    assert capsys.readouterr().err == ("backpropviz: error: this script uses PyTorch; install "
+                                       "it with: pip install 'backpropviz[torch]'\n")
