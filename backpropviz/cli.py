@@ -107,9 +107,10 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--no-backward", action="store_true",
                         help="draw the forward pass only: do not run backward and leave "
                              "gradients out")
-    render.add_argument("--max-nodes", type=_positive(int), default=DEFAULT_MAX_NODES,
-                        metavar="N", help="refuse graphs with more than N values and ops "
-                                          f"(default {DEFAULT_MAX_NODES})")
+    render.add_argument("--max-nodes", type=_positive(int), metavar="N",
+                        help="refuse graphs with more than N values and ops (default "
+                             f"{DEFAULT_MAX_NODES}, for videos the animation's limit, "
+                             f"{_video_max_nodes()})")
     video = render.add_argument_group("videos (mp4, gif, webm, mov)")
     video.add_argument("--quality", choices=("l", "m", "h", "k"),
                        help="manim's quality: l 480p15 (default), m 720p30, h 1080p60, k 4K")
@@ -118,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
     video.add_argument("--speed", type=_positive(float), metavar="X",
                        help="playback speed factor (default 1)")
     return parser
+
+
+def _video_max_nodes() -> int:
+    from .animate import MAX_NODES
+
+    return MAX_NODES
 
 
 def _positive(kind: type) -> Callable[[str], Any]:
@@ -139,6 +146,8 @@ def _positive(kind: type) -> Callable[[str], Any]:
 def _render(args: argparse.Namespace) -> int:
     fmt, output = _destination(args)
     _check_options(args, fmt)
+    if args.max_nodes is None:
+        args.max_nodes = _video_max_nodes() if fmt in VIDEO_FORMATS else DEFAULT_MAX_NODES
     script = Path(args.script)
     if not script.is_file():
         raise CommandError(f"no such script: {args.script}")
@@ -460,21 +469,16 @@ def _render_video(G: nx.MultiDiGraph, fmt: str, output: Path | None,
 
     options = {"quality": args.quality or "l", "speed": args.speed or 1.0,
                "phase": "forward" if args.no_backward else (args.phase or "both"),
-               "theme": args.theme, "rankdir": args.rankdir, "precision": args.precision}
-    existed = output is not None and output.exists()
+               "theme": args.theme, "rankdir": args.rankdir, "precision": args.precision,
+               "max_nodes": args.max_nodes, "progress": output is not None}
     try:
         if output is not None:
-            render_video(G, output, **options)
+            render_video(G, output, **options)  # atomic: nothing is left there on failure
             return None
         with tempfile.TemporaryDirectory() as folder:
             return render_video(G, Path(folder) / f"clip.{fmt}", **options).read_bytes()
-    except BaseException as error:
-        # render_video leaves no partial file itself; this is a second guard.
-        if output is not None and not existed:
-            output.unlink(missing_ok=True)
-        if isinstance(error, AnimateError):
-            raise CommandError(str(error)) from None
-        raise
+    except AnimateError as error:
+        raise CommandError(str(error)) from None
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -433,3 +433,15 @@ def test_pytorch_missing_is_one_line(tmp_path, monkeypatch, capsys):
     assert cli.main(["render", "uses_torch.py"]) == 1
     assert capsys.readouterr().err == ("backpropviz: error: this script uses PyTorch; install "
                                        "it with: pip install 'backpropviz[torch]'\n")
+
+
+def test_pytorch_script_without_backward_gets_the_seeds_gradients(tmp_path):
+    source = (EXAMPLES / "torch_mlp.py").read_text()
+    script(tmp_path, "forward_only.py", "\n".join(
+        line for line in source.splitlines() if "backward" not in line and "print" not in line))
+    ok("forward_only.py", "-o", "torch.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "torch.json")
+    grads = {G.nodes[v]["label"]: G.nodes[v]["grad"] for v in G
+             if G.nodes[v]["kind"] == "value" and G.nodes[v]["label"]}
+    assert grads["L"] == 1.0 and grads["h"] == [-4.0, 2.0] and grads["z"] == [0.0, 2.0]
+    assert grads["W1"] == [[0.0, 0.0], [2.0, 4.0]] and grads["W2"] == [[0.0, -4.0]]
