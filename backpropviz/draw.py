@@ -17,7 +17,7 @@ import networkx as nx
 import numpy as np
 
 from .engine import Node
-from .ir import IRError, Step, backward_steps, operand_edges, result_of, to_networkx, validate
+from .ir import IRError, Step, backward_steps, result_of, to_networkx, validate
 
 __all__ = [
     "FORMATS",
@@ -49,6 +49,10 @@ RANKDIRS = ("LR", "RL", "TB", "BT")
 FONT = "Helvetica,Arial,sans-serif"
 NAME_FONT = "Times,serif"
 MAX_ITEMS = 6  # rows or columns shown of an array before eliding the middle
+# Edge labels take part in dot's ranking and make layout several times
+# slower; past this many nodes, contributions become external labels,
+# placed after the layout (a graph that big is for zooming, not a slide).
+EDGE_LABEL_NODES = 150
 
 
 class DrawError(Exception):
@@ -202,7 +206,9 @@ def state_at(G: nx.MultiDiGraph, step: int | None = None,
     if step is None:
         grads = {v: g for v, g in G.nodes(data="grad") if G.nodes[v]["kind"] == "value"
                  and g is not None}
-        processed = frozenset((u, v, k) for op in order for u, v, k in operand_edges(G, op))
+        done = set(order)
+        processed = frozenset((u, v, k) for u, v, k, arg in G.edges(keys=True, data="arg")
+                              if arg is not None and v in done)
         return _State(grads, processed, None, frozenset(), frozenset())
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= len(order):
         raise DrawError(f"step {step!r} is out of range (must be an int in 0..{len(order)})")
@@ -227,19 +233,24 @@ def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
     Returns ``(values, edges)``: boolean arrays keyed by value id and by
     ``(u, v, key)``, only for values and edges with at least one dead entry.
     """
+    if not any(np.any(dead) for _, dead in G.nodes(data="dead") if dead is not None):
+        return {}, {}
     contributions: dict[Any, list] = {}
-    edge_mask: dict[tuple, np.ndarray] = {}
-    value_mask: dict[Any, np.ndarray] = {}
+    edge_mask: dict[tuple, Any] = {}
+    value_mask: dict[Any, Any] = {}
+    seeds = G.graph.get("seeds", {})
+    nodes = G.nodes
 
-    def mask_of(value: Any) -> np.ndarray:
-        attrs = G.nodes[value]
-        grad = attrs["grad"]
-        if grad is None or value in G.graph.get("seeds", {}):
-            return np.zeros(attrs["shape"], dtype=bool)
-        masks = contributions.get(value, [])
+    # Scalars (the common case, graphs of Values) use plain bools; arrays
+    # use boolean arrays of their shape.
+    def mask_of(value: Any) -> Any:
+        grad = nodes[value]["grad"]
+        masks = contributions.get(value)
+        if grad is None or value in seeds or not masks:
+            return False if type(grad) is float else np.zeros(nodes[value]["shape"], bool)
+        if type(grad) is float:
+            return grad == 0 and all(masks)
         dead = np.asarray(grad, dtype=np.float64) == 0
-        if not masks:
-            return np.zeros(attrs["shape"], dtype=bool)
         for mask in masks:
             dead = dead & mask
         return dead
@@ -247,25 +258,30 @@ def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
     for op in G.graph["backward_order"]:
         result = result_of(G, op)
         upstream = value_mask[result] = mask_of(result)
-        for u, v, k in operand_edges(G, op):
-            contribution = G.edges[u, v, k].get("grad")
-            if contribution is None:
-                continue
-            zero = np.asarray(contribution, dtype=np.float64) == 0
-            mask = zero & _dead_through(G, op, k, upstream, zero.shape)
-            edge_mask[(u, v, k)] = mask
-            contributions.setdefault(u, []).append(mask)
+        attrs = nodes[op]
+        for u, edges in G.pred[op].items():
+            for k, edge in edges.items():
+                contribution = edge.get("grad")
+                if contribution is None:
+                    continue
+                if type(contribution) is float and type(upstream) is bool:
+                    gate = attrs["op"] == "relu" and attrs.get("dead") is True
+                    mask: Any = contribution == 0 and (gate or upstream)
+                else:
+                    zero = np.asarray(contribution, dtype=np.float64) == 0
+                    mask = zero & _dead_through(attrs, edge["arg"], np.asarray(upstream),
+                                                zero.shape)
+                edge_mask[(u, op, k)] = mask
+                contributions.setdefault(u, []).append(mask)
     for value, kind in G.nodes(data="kind"):
         if kind == "value" and value not in value_mask:
             value_mask[value] = mask_of(value)
-    return ({v: m for v, m in value_mask.items() if m.any()},
-            {e: m for e, m in edge_mask.items() if m.any()})
+    return ({v: np.asarray(m) for v, m in value_mask.items() if np.any(m)},
+            {e: np.asarray(m) for e, m in edge_mask.items() if np.any(m)})
 
 
-def _dead_through(G: nx.MultiDiGraph, op: Any, arg: int, upstream: np.ndarray,
-                  shape: tuple) -> np.ndarray:
+def _dead_through(attrs: Mapping, arg: int, upstream: np.ndarray, shape: tuple) -> np.ndarray:
     """Which entries of operand ``arg``'s contribution depend only on dead upstream entries."""
-    attrs = G.nodes[op]
     everywhere = np.full(shape, bool(upstream.all()) if upstream.size else False)
     if attrs["op"] == "relu":
         gate = np.asarray(attrs.get("dead", False), dtype=bool)
@@ -297,13 +313,15 @@ def _dead_through_matmul(arg: int, upstream: np.ndarray, shape: tuple,
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if "\\" in text or '"' in text:
+        text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
 
 
 def _attrs(attrs: Mapping[str, str]) -> str:
     parts = []
     for key, value in attrs.items():
-        if key == "label" and value.startswith("<") and value.endswith(">"):
+        if key in ("label", "xlabel") and value.startswith("<") and value.endswith(">"):
             parts.append(f"{key}={value}")
         else:
             parts.append(f"{key}={_quote(value)}")
@@ -337,6 +355,8 @@ def display_number(x: float, precision: int = 4) -> str:
 
 def _grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]]]:
     """The texts of a number or array as laid out, and the array index of each cell."""
+    if type(x) is float:  # the common case, a scalar Value: no numpy on the way
+        return [[display_number(x, precision)]], [[()]]
     array = np.asarray(x, dtype=np.float64)
     if array.ndim > 2:
         return [[format_array(array)[0][0]]], [[None]]
@@ -477,15 +497,15 @@ class _Writer:
                     self.partials.setdefault(value, []).append(done.grads[value])
         # A fork: a value that sends gradients back along two or more edges.
         # Each edge then shows its contribution, and the node shows their sum.
-        self.fork_edges = set()
+        self.fork_edges: set = set()
         if self.show_grads:
-            for value, kind in G.nodes(data="kind"):
-                if kind != "value":
-                    continue
-                sent = [(u, v, k) for u, v, k, g in
-                        G.out_edges(value, keys=True, data="grad") if g is not None]
-                if len(sent) >= 2:
-                    self.fork_edges.update(sent)
+            sent: dict[Any, list] = {}
+            for u, v, k, grad in G.edges(keys=True, data="grad"):
+                if grad is not None:
+                    sent.setdefault(u, []).append((u, v, k))
+            for edges in sent.values():
+                if len(edges) >= 2:
+                    self.fork_edges.update(edges)
 
     def dot(self) -> str:
         t, o = self.t, self.o
@@ -495,6 +515,8 @@ class _Writer:
             "pad": "0.25", "nodesep": "0.3", "ranksep": "0.45", "newrank": "true",
             "id": "graph", "class": f"backprop theme-{t.name}",
         }
+        if self.G.number_of_nodes() > EDGE_LABEL_NODES:
+            graph["forcelabels"] = "true"
         if o.step is not None:
             graph["class"] += f" step-{o.step}"
         legend = self.legend_html() if o.legend else None
@@ -565,12 +587,14 @@ class _Writer:
 
     def dead_mask_now(self, node: Any, grad: Any) -> np.ndarray | None:
         """The dead-ReLU mask of a value's gradient as shown now, if any entry is dead."""
+        if not self.dead_edges or (grad != 0 if type(grad) is float else np.all(grad)):
+            return None
         final = self.dead_values.get(node)
         if final is None:
             # Part way through the backward pass a running sum may still be
             # all dead contributions even if later ones revive it.
-            masks = [self.dead_edges.get(edge) for edge in self.state.processed
-                     if edge[0] == node]
+            masks = [self.dead_edges.get(edge) for edge in self.G.out_edges(node, keys=True)
+                     if edge in self.state.processed]
             if not masks or any(mask is None for mask in masks):
                 return None
             final = masks[0]
@@ -618,7 +642,8 @@ class _Writer:
                                dead=self.dead_edges.get(key) if known else None,
                                widths=_column_widths([texts], 11), fill=t.label_fill,
                                brackets=bool(np.ndim(contribution)), hidden=not known)
-            result["label"] = f"<{html}>"
+            where = "label" if self.G.number_of_nodes() <= EDGE_LABEL_NODES else "xlabel"
+            result[where] = f"<{html}>"
             classes.append("contribution" if known else "pending-contribution")
         if key in self.state.current_edges:
             classes.append("current")

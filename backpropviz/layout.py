@@ -101,7 +101,8 @@ def parse_layout(data: dict, source: str = "") -> Layout:
             shape="circle" if obj.get("shape") == "circle" else "box")
     for edge in data.get("edges", []):
         points, arrow_start, arrow_end = _edge_path(edge["pos"])
-        label = _point(edge["lp"]) if "lp" in edge else None
+        where = edge.get("lp") or edge.get("xlp")
+        label = _point(where) if where else None
         u, v = names[edge["tail"]], names[edge["head"]]
         key = _edge_key(edge["id"]) if "#" in edge.get("id", "") else 0
         result.edges[(u, v, key)] = EdgePath(points, arrow_start, arrow_end, label)

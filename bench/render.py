@@ -1,0 +1,154 @@
+"""Benchmark drawing: our SVG against bare ``dot``, micrograd's record-node style, and scale.
+
+Run with ``.venv/bin/python bench/render.py`` (``--repeats N`` for more tries,
+``--sizes 100,1000,5000`` for the scaling table). The graph is a scalar MLP
+2-16-16-1 (ReLU hidden layers, linear output) on one input and a squared
+loss, built from backpropviz Values, about 1,000 values:
+
+(a) ``draw(G).pipe("svg")`` (IR -> DOT -> ``dot -Tsvg``) against ``dot -Tsvg``
+    alone on the DOT we emit, the floor for any graphviz drawing; target
+    <= 1.15x;
+(b) the same graph drawn the way micrograd's ``draw_dot`` does it: the
+    ``graphviz`` package, one record node per value, for reference;
+(c) a scaling table by number of values, to place ``--max-nodes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+
+import graphviz
+import networkx as nx
+
+from backpropviz import Value, to_networkx
+from backpropviz.draw import draw, to_dot
+
+
+def mlp_graph(hidden: list[int], seed: int = 0) -> nx.MultiDiGraph:
+    """The IR of one forward and backward pass of a scalar MLP 2-hidden-1."""
+    rng = random.Random(seed)
+    x = [Value(0.5), Value(-1.5)]
+    layer = x
+    sizes = [*hidden, 1]
+    for depth, width in enumerate(sizes):
+        outputs = []
+        for _ in range(width):
+            weights = [Value(rng.uniform(-1, 1), requires_grad=True) for _ in layer]
+            total = Value(0.0, requires_grad=True)  # the bias
+            for w, xi in zip(weights, layer, strict=True):
+                total = total + w * xi
+            outputs.append(total.relu() if depth < len(sizes) - 1 else total)
+        layer = outputs
+    loss = (layer[0] - 1.0) ** 2
+    loss.backward()
+    return to_networkx(loss)
+
+
+def values_of(G: nx.MultiDiGraph) -> int:
+    return sum(1 for _, kind in G.nodes(data="kind") if kind == "value")
+
+
+def hidden_for(target: int) -> list[int]:
+    """Two equal hidden layers whose MLP has about ``target`` values."""
+    return min(([h, h] for h in range(1, 200)),
+               key=lambda hidden: abs(_count(hidden) - target))
+
+
+def _count(hidden: list[int]) -> int:
+    # Per neuron with n inputs: n weights, a bias, n products, n sums, an
+    # activation (none on the output); plus the inputs and 3 loss values.
+    total, fan_in = 2, 2
+    for width in hidden:
+        total += width * (3 * fan_in + 2)
+        fan_in = width
+    return total + 3 * fan_in + 1 + 3
+
+
+def timed(function: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """The median wall time and CPU time (ours plus child processes') of ``repeats`` calls.
+
+    CPU time is the steadier figure on a shared machine; wall time is what
+    a user waits.
+    """
+    walls, cpus = [], []
+    for _ in range(repeats):
+        before = _cpu()
+        start = time.perf_counter()
+        function()
+        walls.append(time.perf_counter() - start)
+        cpus.append(_cpu() - before)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def _cpu() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def bare_dot(source: str) -> bytes:
+    return subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True,
+                          check=True).stdout
+
+
+def micrograd_style(G: nx.MultiDiGraph) -> graphviz.Digraph:
+    """micrograd's draw_dot look: a record per value (label | data | grad), ops as ovals."""
+    dot = graphviz.Digraph(format="svg", graph_attr={"rankdir": "LR"})
+    for node, attrs in G.nodes(data=True):
+        if attrs["kind"] == "value":
+            label = attrs["label"] or ""
+            dot.node(node, label=f"{{ {label} | data {attrs['data']:.4f} | "
+                                 f"grad {attrs['grad']:.4f} }}", shape="record")
+        else:
+            dot.node(node, label=attrs["symbol"])
+    for u, v in G.edges():
+        dot.edge(u, v)
+    return dot
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sizes", default="100,1000,5000",
+                        help="numbers of values for the scaling table")
+    args = parser.parse_args()
+
+    G = mlp_graph([16, 16])
+    print(f"MLP 2-16-16-1 on one input: {values_of(G)} values, "
+          f"{G.number_of_nodes() - values_of(G)} ops, {G.number_of_edges()} edges")
+    source = to_dot(G)
+    # Warm up graphviz (fonts, plugins) before measuring.
+    bare_dot(source)
+    ours = timed(lambda: draw(G).pipe("svg"), args.repeats)
+    floor = timed(lambda: bare_dot(source), args.repeats)
+    emit = timed(lambda: to_dot(G), args.repeats)
+    print(f"(a) draw(G).pipe('svg'): {ours[0]:.3f} s wall, {ours[1]:.3f} s CPU")
+    print(f"    bare dot -Tsvg on our DOT: {floor[0]:.3f} s wall, {floor[1]:.3f} s CPU")
+    print(f"    ratio {ours[0] / floor[0]:.2f}x wall, {ours[1] / floor[1]:.2f}x CPU "
+          f"(target <= 1.15x); to_dot alone {emit[1] * 1000:.0f} ms CPU")
+    record = micrograd_style(G)
+    reference = timed(lambda: record.pipe(), args.repeats)
+    print(f"(b) micrograd draw_dot style (records, graphviz package): {reference[0]:.3f} s wall, "
+          f"{reference[1]:.3f} s CPU")
+
+    tries = max(1, args.repeats // 2)
+    print(f"(c) scaling, CPU seconds (median of {tries}):")
+    print(f"    {'values':>7} {'graph nodes':>11} {'to_dot':>8} {'dot -Tsvg':>10} "
+          f"{'total':>8} {'SVG size':>9}")
+    for target in (int(n) for n in args.sizes.split(",")):
+        H = mlp_graph(hidden_for(target))
+        emit = timed(lambda H=H: to_dot(H), tries)[1]
+        text = to_dot(H)
+        layout_time = timed(lambda text=text: bare_dot(text), tries)[1]
+        size = len(bare_dot(text))
+        print(f"    {values_of(H):>7} {H.number_of_nodes():>11} {emit:>7.2f}s "
+              f"{layout_time:>9.2f}s {emit + layout_time:>7.2f}s {size / 1e6:>7.1f}MB")
+
+
+if __name__ == "__main__":
+    main()
