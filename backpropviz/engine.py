@@ -113,7 +113,7 @@ def op_symbol(op: str, exponent: float | None = None) -> str:
     if op == "pow":
         if exponent is None:
             return "xʸ"
-        text = f"{exponent:g}" if exponent != int(exponent) else str(int(exponent))
+        text = str(int(exponent)) if float(exponent).is_integer() else f"{exponent:g}"
         return "x" + text.translate(_SUPERSCRIPT)
     return _SYMBOLS.get(op, op)
 

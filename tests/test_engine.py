@@ -623,3 +623,9 @@ def test_saved_for_backward_of_the_mlp():
     assert saved_for_backward(g["z"]) == (g["W1"], g["x"])  # matmul reads both factors
     assert saved_for_backward(g["h"]) == (g["z"],)  # relu reads its input's sign
     assert saved_for_backward(g["W1"]) == ()  # a leaf has no rule
+
+
+def test_power_symbols_for_any_exponent():
+    symbols = [(Value(2.0) ** e)._op for e in (2, -1, 0.5, math.inf, math.nan)]
+    assert symbols == ["x²", "x⁻¹", "x⁰·⁵", "xinf", "xnan"]
+    assert (Value(2.0) ** Value(3.0))._op == "xʸ"
