@@ -163,13 +163,9 @@ class Recording:
         self._steps = itertools.count()
         # Autograd numbers its nodes as it creates them: anything numbered
         # below this was made before recording began.
-        probe = torch.empty(0, requires_grad=True).view(0)
+        with torch.enable_grad():
+            probe = torch.empty(0, requires_grad=True).view(0)
         self._first_sequence_nr = probe.grad_fn._sequence_nr() + 1
-
-    def has_gradients(self, tensor: Any) -> bool:
-        """Whether a backward pass has reached ``tensor``'s autograd node."""
-        node = getattr(tensor, "grad_fn", None)
-        return node is not None and node in self._gradients
 
     # -- called by the function mode for every torch call
 
@@ -190,11 +186,13 @@ class Recording:
             # 2 - x arrives as x.__rsub__(2): draw the operands in the order of the math.
             flat[:2] = flat[1::-1]
         before = [self._operand_before(x, index, position) for position, x in enumerate(flat)]
+        links = {operand.link for operand in before if isinstance(operand, _Operand)}
         result = func(*args, **kwargs)
         self._note_births(result, index)
-        outputs = [t for t in tree_flatten(result)[0]
-                   if isinstance(t, torch.Tensor) and t.grad_fn is not None
-                   and t.grad_fn not in self._owned]
+        # The results, and the arguments an in-place call changed (h[0] = 0 returns None).
+        outputs = list({id(t): t for t in (*tree_flatten(result)[0], *tensors)
+                        if isinstance(t, torch.Tensor) and t.grad_fn is not None
+                        and t.grad_fn not in self._owned and t.grad_fn not in links}.values())
         new_nodes = list(dict.fromkeys(t.grad_fn for t in outputs))
         for output in outputs[:1]:
             self._add_call(index, function, flat, before, output, outputs, len(new_nodes),
@@ -216,22 +214,26 @@ class Recording:
             return self._leaf_operand(x, (index, 0, position))
         operand = _Operand(key=("node", node), link=node)
         output = self._outputs.get(node)
-        if x.output_nr != 0:
+        if node not in self._owned and node._sequence_nr() >= self._first_sequence_nr:
+            operand.key = ("problem", node, "{} is a view of a tensor that was then changed in "
+                           "place, so autograd rebuilt its history; backpropviz cannot draw "
+                           "that, so clone() the view or change the tensor before taking it")
+        elif x.output_nr != 0:
             operand.key = ("problem", node, "{} is one result of an op with several (split, "
                            "unbind, iterating over a tensor); backpropviz draws ops with one "
                            "result, so use indexing instead")
-        elif output is not None and output.version != x._version:
+        elif output is not None and output.version != _version(x):
             operand.key = ("problem", node, "{} was changed in place without autograd "
                            "recording it (under torch.no_grad() or through .data) after it "
                            "was computed, so its drawn value would be wrong")
         return operand
 
     def _leaf_operand(self, tensor: Any, order: tuple) -> _Operand:
-        key = (id(tensor), tensor._version)
+        key = (id(tensor), _version(tensor))
         if key not in self._leaves:
             born = self._born.get(id(tensor))
             if born is not None and born[0]() is tensor:
-                order = (born[1], 2, tensor._version)
+                order = (born[1], 2, key[1])
             self._leaves[key] = _Leaf(tensor, tensor.detach().clone(), tensor.requires_grad,
                                       order, _storage_key(tensor))
         return _Operand(key=("leaf", *key),
@@ -267,7 +269,7 @@ class Recording:
                             "backpropviz draws ops with one result")
         self.calls.append(call)
         self._call_of[node] = call
-        self._outputs[node] = _Output(output.detach().clone(), output._version,
+        self._outputs[node] = _Output(output.detach().clone(), _version(output),
                                       _storage_key(output))
         recording = weakref.ref(self)
         for position, created in enumerate(nodes):
@@ -357,6 +359,11 @@ def _add(a: Any, b: Any) -> Any:
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _version(tensor: Any) -> int:
+    """How often the tensor was changed in place (inference tensors cannot be, outside it)."""
+    return 0 if tensor.is_inference() else tensor._version
 
 
 def _storage_key(tensor: Any) -> tuple:

@@ -176,6 +176,32 @@ def test_in_place_relu_draws_the_value_before_and_after():
     assert by_label(G)["W1"]["grad"] == [[0.0, 0.0], [2.0, 4.0]]
 
 
+def test_assignment_into_a_tensor_draws_it_before_and_after():
+    with capture() as recording:
+        W = torch.tensor([1.0, 2.0], requires_grad=True)
+        h = W * 3
+        h[0] = 0  # __setitem__ returns None: the change is found on its argument
+        L = (h * h).sum()
+        L.backward()
+    G = from_torch(L, names={"W": W, "h": h}, recording=recording)
+    setitem = next(n for n, a in G.nodes(data=True) if a.get("op") == "setitem")
+    before = G.nodes[next(iter(G.predecessors(setitem)))]
+    assert before["data"] == [3.0, 6.0] and by_label(G)["h"]["data"] == [0.0, 6.0]
+    assert by_label(G)["W"]["grad"] == W.grad.tolist() == [0.0, 36.0]
+
+
+def test_a_view_whose_base_changed_is_refused():
+    with capture() as recording:
+        W = torch.tensor([1.0, 2.0], requires_grad=True)
+        h = W * 3
+        v = h[0]
+        h.mul_(2)  # v now reads 6, through a history autograd rebuilt
+        L = v * 1
+        L.backward()
+    with pytest.raises(TorchImportError, match="'v' is a view of a tensor that was then changed"):
+        from_torch(L, names={"v": v}, recording=recording)
+
+
 def test_a_change_autograd_did_not_see_is_refused():
     namespace, recording = run_captured(SCRIPTS / "changed_under_no_grad.py")
     with pytest.raises(TorchImportError, match="'h' was changed in place"):
@@ -217,6 +243,14 @@ def test_backward_after_the_block_is_recorded_and_passes_add_up():
     G = from_torch(L, names={"W": W, "L": L}, recording=recording)
     assert by_label(G)["W"]["grad"] == W.grad.tolist() == [4.0, -8.0]
     assert by_label(G)["L"]["grad"] == 2.0 and G.graph["seeds"] == {"v2": 2.0}
+
+
+def test_the_last_capture_is_the_default_recording():
+    with capture():
+        W = torch.tensor([1.0, -2.0], requires_grad=True)
+        L = (W * W).sum()
+        L.backward()
+    assert by_label(from_torch(L, names={"W": W}))["W"]["grad"] == [2.0, -4.0]
 
 
 def test_tensors_from_outside_capture_are_refused():
