@@ -194,7 +194,7 @@ class Recording:
                         if isinstance(t, torch.Tensor) and t.grad_fn is not None
                         and t.grad_fn not in self._owned and t.grad_fn not in links}.values())
         new_nodes = list(dict.fromkeys(t.grad_fn for t in outputs))
-        for output in outputs[:1]:
+        for output in outputs:
             self._add_call(index, function, flat, before, output, outputs, len(new_nodes),
                            swapped)
         return result
@@ -215,9 +215,10 @@ class Recording:
         operand = _Operand(key=("node", node), link=node)
         output = self._outputs.get(node)
         if node not in self._owned and node._sequence_nr() >= self._first_sequence_nr:
-            operand.key = ("problem", node, "{} is a view of a tensor that was then changed in "
-                           "place, so autograd rebuilt its history; backpropviz cannot draw "
-                           "that, so clone() the view or change the tensor before taking it")
+            operand.key = ("problem", node, "{} has an autograd history no recorded call "
+                           "made (a view of a tensor later changed in place, or a gradient "
+                           "made with create_graph=True); backpropviz cannot draw it, so "
+                           "clone() the view before changing its base")
         elif x.output_nr != 0:
             operand.key = ("problem", node, "{} is one result of an op with several (split, "
                            "unbind, iterating over a tensor); backpropviz draws ops with one "
@@ -262,7 +263,7 @@ class Recording:
         for _, _, link in external:
             if link not in linked:  # a tensor the function reached without it being an argument
                 linked.add(link)
-                call.operands.append(self._operand_for_link(link, index))
+                call.operands.append(self._operand_for_link(link, (index, 0, len(flat) + 1)))
         self._note_saved(call)
         if new_nodes > 1 or any(t.output_nr != 0 for t in outputs):
             call.problem = (f"{function} returns several tensors that require grad; "
@@ -299,9 +300,9 @@ class Recording:
                     stack.append(target)
         return nodes, external
 
-    def _operand_for_link(self, link: Any, index: int) -> _Operand:
-        if isinstance(link, tuple):  # a leaf: find it through its AccumulateGrad node
-            return self._leaf_operand(self._variables[link], (index, 0, 99))
+    def _operand_for_link(self, link: Any, order: tuple) -> _Operand:
+        if isinstance(link, tuple):  # a leaf, met through its AccumulateGrad node
+            return self._leaf_operand(self._variables[link], order)
         return _Operand(key=("node", link), link=link)
 
     def _note_saved(self, call: _Call) -> None:
@@ -367,8 +368,12 @@ def _version(tensor: Any) -> int:
 
 
 def _storage_key(tensor: Any) -> tuple:
-    return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(),
-            tuple(tensor.shape), tuple(tensor.stride()))
+    """Where a tensor's numbers live: a saved tensor is a value if they live in the same place."""
+    try:
+        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(),
+                tuple(tensor.shape), tuple(tensor.stride()))
+    except (RuntimeError, NotImplementedError):  # sparse and other storage-less layouts
+        return ("no storage", id(tensor))
 
 
 _active: list[Recording] = []
