@@ -146,7 +146,8 @@ class Recording:
     """Everything ``capture()`` saw: each op's result, and each gradient backward computed.
 
     Hooks stay on the recorded autograd nodes, so a backward pass run after
-    the ``with`` block is recorded too.
+    the ``with`` block is recorded too. It keeps a copy of every value a
+    recorded op used or made, so it is meant for scripts that fit on a slide.
     """
 
     def __init__(self) -> None:
