@@ -132,11 +132,11 @@ def _positive(kind: type) -> Callable[[str], Any]:
         try:
             number = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+            what = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
         if not number > 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         return number
-    parse.__name__ = kind.__name__
     return parse
 
 
@@ -165,18 +165,15 @@ def _render(args: argparse.Namespace) -> int:
             G = _without_gradients(G)
         if args.steps is not None:
             _write_steps(G, args.steps, args)
-        if output is None:
-            return 0
-        if fmt in VIDEO_FORMATS:
+        if output is not None and fmt in VIDEO_FORMATS:
             data = _render_video(G, fmt, None if to_stdout else output, args)
-        else:
+        elif output is not None:
             data = _render_static(G, fmt, args)
-        if not to_stdout:
-            if data is not None:
+            if not to_stdout:
                 _write_atomically(output, data)
-            return 0
-    sys.stdout.buffer.write(data)
-    sys.stdout.flush()
+    if to_stdout:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
     return 0
 
 
@@ -270,7 +267,7 @@ def _recording(source: str) -> Iterator[Any]:
 def _run_script(script: Path) -> dict[str, Any]:
     """The script's global names after running it as ``python SCRIPT`` would."""
     path = str(script)
-    saved_argv, saved_path = sys.argv, list(sys.path)
+    saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
     sys.argv = [path]
     sys.path.insert(0, os.path.dirname(os.path.realpath(path)))
     try:
@@ -285,6 +282,7 @@ def _run_script(script: Path) -> dict[str, Any]:
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
+        os.chdir(saved_cwd)  # OUT is relative to where the command ran
 
 
 def _print_script_traceback(error: BaseException, path: str) -> None:
