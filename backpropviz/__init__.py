@@ -1,6 +1,8 @@
 """backpropviz: record a computation and its backward pass, then draw and animate it."""
 
+from .draw import Diagram, DrawError, draw, render_steps
 from .engine import EngineError, GradcheckResult, Tensor, Value, gradcheck, saved_for_backward
+from .html import render_html, to_html
 from .ir import (
     IRError,
     backward_steps,
@@ -11,22 +13,32 @@ from .ir import (
     to_node_link,
     validate,
 )
+from .torch_import import TorchImportError, capture, from_torch
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Diagram",
+    "DrawError",
     "EngineError",
     "GradcheckResult",
     "IRError",
     "Tensor",
+    "TorchImportError",
     "Value",
     "__version__",
     "backward_steps",
+    "capture",
+    "draw",
     "from_graphml",
     "from_node_link",
+    "from_torch",
     "gradcheck",
+    "render_html",
+    "render_steps",
     "saved_for_backward",
     "to_graphml",
+    "to_html",
     "to_networkx",
     "to_node_link",
     "validate",
