@@ -446,14 +446,14 @@ def _render_static(G: nx.MultiDiGraph, fmt: str, args: argparse.Namespace) -> by
         return (json.dumps(to_node_link(G), indent=1) + "\n").encode()
     if fmt == "graphml":
         return (to_graphml(G) + "\n").encode()
-    options = {"rankdir": args.rankdir, "theme": args.theme, "precision": args.precision}
-    if fmt == "html":
-        from .html import to_html
-
-        return to_html(G, **options).encode()
     from .draw import DrawError, draw
 
+    options = {"rankdir": args.rankdir, "theme": args.theme, "precision": args.precision}
     try:
+        if fmt == "html":
+            from .html import to_html
+
+            return to_html(G, **options).encode()
         diagram = draw(G, forward_only=args.no_backward, **options)
         return diagram.source.encode() if fmt == "dot" else diagram.pipe(fmt)
     except DrawError as error:
