@@ -73,15 +73,20 @@ class TextStore:
         self.font = next((f for f in FONTS if f in installed), "Sans")
         self.name_font = next((f for f in NAME_FONTS if f in installed), "Serif")
 
+    def __deepcopy__(self, memo: dict) -> TextStore:
+        # Mobjects that keep the store (to make their numbers later) share it
+        # with their copies: copying the cache would copy every text made.
+        return self
+
     def text(self, content: str, em: float, color: str, *, serif: bool = False,
              italic: bool = False) -> Text:
         """``content`` with an em of ``em`` scene units in ``color``, in the numbers'
         face or (``serif``) in the face of names."""
         key = ("text", content, round(em, 5), color, serif, italic)
         if key not in self._made:
-            self._made[key] = Text(content, font=self.name_font if serif else self.font,
-                                   font_size=em / EM_PER_FONT_SIZE, color=color,
-                                   slant=ITALIC if italic else "NORMAL")
+            self._made[key] = _slim(Text(content, font=self.name_font if serif else self.font,
+                                         font_size=em / EM_PER_FONT_SIZE, color=color,
+                                         slant=ITALIC if italic else "NORMAL"))
         return self._made[key].copy()
 
     def math(self, tex: str, fallback: str, em: float, color: str) -> VMobject:
@@ -89,19 +94,49 @@ class TextStore:
         with an em of ``em`` scene units."""
         key = ("math", tex, fallback, round(em, 5), color)
         if key not in self._made:
-            made: VMobject | None = None
-            if self._latex:
-                try:
-                    made = MathTex(tex, color=color, font_size=em / EM_PER_FONT_SIZE)
-                except (ValueError, OSError, RuntimeError):
-                    # No working LaTeX after all (a missing package, a broken
-                    # install): the Unicode caption says the same thing.
-                    self._latex = False
-            if made is None:
-                made = Text(fallback, font=self.font, font_size=em / EM_PER_FONT_SIZE,
-                            color=color)
-            self._made[key] = made
+            self.typeset([(tex, fallback)], em, color)
         return self._made[key].copy()
+
+    def typeset(self, formulas: Sequence[tuple[str, str]], em: float, color: str) -> None:
+        """Make ``(tex, fallback)`` formulas for ``math``, with one LaTeX run for all.
+
+        Each LaTeX run costs about half a second, so the formulas go into one
+        document, a line each, and come back apart as its parts. A formula
+        LaTeX cannot set (or every one, without LaTeX) is set as Unicode text.
+        """
+        size = em / EM_PER_FONT_SIZE
+        todo = [(tex, text) for tex, text in dict.fromkeys(formulas)
+                if ("math", tex, text, round(em, 5), color) not in self._made]
+        parts: list[VMobject | None] = [None] * len(todo)
+        if self._latex and todo:
+            lines = [piece for tex, _ in todo for piece in (tex, r"\\")][:-1]
+            try:
+                document = MathTex(*lines, color=color, font_size=size)
+                parts = [VGroup(*document[2 * i]) for i in range(len(todo))]
+            except Exception:  # manim raises several kinds for a LaTeX failure
+                parts = [self._one_formula(tex, size, color) for tex, _ in todo]
+        for (tex, text), part in zip(todo, parts, strict=True):
+            made = part if part is not None and len(part) else Text(
+                text, font=self.font, font_size=size, color=color)
+            self._made[("math", tex, text, round(em, 5), color)] = _slim(made)
+
+    def _one_formula(self, tex: str, size: float, color: str) -> VMobject | None:
+        try:
+            return MathTex(tex, color=color, font_size=size)
+        except Exception:  # LaTeX cannot set it: the caller sets the Unicode text
+            return None
+
+
+def _slim(mobject: VMobject) -> VMobject:
+    """Drop the parsed SVG paths a text keeps after making its points.
+
+    Copying a Text otherwise deep-copies every glyph's path object: 150 ms
+    for a sentence instead of 12.
+    """
+    for part in mobject.get_family():
+        if getattr(part, "path_obj", None) is not None:
+            part.path_obj = None
+    return mobject
 
 
 def _name_parts(label: str) -> tuple[str, str]:
@@ -378,14 +413,18 @@ class Diagram(VGroup):
 
     def __init__(self, G: nx.MultiDiGraph, layout: Any, theme: Theme, store: TextStore, *,
                  center: Sequence[float] = (0, 0, 0), max_width: float = 13.0,
-                 max_height: float = 6.0, max_scale: float = 0.045, precision: int = 4,
+                 max_height: float = 6.0, max_scale: float = 0.045, min_scale: float = 0.0,
+                 precision: int = 4,
                  grads: dict[Any, list] | None = None, gradient_slot: bool = True) -> None:
         super().__init__()
         self.G = G
         self.layout = layout
         self.theme = theme
         self.store = store
-        self.scale_factor = min(max_width / layout.width, max_height / layout.height, max_scale)
+        # Fit the rectangle, but no smaller than min_scale (wider than the
+        # rectangle if need be: the camera pans) and never taller than it.
+        self.scale_factor = min(max(max_width / layout.width, min_scale),
+                                max_height / layout.height, max_scale)
         self.origin = np.array(center, dtype=float)
         s = self.scale_factor
         grads = grads or {}

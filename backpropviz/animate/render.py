@@ -119,6 +119,8 @@ def _render_in(scratch: str, G: nx.MultiDiGraph, suffix: str, *, quality: str,
         "progress_bar": "none",
         "verbosity": "WARNING",
         "transparent": transparent,
+        # Encode a finished animation while the next one is drawn.
+        "max_inflight_encoders": 4,
     }
     with manim.tempconfig(settings):
         scene = BackpropScene(G, progress=progress, **options)

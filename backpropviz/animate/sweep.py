@@ -14,7 +14,6 @@ import networkx as nx
 import numpy as np
 from manim import (
     DOWN,
-    LEFT,
     RIGHT,
     UP,
     Animation,
@@ -26,14 +25,15 @@ from manim import (
     FadeOut,
     LaggedStart,
     MoveAlongPath,
+    MovingCameraScene,
     RoundedRectangle,
-    Scene,
     ShowPassingFlash,
     Succession,
     Transform,
     VGroup,
     VMobject,
     Wait,
+    config,
     linear,
     rate_functions,
 )
@@ -69,6 +69,11 @@ GRAPH_WIDTH, GRAPH_HEIGHT = 13.4, 5.0
 RULE_Y, CAPTION_Y = -2.65, -3.3
 TITLE_EM, RULE_EM, CAPTION_EM = 0.3, 0.3, 0.42
 CAPTION_WIDTH = 13.4
+# Values are set at 14 pt; below this scale (scene units per point) they
+# would be under 12 pixels tall at 480p, so a wide graph is drawn larger than
+# the frame and the camera follows the sweep along it.
+MIN_SCALE = 0.0143
+PAN_MARGIN = 0.6
 
 
 def example_graph(path: str | os.PathLike, *roots: str) -> nx.MultiDiGraph:
@@ -87,7 +92,7 @@ def example_graph(path: str | os.PathLike, *roots: str) -> nx.MultiDiGraph:
     return to_networkx(*nodes, names=namespace)
 
 
-class BackpropScene(Scene):
+class BackpropScene(MovingCameraScene):
     """A clip of the forward and backward passes of an IR graph.
 
     Subclass it with ``example`` (a script path) and ``roots`` (names of its
@@ -131,6 +136,8 @@ class BackpropScene(Scene):
         self.backward = bool(G.graph.get("backward_order")) and self.phase != "forward"
         self.steps = backward_steps(G) if self.backward else []
         self.captions = step_captions(G) if self.backward else []
+        self.store.typeset([(c.tex, c.text) for c in self.captions], CAPTION_EM,
+                           self.palette.text)
         self.dead_values, self.dead_edges = dead_masks(G) if self.backward else ({}, {})
         shown = self._gradients_shown(G) if self.backward else {}
         self.diagram = Diagram(G, layout(G, rankdir=self.rankdir, theme=self.theme,
@@ -138,12 +145,14 @@ class BackpropScene(Scene):
                                          forward_only=not self.backward),
                                self.palette, self.store, center=GRAPH_CENTER,
                                max_width=GRAPH_WIDTH, max_height=GRAPH_HEIGHT,
-                               precision=self.precision, grads=shown,
+                               min_scale=MIN_SCALE, precision=self.precision, grads=shown,
                                gradient_slot=self.backward)
         self.grad_labels: dict[Any, Table] = {}
         self.edge_labels: dict[tuple, Table] = {}
         self.caption: VMobject | None = None
         self.title: VMobject | None = None
+        # How much wider than the frame the graph is: the overview zooms out by it.
+        self.overview = max(1.0, (self.diagram.width + 2 * PAN_MARGIN) / config.frame_width)
         self.marks: list[VMobject] = []  # this step's highlights, gone at the next
         self._beats_done = 0
         ops = sum(1 for _, kind in G.nodes(data="kind") if kind == "op")
@@ -173,12 +182,15 @@ class BackpropScene(Scene):
             self.show_values()
         if self.backward:
             self.play_backward()
+        self.show_overview()
         self.wait(self.t(2.0))
 
     def show_graph(self) -> None:
         """The graph fades in as the SVG draws it, numbers not yet computed."""
         diagram = self.diagram
         boxes = [*diagram.values.values(), *diagram.ops.values()]
+        if self.overview > 1:
+            self.camera.frame.scale(self.overview, about_point=np.array(GRAPH_CENTER))
         self.play(LaggedStart(*(FadeIn(box) for box in boxes), lag_ratio=0.05),
                   LaggedStart(*(Create(edge) for edge in diagram.edges.values()),
                               lag_ratio=0.05),
@@ -187,6 +199,62 @@ class BackpropScene(Scene):
         self.remove(*boxes, *diagram.edges.values())
         self.add(*diagram.edges.values(), *boxes)
         self._tick()
+
+    def show_overview(self) -> None:
+        """Zoom out to the whole graph (when it is wider than the frame)."""
+        if self.overview == 1:
+            return
+        overlay = [m for m in (self.title, self.caption) if m is not None]
+        self.clear_marks()
+        self.play(*(FadeOut(m) for m in overlay), run_time=self.t(0.4))
+        self.title = self.caption = None
+        frame = self.camera.frame
+        self.play(frame.animate.move_to([0, 0, 0]).scale(self.overview,
+                                                          about_point=np.array(GRAPH_CENTER)),
+                  run_time=self.t(1.2))
+
+    def focus(self, nodes: Sequence[Any], seconds: float = 0.6) -> None:
+        """Pan the camera (with the title and caption) until ``nodes`` are in view.
+
+        A graph that fits the frame never pans; a wider one is zoomed in from
+        the overview first.
+        """
+        if self.overview == 1:
+            return
+        frame = self.camera.frame
+        parts = [self.diagram.values.get(n) or self.diagram.ops[n] for n in nodes]
+        left = min(p.get_left()[0] for p in parts) - PAN_MARGIN
+        right = max(p.get_right()[0] for p in parts) + PAN_MARGIN
+        half = config.frame_width / 2
+        zoomed_out = frame.width > config.frame_width * 1.001
+        if not zoomed_out and left >= frame.get_x() - half and right <= frame.get_x() + half:
+            return
+        # Show as much as possible of what comes next in the sweep's direction.
+        x = (left + right) / 2 if right - left > 2 * half else (
+            left + half if self._panning_right(frame, left) else right - half)
+        graph_left = self.diagram.get_left()[0] - PAN_MARGIN
+        graph_right = self.diagram.get_right()[0] + PAN_MARGIN
+        x = min(max(x, graph_left + half), graph_right - half)
+        if zoomed_out:
+            self.play(frame.animate.scale(1 / self.overview, about_point=np.array(GRAPH_CENTER))
+                      .set_x(x), run_time=self.t(seconds * 2))
+            return
+        shift = np.array([x - frame.get_x(), 0, 0])
+        overlay = [m for m in (self.title, self.caption) if m is not None]
+        self.play(frame.animate.shift(shift), *(m.animate.shift(shift) for m in overlay),
+                  run_time=self.t(seconds))
+
+    def _around(self, op: Any) -> list:
+        """An op with its operands and its result: what one beat of the story shows."""
+        return [*self.graph.predecessors(op), op, *self.graph.successors(op)]
+
+    def _panning_right(self, frame: VMobject, left: float) -> bool:
+        """Whether the next view lies right of the current one (forward pass)."""
+        return left > frame.get_x()
+
+    def screen_x(self) -> float:
+        """The x of the frame's centre (the camera may have panned)."""
+        return float(self.camera.frame.get_x())
 
     def show_values(self) -> None:
         """All forward values at once (for a clip of the backward pass only)."""
@@ -197,16 +265,19 @@ class BackpropScene(Scene):
     def play_forward(self) -> None:
         """Inputs first; then, op by op in topological order, each result appears."""
         G, diagram = self.graph, self.diagram
-        self.set_title("Forward pass: compute and store each value")
         start = self.time
         leaves = [v for v in diagram.values if G.in_degree(v) == 0]
         self.play(LaggedStart(*(FadeIn(diagram.values[v].data_label(), scale=1.3)
                                 for v in leaves), lag_ratio=0.15),
                   run_time=self.t(0.9))
         self._tick()
-        for op in nx.topological_sort(G):
-            if G.nodes[op]["kind"] == "op":
-                self.forward_op(op)
+        ops = [node for node in nx.topological_sort(G) if G.nodes[node]["kind"] == "op"]
+        if ops:
+            self.focus(self._around(ops[0]))
+        self.set_title("Forward pass: compute and store each value")
+        for op in ops:
+            self.focus(self._around(op))
+            self.forward_op(op)
         self.add_subcaption("forward pass: each op computes its value from its inputs",
                             duration=self.time - start, offset=start - self.time)
 
@@ -230,6 +301,7 @@ class BackpropScene(Scene):
 
     def play_backward(self) -> None:
         """The seed at the root, then every op of ``backward_order``."""
+        self.focus(list(self.graph.graph.get("seeds", {})))
         self.set_title("Backward pass: the chain rule, from the output back")
         self.play_seed()
         for step in self.steps:
@@ -254,6 +326,7 @@ class BackpropScene(Scene):
         """One op of the backward pass: highlight, local rule, pulses, new gradients."""
         start = self.time
         self.clear_marks()
+        self.focus(self._around(step.op))
         self.set_caption(step.index)
         self.highlight_op(step.op)
         self.play(*self._pending(), run_time=self.t(0.6))
@@ -341,7 +414,8 @@ class BackpropScene(Scene):
     def set_title(self, text: str) -> None:
         """The phase title, top left, muted."""
         title = self.store.text(text, TITLE_EM, self.palette.muted)
-        title.to_edge(LEFT, buff=0.5).set_y(TITLE_Y)
+        title.move_to([self.screen_x() - config.frame_width / 2 + 0.5 + title.width / 2,
+                       TITLE_Y, 0])
         if self.title is not None:
             self.remove(self.title)
         self.title = title
@@ -353,11 +427,11 @@ class BackpropScene(Scene):
         equation = self.store.math(caption.tex, caption.text, CAPTION_EM, self.palette.text)
         if equation.width > CAPTION_WIDTH:
             equation.scale(CAPTION_WIDTH / equation.width)
-        equation.move_to([0, CAPTION_Y, 0])
+        equation.move_to([self.screen_x(), CAPTION_Y, 0])
         rule = self.store.text(caption.rule, RULE_EM, self.palette.muted)
         if rule.width > CAPTION_WIDTH:
             rule.scale(CAPTION_WIDTH / rule.width)
-        rule.move_to([0, RULE_Y, 0])
+        rule.move_to([self.screen_x(), RULE_Y, 0])
         new = VGroup(rule, equation)
         if self.caption is not None:
             self.remove(self.caption)
