@@ -27,8 +27,24 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[all,dev]'
 	touch $@
 
+BPV := $(VENV)/bin/backpropviz
+
+# The main job: the book's worked example as a slide-ready figure and as a
+# page to step through the backward pass.
 demo: setup
-	$(PY) examples/d2l_mlp.py
+	$(BPV) render examples/d2l_mlp.py -o d2l_mlp.svg
+	$(BPV) render examples/d2l_mlp.py -o d2l_mlp.html
+	@echo "wrote d2l_mlp.svg and d2l_mlp.html"
+
+# The README's pictures, every one made by the command line.
+assets: setup
+	$(BPV) render examples/d2l_mlp.py -o assets/d2l_mlp.svg
+	$(BPV) render examples/d2l_mlp.py -o assets/d2l_mlp.png
+	$(BPV) render examples/d2l_mlp.py -o assets/d2l_mlp_book.png --rankdir BT
+	$(BPV) render examples/d2l_objective.py -o assets/d2l_objective.png
+	$(BPV) render examples/add_mul.py -o assets/add_mul.png
+	$(BPV) render examples/fork.py -o assets/fork.png --theme dark
+	$(BPV) render examples/add_mul.py -o assets/add_mul.gif --quality l
 
 lint: setup
 	$(VENV)/bin/ruff check backpropviz tests examples scenes bench
@@ -38,6 +54,8 @@ test: lint
 
 bench: setup
 	$(PY) bench/engine.py
+	$(PY) bench/render.py
+	$(PY) bench/animate.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info media
