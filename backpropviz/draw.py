@@ -422,7 +422,10 @@ def _array_html(texts: list[list[str]], color: str, theme: Theme, *, size: float
         span = f'ROWSPAN="{len(rows)}" WIDTH="4" BORDER="1" COLOR="{line}"'
         rows[0] = [f'<TD {span} SIDES="LTB"></TD>', *rows[0], f'<TD {span} SIDES="RTB"></TD>']
     bg = f' BGCOLOR="{fill}"' if fill and not hidden else ""
-    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="{_PADDING}"{bg}>'
+    # A little air between the columns of a matrix.
+    spacing = 2 if len(texts[0]) > 1 else 0
+    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{spacing}" '
+            f'CELLPADDING="{_PADDING}"{bg}>'
             + "".join("<TR>" + "".join(cells) + "</TR>" for cells in rows) + "</TABLE>")
 
 
@@ -532,8 +535,16 @@ class _Writer:
             node_attrs = (self.value_node(node, attrs) if attrs["kind"] == "value"
                           else self.op_node(node, attrs))
             lines.append(f"  {_quote(node)} {_attrs(node_attrs)};")
-        for u, v, k, attrs in self.G.edges(keys=True, data=True):
-            lines.append(f"  {_quote(u)} -> {_quote(v)} {_attrs(self.edge(u, v, k, attrs))};")
+        # Each op's operand edges in argument order, then its result edge:
+        # ordering="in" keeps that order on the page.
+        for op, kind in self.G.nodes(data="kind"):
+            if kind != "op":
+                continue
+            incoming = sorted(self.G.in_edges(op, keys=True, data=True),
+                              key=lambda edge: edge[3]["arg"])
+            for u, v, k, attrs in [*incoming, *self.G.out_edges(op, keys=True, data=True)]:
+                lines.append(f"  {_quote(u)} -> {_quote(v)} "
+                             f"{_attrs(self.edge(u, v, k, attrs))};")
         lines.append("}")
         return "\n".join(lines) + "\n"
 
@@ -607,7 +618,7 @@ class _Writer:
         t = self.t
         symbol = attrs["symbol"]
         classes = ["op", attrs["op"]]
-        size = "16" if len(symbol) <= 2 else "12"
+        size = "16" if len(symbol) <= 2 else "13"
         result = {"id": str(node), "shape": "circle", "style": "filled",
                   "fillcolor": t.op_fill, "color": t.op_line, "width": "0.42",
                   "margin": "0.04", "fontsize": size, "label": symbol}
@@ -661,6 +672,11 @@ class _Writer:
         """A key to the colours; the same at every backward step."""
         t = self.t
         items = [_font("value", t.text, 12)]
+        if any(role == "param" for _, role in self.G.nodes(data="role")):
+            items.append(f'<TABLE BORDER="1" CELLBORDER="0" COLOR="{t.node_line}" '
+                         f'CELLPADDING="2" CELLSPACING="0" BGCOLOR="{t.param_fill}" '
+                         f'STYLE="ROUNDED"><TR><TD>'
+                         f'{_font("parameter", t.text, 12)}</TD></TR></TABLE>')
         if self.partials:
             items.append(_font("gradient", t.grad, 12))
         if self.fork_edges:

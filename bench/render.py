@@ -114,7 +114,7 @@ def micrograd_style(G: nx.MultiDiGraph) -> graphviz.Digraph:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--sizes", default="100,1000,5000",
+    parser.add_argument("--sizes", default="100,1000,2000,5000",
                         help="numbers of values for the scaling table")
     args = parser.parse_args()
 
