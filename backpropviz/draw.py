@@ -20,11 +20,14 @@ from .engine import Node
 from .ir import IRError, Step, backward_steps, result_of, to_networkx, validate
 
 __all__ = [
+    "EDGE_LABEL_NODES",
     "FORMATS",
+    "MAX_ITEMS",
     "RANKDIRS",
     "THEMES",
     "Diagram",
     "DrawError",
+    "StepState",
     "Theme",
     "dead_masks",
     "display_number",
@@ -186,7 +189,7 @@ def format_array(x: Any, precision: int = 4, max_items: int = MAX_ITEMS) -> list
 
 
 @dataclass(frozen=True)
-class _State:
+class StepState:
     """What one picture shows: gradients so far, edge contributions, the current op."""
 
     grads: Mapping[Any, Any]  # value id -> gradient shown (absent: not computed)
@@ -197,7 +200,7 @@ class _State:
 
 
 def state_at(G: nx.MultiDiGraph, step: int | None = None,
-             replay: Sequence[Step] | None = None) -> _State:
+             replay: Sequence[Step] | None = None) -> StepState:
     """The gradients and edges known after ``step`` backward steps (None: all).
 
     ``replay`` is ``backward_steps(G)`` if the caller has it already.
@@ -209,17 +212,17 @@ def state_at(G: nx.MultiDiGraph, step: int | None = None,
         done = set(order)
         processed = frozenset((u, v, k) for u, v, k, arg in G.edges(keys=True, data="arg")
                               if arg is not None and v in done)
-        return _State(grads, processed, None, frozenset(), frozenset())
+        return StepState(grads, processed, None, frozenset(), frozenset())
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= len(order):
         raise DrawError(f"step {step!r} is out of range (must be an int in 0..{len(order)})")
     if step == 0:
-        return _State(dict(G.graph.get("seeds", {})), frozenset(), None, frozenset(),
+        return StepState(dict(G.graph.get("seeds", {})), frozenset(), None, frozenset(),
                       frozenset())
     if replay is None:
         replay = backward_steps(G)
     now = replay[step - 1]
     processed = frozenset(edge for done in replay[:step] for edge in done.edges)
-    return _State(now.grads, processed, now.op, frozenset(now.edges), frozenset(now.updated))
+    return StepState(now.grads, processed, now.op, frozenset(now.edges), frozenset(now.updated))
 
 
 def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
@@ -479,7 +482,7 @@ _COMMUTATIVE = frozenset({"add", "mul"})
 class _Writer:
     """Builds the DOT text of one picture."""
 
-    def __init__(self, G: nx.MultiDiGraph, options: _Options, state: _State,
+    def __init__(self, G: nx.MultiDiGraph, options: _Options, state: StepState,
                  replay: Sequence[Step]) -> None:
         self.G = G
         self.o = options
@@ -732,6 +735,10 @@ def _write_atomically(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)
+        # mkstemp makes the file private (0600); give it the usual permissions.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -416,6 +416,9 @@ def test_diagram_renders_formats_atomically(tmp_path):
     assert diagram.render(tmp_path / "e.pdf").read_bytes()[:5] == b"%PDF-"
     assert diagram.render(tmp_path / "graph", format="svg").read_text().startswith("<?xml")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.pdf", "e.png", "graph"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert png.stat().st_mode & 0o777 == 0o666 & ~umask
     assert diagram._repr_mimebundle_() == {"image/svg+xml": diagram.svg}
     assert diagram._repr_svg_() == diagram.svg
 
