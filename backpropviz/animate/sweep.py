@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import runpy
 import sys
@@ -26,9 +27,11 @@ from manim import (
     LaggedStart,
     MoveAlongPath,
     MovingCameraScene,
+    ReplacementTransform,
     RoundedRectangle,
     ShowPassingFlash,
     Succession,
+    SurroundingRectangle,
     Transform,
     VGroup,
     VMobject,
@@ -38,7 +41,7 @@ from manim import (
     rate_functions,
 )
 
-from ..captions import step_captions
+from ..captions import step_captions, value_names
 from ..draw import MAX_ITEMS, THEMES, dead_masks, format_array
 from ..engine import Node
 from ..ir import backward_steps, to_networkx
@@ -154,6 +157,9 @@ class BackpropScene(MovingCameraScene):
         # How much wider than the frame the graph is: the overview zooms out by it.
         self.overview = max(1.0, (self.diagram.width + 2 * PAN_MARGIN) / config.frame_width)
         self.marks: list[VMobject] = []  # this step's highlights, gone at the next
+        # What happened when: ("step", op, start time) for each backward step,
+        # ("gradient", value, time) when a value's gradient (or a new sum) is shown.
+        self.timeline: list[tuple[str, Any, float]] = []
         self._beats_done = 0
         ops = sum(1 for _, kind in G.nodes(data="kind") if kind == "op")
         # show_graph, the inputs (or all values), each forward op, the seed, each step
@@ -200,6 +206,68 @@ class BackpropScene(MovingCameraScene):
         self.add(*diagram.edges.values(), *boxes)
         self._tick()
 
+    def point_out(self, nodes: Sequence[Any], note: str, seconds: float = 2.5) -> None:
+        """Outline ``nodes`` and show ``note`` in the caption line, then hold."""
+        self.clear_marks()
+        self.focus(nodes)
+        palette = self.palette
+        outlines = [SurroundingRectangle(self._part(node), color=palette.highlight_line,
+                                         buff=0.08, corner_radius=0.08,
+                                         stroke_width=4).set_z_index(Z_BADGE)
+                    for node in nodes]
+        self.set_note(note)
+        self.marks.extend(outlines)
+        self.play(*(Create(outline) for outline in outlines), *self._pending(),
+                  run_time=self.t(0.8))
+        self.wait(self.t(seconds))
+
+    def trace_paths(self, source: Any, target: Any | None = None) -> None:
+        """Draw, one after the other, every path from ``source`` to ``target`` (the
+        first root by default): the ways a value reaches the output, along which
+        its gradient comes back."""
+        G = self.graph
+        target = G.graph["roots"][0] if target is None else target
+        names = value_names(G)
+        paths = list(nx.all_simple_paths(G, source, target))
+        for number, path in enumerate(paths, start=1):
+            values = [node for node in path if G.nodes[node]["kind"] == "value"]
+            way = " ← ".join(names[node].text for node in reversed(values))
+            self.clear_marks()
+            self.set_note(f"path {number} of {len(paths)}:  {way}")
+            edges = [self.diagram.edges[(u, v, k)] for u, v in itertools.pairwise(path)
+                     for k in G[u][v]]
+            traced = [edge.copy().set_color(self.palette.highlight_line) for edge in edges]
+            for edge in traced:
+                edge.path.set_stroke(width=edge.path.get_stroke_width() * 2.2)
+                edge.set_z_index(Z_MARK)
+            self.marks.extend(traced)
+            self.play(*self._pending(), run_time=self.t(0.4))
+            self.play(LaggedStart(*(Create(edge) for edge in traced), lag_ratio=0.6),
+                      run_time=self.t(0.4 * len(traced) + 0.4))
+            self.wait(self.t(1.0))
+        self.clear_marks()
+
+    def set_note(self, text: str) -> None:
+        """Queue a plain sentence for the caption line (in place of an equation)."""
+        note = self.store.text(text, CAPTION_EM * 0.8, self.palette.text)
+        if note.width > CAPTION_WIDTH:
+            note.scale(CAPTION_WIDTH / note.width)
+        self.place(note, 0, (RULE_Y + CAPTION_Y) / 2)
+        if self.caption is not None:
+            self.remove(self.caption)
+        self.caption = note
+        self._queue(FadeIn(note, shift=0.1 * UP))
+
+    def node_named(self, name: str) -> Any:
+        """The id of the value the script calls ``name``."""
+        for node, label in self.graph.nodes(data="label"):
+            if label == name:
+                return node
+        raise AnimateError(f"the graph has no value named {name!r}")
+
+    def _part(self, node: Any) -> VMobject:
+        return self.diagram.values.get(node) or self.diagram.ops[node]
+
     def show_overview(self) -> None:
         """Zoom out to the whole graph (when it is wider than the frame)."""
         if self.overview == 1:
@@ -222,7 +290,7 @@ class BackpropScene(MovingCameraScene):
         if self.overview == 1:
             return
         frame = self.camera.frame
-        parts = [self.diagram.values.get(n) or self.diagram.ops[n] for n in nodes]
+        parts = [self._part(node) for node in nodes]
         left = min(p.get_left()[0] for p in parts) - PAN_MARGIN
         right = max(p.get_right()[0] for p in parts) + PAN_MARGIN
         half = config.frame_width / 2
@@ -235,12 +303,15 @@ class BackpropScene(MovingCameraScene):
         graph_left = self.diagram.get_left()[0] - PAN_MARGIN
         graph_right = self.diagram.get_right()[0] + PAN_MARGIN
         x = min(max(x, graph_left + half), graph_right - half)
+        overlay = [m for m in (self.title, self.caption) if m is not None]
         if zoomed_out:
+            # The title and caption were set for the overview: they go, and
+            # the next ones are placed for the new view.
             self.play(frame.animate.scale(1 / self.overview, about_point=np.array(GRAPH_CENTER))
-                      .set_x(x), run_time=self.t(seconds * 2))
+                      .set_x(x), *(FadeOut(m) for m in overlay), run_time=self.t(seconds * 2))
+            self.title = self.caption = None
             return
         shift = np.array([x - frame.get_x(), 0, 0])
-        overlay = [m for m in (self.title, self.caption) if m is not None]
         self.play(frame.animate.shift(shift), *(m.animate.shift(shift) for m in overlay),
                   run_time=self.t(seconds))
 
@@ -252,9 +323,12 @@ class BackpropScene(MovingCameraScene):
         """Whether the next view lies right of the current one (forward pass)."""
         return left > frame.get_x()
 
-    def screen_x(self) -> float:
-        """The x of the frame's centre (the camera may have panned)."""
-        return float(self.camera.frame.get_x())
+    def place(self, mobject: VMobject, x: float, y: float) -> VMobject:
+        """Put ``mobject`` at (x, y) of the screen, as if the camera had not moved:
+        scaled with the camera's zoom and shifted with its pans."""
+        frame = self.camera.frame
+        zoom = frame.width / config.frame_width
+        return mobject.scale(zoom).move_to(frame.get_center() + zoom * np.array([x, y, 0]))
 
     def show_values(self) -> None:
         """All forward values at once (for a clip of the backward pass only)."""
@@ -317,6 +391,7 @@ class BackpropScene(MovingCameraScene):
             self.grad_labels[value] = label
             labels.extend([self.mark_value(value, label), FadeIn(label, scale=1.6)])
         self.play(*self._pending(), *labels, run_time=self.t(0.9))
+        self.timeline.extend(("gradient", value, self.time) for value in self.grad_labels)
         self.wait(self.t(0.6))
         self.add_subcaption(self.captions[0].text, duration=self.time - start,
                             offset=start - self.time)
@@ -325,6 +400,7 @@ class BackpropScene(MovingCameraScene):
     def play_step(self, step: Any) -> None:
         """One op of the backward pass: highlight, local rule, pulses, new gradients."""
         start = self.time
+        self.timeline.append(("step", step.op, start))
         self.clear_marks()
         self.focus(self._around(step.op))
         self.set_caption(step.index)
@@ -378,6 +454,8 @@ class BackpropScene(MovingCameraScene):
                 forks.append((u, edges[1:]))
         if appear:
             self.play(*appear, run_time=self.t(0.6))
+        self.timeline.extend(("gradient", u, self.time) for u in received
+                             if all(u != pending for pending, _ in forks))
         for u, edges in forks:
             self.accumulate(u, edges, step)
 
@@ -406,16 +484,17 @@ class BackpropScene(MovingCameraScene):
         self.bring_to_front(old)
         self.play(self.mark_value(u, new), FadeOut(badge[0]), FadeOut(plus),
                   *(label.animate.move_to(old).set_opacity(0) for label in flying),
-                  Transform(old, new), run_time=self.t(0.7))
+                  ReplacementTransform(old, new), run_time=self.t(0.7))
+        self.grad_labels[u] = new
         self.remove(*flying)
+        self.timeline.append(("gradient", u, self.time))
 
     # ------------------------------------------------------------ pieces
 
     def set_title(self, text: str) -> None:
         """The phase title, top left, muted."""
         title = self.store.text(text, TITLE_EM, self.palette.muted)
-        title.move_to([self.screen_x() - config.frame_width / 2 + 0.5 + title.width / 2,
-                       TITLE_Y, 0])
+        self.place(title, -config.frame_width / 2 + 0.5 + title.width / 2, TITLE_Y)
         if self.title is not None:
             self.remove(self.title)
         self.title = title
@@ -427,11 +506,11 @@ class BackpropScene(MovingCameraScene):
         equation = self.store.math(caption.tex, caption.text, CAPTION_EM, self.palette.text)
         if equation.width > CAPTION_WIDTH:
             equation.scale(CAPTION_WIDTH / equation.width)
-        equation.move_to([self.screen_x(), CAPTION_Y, 0])
+        self.place(equation, 0, CAPTION_Y)
         rule = self.store.text(caption.rule, RULE_EM, self.palette.muted)
         if rule.width > CAPTION_WIDTH:
             rule.scale(CAPTION_WIDTH / rule.width)
-        rule.move_to([self.screen_x(), RULE_Y, 0])
+        self.place(rule, 0, RULE_Y)
         new = VGroup(rule, equation)
         if self.caption is not None:
             self.remove(self.caption)
@@ -518,8 +597,8 @@ class BackpropScene(MovingCameraScene):
         half = 9 * s
         bar = VMobject().set_points_as_corners([stop + normal * half, stop - normal * half])
         bar.set_stroke(palette.dead_line, width=pen_width(4.0, s))
-        cross = self.store.text("no gradient", 10 * s, palette.dead_text)
-        cross.next_to(bar, UP, buff=2 * s)
+        cross = self.store.text("no gradient", LABEL_PT * s, palette.dead_text)
+        cross.next_to(bar, DOWN, buff=3 * s)
         self.marks.extend([bar.set_z_index(Z_BADGE), cross.set_z_index(Z_BADGE)])
         short = VMobject()
         short.pointwise_become_partial(path, 0, 0.28)

@@ -1,0 +1,290 @@
+"""The manim clip: its structure without encoding, real low-quality renders, and its errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("manim")
+av = pytest.importorskip("av")
+
+import manim  # noqa: E402
+
+from backpropviz import Value, to_networkx  # noqa: E402
+from backpropviz.animate import AnimateError, render_video  # noqa: E402
+from backpropviz.animate.sweep import BackpropScene, example_graph  # noqa: E402
+from backpropviz.captions import step_captions  # noqa: E402
+from backpropviz.draw import THEMES  # noqa: E402
+from backpropviz.layout import layout  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def quiet_config(**overrides: object) -> dict:
+    settings = {"media_dir": tempfile.mkdtemp(prefix="bpv-test-"), "disable_caching": True,
+                "progress_bar": "none", "verbosity": "WARNING", "quality": "low_quality"}
+    settings.update(overrides)
+    return settings
+
+
+def dry_run(G, **options) -> BackpropScene:
+    """The whole story played without drawing a frame (manim's dry run)."""
+    with manim.tempconfig(quiet_config(dry_run=True)):
+        scene = BackpropScene(G, **options)
+        scene.render()
+    return scene
+
+
+@pytest.fixture(scope="module")
+def add_mul():
+    return example_graph(EXAMPLES / "add_mul.py", "e")
+
+
+@pytest.fixture(scope="module")
+def fork():
+    return example_graph(EXAMPLES / "fork.py", "c")
+
+
+# ---------------------------------------------------------------- structure
+
+
+def test_one_mobject_per_node_and_edge_where_graphviz_put_them(add_mul):
+    with manim.tempconfig(quiet_config()):
+        scene = BackpropScene(add_mul)
+        scene.setup()
+    diagram = scene.diagram
+    values = {n for n, kind in add_mul.nodes(data="kind") if kind == "value"}
+    assert set(diagram.values) == values
+    assert set(diagram.ops) == set(add_mul.nodes) - values
+    assert set(diagram.edges) == set(add_mul.edges(keys=True))
+    boxes = layout(add_mul, legend=False)
+    for node, box in boxes.nodes.items():
+        part = diagram.values.get(node) or diagram.ops[node]
+        np.testing.assert_allclose(part.get_center()[:2], diagram.point(box.x, box.y)[:2],
+                                   atol=1e-6)
+    # Each edge is drawn as graphviz's Bezier curve: it starts where graphviz's does.
+    for key, path in boxes.edges.items():
+        start = diagram.edges[key].path.get_start()
+        np.testing.assert_allclose(start[:2], diagram.point(*path.points[0])[:2], atol=1e-6)
+
+
+def test_steps_follow_backward_order_and_captions_match(fork):
+    scene = dry_run(fork)
+    steps = [node for what, node, _ in scene.timeline if what == "step"]
+    assert steps == fork.graph["backward_order"]
+    assert scene.captions == step_captions(fork)
+    # Every value ends with a gradient label showing the IR's final gradient.
+    for value, label in scene.grad_labels.items():
+        shown = "".join(t.text for t in label.entries).replace("−", "-")
+        assert shown == f"{fork.nodes[value]['grad']:g}"
+
+
+def test_fork_shows_first_contribution_then_the_sum(fork):
+    # a is used twice by b = a + a: its gradient is shown once, as the sum,
+    # after the += of the second edge's contribution.
+    scene = dry_run(fork)
+    a = next(n for n, label in fork.nodes(data="label") if label == "a")
+    shown = [t for what, node, t in scene.timeline if what == "gradient" and node == a]
+    assert len(shown) == 1
+    assert set(scene.edge_labels) == {e for e in fork.edges(keys=True)
+                                      if e[0] in (a, scene.node_named("b"))}
+
+
+def test_forward_phase_alone_needs_no_backward():
+    x = Value(2.0)
+    y = x * x
+    G = to_networkx(y, names={"x": x, "y": y})
+    scene = dry_run(G, phase="forward")
+    assert scene.timeline == []
+    assert scene.captions == []
+
+
+def test_unicode_captions_without_latex(monkeypatch, add_mul):
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with manim.tempconfig(quiet_config()):
+        scene = BackpropScene(add_mul)
+        scene.setup()
+    caption = scene.captions[1]
+    made = scene.store.math(caption.tex, caption.text, 0.4, "#000000")
+    assert isinstance(made, manim.Text)
+    assert made.text == caption.text.replace(" ", "")
+
+
+def test_importing_the_package_does_not_import_manim():
+    code = ("import sys, backpropviz.animate as a; "
+            "print('manim' in sys.modules, a.FORMATS)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.startswith("False")
+
+
+# ---------------------------------------------------------------- renders
+
+
+def srt_entries(path: Path) -> list[tuple[float, float, str]]:
+    """(start, end, text) of each subtitle in an .srt file."""
+    def seconds(stamp: str) -> float:
+        h, m, rest = stamp.split(":")
+        s, ms = rest.split(",")
+        return int(h) * 3600 + int(m) * 60 + int(s) + int(ms) / 1000
+
+    entries = []
+    for block in path.read_text(encoding="utf-8").strip().split("\n\n"):
+        lines = block.splitlines()
+        start, end = (seconds(x.strip()) for x in lines[1].split("-->"))
+        entries.append((start, end, "\n".join(lines[2:])))
+    return entries
+
+
+def frames_of(path: Path) -> tuple[list, float]:
+    """Every decoded frame (time, RGB array) of a video, and its duration."""
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        frames = [(frame.time, frame.to_ndarray(format="rgb24"))
+                  for frame in container.decode(stream)]
+        duration = float(stream.duration * stream.time_base) if stream.duration else None
+    return frames, duration or frames[-1][0]
+
+
+def frame_at(frames: list, t: float) -> np.ndarray:
+    return min(frames, key=lambda frame: abs(frame[0] - t))[1]
+
+
+def pixel(point: np.ndarray, image: np.ndarray) -> tuple[int, int]:
+    """Pixel (row, column) of a scene point, the camera at rest (manim's frame)."""
+    height, width = image.shape[:2]
+    column = (point[0] / manim.config.frame_width + 0.5) * width
+    row = (0.5 - point[1] / manim.config.frame_height) * height
+    return round(row), round(column)
+
+
+def blue_pixels(image: np.ndarray, where: tuple[int, int], radius: int = 6) -> int:
+    """How many pixels near ``where`` are clearly blue (blue well above red and green)."""
+    row, column = where
+    patch = image[row - radius:row + radius + 1, column - radius:column + radius + 1]
+    r, g, b = (patch[..., i].astype(int) for i in range(3))
+    return int(np.sum((b - r > 80) & (b - g > 60)))
+
+
+def nearest_colour(image: np.ndarray, where: tuple[int, int], colour: str,
+                   radius: int = 6) -> float:
+    """Distance (RGB) from ``colour`` to the closest pixel near ``where``."""
+    row, column = where
+    patch = image[row - radius:row + radius + 1, column - radius:column + radius + 1]
+    rgb = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
+    return float(np.min(np.linalg.norm(patch.astype(float) - rgb, axis=-1)))
+
+
+@pytest.fixture(scope="module")
+def mp4(add_mul, tmp_path_factory):
+    out = tmp_path_factory.mktemp("mp4") / "sweep.mp4"
+    render_video(add_mul, out, quality="l", progress=False)
+    return out
+
+
+def test_mp4_duration_size_and_subtitles(mp4, add_mul):
+    frames, duration = frames_of(mp4)
+    assert frames[0][1].shape[:2] == (480, 854)  # -ql: 854x480
+    scene = dry_run(add_mul)
+    assert duration == pytest.approx(scene.time, abs=0.15)
+    entries = srt_entries(mp4.with_suffix(".srt"))
+    texts = [text for _, _, text in entries]
+    assert texts[1:] == [caption.text for caption in step_captions(add_mul)]
+    assert all(start < end <= duration + 0.1 for start, end, _ in entries)
+
+
+def test_mp4_frame_shows_the_gradient_in_blue_at_its_node(mp4, add_mul):
+    frames, _ = frames_of(mp4)
+    with manim.tempconfig(quiet_config(dry_run=True)):
+        scene = BackpropScene(add_mul)
+        scene.render()
+    assert scene.overview == 1  # the graph fits: the camera never moves
+    blue = THEMES["light"].grad
+    a = scene.node_named("a")
+    shown = next(t for what, node, t in scene.timeline if what == "gradient" and node == a)
+    started = next(t for what, _, t in scene.timeline if what == "step")
+    box = scene.diagram.values[a]
+    after = frame_at(frames, shown + 0.2)
+    before = frame_at(frames, started + 0.1)
+    # During the backward pass a's gradient (-3) appears in blue in its slot,
+    # where nothing blue was before; its forward value stays black.
+    assert nearest_colour(after, pixel(box.grad_slot, after), blue) < 60
+    assert blue_pixels(after, pixel(box.grad_slot, after)) >= 5
+    assert blue_pixels(before, pixel(box.grad_slot, before)) == 0
+    assert nearest_colour(after, pixel(box.data_slot, after), "#000000") < 60
+    assert blue_pixels(after, pixel(box.data_slot, after)) == 0
+
+
+def test_gif_render(add_mul, tmp_path):
+    out = render_video(add_mul, tmp_path / "sweep.gif", speed=3.0, progress=False)
+    assert out == tmp_path / "sweep.gif"
+    frames, duration = frames_of(out)
+    assert frames[0][1].shape[:2] == (480, 854)
+    assert 3 < duration < 8  # about 15 s of story at triple speed
+    assert out.with_suffix(".srt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.gif", "sweep.srt"]
+
+
+def test_cli_renders_a_clip(tmp_path):
+    out = tmp_path / "clip.mp4"
+    command = [sys.executable, "-m", "backpropviz", "render", str(EXAMPLES / "add_mul.py"),
+               "-o", str(out), "--speed", "3"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert out.exists() and out.with_suffix(".srt").exists()
+    seconds = float(re.search(r"\(([\d.]+) s\)", done.stderr).group(1))
+    assert frames_of(out)[1] == pytest.approx(seconds, abs=0.15)
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_unknown_format_lists_the_formats(add_mul, tmp_path):
+    with pytest.raises(AnimateError, match=r"unknown video format: '\.avi'.*'\.mp4'.*'\.webm'"):
+        render_video(add_mul, tmp_path / "clip.avi")
+
+
+def test_transparent_needs_a_format_with_alpha(add_mul, tmp_path):
+    with pytest.raises(AnimateError, match=r"transparent.*\.webm"):
+        render_video(add_mul, tmp_path / "clip.mp4", theme="transparent")
+
+
+def test_graph_over_the_limit_suggests_tensors(tmp_path):
+    x = Value(1.0)
+    for _ in range(40):
+        x = x * 1.0
+    G = to_networkx(x)
+    with pytest.raises(AnimateError, match=r"\d+ nodes, more than the animation limit of 60.*"
+                                           r"Tensor"):
+        render_video(G, tmp_path / "clip.mp4")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_manim_missing_says_what_to_install(add_mul, tmp_path, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "manim" else real(name, *a))
+    with pytest.raises(AnimateError, match=r"pip install 'backpropviz\[video\]'"):
+        render_video(add_mul, tmp_path / "clip.mp4")
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_no_partial_file_when_rendering_stops(add_mul, tmp_path, monkeypatch, error):
+    def stop(scene):
+        scene.show_graph()
+        raise error
+
+    monkeypatch.setattr(BackpropScene, "construct", stop)
+    with pytest.raises(type(error)):
+        render_video(add_mul, tmp_path / "clip.mp4", progress=False)
+    assert list(tmp_path.iterdir()) == []
