@@ -60,14 +60,19 @@ def forward(mlp: list, x: list) -> Any:
     return x[0]
 
 
-def training_step(value: Callable[[float], Any], mlp: list, X: list, y: list) -> Any:
-    """Forward the batch, hinge loss + 1e-4 L2, zero the grads, backward."""
+def loss_of(value: Callable[[float], Any], mlp: list, X: list, y: list) -> Any:
+    """The forward pass: SVM hinge loss over the batch plus 1e-4 L2."""
     inputs = [[value(c) for c in row] for row in X]
     scores = [forward(mlp, row) for row in inputs]
     losses = [(1 + -yi * score).relu() for yi, score in zip(y, scores, strict=True)]
     data_loss = sum(losses) * (1.0 / len(losses))
     reg_loss = 1e-4 * sum(p * p for p in parameters(mlp))
-    total = data_loss + reg_loss
+    return data_loss + reg_loss
+
+
+def training_step(value: Callable[[float], Any], mlp: list, X: list, y: list) -> Any:
+    """Forward, zero the parameters' gradients, backward."""
+    total = loss_of(value, mlp, X, y)
     for p in parameters(mlp):
         p.grad = 0.0
     total.backward()
@@ -96,7 +101,10 @@ def best_times(functions: dict[str, Callable[[], Any]], repeats: int,
 
 
 def bench_training_step(repeats: int) -> None:
-    from micrograd.engine import Value as MicrogradValue
+    try:
+        from micrograd.engine import Value as MicrogradValue
+    except ImportError:
+        raise SystemExit("the comparison needs micrograd: pip install micrograd") from None
 
     X, y = make_moons(100, noise=0.1, seed=1)
     engines = {"backpropviz": Value, "micrograd": MicrogradValue}
@@ -106,11 +114,12 @@ def bench_training_step(repeats: int) -> None:
               for name, value in engines.items()}
     grads = {name: [p.grad for p in parameters(model)] for name, model in models.items()}
     disagreement = max(abs(a - b) for a, b in zip(*grads.values(), strict=True))
-    print(f"training step (MLP 2-16-16-1, batch 100, hinge + 1e-4 L2, forward + backward), "
-          f"best of {repeats}:")
+    print(f"training step (MLP 2-16-16-1, batch 100, hinge + 1e-4 L2, forward + backward; "
+          f"backpropviz records its tape), best of {repeats}:")
     for name in engines:
         print(f"  {name:<12} loss {losses[name]:.12f}")
     print(f"  largest difference between the two engines' gradients: {disagreement:.1e}")
+
     steps = {name: lambda v=value, m=models[name]: training_step(v, m, X, y)
              for name, value in engines.items()}
     for collect_garbage in (True, False):
@@ -120,9 +129,22 @@ def bench_training_step(repeats: int) -> None:
               f"backpropviz {times['backpropviz'] * 1e3:6.1f} ms, "
               f"micrograd {times['micrograd'] * 1e3:6.1f} ms, ratio {ratio:.2f}")
 
+    # Where the time goes, gc off: the forward pass, and backward on its own.
+    forwards = {name: lambda v=value, m=models[name]: loss_of(v, m, X, y)
+                for name, value in engines.items()}
+    graphs = {name: [] for name in engines}
+    backwards = {name: lambda name=name: graphs[name].pop().backward() for name in engines}
+    forward_times = best_times(forwards, repeats, collect_garbage=False)
+    for name, value in engines.items():
+        graphs[name] = [loss_of(value, models[name], X, y) for _ in range(repeats)]
+    backward_times = best_times(backwards, repeats, collect_garbage=False)
+    for name in engines:
+        print(f"  gc off, {name:<12} forward {forward_times[name] * 1e3:6.1f} ms, "
+              f"backward {backward_times[name] * 1e3:6.1f} ms")
+
 
 def build_and_backward(length: int) -> tuple[float, float, Value]:
-    """A chain x -> -x -> --x ... of ``length`` ops; returns the forward and backward times."""
+    """A chain x -> -x -> --x ... of ``length`` ops; the forward and backward times, and x."""
     start = time.perf_counter()
     x = Value(0.5)
     node = x
@@ -147,14 +169,14 @@ def bench_chain(length: int) -> None:
     build_and_backward(length)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    print(f"chain of {length:,} nodes: forward {forward_time:.2f} s, "
+    print(f"chain of {length:,} negations ({length + 1:,} nodes): forward {forward_time:.2f} s, "
           f"backward {backward_time:.2f} s, peak memory {peak / 2**20:.0f} MiB "
           f"(tracemalloc, forward and backward)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per engine")
+    parser.add_argument("--repeats", type=int, default=10, help="timed runs per engine")
     parser.add_argument("--chain", type=int, default=1_000_000, help="length of the chain")
     args = parser.parse_args()
     bench_training_step(args.repeats)
