@@ -39,6 +39,16 @@ def test_add_mul_example_gives_the_books_numbers(capsys):
     assert "e = -9.0" in capsys.readouterr().out
 
 
+def test_add_mul_in_tensor_form_gives_the_books_numbers():
+    a, b, c = Tensor(2.0), Tensor(1.0), Tensor(-3.0)
+    d = a + b
+    e = d * c
+    e.backward()
+    assert (d.item(), e.item()) == (3.0, -9.0)
+    assert (a.grad, b.grad, c.grad, d.grad) == (-3.0, -3.0, 3.0, -3.0)
+    assert a.grad.shape == ()
+
+
 def test_mlp_example_in_matrix_form_gives_the_books_numbers(capsys):
     g = run_example("d2l_mlp.py")
     assert listed(g["z"].data) == [-1.0, 2.0]
