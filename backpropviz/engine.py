@@ -79,7 +79,14 @@ class Node:
         seed = self._seed_for(gradient)
         order = topological_order([self])
         self._seed = seed if self._seed is None else self._seed + seed
-        Node._steps_taken = self._sweep(order, seed, Node._steps_taken)
+        try:
+            Node._steps_taken = self._sweep(order, seed, Node._steps_taken)
+        except KeyError as error:  # only a rule lookup raises it
+            rules = _VALUE_RULES if isinstance(self, Value) else _TENSOR_RULES
+            known = ", ".join(sorted(rules))
+            raise EngineError(
+                f"op {error.args[0]!r} has no backward rule (the ops are {known}); "
+                "build nodes with operators and methods, not by passing an op name") from None
 
     # How many ops all backward passes so far have processed: ``_step``
     # numbers keep counting across passes, so the tape orders them all.
@@ -229,8 +236,8 @@ class Value(Node):
             if op is None:
                 continue
             contributions = rules[op](node, upstream)
-            # += at forks. Spelled out per arity: this loop is the engine's
-            # hot path, and a zip() here costs a third of the backward pass.
+            # += at forks, spelled out per arity: this is the engine's hot
+            # loop, and a zip() here made the whole sweep about a third slower.
             if len(contributions) == 2:
                 a, b = node.operands
                 contribution_a, contribution_b = contributions

@@ -639,3 +639,10 @@ def test_power_symbols_for_any_exponent():
     symbols = [(Value(2.0) ** e)._op for e in (2, -1, 0.5, math.inf, math.nan)]
     assert symbols == ["x²", "x⁻¹", "x⁰·⁵", "xinf", "xnan"]
     assert (Value(2.0) ** Value(3.0))._op == "xʸ"
+
+
+def test_an_op_without_a_rule_is_a_clear_error():
+    a, b = Value(1.0), Value(2.0)
+    c = Value(3.0, (a, b), "+")  # micrograd's constructor, with micrograd's op name
+    with pytest.raises(EngineError, match=r"op '\+' has no backward rule .*add, div"):
+        c.backward()
