@@ -32,8 +32,9 @@ FORMATS = (*DRAW_FORMATS, "json", "graphml", "html", *VIDEO_FORMATS)
 
 # The drawing's size limit, counted in IR nodes (values and ops). dot's layout
 # time grows faster than linearly with the graph: around this size it still
-# answers in seconds, beyond it a user waits with nothing to show.
-DEFAULT_MAX_NODES = 2000
+# answers in seconds (bench/render.py: ~3,900 nodes take 1.6 s of dot, ~10,000
+# take 29 s), beyond it a user waits with nothing to show.
+DEFAULT_MAX_NODES = 4000
 
 # A script "uses PyTorch" when it imports it; only then is the importer loaded.
 _IMPORTS_TORCH = re.compile(r"^\s*(import\s+torch\b|from\s+torch\b)", re.MULTILINE)
