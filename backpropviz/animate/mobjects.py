@@ -169,7 +169,7 @@ class Table(VGroup):
         widths = list(widths or table_widths(texts))
         self.widths = widths
         row_height = 1.25 * em
-        pad = 0.3 * em
+        pad = 0.55 * em  # air between columns, as in the SVG
         total_width = sum(widths) + pad * (len(widths) - 1)
         top = rows * row_height / 2
         self.entries = VGroup()
@@ -259,7 +259,7 @@ class ValueNode(VGroup):
                              theme.muted, bracketed=self.bracketed) for g in grads]
         self.grad_widths = _widest_columns(grad_tables)
         grad_width = max((t.width for t in grad_tables), default=data.width)
-        gap = 0.9 * self.em
+        gap = 1.1 * self.em
         if not gradient_slot:
             gap = grad_width = 0.0
         content_width = data.width + gap + grad_width

@@ -298,8 +298,12 @@ class BackpropScene(MovingCameraScene):
         if not zoomed_out and left >= frame.get_x() - half and right <= frame.get_x() + half:
             return
         # Show as much as possible of what comes next in the sweep's direction.
-        x = (left + right) / 2 if right - left > 2 * half else (
-            left + half if self._panning_right(frame, left) else right - half)
+        if right - left > 2 * half:
+            x = (left + right) / 2
+        elif left > frame.get_x():  # moving right (the forward pass): room ahead
+            x = left + half
+        else:  # moving left (the backward sweep)
+            x = right - half
         graph_left = self.diagram.get_left()[0] - PAN_MARGIN
         graph_right = self.diagram.get_right()[0] + PAN_MARGIN
         x = min(max(x, graph_left + half), graph_right - half)
@@ -318,10 +322,6 @@ class BackpropScene(MovingCameraScene):
     def _around(self, op: Any) -> list:
         """An op with its operands and its result: what one beat of the story shows."""
         return [*self.graph.predecessors(op), op, *self.graph.successors(op)]
-
-    def _panning_right(self, frame: VMobject, left: float) -> bool:
-        """Whether the next view lies right of the current one (forward pass)."""
-        return left > frame.get_x()
 
     def place(self, mobject: VMobject, x: float, y: float) -> VMobject:
         """Put ``mobject`` at (x, y) of the screen, as if the camera had not moved:

@@ -1,0 +1,245 @@
+"""Benchmark the video render: seconds of rendering per second of clip, against bare manim.
+
+Run with ``.venv/bin/python bench/animate.py`` (``--quality l h``, ``--graph mlp
+scalar``). For each graph and quality it times ``render_video`` (the whole
+clip: forward pass, backward sweep, camera moves) and a bare manim scene that
+builds the same mobjects with the same builders and plays the same kinds of
+animations for the same durations, written straight against manim (no
+timeline, no captions bookkeeping, no progress): the limit. The target is a
+ratio of at most 1.3. Both write an mp4 with caching off, in a scratch folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import manim
+import networkx as nx
+import numpy as np
+from manim import (
+    AnimationGroup,
+    Circle,
+    Create,
+    Dot,
+    FadeIn,
+    FadeOut,
+    LaggedStart,
+    MoveAlongPath,
+    MovingCameraScene,
+    RoundedRectangle,
+    ShowPassingFlash,
+    Succession,
+    VGroup,
+    rate_functions,
+)
+
+from backpropviz.animate import render_video
+from backpropviz.animate.mobjects import Diagram, TextStore, pen_width
+from backpropviz.animate.sweep import (
+    CAPTION_EM,
+    GRAPH_CENTER,
+    GRAPH_HEIGHT,
+    GRAPH_WIDTH,
+    MIN_SCALE,
+    PAN_MARGIN,
+    example_graph,
+)
+from backpropviz.captions import step_captions
+from backpropviz.draw import THEMES
+from backpropviz.ir import backward_steps
+from backpropviz.layout import layout
+
+ROOT = Path(__file__).resolve().parent.parent
+GRAPHS = {
+    "mlp": ("d2l_mlp.py", "L"),  # the book's MLP, matrix form: 19 nodes
+    "scalar": ("d2l_mlp_scalar.py", "L"),  # the same, one Value per number: 38 nodes
+}
+QUALITIES = {"l": "low_quality", "h": "high_quality"}
+
+
+class BareSweep(MovingCameraScene):
+    """The same mobjects and animations as the clip, played with plain manim calls."""
+
+    def __init__(self, G: nx.MultiDiGraph, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.G = G
+
+    def construct(self) -> None:
+        G, palette, store = self.G, THEMES["light"], TextStore()
+        self.camera.background_color = palette.background
+        steps, captions = backward_steps(G), step_captions(G)
+        store.typeset([(c.tex, c.text) for c in captions], CAPTION_EM, palette.text)
+        shown: dict = {v: [g] for v, g in G.graph["seeds"].items()}
+        for step in steps:
+            for value in step.updated:
+                shown.setdefault(value, []).append(step.grads[value])
+        diagram = Diagram(G, layout(G, legend=False), palette, store, center=GRAPH_CENTER,
+                          max_width=GRAPH_WIDTH, max_height=GRAPH_HEIGHT, min_scale=MIN_SCALE,
+                          grads=shown)
+        s = diagram.scale_factor
+        frame = self.camera.frame
+        width = manim.config.frame_width
+        zoom = max(1.0, (diagram.width + 2 * PAN_MARGIN) / width)
+        center = np.array(GRAPH_CENTER)
+        if zoom > 1:
+            frame.scale(zoom, about_point=center)
+
+        def pulse(path, color):
+            dot = Dot(path.get_start(), radius=3.2 * s, color=color)
+            flash = path.copy().set_stroke(color, width=pen_width(2.6, s))
+            return AnimationGroup(MoveAlongPath(dot, path, remover=True),
+                                  ShowPassingFlash(flash, time_width=0.6))
+
+        def ring(op, color):
+            circle = Circle(radius=op.circle.radius, color=color).move_to(op.circle)
+            return VGroup(circle.set_fill(palette.highlight_fill, 1), op.symbol.copy())
+
+        def pan(nodes, overlay):
+            parts = [diagram.values.get(n) or diagram.ops[n] for n in nodes]
+            left = min(p.get_left()[0] for p in parts) - PAN_MARGIN
+            right = max(p.get_right()[0] for p in parts) + PAN_MARGIN
+            if zoom == 1 or (left >= frame.get_x() - width / 2
+                             and right <= frame.get_x() + width / 2):
+                return
+            x = left + width / 2 if left > frame.get_x() else right - width / 2
+            shift = np.array([x - frame.get_x(), 0, 0])
+            self.play(frame.animate.shift(shift), *(m.animate.shift(shift) for m in overlay),
+                      run_time=0.6)
+
+        boxes = [*diagram.values.values(), *diagram.ops.values()]
+        self.play(LaggedStart(*(FadeIn(b) for b in boxes), lag_ratio=0.05),
+                  LaggedStart(*(Create(e) for e in diagram.edges.values()), lag_ratio=0.05),
+                  run_time=1.2)
+        leaves = [v for v in diagram.values if G.in_degree(v) == 0]
+        self.play(LaggedStart(*(FadeIn(diagram.values[v].data_label()) for v in leaves),
+                              lag_ratio=0.15), run_time=0.9)
+        if zoom > 1:
+            frame.generate_target()
+            self.play(frame.animate.scale(1 / zoom, about_point=center)
+                      .set_x(diagram.get_left()[0] - PAN_MARGIN + width / 2), run_time=1.2)
+        title = store.text("Forward pass", 0.3, palette.muted).move_to(frame).shift(3.5 * manim.UP)
+        self.play(FadeIn(title), run_time=0.4)
+        for op in (n for n in nx.topological_sort(G) if G.nodes[n]["kind"] == "op"):
+            pan([*G.predecessors(op), op, *G.successors(op)], [title])
+            (result_edge,) = G.out_edges(op, keys=True)
+            self.play(Succession(
+                AnimationGroup(*(pulse(diagram.edges[e].forward_path(), palette.text)
+                                 for e in G.in_edges(op, keys=True)), run_time=0.7),
+                FadeIn(ring(diagram.ops[op], palette.text), remover=True, run_time=0.35,
+                       rate_func=rate_functions.there_and_back),
+                AnimationGroup(pulse(diagram.edges[result_edge].forward_path(), palette.text),
+                               run_time=0.35),
+                FadeIn(diagram.values[result_edge[1]].data_label(), run_time=0.4)))
+        self.remove(title)
+        pan(list(G.graph["seeds"]), [])
+        title = store.text("Backward pass", 0.3, palette.muted).move_to(frame)
+        self.play(FadeIn(title.shift(3.5 * manim.UP)), run_time=0.4)
+        caption = store.math(captions[0].tex, captions[0].text, CAPTION_EM, palette.text)
+        caption.move_to(frame).shift(3.3 * manim.DOWN)
+        seeds = [diagram.values[v].grad_label(g) for v, g in G.graph["seeds"].items()]
+        self.play(FadeIn(caption), *(FadeIn(label) for label in seeds), run_time=0.9)
+        self.wait(0.6)
+        marks: list = []
+        for step in steps:
+            self.remove(*marks)
+            pan([*G.predecessors(step.op), step.op, *G.successors(step.op)], [caption, title])
+            self.remove(caption)
+            caption = VGroup(store.math(captions[step.index].tex, captions[step.index].text,
+                                        CAPTION_EM, palette.text),
+                             store.text(captions[step.index].rule, 0.3, palette.muted))
+            caption.arrange(manim.UP).move_to(frame).shift(3.0 * manim.DOWN)
+            (result_edge,) = G.out_edges(step.op, keys=True)
+            marks = [ring(diagram.ops[step.op], palette.highlight_line),
+                     diagram.edges[result_edge].copy().set_color(palette.highlight_line)]
+            self.play(FadeIn(caption), *(FadeIn(mark) for mark in marks), run_time=0.6)
+            sending = [e for e in step.edges if G.edges[e].get("grad") is not None]
+            if sending:
+                self.play(*(pulse(diagram.edges[e].backward_path(), palette.grad)
+                            for e in sending), run_time=0.9)
+            labels = [diagram.values[u].grad_label(step.grads[u]) for u in step.updated]
+            backs = [RoundedRectangle(width=label.width, height=label.height,
+                                      corner_radius=0.02, stroke_width=0)
+                     .set_fill(palette.highlight_fill, 1).move_to(label) for label in labels]
+            marks.extend(backs)
+            if labels:
+                self.play(*(FadeIn(b) for b in backs), *(FadeIn(label) for label in labels),
+                          run_time=0.6)
+            self.wait(0.5)
+        self.remove(*marks)
+        if zoom > 1:
+            self.play(FadeOut(caption), run_time=0.4)
+            self.play(frame.animate.move_to([0, 0, 0]).scale(zoom, about_point=center),
+                      run_time=1.2)
+        self.wait(2.0)
+
+
+def time_bare(G: nx.MultiDiGraph, quality: str, folder: str) -> tuple[float, float]:
+    """Seconds to render the bare scene to an mp4, and the clip's length."""
+    settings = {"quality": QUALITIES[quality], "format": "mp4", "media_dir": folder,
+                "output_file": "bare", "disable_caching": True, "progress_bar": "none",
+                "verbosity": "WARNING", "max_inflight_encoders": 4}
+    start = time.perf_counter()
+    with manim.tempconfig(settings):
+        scene = BareSweep(G)
+        scene.render()
+        length = float(scene.time)
+    return time.perf_counter() - start, length
+
+
+def time_ours(G: nx.MultiDiGraph, quality: str, folder: str) -> tuple[float, float]:
+    """Seconds for render_video to write the clip, and the clip's length."""
+    out = Path(folder) / "ours.mp4"
+    messages = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stderr(messages):
+        render_video(G, out, quality=quality, progress=True)
+    elapsed = time.perf_counter() - start
+    length = float(messages.getvalue().rsplit("(", 1)[1].split(" s)")[0])
+    return elapsed, length
+
+
+def measure(which: str, name: str, quality: str) -> tuple[float, float]:
+    """Run one measurement in a fresh interpreter (no font, LaTeX or import cache
+    carried over from the other one); its seconds and the clip's length."""
+    done = subprocess.run([sys.executable, __file__, "--run", which, name, quality],
+                          capture_output=True, text=True, check=True)
+    elapsed, length = done.stdout.split()
+    return float(elapsed), float(length)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quality", nargs="+", choices=list(QUALITIES), default=["l", "h"])
+    parser.add_argument("--graph", nargs="+", choices=list(GRAPHS), default=list(GRAPHS))
+    parser.add_argument("--run", nargs=3, metavar=("WHICH", "GRAPH", "QUALITY"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run:
+        which, name, quality = args.run
+        script, root = GRAPHS[name]
+        G = example_graph(ROOT / "examples" / script, root)
+        with tempfile.TemporaryDirectory() as folder:
+            elapsed, length = (time_ours if which == "ours" else time_bare)(G, quality, folder)
+        print(f"{elapsed} {length}")
+        return
+    print(f"{'graph':8} {'quality':8} {'clip s':>7} {'ours s':>8} {'bare s':>8} "
+          f"{'ours s/s':>9} {'bare s/s':>9} {'ratio':>6}")
+    for name in args.graph:
+        for quality in args.quality:
+            ours, length = measure("ours", name, quality)
+            bare, bare_length = measure("bare", name, quality)
+            label = "480p15" if quality == "l" else "1080p60"
+            print(f"{name:8} {label:8} {length:7.1f} {ours:8.1f} {bare:8.1f} "
+                  f"{ours / length:9.2f} {bare / bare_length:9.2f} "
+                  f"{(ours / length) / (bare / bare_length):6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
