@@ -8,7 +8,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -107,15 +107,9 @@ THEMES: dict[str, Theme] = {
         dead_text="#ffb3b8", dead_fill="#4d1f25", dead_line="#ff6b75",
         highlight_line="#ffa94d", highlight_fill="#4a3517",
     ),
-    "transparent": Theme(
-        name="transparent", background="transparent", label_fill="#ffffff",
-        node_fill="#ffffff", node_line="#3d4a5c", param_fill="#d7e8f7",
-        op_fill="#f4f5f7", op_line="#3d4a5c", edge="#5b6573",
-        text="#000000", grad="#1347b8", muted="#4f5966", saved="#8a4b00",
-        dead_text="#a3121f", dead_fill="#fde4e6", dead_line="#c62833",
-        highlight_line="#d9730d", highlight_fill="#fff1d6",
-    ),
 }
+# The light theme on no background, for slides with their own colour.
+THEMES["transparent"] = replace(THEMES["light"], name="transparent", background="transparent")
 
 
 # ---------------------------------------------------------------- numbers
