@@ -1,8 +1,16 @@
 """Animate the backward pass with manim: reusable mobjects and scenes, and a video render.
 
-Importing this package does not import manim: ``render_video`` and the
-checks load it when they run, and ``BackpropScene``/``Diagram`` load it
-when first looked up.
+``render_video(G, "sweep.mp4")`` writes the whole clip (and ``sweep.srt``).
+For your own scenes, subclass ``BackpropScene`` and call its parts::
+
+    class Sweep(BackpropScene):
+        example = "examples/d2l_mlp.py"
+        roots = ("L",)
+        phase = "backward"
+
+Importing this package does not import manim: ``render_video`` loads it when
+it runs, and ``BackpropScene``, ``Diagram`` and ``example_graph`` when first
+looked up.
 """
 
 from __future__ import annotations

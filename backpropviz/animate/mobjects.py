@@ -11,6 +11,8 @@ import networkx as nx
 import numpy as np
 from manim import (
     ITALIC,
+    TAU,
+    Arc,
     Circle,
     Line,
     MathTex,
@@ -335,26 +337,20 @@ class OpNode(VGroup):
         self.dead = attrs["op"] == "relu" and bool(np.any(attrs.get("dead", False)))
         self.circle = Circle(radius=radius).move_to(center)
         self.circle.set_fill(theme.op_fill, 1)
-        line = theme.dead_line if self.dead else theme.op_line
-        self.circle.set_stroke(line, width=pen_width(2.0 if self.dead else 1.4, scale))
+        self.circle.set_stroke(theme.op_line, width=pen_width(1.4, scale))
         symbol = attrs["symbol"]
-        pt = 16 if len(symbol) <= 2 else 12
+        pt = 16 if len(symbol) <= 2 else 12  # as the SVG sets long symbols smaller
         self.symbol = store.text(symbol, pt * scale, theme.text).move_to(center)
         if self.symbol.width > 1.6 * radius:
             self.symbol.scale(1.6 * radius / self.symbol.width)
-        outline: VMobject = self.circle
-        if self.dead:
-            outline = _dashed_circle(radius, center, line, pen_width(2.0, scale))
-            self.circle.set_stroke(width=0)
         self.add(self.circle, self.symbol)
-        if outline is not self.circle:
-            self.add(outline)
+        if self.dead:
+            self.circle.set_stroke(width=0)
+            self.add(_dashed_circle(radius, center, theme.dead_line, pen_width(2.0, scale)))
 
 
 def _dashed_circle(radius: float, center: np.ndarray, color: str, width: float) -> VGroup:
     """A circle drawn in 16 dashes (cheaper to render than manim's DashedVMobject)."""
-    from manim import TAU, Arc
-
     dashes = 16
     return VGroup(*(Arc(radius=radius, start_angle=k * TAU / dashes, angle=0.55 * TAU / dashes,
                         arc_center=center).set_stroke(color, width=width)

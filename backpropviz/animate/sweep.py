@@ -429,6 +429,8 @@ class BackpropScene(MovingCameraScene):
         animations = list(pulses)
         for edge in stops:
             animations.append(self._stopped(diagram.edges[edge], op_node))
+        if op_node.dead and not stops:
+            animations.append(self._gate_note(op_node))
         if animations:
             self.play(*animations, run_time=self.t(0.9))
         # Per operand, the edges it received a contribution on in this step.
@@ -606,6 +608,17 @@ class BackpropScene(MovingCameraScene):
         return Succession(FadeIn(VGroup(bar, cross), run_time=self.t(0.3)),
                           MoveAlongPath(dot, short, rate_func=linear, run_time=self.t(0.4)),
                           FadeOut(dot, scale=2.5, run_time=self.t(0.2)))
+
+    def _gate_note(self, op: OpNode) -> FadeIn:
+        """Under a ReLU with some dead units: which units pass no gradient."""
+        dead = np.asarray(op.attrs["dead"], dtype=bool)
+        units = ", ".join(str(i + 1) for i in np.flatnonzero(dead.ravel()))
+        s = self.diagram.scale_factor
+        note = self.store.text(f"dead unit {units}: gradient stops", LABEL_PT * s,
+                               self.palette.dead_text)
+        note.next_to(op.circle, DOWN, buff=4 * s).set_z_index(Z_BADGE)
+        self.marks.append(note)
+        return FadeIn(note, shift=2 * s * UP)
 
     # ------------------------------------------------------------ plumbing
 
