@@ -17,7 +17,7 @@ import networkx as nx
 import numpy as np
 
 from .engine import Node
-from .ir import IRError, Step, backward_steps, result_of, to_networkx, validate
+from .ir import IRError, Step, backward_steps, gradient_history, result_of, to_networkx, validate
 
 __all__ = [
     "EDGE_LABEL_NODES",
@@ -230,7 +230,7 @@ def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
     Returns ``(values, edges)``: boolean arrays keyed by value id and by
     ``(u, v, key)``, only for values and edges with at least one dead entry.
     """
-    if not any(np.any(dead) for _, dead in G.nodes(data="dead") if dead is not None):
+    if not any(_any(dead) for _, dead in G.nodes(data="dead") if dead is not None):
         return {}, {}
     contributions: dict[Any, list] = {}
     edge_mask: dict[tuple, Any] = {}
@@ -256,7 +256,7 @@ def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
         result = result_of(G, op)
         upstream = value_mask[result] = mask_of(result)
         attrs = nodes[op]
-        for u, edges in G.pred[op].items():
+        for u, edges in G._pred[op].items():
             for k, edge in edges.items():
                 contribution = edge.get("grad")
                 if contribution is None:
@@ -273,8 +273,13 @@ def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
     for value, kind in G.nodes(data="kind"):
         if kind == "value" and value not in value_mask:
             value_mask[value] = mask_of(value)
-    return ({v: np.asarray(m) for v, m in value_mask.items() if np.any(m)},
-            {e: np.asarray(m) for e, m in edge_mask.items() if np.any(m)})
+    return ({v: np.asarray(m) for v, m in value_mask.items() if _any(m)},
+            {e: np.asarray(m) for e, m in edge_mask.items() if _any(m)})
+
+
+def _any(mask: Any) -> bool:
+    """Whether any entry of a mask is set; a plain bool (a scalar's) without numpy."""
+    return mask if type(mask) is bool else bool(np.any(mask))
 
 
 def _dead_through(attrs: Mapping, arg: int, upstream: np.ndarray, shape: tuple) -> np.ndarray:
@@ -466,8 +471,7 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
         raise DrawError(f"cannot draw an invalid graph: {error}") from None
     palette = _check_options(rankdir, theme, precision)
     options = _Options(rankdir, palette, precision, forward_only, step, legend)
-    replay = backward_steps(G) if not forward_only and G.graph["backward_order"] else []
-    return _Writer(G, options, state_at(G, step, replay), replay).dot()
+    return _Writer(G, options, state_at(G, step)).dot()
 
 
 _COMMUTATIVE = frozenset({"add", "mul"})
@@ -476,8 +480,7 @@ _COMMUTATIVE = frozenset({"add", "mul"})
 class _Writer:
     """Builds the DOT text of one picture."""
 
-    def __init__(self, G: nx.MultiDiGraph, options: _Options, state: StepState,
-                 replay: Sequence[Step]) -> None:
+    def __init__(self, G: nx.MultiDiGraph, options: _Options, state: StepState) -> None:
         self.G = G
         self.o = options
         self.t = options.theme
@@ -488,21 +491,18 @@ class _Writer:
         self.dead_edges = dead_edges
         # Every gradient a value shows at some step: its seed, then each
         # running sum (the last is its final gradient). Cells are sized for all.
-        self.partials: dict[Any, list] = {}
-        if self.show_grads:
-            for value, seed in G.graph.get("seeds", {}).items():
-                self.partials.setdefault(value, []).append(seed)
-            for done in replay:
-                for value in done.updated:
-                    self.partials.setdefault(value, []).append(done.grads[value])
+        self.partials = gradient_history(G) if self.show_grads else {}
         # A fork: a value that sends gradients back along two or more edges.
         # Each edge then shows its contribution, and the node shows their sum.
         self.fork_edges: set = set()
+        self.external_labels = G.number_of_nodes() > EDGE_LABEL_NODES
         if self.show_grads:
             sent: dict[Any, list] = {}
-            for u, v, k, grad in G.edges(keys=True, data="grad"):
-                if grad is not None:
-                    sent.setdefault(u, []).append((u, v, k))
+            for u, targets in G._succ.items():
+                for v, keyed in targets.items():
+                    for k, attrs in keyed.items():
+                        if attrs.get("grad") is not None:
+                            sent.setdefault(u, []).append((u, v, k))
             for edges in sent.values():
                 if len(edges) >= 2:
                     self.fork_edges.update(edges)
@@ -515,7 +515,7 @@ class _Writer:
             "pad": "0.25", "nodesep": "0.3", "ranksep": "0.45", "newrank": "true",
             "id": "graph", "class": f"backprop theme-{t.name}",
         }
-        if self.G.number_of_nodes() > EDGE_LABEL_NODES:
+        if self.external_labels:
             graph["forcelabels"] = "true"
         if o.step is not None:
             graph["class"] += f" step-{o.step}"
@@ -534,12 +534,15 @@ class _Writer:
             lines.append(f"  {_quote(node)} {_attrs(node_attrs)};")
         # Each op's operand edges in argument order, then its result edge:
         # ordering="in" keeps that order on the page.
+        pred, succ = self.G._pred, self.G._succ
         for op, kind in self.G.nodes(data="kind"):
             if kind != "op":
                 continue
-            incoming = sorted(self.G.in_edges(op, keys=True, data=True),
-                              key=lambda edge: edge[3]["arg"])
-            for u, v, k, attrs in [*incoming, *self.G.out_edges(op, keys=True, data=True)]:
+            incoming = sorted(((u, op, k, attrs) for u, keyed in pred[op].items()
+                               for k, attrs in keyed.items()), key=lambda edge: edge[3]["arg"])
+            outgoing = [(op, v, k, attrs) for v, keyed in succ[op].items()
+                        for k, attrs in keyed.items()]
+            for u, v, k, attrs in [*incoming, *outgoing]:
                 lines.append(f"  {_quote(u)} -> {_quote(v)} "
                              f"{_attrs(self.edge(u, v, k, attrs))};")
         lines.append("}")
@@ -622,7 +625,7 @@ class _Writer:
         if attrs["op"] not in _COMMUTATIVE:
             # Keep operands in argument order (first on top in LR) where it matters.
             result["ordering"] = "in"
-        if attrs["op"] == "relu" and np.any(attrs.get("dead", False)):
+        if attrs["op"] == "relu" and _any(attrs.get("dead", False)):
             classes.append("dead")
             result.update(color=t.dead_line, style="filled,dashed", penwidth="2")
         if node == self.state.current:
@@ -649,8 +652,9 @@ class _Writer:
             html = _array_html(texts, t.grad, t, size=11, indices=indices,
                                dead=self.dead_edges.get(key) if known else None,
                                widths=_column_widths([texts], 11), fill=t.label_fill,
-                               brackets=bool(np.ndim(contribution)), hidden=not known)
-            where = "label" if self.G.number_of_nodes() <= EDGE_LABEL_NODES else "xlabel"
+                               brackets=type(contribution) is not float
+                               and bool(np.ndim(contribution)), hidden=not known)
+            where = "xlabel" if self.external_labels else "label"
             result[where] = f"<{html}>"
             classes.append("contribution" if known else "pending-contribution")
         if key in self.state.current_edges:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ __all__ = [
     "backward_steps",
     "from_graphml",
     "from_node_link",
+    "gradient_history",
     "to_graphml",
     "to_networkx",
     "to_node_link",
@@ -118,6 +119,8 @@ def _shape_of(x: Any) -> tuple[int, ...]:
 
 def _check_number(G: nx.MultiDiGraph, where: str, x: Any, shape: tuple[int, ...],
                   what: str) -> None:
+    if type(x) is float and shape == ():  # the common case, a scalar Value
+        return
     try:
         actual = _shape_of(x)
     except (TypeError, ValueError):
@@ -172,18 +175,21 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
         _check_number(G, where, attrs["grad"], shape, "grad")
     if attrs["role"] not in ROLES:
         raise IRError(f"{where}: role must be one of {list(ROLES)}, got {attrs['role']!r}")
-    producers = list(G.in_edges(node))
-    if len(producers) > 1:
-        raise IRError(f"{where} is the result of {len(producers)} ops; a value has at most one")
+    # networkx's own adjacency dicts ({neighbour: {key: edge attrs}}), read
+    # only: its views cost more than these checks on big graphs of scalars.
+    producers = sum(len(edges) for edges in G._pred[node].values())
+    if producers > 1:
+        raise IRError(f"{where} is the result of {producers} ops; a value has at most one")
     if (attrs["role"] in ("input", "param", "const")) != (not producers):
         raise IRError(f"{where}: role {attrs['role']!r} does not match its "
                       f"{'producing op' if producers else 'lack of a producing op'}")
-    for _, target, data in G.out_edges(node, data=True):
+    for target, edges in G._succ[node].items():
         if G.nodes[target].get("kind") != "op":
             raise IRError(f"edge {node!r} -> {target!r} joins two values; "
                           "edges run value -> op -> value")
-        if data.get("grad") is not None:
-            _check_number(G, f"edge {node!r} -> {target!r}", data["grad"], shape, "grad")
+        for data in edges.values():
+            if data.get("grad") is not None:
+                _check_number(G, f"edge {node!r} -> {target!r}", data["grad"], shape, "grad")
 
 
 def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
@@ -191,12 +197,13 @@ def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     for key in ("op", "symbol"):
         if not isinstance(attrs.get(key), str):
             raise IRError(f"{where}: {key!r} must be a string")
-    results = list(G.out_edges(node))
+    results = [target for target, edges in G._succ[node].items() for _ in edges]
     if len(results) != 1:
         raise IRError(f"{where} has {len(results)} results; an op has exactly one")
-    if G.nodes[results[0][1]].get("kind") != "value":
-        raise IRError(f"{where}: its result {results[0][1]!r} is not a value node")
-    args = sorted(data.get("arg", -1) for _, _, data in G.in_edges(node, data=True))
+    if G.nodes[results[0]].get("kind") != "value":
+        raise IRError(f"{where}: its result {results[0]!r} is not a value node")
+    args = sorted(data.get("arg", -1) for edges in G._pred[node].values()
+                  for data in edges.values())
     if args != list(range(len(args))):
         raise IRError(f"{where}: operand edges must carry arg 0..{len(args) - 1}, got {args}")
 
@@ -231,8 +238,9 @@ def result_of(G: nx.MultiDiGraph, op: Any) -> Any:
 
 def operand_edges(G: nx.MultiDiGraph, op: Any) -> list[tuple[Any, Any, Any]]:
     """An op's operand edges ``(operand, op, key)``, in argument order."""
-    edges = G.in_edges(op, keys=True, data="arg")
-    return [(u, v, k) for u, v, k, _ in sorted(edges, key=lambda edge: edge[3])]
+    edges = [(u, k, data.get("arg")) for u, keyed in G._pred[op].items()
+             for k, data in keyed.items()]
+    return [(u, op, k) for u, k, _ in sorted(edges, key=lambda edge: edge[2])]
 
 
 def backward_steps(G: nx.MultiDiGraph) -> list[Step]:
@@ -242,26 +250,55 @@ def backward_steps(G: nx.MultiDiGraph) -> list[Step]:
     added them, so each partial sum is the number the engine held then, and
     the last one is the node's final gradient.
     """
-    grads: dict[Any, Any] = {}
-    for value, seed in G.graph.get("seeds", {}).items():
-        grads[value] = seed
-    steps = []
-    for index, op in enumerate(G.graph["backward_order"], start=1):
+    return [Step(index, op, result_of(G, op), tuple(edges), dict(grads),
+                 tuple(dict.fromkeys(updated)), tuple(dict.fromkeys(accumulated)))
+            for index, (op, edges, updated, accumulated, grads)
+            in enumerate(_replay(G), start=1)]
+
+
+def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
+    """Every gradient each value holds during the backward pass, in order.
+
+    A value's list is its seed if it has one, then its running sum after each
+    step that changed it (the numbers of ``backward_steps``); the last is its
+    final gradient. Cheaper than ``backward_steps`` when only the numbers are
+    needed: no copy of every gradient at every step.
+    """
+    history = {value: [seed] for value, seed in G.graph.get("seeds", {}).items()}
+    for _, _, updated, _, grads in _replay(G):
+        for value in dict.fromkeys(updated):
+            history.setdefault(value, []).append(grads[value])
+    return history
+
+
+def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
+    """The backward pass op by op, as the running sums change.
+
+    Yields each op of backward_order with its operand edges, the values it
+    updated, those of them it accumulated into, and the running sums after it
+    (one dict, updated in place: copy it to keep it).
+    """
+    grads: dict[Any, Any] = dict(G.graph.get("seeds", {}))
+    pred = G._pred
+    for op in G.graph["backward_order"]:
         edges = operand_edges(G, op)
         updated, accumulated = [], []
         for u, v, k in edges:
-            contribution = G.edges[u, v, k]["grad"]
+            contribution = pred[v][u][k]["grad"]
             if contribution is None:
                 continue
             if u in grads:
                 accumulated.append(u)
-                grads[u] = _plain(np.add(grads[u], contribution))
+                previous = grads[u]
+                # Two floats add as numpy would; arrays (nested lists) go through numpy.
+                if type(previous) is float and type(contribution) is float:
+                    grads[u] = previous + contribution
+                else:
+                    grads[u] = _plain(np.add(previous, contribution))
             else:
                 grads[u] = contribution
             updated.append(u)
-        steps.append(Step(index, op, result_of(G, op), tuple(edges), dict(grads),
-                          tuple(dict.fromkeys(updated)), tuple(dict.fromkeys(accumulated))))
-    return steps
+        yield op, edges, updated, accumulated, grads
 
 
 # ---------------------------------------------------------------- formats
