@@ -167,19 +167,21 @@ def pixel(point: np.ndarray, image: np.ndarray) -> tuple[int, int]:
     return round(row), round(column)
 
 
-def blue_pixels(image: np.ndarray, where: tuple[int, int], radius: int = 6) -> int:
-    """How many pixels near ``where`` are clearly blue (blue well above red and green)."""
-    row, column = where
-    patch = image[row - radius:row + radius + 1, column - radius:column + radius + 1]
+def region(mobject: manim.Mobject, image: np.ndarray) -> np.ndarray:
+    """The pixels of ``image`` under ``mobject``'s bounding box (the camera at rest)."""
+    top, left = pixel(np.array([mobject.get_left()[0], mobject.get_top()[1], 0]), image)
+    bottom, right = pixel(np.array([mobject.get_right()[0], mobject.get_bottom()[1], 0]), image)
+    return image[top:bottom + 1, left:right + 1]
+
+
+def blue_pixels(patch: np.ndarray) -> int:
+    """How many pixels of ``patch`` are clearly blue (blue well above red and green)."""
     r, g, b = (patch[..., i].astype(int) for i in range(3))
     return int(np.sum((b - r > 80) & (b - g > 60)))
 
 
-def nearest_colour(image: np.ndarray, where: tuple[int, int], colour: str,
-                   radius: int = 6) -> float:
-    """Distance (RGB) from ``colour`` to the closest pixel near ``where``."""
-    row, column = where
-    patch = image[row - radius:row + radius + 1, column - radius:column + radius + 1]
+def nearest_colour(patch: np.ndarray, colour: str) -> float:
+    """Distance (RGB) from ``colour`` to the closest pixel of ``patch``."""
     rgb = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
     return float(np.min(np.linalg.norm(patch.astype(float) - rgb, axis=-1)))
 
@@ -217,11 +219,13 @@ def test_mp4_frame_shows_the_gradient_in_blue_at_its_node(mp4, add_mul):
     before = frame_at(frames, started + 0.1)
     # During the backward pass a's gradient (-3) appears in blue in its slot,
     # where nothing blue was before; its forward value stays black.
-    assert nearest_colour(after, pixel(box.grad_slot, after), blue) < 60
-    assert blue_pixels(after, pixel(box.grad_slot, after)) >= 5
-    assert blue_pixels(before, pixel(box.grad_slot, before)) == 0
-    assert nearest_colour(after, pixel(box.data_slot, after), "#000000") < 60
-    assert blue_pixels(after, pixel(box.data_slot, after)) == 0
+    grad, data = scene.grad_labels[a], box.data_label()
+    np.testing.assert_allclose(grad.get_center(), box.grad_slot, atol=1e-9)
+    assert nearest_colour(region(grad, after), blue) < 60
+    assert blue_pixels(region(grad, after)) >= 5
+    assert blue_pixels(region(grad, before)) == 0
+    assert nearest_colour(region(data, after), "#000000") < 60
+    assert blue_pixels(region(data, after)) == 0
 
 
 def test_gif_render(add_mul, tmp_path):

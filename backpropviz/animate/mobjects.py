@@ -40,9 +40,10 @@ __all__ = [
     "palette_names",
 ]
 
-# A Text of font_size F has an em of F times this many scene units (measured:
-# Text("0", font_size=48) is 0.504 units tall, and a digit is 0.73 em).
-EM_PER_FONT_SIZE = 0.691 / 48
+# A Text of font_size F has an em of F/72 scene units (measured: at font_size
+# 48 a digit advances 0.3707 units, and Helvetica's digits are 0.556 em wide),
+# so numbers take the room graphviz measured for them in the SVG.
+EM_PER_FONT_SIZE = 1 / 72
 # The SVG's faces (Helvetica for numbers, Times italic for names), or the
 # first installed face that looks the same.
 FONTS = ("Helvetica", "Arial", "Nimbus Sans", "Liberation Sans", "DejaVu Sans")
@@ -52,6 +53,15 @@ NAME_FONTS = ("Times", "Times New Roman", "Nimbus Roman", "Liberation Serif", "D
 Z_MARK, Z_NUMBER, Z_BADGE, Z_FLYING, Z_PULSE = 1, 2, 3, 4, 5
 # Graphviz sizes (points) the SVG uses: values 14, names 17, edge labels 11.
 VALUE_PT, NAME_PT, LABEL_PT = 14.0, 17.0, 11.0
+# A table's spacing in ems of its numbers, measured on the SVG (ink to ink):
+# rows 1.45 em apart, columns 0.5 em apart, a bracket's rule 0.5 em from a
+# vector's numbers and 0.7 em from a matrix's (graphviz spaces its cells
+# 2 pt apart), with serifs of 0.35 em.
+ROW_PITCH, COLUMN_GAP, BRACKET_SERIF = 1.45, 0.5, 0.35
+VECTOR_INSET, MATRIX_INSET = 0.5, 0.7
+# Between a value and its gradient, as in the SVG: 1.1 em between two arrays'
+# brackets; 0.8 em between two plain numbers, with a rule in the middle.
+ARRAY_GAP, NUMBER_GAP = 1.1, 0.8
 
 
 def palette_names() -> list[str]:
@@ -158,7 +168,7 @@ class Table(VGroup):
     """
 
     def __init__(self, cells: Sequence[Sequence[str]], store: TextStore, em: float,
-                 color: str, bracket_color: str, *, bracketed: bool,
+                 color: str, *, bracketed: bool,
                  widths: Sequence[float] | None = None,
                  dead: np.ndarray | None = None, dead_color: str | None = None,
                  dead_fill: str | None = None, backdrop: str | None = None) -> None:
@@ -170,8 +180,8 @@ class Table(VGroup):
                   for j, cell in enumerate(row)] for i, row in enumerate(cells)]
         widths = list(widths or table_widths(texts))
         self.widths = widths
-        row_height = 1.25 * em
-        pad = 0.55 * em  # air between columns, as in the SVG
+        row_height = ROW_PITCH * em
+        pad = COLUMN_GAP * em
         total_width = sum(widths) + pad * (len(widths) - 1)
         top = rows * row_height / 2
         self.entries = VGroup()
@@ -186,14 +196,16 @@ class Table(VGroup):
                     text.move_to([x + widths[j] / 2, y, 0])
                 if dead is not None and _at(dead, i, j):
                     mark = RoundedRectangle(corner_radius=0.1 * em, width=widths[j] + 0.3 * em,
-                                            height=row_height * 0.95, stroke_width=0)
+                                            height=row_height * 0.9, stroke_width=0)
                     mark.set_fill(dead_fill, 1).move_to([x + widths[j] / 2, y, 0])
                     self.dead_marks.add(mark)
                 self.entries.add(text)
                 x += widths[j] + pad
         self.add(self.dead_marks, self.entries)
         if bracketed:
-            self.add(_brackets(total_width + 0.5 * em, rows * row_height, em, bracket_color))
+            # In the numbers' colour, as the SVG rules its bracket cells.
+            inset = MATRIX_INSET if len(widths) > 1 else VECTOR_INSET
+            self.add(_brackets(total_width + 2 * inset * em, rows * row_height, em, color))
         if backdrop is not None:
             # A plate under a label that sits on an edge, as graphviz's label fill.
             plate = RoundedRectangle(corner_radius=0.15 * em, width=self.width + 0.4 * em,
@@ -217,21 +229,22 @@ def table_widths(texts: Sequence[Sequence[VMobject]]) -> list[float]:
 
 def _brackets(width: float, height: float, em: float, color: str) -> VGroup:
     """Square brackets around a ``width`` x ``height`` table, centred on the origin."""
-    tick = 0.25 * em
+    tick = BRACKET_SERIF * em
     w, h = width / 2, height / 2
     left = VMobject().set_points_as_corners([[-w + tick, h, 0], [-w, h, 0], [-w, -h, 0],
                                             [-w + tick, -h, 0]])
     right = VMobject().set_points_as_corners([[w - tick, h, 0], [w, h, 0], [w, -h, 0],
                                              [w - tick, -h, 0]])
-    return VGroup(left, right).set_stroke(color, width=max(0.6, 9 * em / 2))
+    # 1 pt at 14 pt numbers, as the SVG's bracket cells are ruled.
+    return VGroup(left, right).set_stroke(color, width=max(0.6, 100 * em / VALUE_PT))
 
 
 class ValueNode(VGroup):
     """A value's rounded box with its name; its numbers are made on demand.
 
-    The box is split as in the SVG: the forward value on the left of a thin
-    rule, the gradient on the right. ``data_slot`` and ``grad_slot`` are the
-    centres of the two halves.
+    The box is split as in the SVG: the forward value on the left, the
+    gradient on the right (past a thin rule, for plain numbers).
+    ``data_slot`` and ``grad_slot`` are the centres of the two halves.
     """
 
     def __init__(self, node: Any, attrs: dict, center: np.ndarray, width: float, height: float,
@@ -254,28 +267,28 @@ class ValueNode(VGroup):
         shape = tuple(attrs["shape"])
         self.data_cells = format_array(attrs["data"], precision, MAX_ITEMS)
         self.bracketed = len(shape) > 0
-        data = Table(self.data_cells, store, self.em, theme.text, theme.muted,
-                     bracketed=self.bracketed)
+        data = Table(self.data_cells, store, self.em, theme.text, bracketed=self.bracketed)
         # Columns wide enough for every gradient this box will show.
         grad_tables = [Table(format_array(g, precision, MAX_ITEMS), store, self.em, theme.grad,
-                             theme.muted, bracketed=self.bracketed) for g in grads]
+                             bracketed=self.bracketed) for g in grads]
         self.grad_widths = _widest_columns(grad_tables)
         grad_width = max((t.width for t in grad_tables), default=data.width)
-        gap = 1.1 * self.em
+        gap = (ARRAY_GAP if self.bracketed else NUMBER_GAP) * self.em if gradient_slot else 0.0
         if not gradient_slot:
-            gap = grad_width = 0.0
+            grad_width = 0.0
         content_width = data.width + gap + grad_width
         body_y = center[1] - height / 2 + (height - self._header_height()) / 2 \
             if attrs["label"] else center[1]
         left = center[0] - content_width / 2
         self.data_slot = np.array([left + data.width / 2, body_y, 0])
         self.grad_slot = np.array([left + data.width + gap + grad_width / 2, body_y, 0])
-        rule_x = left + data.width + gap / 2
-        rule_height = max(data.height, 1.1 * self.em)
-        self.rule = Line([rule_x, body_y - rule_height / 2, 0],
-                         [rule_x, body_y + rule_height / 2, 0])
-        self.rule.set_stroke(theme.muted, width=pen_width(1.0, scale))
-        if gradient_slot:
+        # A rule parts two plain numbers; arrays are parted by their brackets.
+        self.rule: Line | None = None
+        if gradient_slot and not self.bracketed:
+            rule_x = left + data.width + gap / 2
+            half = ROW_PITCH * self.em / 2
+            self.rule = Line([rule_x, body_y - half, 0], [rule_x, body_y + half, 0])
+            self.rule.set_stroke(theme.node_line, width=pen_width(1.0, scale))
             self.add(self.rule)
         if attrs["label"]:
             self.name = self._name()
@@ -299,14 +312,14 @@ class ValueNode(VGroup):
 
     def data_label(self) -> Table:
         """The forward value in the SVG's colours, placed in its slot."""
-        table = Table(self.data_cells, self.store, self.em, self.theme.text, self.theme.muted,
+        table = Table(self.data_cells, self.store, self.em, self.theme.text,
                       bracketed=self.bracketed)
         return table.move_to(self.data_slot).set_z_index(Z_NUMBER)
 
     def grad_label(self, grad: Any, dead: np.ndarray | None = None) -> Table:
         """A gradient (running or final) in blue in the gradient slot; dead entries red."""
         table = Table(format_array(grad, self.precision, MAX_ITEMS), self.store, self.em,
-                      self.theme.grad, self.theme.muted, bracketed=self.bracketed,
+                      self.theme.grad, bracketed=self.bracketed,
                       widths=self.grad_widths,
                       dead=dead, dead_color=self.theme.dead_text, dead_fill=self.theme.dead_fill)
         return table.move_to(self.grad_slot).set_z_index(Z_NUMBER)

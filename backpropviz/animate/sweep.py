@@ -550,7 +550,7 @@ class BackpropScene(MovingCameraScene):
         em = LABEL_PT * diagram.scale_factor
 
         label = Table(format_array(contribution, self.precision, MAX_ITEMS), self.store, em,
-                      self.palette.grad, self.palette.muted, bracketed=box.bracketed,
+                      self.palette.grad, bracketed=box.bracketed,
                       dead=self.dead_edges.get(edge), dead_color=self.palette.dead_text,
                       dead_fill=self.palette.dead_fill, backdrop=self.palette.label_fill)
         if path.label is not None:
