@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -201,8 +202,8 @@ def state_at(G: nx.MultiDiGraph, step: int | None = None,
     """
     order = G.graph["backward_order"]
     if step is None:
-        grads = {v: g for v, g in G.nodes(data="grad") if G.nodes[v]["kind"] == "value"
-                 and g is not None}
+        grads = {v: attrs["grad"] for v, attrs in G.nodes(data=True)
+                 if attrs["kind"] == "value" and attrs.get("grad") is not None}
         done = set(order)
         processed = frozenset((u, v, k) for u, v, k, arg in G.edges(keys=True, data="arg")
                               if arg is not None and v in done)
@@ -355,10 +356,17 @@ def display_number(x: float, precision: int = 4) -> str:
     return format_number(x, precision).replace("-", "\u2212")
 
 
+@lru_cache(maxsize=1 << 16)
+def _scalar_text(x: float, precision: int) -> str:
+    # A number recurs: a value's last running sum is its gradient, and every
+    # picture of a backward pass shows the same numbers again.
+    return display_number(x, precision)
+
+
 def _grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]]]:
     """The texts of a number or array as laid out, and the array index of each cell."""
     if type(x) is float:  # the common case, a scalar Value: no numpy on the way
-        return [[display_number(x, precision)]], [[()]]
+        return [[_scalar_text(x, precision)]], [[()]]
     array = np.asarray(x, dtype=np.float64)
     if array.ndim > 2:
         return [[format_array(array)[0][0]]], [[None]]
@@ -384,7 +392,7 @@ def _column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
     for grid in grids:
         for row in grid:
             for column, text in enumerate(row):
-                width = sum(_ADVANCE.get(c, 1000) for c in text) * size / 1000
+                width = _advance(text) * size / 1000
                 if column == len(widths):
                     widths.append(width)
                 widths[column] = max(widths[column], width)
@@ -393,6 +401,12 @@ def _column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
 
 
 _PADDING = 2
+
+
+@lru_cache(maxsize=1 << 16)
+def _advance(text: str) -> int:
+    """The advance width of ``text`` in thousandths of the font size."""
+    return sum(_ADVANCE.get(c, 1000) for c in text)
 
 
 def _array_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = 14,
@@ -611,6 +625,8 @@ class _Writer:
             final = masks[0]
             for mask in masks[1:]:
                 final = final & mask
+        if type(grad) is float:  # a zero scalar: dead where its mask says so
+            return final if final else None
         dead = final & (np.asarray(grad, dtype=np.float64) == 0)
         return dead if dead.any() else None
 

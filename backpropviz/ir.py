@@ -142,7 +142,7 @@ def validate(G: Any) -> None:
             _validate_op(G, node, attrs)
         else:
             raise IRError(f"node {node!r}: kind must be 'value' or 'op', got {kind!r}")
-    if not nx.is_directed_acyclic_graph(G):
+    if not _is_acyclic(G):
         raise IRError(f"the graph has a cycle: {nx.find_cycle(G)}")
     roots = G.graph.get("roots")
     if not isinstance(roots, list) or not roots:
@@ -158,6 +158,19 @@ def validate(G: Any) -> None:
     for op in order:
         if G.nodes.get(op, {}).get("kind") != "op":
             raise IRError(f"backward_order names {op!r}, which is not an op node")
+
+
+def _is_acyclic(G: nx.MultiDiGraph) -> bool:
+    """Kahn's algorithm on the adjacency dicts: a graph is acyclic exactly when
+    taking, again and again, the nodes whose sources are all taken takes every node."""
+    waiting = {node: len(sources) for node, sources in G._pred.items()}
+    ready = [node for node, count in waiting.items() if count == 0]
+    for node in ready:  # grows as nodes lose their last waiting source
+        for target in G._succ[node]:
+            waiting[target] -= 1
+            if not waiting[target]:
+                ready.append(target)
+    return len(ready) == len(waiting)
 
 
 def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
