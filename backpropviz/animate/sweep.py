@@ -41,7 +41,7 @@ from manim import (
     rate_functions,
 )
 
-from ..captions import step_captions, value_names
+from ..captions import Name, step_captions, value_names
 from ..draw import MAX_ITEMS, THEMES, dead_masks, format_array
 from ..engine import Node
 from ..ir import backward_steps, to_networkx
@@ -72,11 +72,15 @@ GRAPH_WIDTH, GRAPH_HEIGHT = 13.4, 5.0
 RULE_Y, CAPTION_Y = -2.65, -3.3
 TITLE_EM, RULE_EM, CAPTION_EM = 0.3, 0.3, 0.42
 CAPTION_WIDTH = 13.4
-# Values are set at 14 pt; below this scale (scene units per point) they
-# would be under 12 pixels tall at 480p, so a wide graph is drawn larger than
-# the frame and the camera follows the sweep along it.
-MIN_SCALE = 0.0143
+# Values are set at 14 pt; below this scale (scene units per point) their em
+# would be under 14 pixels at 480p (digits under 10), so a wide graph is drawn
+# larger than the frame and the camera follows the sweep along it.
+MIN_SCALE = 0.017
 PAN_MARGIN = 0.6
+# The final overview of a graph wider than the frame: the graph fitted to the
+# frame with this margin (screen units), the parameters' gradients beneath it,
+# their names set at CAPTION_EM and their numbers at RESULT_EM.
+OVERVIEW_MARGIN, RESULT_GAP, RESULT_EM = 0.35, 0.45, 0.32
 
 
 def example_graph(path: str | os.PathLike, *roots: str) -> nx.MultiDiGraph:
@@ -139,7 +143,9 @@ class BackpropScene(MovingCameraScene):
         self.backward = bool(G.graph.get("backward_order")) and self.phase != "forward"
         self.steps = backward_steps(G) if self.backward else []
         self.captions = step_captions(G) if self.backward else []
-        self.store.typeset([(c.tex, c.text) for c in self.captions], CAPTION_EM,
+        self.results = self._results(G) if self.backward else []
+        self.store.typeset([(c.tex, c.text) for c in self.captions]
+                           + [(tex, text) for _, tex, text in self.results], CAPTION_EM,
                            self.palette.text)
         self.dead_values, self.dead_edges = dead_masks(G) if self.backward else ({}, {})
         shown = self._gradients_shown(G) if self.backward else {}
@@ -154,8 +160,12 @@ class BackpropScene(MovingCameraScene):
         self.edge_labels: dict[tuple, Table] = {}
         self.caption: VMobject | None = None
         self.title: VMobject | None = None
-        # How much wider than the frame the graph is: the overview zooms out by it.
-        self.overview = max(1.0, (self.diagram.width + 2 * PAN_MARGIN) / config.frame_width)
+        # How much larger than the frame a graph drawn wider than its rectangle
+        # (at MIN_SCALE) is: the overview zooms out by it. A graph in it never pans.
+        fits = self.diagram.scale_factor * self.diagram.layout.width <= GRAPH_WIDTH + 1e-9
+        self.overview = 1.0 if fits else max(
+            1.0, (self.diagram.width + 2 * PAN_MARGIN) / config.frame_width,
+            (self.diagram.height + 2 * PAN_MARGIN) / config.frame_height)
         self.marks: list[VMobject] = []  # this step's highlights, gone at the next
         # What happened when: ("step", op, start time) for each backward step,
         # ("gradient", value, time) when a value's gradient (or a new sum) is shown.
@@ -173,6 +183,20 @@ class BackpropScene(MovingCameraScene):
             for value in step.updated:
                 shown.setdefault(value, []).append(step.grads[value])
         return shown
+
+    def _results(self, G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
+        """The parameters whose gradients the overview sums up, each with its
+        "∂L/∂W1 =" in TeX and in Unicode (L: the differentiated root, named as
+        the captions name it)."""
+        names = value_names(G)
+        seeds = list(G.graph.get("seeds", {}))
+        top = names[seeds[0]] if len(seeds) == 1 and G.nodes[seeds[0]].get("label") \
+            else Name("L", "L")
+        return [(node, rf"\frac{{\partial {top.tex}}}{{\partial {names[node].tex}}} =",
+                 f"∂{top.text}/∂{names[node].text} =")
+                for node, attrs in G.nodes(data=True)
+                if attrs["kind"] == "value" and attrs["role"] == "param"
+                and attrs["grad"] is not None]
 
     def t(self, seconds: float) -> float:
         """A duration at the scene's speed."""
@@ -196,7 +220,7 @@ class BackpropScene(MovingCameraScene):
         diagram = self.diagram
         boxes = [*diagram.values.values(), *diagram.ops.values()]
         if self.overview > 1:
-            self.camera.frame.scale(self.overview, about_point=np.array(GRAPH_CENTER))
+            self.camera.frame.scale(self.overview).move_to(diagram.get_center())
         self.play(LaggedStart(*(FadeIn(box) for box in boxes), lag_ratio=0.05),
                   LaggedStart(*(Create(edge) for edge in diagram.edges.values()),
                               lag_ratio=0.05),
@@ -269,17 +293,51 @@ class BackpropScene(MovingCameraScene):
         return self.diagram.values.get(node) or self.diagram.ops[node]
 
     def show_overview(self) -> None:
-        """Zoom out to the whole graph (when it is wider than the frame)."""
+        """Zoom out to the whole graph (when it is larger than the frame), fitted to
+        the frame, with the parameters' final gradients set large beneath it."""
         if self.overview == 1:
             return
         overlay = [m for m in (self.title, self.caption) if m is not None]
         self.clear_marks()
         self.play(*(FadeOut(m) for m in overlay), run_time=self.t(0.4))
         self.title = self.caption = None
+        results = self.result_table()
+        below = results.height + RESULT_GAP if results is not None else 0.0
+        diagram, margin = self.diagram, 2 * OVERVIEW_MARGIN
+        # The zoom at which the graph fills the frame's width, or its height
+        # above the results, whichever is reached first.
+        zoom = max(diagram.width / (config.frame_width - margin),
+                   diagram.height / (config.frame_height - margin - below))
+        # Graph and results together, centred: the graph's centre is half the
+        # results' band above the frame's.
+        center = diagram.get_center() - np.array([0, below / 2 * zoom, 0])
         frame = self.camera.frame
-        self.play(frame.animate.move_to([0, 0, 0]).scale(self.overview,
-                                                          about_point=np.array(GRAPH_CENTER)),
+        self.play(frame.animate.scale(zoom * config.frame_width / frame.width).move_to(center),
                   run_time=self.t(1.2))
+        if results is not None:
+            self.place(results, 0, below / 2 - diagram.height / zoom / 2 - RESULT_GAP
+                       - results.height / 2)
+            self.caption = results
+            self.play(FadeIn(results, shift=0.1 * UP), run_time=self.t(0.6))
+
+    def result_table(self) -> VGroup | None:
+        """The parameters' final gradients in a row, "∂L/∂W1 = [...]" each, in screen
+        units as ``place`` takes them; None if the graph has no parameters."""
+        if not self.results:
+            return None
+        palette, parts = self.palette, []
+        for node, tex, text in self.results:
+            name = self.store.math(tex, text, CAPTION_EM, palette.text)
+            grad = Table(format_array(self.graph.nodes[node]["grad"], self.precision, MAX_ITEMS),
+                         self.store, RESULT_EM, palette.grad,
+                         bracketed=self.diagram.values[node].bracketed,
+                         dead=self.dead_values.get(node), dead_color=palette.dead_text,
+                         dead_fill=palette.dead_fill)
+            parts.append(VGroup(name, grad).arrange(RIGHT, buff=0.3 * RESULT_EM))
+        row = VGroup(*parts).arrange(RIGHT, buff=2.5 * RESULT_EM)
+        if row.width > CAPTION_WIDTH:
+            row.scale(CAPTION_WIDTH / row.width)
+        return row
 
     def focus(self, nodes: Sequence[Any], seconds: float = 0.6) -> None:
         """Pan the camera (with the title and caption) until ``nodes`` are in view.
@@ -311,8 +369,8 @@ class BackpropScene(MovingCameraScene):
         if zoomed_out:
             # The title and caption were set for the overview: they go, and
             # the next ones are placed for the new view.
-            self.play(frame.animate.scale(1 / self.overview, about_point=np.array(GRAPH_CENTER))
-                      .set_x(x), *(FadeOut(m) for m in overlay), run_time=self.t(seconds * 2))
+            self.play(frame.animate.scale(config.frame_width / frame.width).move_to([x, 0, 0]),
+                      *(FadeOut(m) for m in overlay), run_time=self.t(seconds * 2))
             self.title = self.caption = None
             return
         shift = np.array([x - frame.get_x(), 0, 0])
