@@ -18,7 +18,16 @@ import networkx as nx
 import numpy as np
 
 from .engine import Node
-from .ir import IRError, Step, backward_steps, gradient_history, result_of, to_networkx, validate
+from .ir import (
+    IRError,
+    Step,
+    backward_steps,
+    gradient_history,
+    operand_edges,
+    result_of,
+    to_networkx,
+    validate,
+)
 
 __all__ = [
     "EDGE_LABEL_NODES",
@@ -548,17 +557,15 @@ class _Writer:
             lines.append(f"  {_quote(node)} {_attrs(node_attrs)};")
         # Each op's operand edges in argument order, then its result edge:
         # ordering="in" keeps that order on the page.
-        pred, succ = self.G._pred, self.G._succ
+        pred, succ = self.G._pred, self.G._succ  # networkx's own dicts, read only
         for op, kind in self.G.nodes(data="kind"):
             if kind != "op":
                 continue
-            incoming = sorted(((u, op, k, attrs) for u, keyed in pred[op].items()
-                               for k, attrs in keyed.items()), key=lambda edge: edge[3]["arg"])
-            outgoing = [(op, v, k, attrs) for v, keyed in succ[op].items()
-                        for k, attrs in keyed.items()]
-            for u, v, k, attrs in [*incoming, *outgoing]:
+            edges = operand_edges(self.G, op)
+            edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
+            for u, v, k in edges:
                 lines.append(f"  {_quote(u)} -> {_quote(v)} "
-                             f"{_attrs(self.edge(u, v, k, attrs))};")
+                             f"{_attrs(self.edge(u, v, k, pred[v][u][k]))};")
         lines.append("}")
         return "\n".join(lines) + "\n"
 

@@ -76,14 +76,31 @@ def timed(function: Callable[[], object], repeats: int) -> tuple[float, float]:
     CPU time is the steadier figure on a shared machine; wall time is what
     a user waits.
     """
-    walls, cpus = [], []
-    for _ in range(repeats):
-        before = _cpu()
-        start = time.perf_counter()
-        function()
-        walls.append(time.perf_counter() - start)
-        cpus.append(_cpu() - before)
+    walls, cpus = timed_in_turn([function], repeats)[0]
     return statistics.median(walls), statistics.median(cpus)
+
+
+def timed_in_turn(functions: list[Callable[[], object]],
+                  repeats: int) -> list[tuple[list[float], list[float]]]:
+    """The wall and CPU times of ``repeats`` rounds in which each function runs once.
+
+    Taking turns exposes the functions alike to the load of a shared machine
+    as it comes and goes: the ratio of two times of one round holds better
+    than either time does.
+    """
+    times: list[tuple[list[float], list[float]]] = [([], []) for _ in functions]
+    for _ in range(repeats):
+        for function, (walls, cpus) in zip(functions, times, strict=True):
+            before = _cpu()
+            start = time.perf_counter()
+            function()
+            walls.append(time.perf_counter() - start)
+            cpus.append(_cpu() - before)
+    return times
+
+
+def median_ratio(numerators: list[float], denominators: list[float]) -> float:
+    return statistics.median(n / d for n, d in zip(numerators, denominators, strict=True))
 
 
 def _cpu() -> float:
@@ -124,13 +141,16 @@ def main() -> None:
     source = to_dot(G)
     # Warm up graphviz (fonts, plugins) before measuring.
     bare_dot(source)
-    ours = timed(lambda: draw(G).pipe("svg"), args.repeats)
-    floor = timed(lambda: bare_dot(source), args.repeats)
+    ours, floor = timed_in_turn([lambda: draw(G).pipe("svg"), lambda: bare_dot(source)],
+                                args.repeats)
     emit = timed(lambda: to_dot(G), args.repeats)
-    print(f"(a) draw(G).pipe('svg'): {ours[0]:.3f} s wall, {ours[1]:.3f} s CPU")
-    print(f"    bare dot -Tsvg on our DOT: {floor[0]:.3f} s wall, {floor[1]:.3f} s CPU")
-    print(f"    ratio {ours[0] / floor[0]:.2f}x wall, {ours[1] / floor[1]:.2f}x CPU "
-          f"(target <= 1.15x); to_dot alone {emit[1] * 1000:.0f} ms CPU")
+    print(f"(a) draw(G).pipe('svg'): {statistics.median(ours[0]):.3f} s wall, "
+          f"{statistics.median(ours[1]):.3f} s CPU (medians of {args.repeats})")
+    print(f"    bare dot -Tsvg on our DOT: {statistics.median(floor[0]):.3f} s wall, "
+          f"{statistics.median(floor[1]):.3f} s CPU")
+    print(f"    ratio {median_ratio(ours[0], floor[0]):.2f}x wall, "
+          f"{median_ratio(ours[1], floor[1]):.2f}x CPU (median of the rounds' ratios; "
+          f"target <= 1.15x); to_dot alone {emit[1] * 1000:.0f} ms CPU")
     record = micrograd_style(G)
     reference = timed(lambda: record.pipe(), args.repeats)
     print(f"(b) micrograd draw_dot style (records, graphviz package): {reference[0]:.3f} s wall, "
