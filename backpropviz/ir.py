@@ -161,8 +161,11 @@ def validate(G: Any) -> None:
 
 
 def _is_acyclic(G: nx.MultiDiGraph) -> bool:
-    """Kahn's algorithm on the adjacency dicts: a graph is acyclic exactly when
-    taking, again and again, the nodes whose sources are all taken takes every node."""
+    """Whether ``G`` has no cycle, by Kahn's algorithm on the adjacency dicts.
+
+    Taking, again and again, the nodes whose sources are all taken reaches
+    every node exactly when there is no cycle.
+    """
     waiting = {node: len(sources) for node, sources in G._pred.items()}
     ready = [node for node, count in waiting.items() if count == 0]
     for node in ready:  # grows as nodes lose their last waiting source
