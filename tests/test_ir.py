@@ -20,6 +20,7 @@ from backpropviz import (
     backward_steps,
     from_graphml,
     from_node_link,
+    gradient_history,
     saved_for_backward,
     to_graphml,
     to_networkx,
@@ -222,6 +223,19 @@ def test_edge_gradients_sum_to_node_gradients(graphs, name):
             incoming.append(seeds[v])
         total = np.sum([np.asarray(g, dtype=float) for g in incoming], axis=0)
         np.testing.assert_allclose(total, G.nodes[v]["grad"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ENGINE_EXAMPLES)
+def test_gradient_history_is_the_seeds_then_each_steps_running_sums(graphs, name):
+    G, _ = graphs[name]
+    expected: dict = {value: [seed] for value, seed in G.graph["seeds"].items()}
+    for step in backward_steps(G):
+        for value in step.updated:
+            expected.setdefault(value, []).append(step.grads[value])
+    history = gradient_history(G)
+    assert history == expected
+    assert {value: sums[-1] for value, sums in history.items()} == {
+        v: G.nodes[v]["grad"] for v in values(G)}
 
 
 @pytest.mark.parametrize("name", ENGINE_EXAMPLES)
