@@ -174,6 +174,29 @@ def bench_chain(length: int) -> None:
           f"(tracemalloc, forward and backward)")
 
 
+def micrograd_deepest_chain(limit: int = 100_000) -> int | None:
+    """The longest chain micrograd's recursive sort survives (None: all up to limit)."""
+    from micrograd.engine import Value as MicrogradValue
+
+    def survives(length: int) -> bool:
+        node = MicrogradValue(0.5)
+        for _ in range(length):
+            node = -node
+        try:
+            node.backward()
+        except RecursionError:
+            return False
+        return True
+
+    if survives(limit):
+        return None
+    low, high = 1, limit  # survives(low), not survives(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if survives(middle) else (low, middle)
+    return low
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10, help="timed runs per engine")
@@ -181,6 +204,10 @@ def main() -> None:
     args = parser.parse_args()
     bench_training_step(args.repeats)
     bench_chain(args.chain)
+    deepest = micrograd_deepest_chain()
+    print("micrograd on the same chain: " + (
+        "no limit found up to 100,000" if deepest is None else
+        f"RecursionError beyond {deepest:,} ops (its topological sort recurses)"))
 
 
 if __name__ == "__main__":
