@@ -41,7 +41,7 @@ from manim import (
 )
 
 from backpropviz.animate import render_video
-from backpropviz.animate.mobjects import Diagram, TextStore, pen_width
+from backpropviz.animate.mobjects import Diagram, Table, TextStore, pen_width
 from backpropviz.animate.sweep import (
     CAPTION_EM,
     GRAPH_CENTER,
@@ -49,10 +49,13 @@ from backpropviz.animate.sweep import (
     GRAPH_WIDTH,
     MIN_SCALE,
     PAN_MARGIN,
+    RESULT_EM,
     example_graph,
+    gradients_shown,
+    parameter_results,
 )
 from backpropviz.captions import step_captions
-from backpropviz.draw import THEMES
+from backpropviz.draw import THEMES, format_array
 from backpropviz.ir import backward_steps
 from backpropviz.layout import layout
 
@@ -74,15 +77,12 @@ class BareSweep(MovingCameraScene):
     def construct(self) -> None:
         G, palette, store = self.G, THEMES["light"], TextStore()
         self.camera.background_color = palette.background
-        steps, captions = backward_steps(G), step_captions(G)
-        store.typeset([(c.tex, c.text) for c in captions], CAPTION_EM, palette.text)
-        shown: dict = {v: [g] for v, g in G.graph["seeds"].items()}
-        for step in steps:
-            for value in step.updated:
-                shown.setdefault(value, []).append(step.grads[value])
+        steps, captions, results = backward_steps(G), step_captions(G), parameter_results(G)
+        store.typeset([(c.tex, c.text) for c in captions] + [(t, u) for _, t, u in results],
+                      CAPTION_EM, palette.text)
         diagram = Diagram(G, layout(G, legend=False), palette, store, center=GRAPH_CENTER,
                           max_width=GRAPH_WIDTH, max_height=GRAPH_HEIGHT, min_scale=MIN_SCALE,
-                          grads=shown)
+                          grads=gradients_shown(G, steps))
         s = diagram.scale_factor
         frame = self.camera.frame
         width = manim.config.frame_width
@@ -177,6 +177,12 @@ class BareSweep(MovingCameraScene):
             self.play(FadeOut(caption), run_time=0.4)
             self.play(frame.animate.move_to([0, 0, 0]).scale(zoom, about_point=center),
                       run_time=1.2)
+            row = VGroup(*(VGroup(store.math(tex, text, CAPTION_EM, palette.text),
+                                  Table(format_array(G.nodes[v]["grad"]), store, RESULT_EM,
+                                        palette.grad, bracketed=bool(G.nodes[v]["shape"])))
+                           .arrange(manim.RIGHT) for v, tex, text in results))
+            row.arrange(manim.RIGHT, buff=0.8).scale(zoom).move_to(frame).shift(2.5 * manim.DOWN)
+            self.play(FadeIn(row), run_time=0.6)
         self.wait(2.0)
 
 

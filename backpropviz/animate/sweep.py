@@ -62,7 +62,7 @@ from .mobjects import (
 )
 from .render import AnimateError
 
-__all__ = ["BackpropScene", "example_graph"]
+__all__ = ["BackpropScene", "example_graph", "gradients_shown", "parameter_results"]
 
 # Scene layout (manim units; the frame is 14.2 x 8): a title line on top, the
 # graph in the middle, a two-line caption at the bottom.
@@ -97,6 +97,30 @@ def example_graph(path: str | os.PathLike, *roots: str) -> nx.MultiDiGraph:
     if len(nodes) == 1 and nodes[0].grad is None:
         nodes[0].backward()
     return to_networkx(*nodes, names=namespace)
+
+
+def gradients_shown(G: nx.MultiDiGraph, steps: Sequence[Any]) -> dict[Any, list]:
+    """Every gradient each value's box will show (seed, running sums, final), from
+    ``backward_steps(G)``: its gradient slot is sized for all of them."""
+    shown: dict[Any, list] = {v: [g] for v, g in G.graph.get("seeds", {}).items()}
+    for step in steps:
+        for value in step.updated:
+            shown.setdefault(value, []).append(step.grads[value])
+    return shown
+
+
+def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
+    """The parameters whose gradients the final overview sums up, each with its
+    "∂L/∂W1 =" in TeX and in Unicode (L: the differentiated root, named as the
+    captions name it)."""
+    names = value_names(G)
+    seeds = list(G.graph.get("seeds", {}))
+    top = names[seeds[0]] if len(seeds) == 1 and G.nodes[seeds[0]].get("label") \
+        else Name("L", "L")
+    return [(node, rf"\frac{{\partial {top.tex}}}{{\partial {names[node].tex}}} =",
+             f"∂{top.text}/∂{names[node].text} =")
+            for node, attrs in G.nodes(data=True)
+            if attrs["kind"] == "value" and attrs["role"] == "param" and attrs["grad"] is not None]
 
 
 class BackpropScene(MovingCameraScene):
@@ -143,12 +167,12 @@ class BackpropScene(MovingCameraScene):
         self.backward = bool(G.graph.get("backward_order")) and self.phase != "forward"
         self.steps = backward_steps(G) if self.backward else []
         self.captions = step_captions(G) if self.backward else []
-        self.results = self._results(G) if self.backward else []
+        self.results = parameter_results(G) if self.backward else []
         self.store.typeset([(c.tex, c.text) for c in self.captions]
                            + [(tex, text) for _, tex, text in self.results], CAPTION_EM,
                            self.palette.text)
         self.dead_values, self.dead_edges = dead_masks(G) if self.backward else ({}, {})
-        shown = self._gradients_shown(G) if self.backward else {}
+        shown = gradients_shown(G, self.steps) if self.backward else {}
         self.diagram = Diagram(G, layout(G, rankdir=self.rankdir, theme=self.theme,
                                          precision=self.precision, legend=False,
                                          forward_only=not self.backward),
@@ -175,28 +199,6 @@ class BackpropScene(MovingCameraScene):
         # show_graph, the inputs (or all values), each forward op, the seed, each step
         self._beats_total = 2 + (ops if self.phase != "backward" else 0) \
             + (1 + len(self.steps) if self.backward else 0)
-
-    def _gradients_shown(self, G: nx.MultiDiGraph) -> dict[Any, list]:
-        """Every gradient each value's box will show (seed, running sums, final)."""
-        shown: dict[Any, list] = {v: [g] for v, g in G.graph.get("seeds", {}).items()}
-        for step in self.steps:
-            for value in step.updated:
-                shown.setdefault(value, []).append(step.grads[value])
-        return shown
-
-    def _results(self, G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
-        """The parameters whose gradients the overview sums up, each with its
-        "∂L/∂W1 =" in TeX and in Unicode (L: the differentiated root, named as
-        the captions name it)."""
-        names = value_names(G)
-        seeds = list(G.graph.get("seeds", {}))
-        top = names[seeds[0]] if len(seeds) == 1 and G.nodes[seeds[0]].get("label") \
-            else Name("L", "L")
-        return [(node, rf"\frac{{\partial {top.tex}}}{{\partial {names[node].tex}}} =",
-                 f"∂{top.text}/∂{names[node].text} =")
-                for node, attrs in G.nodes(data=True)
-                if attrs["kind"] == "value" and attrs["role"] == "param"
-                and attrs["grad"] is not None]
 
     def t(self, seconds: float) -> float:
         """A duration at the scene's speed."""
