@@ -108,9 +108,13 @@ def _render_in(scratch: str, G: nx.MultiDiGraph, suffix: str, *, quality: str,
 
     from .sweep import BackpropScene
 
+    # manim 0.22 builds a good palette for a GIF, then encodes it as "rgb8",
+    # a fixed 3-3-2 palette that fringes every anti-aliased edge in yellow; so
+    # a GIF is rendered as MP4 and converted here with its own palette.
+    encoded = ".mp4" if suffix == ".gif" else suffix
     settings = {
         "quality": QUALITIES[quality],
-        "format": suffix[1:],
+        "format": encoded[1:],
         "media_dir": scratch,
         "output_file": "clip",
         # Caching hashes every mobject of every animation: slow for big scenes
@@ -127,7 +131,47 @@ def _render_in(scratch: str, G: nx.MultiDiGraph, suffix: str, *, quality: str,
         scene.render()
         movie = pathlib.Path(scene.renderer.file_writer.movie_file_path)
         seconds = float(scene.time)
+    if suffix == ".gif":
+        gif = movie.with_suffix(".gif")
+        _to_gif(movie, gif)
+        movie = gif
     return movie, seconds
+
+
+def _to_gif(source: pathlib.Path, target: pathlib.Path) -> None:
+    """Convert a video to a GIF with one palette made from all its frames.
+
+    A clip's colours are few (theme colours and their anti-aliased blends),
+    so a single 256-colour palette without dithering keeps edges clean.
+    """
+    import av
+
+    with av.open(str(source)) as movie, av.open(str(target), mode="w") as gif:
+        video = movie.streams.video[0]
+        stream = gif.add_stream("gif", rate=video.average_rate)
+        stream.width, stream.height, stream.pix_fmt = video.width, video.height, "pal8"
+        graph = av.filter.Graph()
+        frames_in = graph.add_buffer(template=video)
+        split = graph.add("split")
+        palette = graph.add("palettegen", "stats_mode=full")
+        quantize = graph.add("paletteuse", "dither=none")
+        frames_out = graph.add("buffersink")
+        frames_in.link_to(split)
+        split.link_to(palette, 0, 0)
+        split.link_to(quantize, 1, 0)
+        palette.link_to(quantize, 0, 1)
+        quantize.link_to(frames_out)
+        graph.configure()
+        for frame in movie.decode(video):
+            graph.push(frame)
+        graph.push(None)  # the palette is known only once every frame is in
+        while True:
+            try:
+                frame = graph.pull()  # keeps the source's timestamps
+            except (av.error.EOFError, av.error.BlockingIOError):
+                break
+            gif.mux(stream.encode(frame))
+        gif.mux(stream.encode())
 
 
 def _move_into_place(source: pathlib.Path, target: pathlib.Path) -> None:
