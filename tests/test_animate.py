@@ -236,6 +236,12 @@ def test_gif_render(add_mul, tmp_path):
     assert 3 < duration < 8  # about 15 s of story at triple speed
     assert out.with_suffix(".srt").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.gif", "sweep.srt"]
+    # The light theme has no yellow: a fixed 3-3-2 palette (manim's own GIF
+    # path) fringes every anti-aliased edge with it; our palette must not.
+    last = frames[-1][1].astype(int)
+    red, green, blue = last[..., 0], last[..., 1], last[..., 2]
+    yellow = (red > 180) & (green > 180) & (blue < 120)
+    assert yellow.sum() < 200  # manim's GIF of this frame has about 1,800
 
 
 def test_cli_renders_a_clip(tmp_path):
