@@ -244,6 +244,20 @@ def test_gif_render(add_mul, tmp_path):
     assert yellow.sum() < 200  # manim's GIF of this frame has about 1,800
 
 
+def test_transparent_webm_has_an_alpha_channel(add_mul, tmp_path):
+    out = render_video(add_mul, tmp_path / "clip.webm", theme="transparent", speed=4.0,
+                       progress=False)
+    with av.open(str(out)) as movie:
+        stream = movie.streams.video[0]
+        assert stream.metadata.get("alpha_mode") == "1"
+        # ffmpeg's own VP9 decoder drops the alpha plane; libvpx keeps it.
+        decoder = av.CodecContext.create("libvpx-vp9", "r")
+        frames = [frame for packet in movie.demux(stream) for frame in decoder.decode(packet)]
+    alpha = frames[-1].to_ndarray(format="rgba")[..., 3]
+    assert (alpha == 0).mean() > 0.5  # the background is see-through
+    assert (alpha == 255).sum() > 1000  # the boxes and text are not
+
+
 def test_cli_renders_a_clip(tmp_path):
     out = tmp_path / "clip.mp4"
     command = [sys.executable, "-m", "backpropviz", "render", str(EXAMPLES / "add_mul.py"),
