@@ -150,6 +150,10 @@ def validate(G: Any) -> None:
     for root in roots:
         if G.nodes.get(root, {}).get("kind") != "value":
             raise IRError(f"root {root!r} is not a value node of the graph")
+    outputs = {node for node, role in G.nodes(data="role") if role == "output"}
+    if outputs != set(roots):
+        raise IRError(f"the values with role 'output' ({sorted(outputs)}) must be the "
+                      f"graph's roots ({roots})")
     order = G.graph.get("backward_order")
     if not isinstance(order, list):
         raise IRError("graph attribute 'backward_order' must be a list of op ids")
@@ -196,7 +200,10 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     producers = sum(len(edges) for edges in G._pred[node].values())
     if producers > 1:
         raise IRError(f"{where} is the result of {producers} ops; a value has at most one")
-    if (attrs["role"] in ("input", "param", "const")) != (not producers):
+    # A leaf is an input, a parameter or a constant, unless it is the root
+    # itself (an output nothing was computed for); what an op made is not.
+    allowed = ("intermediate", "output") if producers else ("input", "param", "const", "output")
+    if attrs["role"] not in allowed:
         raise IRError(f"{where}: role {attrs['role']!r} does not match its "
                       f"{'producing op' if producers else 'lack of a producing op'}")
     for target, edges in G._succ[node].items():

@@ -183,7 +183,24 @@ MUTATIONS = {
     "backward_order missing": (lambda G: G.graph.pop("backward_order"), r"'backward_order'"),
     "root not a value": (lambda G: G.graph.update(roots=["op1"]), r"root 'op1' is not a value"),
     "no roots": (lambda G: G.graph.update(roots=[]), r"'roots' must be a non-empty list"),
+    "an output that is not a root": (lambda G: G.nodes["v0"].update(role="output"),
+                                     r"role 'output' \(\['v0', 'v4'\]\) must be the graph's "
+                                     r"roots \(\['v4'\]\)"),
+    "a root that is not an output": (lambda G: G.graph.update(roots=["v4", "v3"]),
+                                     r"must be the graph's roots"),
 }
+
+
+def test_a_lone_value_is_a_graph_of_its_own():
+    a = Value(2.0, label="a")
+    G = to_networkx(a)
+    validate(G)
+    assert dict(G.nodes(data="role")) == {"v0": "output"}
+    assert G.nodes["v0"]["grad"] is None
+    a.backward()
+    G = to_networkx(a)
+    validate(G)
+    assert G.nodes["v0"]["grad"] == 1.0 and G.graph["backward_order"] == []
 
 
 @pytest.mark.parametrize("case", sorted(MUTATIONS))
