@@ -2,7 +2,7 @@
 
 from .draw import Diagram, DrawError, draw, render_steps
 from .engine import EngineError, GradcheckResult, Tensor, Value, gradcheck, saved_for_backward
-from .html import render_html, to_html
+from .html import Page, render_html, step_through, to_html
 from .ir import (
     IRError,
     backward_steps,
@@ -24,6 +24,7 @@ __all__ = [
     "EngineError",
     "GradcheckResult",
     "IRError",
+    "Page",
     "Tensor",
     "TorchImportError",
     "Value",
@@ -39,6 +40,7 @@ __all__ = [
     "render_html",
     "render_steps",
     "saved_for_backward",
+    "step_through",
     "to_graphml",
     "to_html",
     "to_networkx",

@@ -482,28 +482,12 @@ def _render_video(G: nx.MultiDiGraph, fmt: str, output: Path | None,
 
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write ``path`` whole or not at all: a temporary file beside it, then a rename."""
+    from .draw import write_atomically
+
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial",
-                                             dir=path.parent)
+        write_atomically(path, data)
     except OSError as error:
         raise CommandError(f"cannot write {path}: {error.strerror}") from None
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private (0600)
-        os.replace(temporary, path)
-    except BaseException as error:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        if isinstance(error, OSError):
-            raise CommandError(f"cannot write {path}: {error.strerror}") from None
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _write_steps(G: nx.MultiDiGraph, directory: Path, args: argparse.Namespace) -> None:

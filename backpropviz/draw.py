@@ -49,6 +49,7 @@ __all__ = [
     "state_at",
     "steps",
     "to_dot",
+    "write_atomically",
 ]
 
 # The graphviz output formats we offer (all in every graphviz build with cairo).
@@ -749,8 +750,11 @@ def run_dot(source: str, format: str = "svg") -> bytes:
     return done.stdout
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside ``path``, then rename: no partial output."""
+def write_atomically(path: Path, data: bytes) -> Path:
+    """Write to a temporary file beside ``path``, then rename: no partial output.
+
+    Returns ``path``; raises OSError (the caller says it in its own words).
+    """
     directory = path.parent if str(path.parent) else Path(".")
     fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -764,6 +768,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    return path
 
 
 class Diagram:
@@ -797,7 +802,7 @@ class Diagram:
                                 f"extension or a format (one of {list(FORMATS)})")
         data = self.pipe(format)
         try:
-            _write_atomically(path, data)
+            write_atomically(path, data)
         except OSError as error:
             raise DrawError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
         return path

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import xml.etree.ElementTree as ET
 from html import escape
 from importlib import resources
@@ -15,10 +14,20 @@ import networkx as nx
 import numpy as np
 
 from .captions import step_captions, value_names
-from .draw import MAX_ITEMS, THEMES, DrawError, Theme, dead_masks, format_array, steps
-from .ir import backward_steps, operand_edges, result_of
+from .draw import (
+    MAX_ITEMS,
+    THEMES,
+    DrawError,
+    Theme,
+    dead_masks,
+    format_array,
+    steps,
+    write_atomically,
+)
+from .engine import Node
+from .ir import backward_steps, operand_edges, result_of, to_networkx
 
-__all__ = ["page_data", "render_html", "svg_frames", "to_html"]
+__all__ = ["Page", "page_data", "render_html", "step_through", "svg_frames", "to_html"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
 ET.register_namespace("", SVG_NS)
@@ -267,20 +276,35 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
 
 def render_html(G: nx.MultiDiGraph, path: str | os.PathLike, **options: Any) -> Path:
     """Write ``to_html(G, **options)`` to ``path`` whole or not at all; return the path."""
-    path = Path(path)
-    page = to_html(G, **options).encode("utf-8")
-    directory = path.parent if str(path.parent) else Path(".")
+    return _write(Path(path), to_html(G, **options).encode("utf-8"))
+
+
+def _write(path: Path, page: bytes) -> Path:
     try:
-        fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+        return write_atomically(path, page)
     except OSError as error:
         raise DrawError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(page)
-        os.replace(temporary, path)
-    except BaseException as error:
-        Path(temporary).unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise DrawError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
-        raise
-    return path
+
+class Page:
+    """A step-through page; in Jupyter it shows inline, in a frame of its own."""
+
+    def __init__(self, html: str, height: int = 560) -> None:
+        self.html = html
+        self.height = height
+
+    def _repr_html_(self) -> str:
+        # srcdoc keeps the page's script and styles apart from the notebook's.
+        return (f'<iframe srcdoc="{escape(self.html, quote=True)}" '
+                f'style="width:100%;height:{self.height}px;border:0"></iframe>')
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the page to ``path`` whole or not at all; return the path."""
+        return _write(Path(path), self.html.encode("utf-8"))
+
+
+def step_through(graph_or_root: Any, *, names: Any = None, height: int = 560,
+                 **options: Any) -> Page:
+    """The step-through page of an IR graph or of a Value/Tensor root, as a Page."""
+    G = to_networkx(graph_or_root, names=names) if isinstance(graph_or_root, Node) \
+        else graph_or_root
+    return Page(to_html(G, **options), height)

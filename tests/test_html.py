@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import html as html_module
 import io
 import json
+import os
 import pathlib
 import re
 import runpy
@@ -12,11 +14,11 @@ import runpy
 import numpy as np
 import pytest
 
-from backpropviz import backward_steps, to_networkx
+from backpropviz import Value, backward_steps, to_networkx
 from backpropviz.captions import step_captions
 from backpropviz.draw import THEMES, DrawError, format_array, format_number
 from backpropviz.engine import Node
-from backpropviz.html import render_html, to_html
+from backpropviz.html import Page, render_html, step_through, to_html
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 CHROMIUM = pathlib.Path("/usr/bin/chromium")
@@ -283,3 +285,22 @@ def test_fits_a_slide_and_shows_the_highlight(browser, tmp_path, theme, width, h
 
 def _rgb(color: str) -> tuple[int, int, int]:
     return tuple(int(color[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def test_step_through_shows_inline_in_a_notebook_and_saves(tmp_path):
+    a = Value(3.0)
+    b = a + a
+    c = b * b
+    c.backward()
+    page = step_through(c, names={"a": a, "b": b, "c": c})
+    assert isinstance(page, Page)
+    frame = page._repr_html_()
+    assert frame.startswith('<iframe srcdoc="') and 'style="width:100%;height:560px' in frame
+    srcdoc = frame.split('srcdoc="', 1)[1].split('" style=', 1)[0]
+    assert html_module.unescape(srcdoc) == page.html == to_html(
+        to_networkx(c, names={"a": a, "b": b, "c": c}))
+    path = page.save(tmp_path / "fork.html")
+    assert path.read_text(encoding="utf-8") == page.html
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's private 0600
