@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -386,7 +386,3 @@ def _decoded(attrs: Mapping) -> dict:
     return {key: json.loads(value) if key in _JSON_KEYS else value
             for key, value in attrs.items()}
 
-
-def nodes_of(G: nx.MultiDiGraph, kind: str) -> Iterable[Any]:
-    """The ids of the value nodes or of the op nodes, in id order."""
-    return [node for node, k in G.nodes(data="kind") if k == kind]
