@@ -61,6 +61,11 @@ class Node:
         """micrograd's name for the operator, as a symbol ('' for a leaf)."""
         return "" if self.op is None else op_symbol(self.op, self.exponent)
 
+    def _clear_grad(self) -> None:
+        self.grad = self._no_grad
+        self._sent = self._step = self._seed = None
+        self._reached = False
+
     def zero_grad(self) -> None:
         """Forget every gradient in the graph below this node, and the tape."""
         for node in topological_order([self]):
@@ -193,6 +198,7 @@ class Value(Node):
     """
 
     __slots__ = ()
+    _no_grad = 0.0  # micrograd's .grad before backward
 
     def __init__(self, data: Any, _children: Sequence[Value] = (), _op: str = "",
                  label: str | None = None, requires_grad: bool = False,
@@ -250,11 +256,6 @@ class Value(Node):
             node._step = step
             step += 1
         return step
-
-    def _clear_grad(self) -> None:
-        self.grad = 0.0
-        self._sent = self._step = self._seed = None
-        self._reached = False
 
     def __add__(self, other: Any) -> Value:
         other = other if type(other) is Value else _const_value(other)
@@ -397,6 +398,7 @@ class Tensor(Node):
     """
 
     __slots__ = ("axis",)
+    _no_grad = None  # PyTorch's .grad before backward
 
     def __init__(self, data: Any, label: str | None = None, requires_grad: bool = False,
                  *, _children: tuple[Tensor, ...] = (), _op: str | None = None,
@@ -477,11 +479,6 @@ class Tensor(Node):
             node._step = step
             step += 1
         return step
-
-    def _clear_grad(self) -> None:
-        self.grad = None
-        self._sent = self._step = self._seed = None
-        self._reached = False
 
     def _operand(self, other: Any) -> Tensor:
         if type(other) is Tensor:
@@ -654,12 +651,8 @@ def _tensor_getitem(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
     return (spread,)
 
 
-def _ab(node: Tensor) -> tuple[Tensor, Tensor]:
-    return node.operands[0], node.operands[1]
-
-
 def _tensor_div(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    a, b = _ab(node)
+    a, b = node.operands
     with np.errstate(all="ignore"):
         return (_unbroadcast(g / b.data, a.shape),
                 _unbroadcast(-g * a.data / b.data ** 2, b.shape))
