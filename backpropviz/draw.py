@@ -44,6 +44,7 @@ __all__ = [
     "draw",
     "format_array",
     "format_number",
+    "grid_indices",
     "render_steps",
     "run_dot",
     "state_at",
@@ -143,7 +144,7 @@ def format_number(x: float, precision: int = 4) -> str:
     return "0" if float(text) == 0 else text
 
 
-def _grid_indices(shape: tuple[int, ...], max_items: int) -> list[list[tuple | str]]:
+def grid_indices(shape: tuple[int, ...], max_items: int) -> list[list[tuple | str]]:
     """Index tuples laid out as drawn: a vector as a column, a matrix as itself.
 
     Long axes keep their first and last entries around an ellipsis marker
@@ -187,7 +188,7 @@ def format_array(x: Any, precision: int = 4, max_items: int = MAX_ITEMS) -> list
     if array.ndim > 2:
         return [["×".join(map(str, array.shape)) + " array"]]
     return [[cell if isinstance(cell, str) else format_number(array[cell], precision)
-             for cell in row] for row in _grid_indices(array.shape, max_items)]
+             for cell in row] for row in grid_indices(array.shape, max_items)]
 
 
 # ---------------------------------------------------------------- state
@@ -380,7 +381,7 @@ def _grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]
     array = np.asarray(x, dtype=np.float64)
     if array.ndim > 2:
         return [[format_array(array)[0][0]]], [[None]]
-    grid = _grid_indices(array.shape, MAX_ITEMS)
+    grid = grid_indices(array.shape, MAX_ITEMS)
     texts = [[cell if isinstance(cell, str) else display_number(array[cell], precision)
               for cell in row] for row in grid]
     return texts, [[None if isinstance(cell, str) else cell for cell in row] for row in grid]

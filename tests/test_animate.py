@@ -312,3 +312,17 @@ def test_no_partial_file_when_rendering_stops(add_mul, tmp_path, monkeypatch, er
     with pytest.raises(type(error)):
         render_video(add_mul, tmp_path / "clip.mp4", progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_dead_marks_land_on_their_entries_when_an_array_is_shortened():
+    from backpropviz.animate.mobjects import Table, TextStore
+    from backpropviz.draw import format_array
+
+    # Ten entries are drawn as 0 1 2 3 ⋮ 9: entry 4 is elided, entry 9 is the last row.
+    dead = np.zeros(10, dtype=bool)
+    dead[[4, 9]] = True
+    table = Table(format_array(np.arange(10.0)), TextStore(), 0.3, "#000000", bracketed=True,
+                  dead=dead, dead_color="#a3121f", dead_fill="#fde4e6")
+    (mark,) = table.dead_marks
+    last_row = table.entries[-1]
+    assert abs(mark.get_center()[1] - last_row.get_center()[1]) < 1e-6

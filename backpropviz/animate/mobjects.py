@@ -23,7 +23,7 @@ from manim import (
     VMobject,
 )
 
-from ..draw import MAX_ITEMS, THEMES, Theme, format_array
+from ..draw import MAX_ITEMS, THEMES, Theme, format_array, grid_indices
 
 __all__ = [
     "Z_BADGE",
@@ -175,8 +175,13 @@ class Table(VGroup):
         super().__init__()
         self.em = em
         rows = len(cells)
+        # Which cells show a dead entry: the cells are laid out as format_array
+        # lays them out, so its grid of indices maps each cell to its entry.
+        dead_cells = [[False] * len(row) for row in cells] if dead is None else [
+            [not isinstance(index, str) and bool(dead[index]) for index in row]
+            for row in grid_indices(np.shape(dead), MAX_ITEMS)]
         texts = [[store.text(cell.replace("-", "−"), em,
-                             dead_color if dead is not None and _at(dead, i, j) else color)
+                             dead_color if dead_cells[i][j] else color)
                   for j, cell in enumerate(row)] for i, row in enumerate(cells)]
         widths = list(widths or table_widths(texts))
         self.widths = widths
@@ -194,7 +199,7 @@ class Table(VGroup):
                 text.move_to([x + widths[j] - text.width / 2, y, 0])
                 if cells[i][j] in "⋮⋱…":
                     text.move_to([x + widths[j] / 2, y, 0])
-                if dead is not None and _at(dead, i, j):
+                if dead_cells[i][j]:
                     mark = RoundedRectangle(corner_radius=0.1 * em, width=widths[j] + 0.3 * em,
                                             height=row_height * 0.9, stroke_width=0)
                     mark.set_fill(dead_fill, 1).move_to([x + widths[j] / 2, y, 0])
@@ -212,14 +217,6 @@ class Table(VGroup):
                                      height=self.height + 0.2 * em, stroke_width=0)
             plate.set_fill(backdrop, 1).move_to(self.get_center())
             self.add_to_back(plate)
-
-
-def _at(mask: np.ndarray, i: int, j: int) -> bool:
-    if mask.ndim == 0:
-        return bool(mask)
-    if mask.ndim == 1:
-        return i < mask.shape[0] and bool(mask[i])
-    return i < mask.shape[0] and j < mask.shape[1] and bool(mask[i, j])
 
 
 def table_widths(texts: Sequence[Sequence[VMobject]]) -> list[float]:
