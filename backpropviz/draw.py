@@ -39,6 +39,7 @@ __all__ = [
     "DrawError",
     "StepState",
     "Theme",
+    "as_graph",
     "dead_masks",
     "display_number",
     "draw",
@@ -815,7 +816,8 @@ class Diagram:
         return {"image/svg+xml": self.svg}
 
 
-def _as_graph(graph_or_root: Any, names: Mapping[str, Any] | None) -> nx.MultiDiGraph:
+def as_graph(graph_or_root: Any, names: Mapping[str, Any] | None = None) -> nx.MultiDiGraph:
+    """An IR graph as it is, or the IR of a Value/Tensor root or a list of roots."""
     if isinstance(graph_or_root, nx.MultiDiGraph):
         return graph_or_root
     if isinstance(graph_or_root, Node):
@@ -831,7 +833,7 @@ def draw(graph_or_root: Any, *, names: Mapping[str, Any] | None = None, rankdir:
          theme: str = "light", precision: int = 4, forward_only: bool = False,
          step: int | None = None, legend: bool = True) -> Diagram:
     """A Diagram of an IR graph, or of the graph behind a Value or Tensor root."""
-    G = _as_graph(graph_or_root, names)
+    G = as_graph(graph_or_root, names)
     source = to_dot(G, rankdir=rankdir, theme=theme, precision=precision,
                     forward_only=forward_only, step=step, legend=legend)
     return Diagram(source, G)
@@ -842,7 +844,7 @@ def steps(G: Any, **options: Any) -> list[Diagram]:
     names = options.pop("names", None)
     if "step" in options:
         raise DrawError("steps draws every step; do not pass step=")
-    G = _as_graph(G, names)
+    G = as_graph(G, names)
     return [draw(G, step=k, **options) for k in range(len(G.graph["backward_order"]) + 1)]
 
 

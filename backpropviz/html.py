@@ -19,13 +19,13 @@ from .draw import (
     THEMES,
     DrawError,
     Theme,
+    as_graph,
     dead_masks,
     format_array,
     steps,
     write_atomically,
 )
-from .engine import Node
-from .ir import backward_steps, operand_edges, result_of, to_networkx
+from .ir import backward_steps, operand_edges, result_of
 
 __all__ = ["Page", "page_data", "render_html", "step_through", "svg_frames", "to_html"]
 
@@ -305,6 +305,4 @@ class Page:
 def step_through(graph_or_root: Any, *, names: Any = None, height: int = 560,
                  **options: Any) -> Page:
     """The step-through page of an IR graph or of a Value/Tensor root, as a Page."""
-    G = to_networkx(graph_or_root, names=names) if isinstance(graph_or_root, Node) \
-        else graph_or_root
-    return Page(to_html(G, **options), height)
+    return Page(to_html(as_graph(graph_or_root, names), **options), height)

@@ -56,7 +56,6 @@ class Layout:
     pad: float
     nodes: dict[Any, NodeBox] = field(default_factory=dict)
     edges: dict[tuple[Any, Any, Any], EdgePath] = field(default_factory=dict)
-    source: str = ""
 
 
 def _point(text: str) -> tuple[float, float]:
@@ -66,16 +65,13 @@ def _point(text: str) -> tuple[float, float]:
 
 def _edge_path(pos: str) -> tuple[list, tuple | None, tuple | None]:
     """Parse graphviz's ``pos`` of an edge: ``e,x,y s,x,y x1,y1 x2,y2 ...``."""
-    start = end = None
+    end = None
     points = []
     for part in pos.split():
         if part.startswith("e,"):
             end = _point(part[2:])
-        elif part.startswith("s,"):
-            start = _point(part[2:])
-        else:
+        elif not part.startswith("s,"):  # we draw no arrow tails (dir=forward)
             points.append(_point(part))
-    del start  # we draw no arrow tails (dir=forward)
     return points, (points[-1] if end is not None else None), end
 
 
@@ -84,11 +80,11 @@ def _edge_key(edge_id: str) -> Any:
     return int(key) if key.lstrip("-").isdigit() else key
 
 
-def parse_layout(data: dict, source: str = "") -> Layout:
+def parse_layout(data: dict) -> Layout:
     """A Layout from the parsed output of ``dot -Tjson`` on one of our drawings."""
     x0, y0, x1, y1 = (float(n) for n in data["bb"].split(","))
     pad = float(data.get("pad", 0.0555)) * POINTS_PER_INCH
-    result = Layout(width=x1 - x0, height=y1 - y0, pad=pad, source=source)
+    result = Layout(width=x1 - x0, height=y1 - y0, pad=pad)
     names = {}
     for obj in data.get("objects", []):
         if "pos" not in obj:  # a subgraph
@@ -111,9 +107,8 @@ def parse_layout(data: dict, source: str = "") -> Layout:
 
 def layout(G: nx.MultiDiGraph, **draw_options: Any) -> Layout:
     """The graphviz layout of ``to_dot(G, **draw_options)``: the same DOT as the SVG."""
-    source = to_dot(G, **draw_options)
     try:
-        data = json.loads(run_dot(source, "json"))
+        data = json.loads(run_dot(to_dot(G, **draw_options), "json"))
     except json.JSONDecodeError as error:
         raise DrawError(f"dot wrote JSON that cannot be read: {error}") from None
-    return parse_layout(data, source)
+    return parse_layout(data)

@@ -51,12 +51,11 @@ from backpropviz.animate.sweep import (
     PAN_MARGIN,
     RESULT_EM,
     example_graph,
-    gradients_shown,
     parameter_results,
 )
 from backpropviz.captions import step_captions
 from backpropviz.draw import THEMES, format_array
-from backpropviz.ir import backward_steps
+from backpropviz.ir import backward_steps, gradient_history
 from backpropviz.layout import layout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +81,7 @@ class BareSweep(MovingCameraScene):
                       CAPTION_EM, palette.text)
         diagram = Diagram(G, layout(G, legend=False), palette, store, center=GRAPH_CENTER,
                           max_width=GRAPH_WIDTH, max_height=GRAPH_HEIGHT, min_scale=MIN_SCALE,
-                          grads=gradients_shown(G, steps))
+                          grads=gradient_history(G))
         s = diagram.scale_factor
         frame = self.camera.frame
         width = manim.config.frame_width

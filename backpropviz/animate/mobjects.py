@@ -23,7 +23,7 @@ from manim import (
     VMobject,
 )
 
-from ..draw import MAX_ITEMS, THEMES, Theme, format_array, grid_indices
+from ..draw import MAX_ITEMS, Theme, format_array, grid_indices
 
 __all__ = [
     "Z_BADGE",
@@ -37,7 +37,6 @@ __all__ = [
     "Table",
     "TextStore",
     "ValueNode",
-    "palette_names",
 ]
 
 # A Text of font_size F has an em of F/72 scene units (measured: at font_size
@@ -62,11 +61,6 @@ VECTOR_INSET, MATRIX_INSET = 0.5, 0.7
 # Between a value and its gradient, as in the SVG: 1.1 em between two arrays'
 # brackets; 0.8 em between two plain numbers, with a rule in the middle.
 ARRAY_GAP, NUMBER_GAP = 1.1, 0.8
-
-
-def palette_names() -> list[str]:
-    """The themes a clip can use: those of the SVG drawings."""
-    return list(THEMES)
 
 
 class TextStore:

@@ -12,6 +12,8 @@ from typing import Any
 
 import networkx as nx
 
+from ..draw import THEMES
+
 __all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "AnimateError", "render_video"]
 
 FORMATS = (".mp4", ".gif", ".webm", ".mov")
@@ -73,6 +75,8 @@ def render_video(G: nx.MultiDiGraph, path: str | os.PathLike, *, quality: str = 
         raise AnimateError(f"unknown quality: {quality!r} (must be one of {list(QUALITIES)})")
     if phase not in PHASES:
         raise AnimateError(f"unknown phase: {phase!r} (must be one of {list(PHASES)})")
+    if theme not in THEMES:
+        raise AnimateError(f"unknown theme: {theme!r} (must be one of {list(THEMES)})")
     if not speed > 0:
         raise AnimateError(f"speed must be a positive number, got {speed!r}")
     transparent = transparent or theme == "transparent"
@@ -84,9 +88,6 @@ def render_video(G: nx.MultiDiGraph, path: str | os.PathLike, *, quality: str = 
         raise AnimateError("the graph has no backward record; call .backward() on the output "
                            "in the script, or pass phase='forward'")
     require_manim()
-    from .mobjects import palette_names
-    if theme not in palette_names():
-        raise AnimateError(f"unknown theme: {theme!r} (must be one of {palette_names()})")
 
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="backpropviz-") as scratch:

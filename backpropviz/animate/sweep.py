@@ -44,7 +44,7 @@ from manim import (
 from ..captions import Name, step_captions, value_names
 from ..draw import MAX_ITEMS, THEMES, dead_masks, format_array
 from ..engine import Node
-from ..ir import backward_steps, to_networkx
+from ..ir import backward_steps, gradient_history, to_networkx
 from ..layout import layout
 from .mobjects import (
     LABEL_PT,
@@ -62,7 +62,7 @@ from .mobjects import (
 )
 from .render import AnimateError
 
-__all__ = ["BackpropScene", "example_graph", "gradients_shown", "parameter_results"]
+__all__ = ["BackpropScene", "example_graph", "parameter_results"]
 
 # Scene layout (manim units; the frame is 14.2 x 8): a title line on top, the
 # graph in the middle, a two-line caption at the bottom.
@@ -97,16 +97,6 @@ def example_graph(path: str | os.PathLike, *roots: str) -> nx.MultiDiGraph:
     if len(nodes) == 1 and nodes[0].grad is None:
         nodes[0].backward()
     return to_networkx(*nodes, names=namespace)
-
-
-def gradients_shown(G: nx.MultiDiGraph, steps: Sequence[Any]) -> dict[Any, list]:
-    """Every gradient each value's box will show (seed, running sums, final), from
-    ``backward_steps(G)``: its gradient slot is sized for all of them."""
-    shown: dict[Any, list] = {v: [g] for v, g in G.graph.get("seeds", {}).items()}
-    for step in steps:
-        for value in step.updated:
-            shown.setdefault(value, []).append(step.grads[value])
-    return shown
 
 
 def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
@@ -172,7 +162,7 @@ class BackpropScene(MovingCameraScene):
                            + [(tex, text) for _, tex, text in self.results], CAPTION_EM,
                            self.palette.text)
         self.dead_values, self.dead_edges = dead_masks(G) if self.backward else ({}, {})
-        shown = gradients_shown(G, self.steps) if self.backward else {}
+        shown = gradient_history(G) if self.backward else {}
         self.diagram = Diagram(G, layout(G, rankdir=self.rankdir, theme=self.theme,
                                          precision=self.precision, legend=False,
                                          forward_only=not self.backward),
