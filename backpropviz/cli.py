@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import importlib.util
 import json
 import math
 import os
-import re
 import runpy
 import shutil
 import sys
@@ -36,8 +36,6 @@ FORMATS = (*DRAW_FORMATS, "json", "graphml", "html", *VIDEO_FORMATS)
 # take 29 s), beyond it a user waits with nothing to show.
 DEFAULT_MAX_NODES = 4000
 
-# A script "uses PyTorch" when it imports it; only then is the importer loaded.
-_IMPORTS_TORCH = re.compile(r"^\s*(import\s+torch\b|from\s+torch\b)", re.MULTILINE)
 _TORCH_MISSING = "this script uses PyTorch; install it with: pip install 'backpropviz[torch]'"
 
 
@@ -254,15 +252,34 @@ def _graph_of_script(script: Path, source: str, args: argparse.Namespace) -> nx.
 @contextlib.contextmanager
 def _recording(source: str) -> Iterator[Any]:
     """For a PyTorch script, the importer's recording of its run; else None."""
-    if not _IMPORTS_TORCH.search(source):
+    # Without torch installed the script runs as it is: one that needs torch
+    # fails on its import (and gets the install hint), one that only tries it
+    # (try: import torch / except ImportError) goes on with the engine.
+    if not _imports_torch(source) or importlib.util.find_spec("torch") is None:
         yield None
         return
-    if importlib.util.find_spec("torch") is None:
-        raise CommandError(_TORCH_MISSING)
     from . import torch_import
 
     with torch_import.capture() as recording:
         yield recording
+
+
+def _imports_torch(source: str) -> bool:
+    """Whether the script has an import statement for torch (only then is the importer loaded)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False  # the run reports it, as python would
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            modules = [node.module or ""]
+        else:
+            continue
+        if any(module.split(".")[0] == "torch" for module in modules):
+            return True
+    return False
 
 
 def _run_script(script: Path) -> dict[str, Any]:
@@ -277,6 +294,8 @@ def _run_script(script: Path) -> dict[str, Any]:
         raise CommandError(f"{path} exited (sys.exit({done.code!r})) before its end, "
                            "so there is no graph to draw") from None
     except Exception as error:
+        if isinstance(error, ModuleNotFoundError) and error.name == "torch":
+            raise CommandError(_TORCH_MISSING) from None
         _print_script_traceback(error, path)
         raise CommandError(f"{path} failed with {type(error).__name__} "
                            "(its traceback is above)") from None

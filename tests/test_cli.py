@@ -429,10 +429,23 @@ def test_pytorch_missing_is_one_line(tmp_path, monkeypatch, capsys):
     find_spec = cli.importlib.util.find_spec
     monkeypatch.setattr(cli.importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else find_spec(name, *a))
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails, as uninstalled
     monkeypatch.chdir(tmp_path)
     assert cli.main(["render", "uses_torch.py"]) == 1
     assert capsys.readouterr().err == ("backpropviz: error: this script uses PyTorch; install "
                                        "it with: pip install 'backpropviz[torch]'\n")
+
+
+def test_torch_imports_are_found_by_the_parser_not_by_the_line(tmp_path):
+    script(tmp_path, "comma.py", "import math, torch\n"
+           "x = torch.tensor([1.0, 2.0], requires_grad=True)\nL = (x * x).sum()\n")
+    ok("comma.py", "-o", "comma.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "comma.json")
+    assert {G.nodes[v]["label"]: G.nodes[v]["grad"] for v in G
+            if G.nodes[v]["kind"] == "value"}["x"] == [2.0, 4.0]
+    assert cli._imports_torch("from torch import nn\n")
+    assert not cli._imports_torch('"""\nimport torch\n"""\nfrom backpropviz import Value\n')
+    assert not cli._imports_torch("from .torch import x\n")
 
 
 def test_pytorch_script_without_backward_gets_the_seeds_gradients(tmp_path):
@@ -445,3 +458,15 @@ def test_pytorch_script_without_backward_gets_the_seeds_gradients(tmp_path):
              if G.nodes[v]["kind"] == "value" and G.nodes[v]["label"]}
     assert grads["L"] == 1.0 and grads["h"] == [-4.0, 2.0] and grads["z"] == [0.0, 2.0]
     assert grads["W1"] == [[0.0, 0.0], [2.0, 4.0]] and grads["W2"] == [[0.0, -4.0]]
+
+
+def test_an_engine_script_that_only_tries_torch_runs_without_it(tmp_path, monkeypatch):
+    script(tmp_path, "optional.py", "try:\n    import torch\nexcept ImportError:\n"
+           "    torch = None\nfrom backpropviz import Value\na = Value(2.0)\nb = a * a\n")
+    find_spec = cli.importlib.util.find_spec
+    monkeypatch.setattr(cli.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else find_spec(name, *a))
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["render", "optional.py"]) == 0
+    assert "<svg" in (tmp_path / "optional.svg").read_text()
