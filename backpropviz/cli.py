@@ -154,7 +154,10 @@ def _render(args: argparse.Namespace) -> int:
         _check_writable(output)
     if args.steps is not None:
         _check_writable_dir(args.steps)
-    source = script.read_text(encoding="utf-8", errors="replace")
+    try:
+        source = script.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise CommandError(f"cannot read {args.script}: {error.strerror or error}") from None
     to_stdout = output == "-"
     # With -o -, stdout carries the picture, so the script's prints go to stderr.
     quiet = contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext()
@@ -171,8 +174,13 @@ def _render(args: argparse.Namespace) -> int:
             if not to_stdout:
                 _write_atomically(output, data)
     if to_stdout:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader left (e.g. `| head`): say nothing more on a closed pipe.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
     return 0
 
 
@@ -214,6 +222,19 @@ def _check_options(args: argparse.Namespace, fmt: str) -> None:
     if args.no_backward and args.phase not in (None, "forward"):
         raise CommandError(f"--phase {args.phase} animates the backward pass, which "
                            "--no-backward leaves out", status=2)
+    if fmt in VIDEO_FORMATS:
+        # What the video renderer would refuse, refused before the script runs
+        # and before --steps writes anything.
+        from .animate.render import TRANSPARENT_FORMATS, AnimateError, require_manim
+
+        if args.theme == "transparent" and f".{fmt}" not in TRANSPARENT_FORMATS:
+            raise CommandError(f"--theme transparent needs a video format with an alpha "
+                               f"channel ({', '.join(TRANSPARENT_FORMATS)}), not .{fmt}",
+                               status=2)
+        try:
+            require_manim()
+        except AnimateError as error:
+            raise CommandError(str(error)) from None
 
 
 def _check_writable(path: Path) -> None:
@@ -524,6 +545,11 @@ def _write_steps(G: nx.MultiDiGraph, directory: Path, args: argparse.Namespace) 
                              precision=args.precision)
         for path in paths:
             os.replace(path, directory / path.name)
+        # Frames of an earlier, longer run would read as steps of this one.
+        current = {path.name for path in paths}
+        for old in directory.glob("step-[0-9][0-9][0-9].*"):
+            if old.name not in current:
+                old.unlink()
     except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
         if created:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import runpy
+import shlex
 import shutil
 import subprocess
 import sys
@@ -229,6 +230,31 @@ def test_steps_writes_one_svg_per_backward_step(tmp_path):
     ok(EXAMPLES / "add_mul.py", "--steps", "frames", "-o", "whole.svg", cwd=tmp_path)
     assert files(tmp_path) == {"frames", "whole.svg"}
     assert sorted(files(tmp_path / "frames")) == names
+    # A shorter graph into the same folder leaves no frames of the longer one.
+    (tmp_path / "frames" / "notes.txt").write_text("mine")
+    ok(EXAMPLES / "d2l_mlp.py", "--steps", "frames", cwd=tmp_path)
+    assert len(files(tmp_path / "frames")) > len(names) + 1
+    ok(EXAMPLES / "add_mul.py", "--steps", "frames", cwd=tmp_path)
+    assert sorted(files(tmp_path / "frames")) == sorted([*names, "notes.txt"])
+
+
+def test_video_problems_are_found_before_the_script_runs(tmp_path):
+    marker = tmp_path / "ran"
+    script(tmp_path, "s.py", f"open({str(marker)!r}, 'w').close()\n"
+           "from backpropviz import Value\na = Value(2.0)\nb = a * a\n")
+    err = fails("s.py", "--steps", "st", "-o", "v.mp4", "--theme", "transparent",
+                cwd=tmp_path, status=2)
+    assert "--theme transparent needs a video format with an alpha channel" in err
+    assert not marker.exists() and files(tmp_path) == {"s.py"}
+
+
+def test_unreadable_script_and_closed_pipe_are_one_line(tmp_path):
+    err = fails("/proc/self/mem", cwd=tmp_path)
+    assert err.startswith("backpropviz: error: cannot read /proc/self/mem")
+    done = subprocess.run(f"{shlex.quote(BIN)} render {EXAMPLES / 'd2l_objective.py'} "
+                          "-o - --format png | true", shell=True, cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
 
 
 def test_the_script_runs_as_python_would_run_it(tmp_path):
