@@ -12,7 +12,7 @@ import numpy as np
 
 from .ir import backward_steps, operand_edges
 
-__all__ = ["Caption", "Name", "step_captions", "value_names"]
+__all__ = ["Caption", "Name", "name_parts", "step_captions", "value_names"]
 
 
 @dataclass(frozen=True)
@@ -51,16 +51,28 @@ _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "eta", "theta", "lambda"
 _SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
 
 
+# A name with a trailing index: W1, w1_11, x_in. The picture, the page and the
+# video all set the index as a subscript, split by this one rule.
+_INDEXED_NAME = re.compile(r"([A-Za-z]+)_?([0-9][0-9_]*|_[A-Za-z0-9_]+)?")
+
+
+def name_parts(label: str) -> tuple[str, str]:
+    """A name's base and subscript: ``W1`` -> ("W", "1"), ``w1_11`` -> ("w", "1,11")."""
+    match = _INDEXED_NAME.fullmatch(label)
+    if match and match.group(2):
+        return match.group(1), match.group(2).strip("_").replace("_", ",")
+    return label, ""
+
+
 def _label_name(label: str) -> Name:
     """A user's name; in TeX a trailing index becomes a subscript (W1 -> W_{1})."""
-    match = re.fullmatch(r"([A-Za-z]+?)_?(\d[\w]*|_\w+)?", label)
-    if match is None:
+    base, index = name_parts(label)
+    if not base.isalpha():
         return Name(label, r"\mathrm{" + _tex_escape(label) + "}")
-    base, index = match.group(1), match.group(2)
     tex = "\\" + base if base in _GREEK else (base if len(base) == 1 else
                                               r"\mathrm{" + base + "}")
     if index:
-        tex += "_{" + _tex_escape(index.strip("_").replace("_", ",")) + "}"
+        tex += "_{" + _tex_escape(index) + "}"
     return Name(label, tex)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -17,6 +16,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .captions import name_parts
 from .engine import Node
 from .ir import (
     IRError,
@@ -349,17 +349,10 @@ def _font(text: str, color: str, size: float | None = None, face: str | None = N
     return f'<FONT COLOR="{color}"{extra}>{text}</FONT>'
 
 
-_NAME = re.compile(r"^([A-Za-z]+)_?([0-9][0-9_]*|_[A-Za-z0-9_]+)?$")
-
-
 def _name_html(name: str, theme: Theme) -> str:
     """A name in the book's style: ``W1`` as an italic W with subscript 1."""
-    match = _NAME.match(name)
-    if match and match.group(2):
-        base, sub = match.group(1), match.group(2).strip("_").replace("_", ",")
-        body = f"<I>{escape(base)}</I><SUB>{escape(sub)}</SUB>"
-    else:
-        body = f"<I>{escape(name)}</I>"
+    base, sub = name_parts(name)
+    body = f"<I>{escape(base)}</I>" + (f"<SUB>{escape(sub)}</SUB>" if sub else "")
     return _font(body, theme.text, 17, NAME_FONT)
 
 

@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 from backpropviz import Tensor, Value, backward_steps, from_node_link, to_networkx, to_node_link
-from backpropviz.captions import Caption, step_captions, value_names
+from backpropviz.captions import Caption, name_parts, step_captions, value_names
+from backpropviz.draw import to_dot
 from backpropviz.engine import Node
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -131,3 +132,21 @@ def test_tex_compiles(tmp_path):
     run = subprocess.run(["latex", "-interaction=nonstopmode", "-halt-on-error", "captions.tex"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout[-2000:]
+
+
+@pytest.mark.parametrize(("label", "parts", "tex"), [
+    ("W1", ("W", "1"), "W_{1}"),
+    ("w1_11", ("w", "1,11"), "w_{1,11}"),
+    ("x_in", ("x", "in"), "x_{in}"),
+    ("W1a", ("W1a", ""), r"\mathrm{W1a}"),
+    ("alpha2", ("alpha", "2"), r"\alpha_{2}"),
+])
+def test_the_caption_and_the_picture_split_a_name_alike(label, parts, tex):
+    assert name_parts(label) == parts
+    a = Value(1.0, label=label)
+    b = a * a
+    b.backward()
+    G = to_networkx(b)
+    assert value_names(G)["v0"].tex == tex
+    base, sub = parts
+    assert f"<I>{base}</I>" + (f"<SUB>{sub}</SUB>" if sub else "") in to_dot(G)

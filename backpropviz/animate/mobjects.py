@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -23,6 +22,7 @@ from manim import (
     VMobject,
 )
 
+from ..captions import name_parts
 from ..draw import MAX_ITEMS, Theme, format_array, grid_indices
 
 __all__ = [
@@ -143,14 +143,6 @@ def _slim(mobject: VMobject) -> VMobject:
         if getattr(part, "path_obj", None) is not None:
             part.path_obj = None
     return mobject
-
-
-def _name_parts(label: str) -> tuple[str, str]:
-    """A name as the SVG sets it: ``W1`` is an italic W with the subscript 1."""
-    match = re.fullmatch(r"([A-Za-z]+)_?([0-9][0-9_]*|_[A-Za-z0-9_]+)?", label)
-    if match and match.group(2):
-        return match.group(1), match.group(2).strip("_").replace("_", ",")
-    return label, ""
 
 
 class Table(VGroup):
@@ -291,7 +283,7 @@ class ValueNode(VGroup):
         return 1.35 * NAME_PT * self.scale_factor
 
     def _name(self) -> VGroup:
-        base, sub = _name_parts(self.attrs["label"])
+        base, sub = name_parts(self.attrs["label"])
         em = NAME_PT * self.scale_factor
         name = VGroup(self.store.text(base, em, self.theme.text, serif=True, italic=True))
         if sub:
