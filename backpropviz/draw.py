@@ -484,13 +484,17 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     its place, empty. The text is the same, byte for byte, for the same graph
     and options.
     """
+    _validate(G)
+    palette = _check_options(rankdir, theme, precision)
+    options = _Options(rankdir, palette, precision, forward_only, step, legend)
+    return _Writer(G, options, state_at(G, step)).dot()
+
+
+def _validate(G: nx.MultiDiGraph) -> None:
     try:
         validate(G)
     except IRError as error:
         raise DrawError(f"cannot draw an invalid graph: {error}") from None
-    palette = _check_options(rankdir, theme, precision)
-    options = _Options(rankdir, palette, precision, forward_only, step, legend)
-    return _Writer(G, options, state_at(G, step)).dot()
 
 
 _COMMUTATIVE = frozenset({"add", "mul"})
@@ -832,13 +836,17 @@ def draw(graph_or_root: Any, *, names: Mapping[str, Any] | None = None, rankdir:
     return Diagram(source, G)
 
 
-def steps(G: Any, **options: Any) -> list[Diagram]:
+def steps(graph_or_root: Any, *, names: Mapping[str, Any] | None = None, rankdir: str = "LR",
+          theme: str = "light", precision: int = 4, forward_only: bool = False,
+          legend: bool = True) -> list[Diagram]:
     """One Diagram per state of the backward pass: step 0 (the seed) to the last op."""
-    names = options.pop("names", None)
-    if "step" in options:
-        raise DrawError("steps draws every step; do not pass step=")
-    G = as_graph(G, names)
-    return [draw(G, step=k, **options) for k in range(len(G.graph["backward_order"]) + 1)]
+    G = as_graph(graph_or_root, names)
+    _validate(G)
+    palette = _check_options(rankdir, theme, precision)
+    replay = backward_steps(G)  # once, not once per picture
+    return [Diagram(_Writer(G, _Options(rankdir, palette, precision, forward_only, k, legend),
+                            state_at(G, k, replay)).dot(), G)
+            for k in range(len(replay) + 1)]
 
 
 def render_steps(G: Any, directory: str | os.PathLike, **options: Any) -> list[Path]:
