@@ -21,8 +21,14 @@ from typing import Any
 import networkx as nx
 
 from . import __version__
+from .animate.render import AnimateError
+from .draw import DrawError
 from .engine import EngineError, Node, topological_order
 from .ir import IRError, to_graphml, to_networkx, to_node_link, validate
+from .torch_import import TorchImportError
+
+# The library's own errors: each is one sentence that names the problem.
+LIBRARY_ERRORS = (EngineError, IRError, DrawError, AnimateError, TorchImportError)
 
 __all__ = ["DEFAULT_MAX_NODES", "FORMATS", "main"]
 
@@ -64,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as error:
         print(f"backpropviz: error: {error}", file=sys.stderr)
         return error.status
-    except (EngineError, IRError) as error:
+    except LIBRARY_ERRORS as error:  # each says what went wrong in one sentence
         print(f"backpropviz: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -225,16 +231,13 @@ def _check_options(args: argparse.Namespace, fmt: str) -> None:
     if fmt in VIDEO_FORMATS:
         # What the video renderer would refuse, refused before the script runs
         # and before --steps writes anything.
-        from .animate.render import TRANSPARENT_FORMATS, AnimateError, require_manim
+        from .animate.render import TRANSPARENT_FORMATS, require_manim
 
         if args.theme == "transparent" and f".{fmt}" not in TRANSPARENT_FORMATS:
             raise CommandError(f"--theme transparent needs a video format with an alpha "
                                f"channel ({', '.join(TRANSPARENT_FORMATS)}), not .{fmt}",
                                status=2)
-        try:
-            require_manim()
-        except AnimateError as error:
-            raise CommandError(str(error)) from None
+        require_manim()
 
 
 def _check_writable(path: Path) -> None:
@@ -431,12 +434,9 @@ class _Producer:
             order = topological_order(roots.values())
             self._check_size(len(order) + sum(node.op is not None for node in order))
             return to_networkx(*roots.values(), names=self.namespace)
-        from .torch_import import TorchImportError, from_torch
+        from .torch_import import from_torch
 
-        try:
-            G = from_torch(*roots.values(), names=self.namespace, recording=self.recording)
-        except TorchImportError as error:
-            raise CommandError(str(error)) from None
+        G = from_torch(*roots.values(), names=self.namespace, recording=self.recording)
         self._check_size(G.number_of_nodes())
         return G
 
@@ -487,37 +487,31 @@ def _render_static(G: nx.MultiDiGraph, fmt: str, args: argparse.Namespace) -> by
         return (json.dumps(to_node_link(G), indent=1) + "\n").encode()
     if fmt == "graphml":
         return (to_graphml(G) + "\n").encode()
-    from .draw import DrawError, draw
+    from .draw import draw
 
     options = {"rankdir": args.rankdir, "theme": args.theme, "precision": args.precision}
-    try:
-        if fmt == "html":
-            from .html import to_html
+    if fmt == "html":
+        from .html import to_html
 
-            return to_html(G, **options).encode()
-        diagram = draw(G, forward_only=args.no_backward, **options)
-        return diagram.source.encode() if fmt == "dot" else diagram.pipe(fmt)
-    except DrawError as error:
-        raise CommandError(str(error)) from None
+        return to_html(G, **options).encode()
+    diagram = draw(G, forward_only=args.no_backward, **options)
+    return diagram.source.encode() if fmt == "dot" else diagram.pipe(fmt)
 
 
 def _render_video(G: nx.MultiDiGraph, fmt: str, output: Path | None,
                   args: argparse.Namespace) -> bytes | None:
     """Render the clip to ``output`` (it reports what it wrote), or return its bytes."""
-    from .animate import AnimateError, render_video
+    from .animate import render_video
 
     options = {"quality": args.quality or "l", "speed": args.speed or 1.0,
                "phase": "forward" if args.no_backward else (args.phase or "both"),
                "theme": args.theme, "rankdir": args.rankdir, "precision": args.precision,
                "max_nodes": args.max_nodes, "progress": output is not None}
-    try:
-        if output is not None:
-            render_video(G, output, **options)  # atomic: nothing is left there on failure
-            return None
-        with tempfile.TemporaryDirectory() as folder:
-            return render_video(G, Path(folder) / f"clip.{fmt}", **options).read_bytes()
-    except AnimateError as error:
-        raise CommandError(str(error)) from None
+    if output is not None:
+        render_video(G, output, **options)  # atomic: nothing is left there on failure
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        return render_video(G, Path(folder) / f"clip.{fmt}", **options).read_bytes()
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -532,7 +526,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 def _write_steps(G: nx.MultiDiGraph, directory: Path, args: argparse.Namespace) -> None:
     """One SVG per backward step into ``directory``, moved in only once all are drawn."""
-    from .draw import DrawError, render_steps
+    from .draw import render_steps
 
     created = not directory.exists()
     try:
@@ -555,8 +549,6 @@ def _write_steps(G: nx.MultiDiGraph, directory: Path, args: argparse.Namespace) 
         if created:
             with contextlib.suppress(OSError):
                 directory.rmdir()  # only if still empty: never remove what was there
-        if isinstance(error, DrawError):
-            raise CommandError(str(error)) from None
         if isinstance(error, OSError):
             raise CommandError(f"cannot write steps into {directory}: {error}") from None
         raise
