@@ -266,9 +266,10 @@ def _graph_of_script(script: Path, source: str, args: argparse.Namespace) -> nx.
         namespace = _run_script(script)
         producer = _Producer(namespace, recording, args.max_nodes)
         roots = producer.named(args.roots) if args.roots else producer.outputs(script)
+        producer.check_size(roots)
+        if not args.no_backward:
+            producer.backward(roots)
         G = producer.graph(roots)
-        if not args.no_backward and producer.backward(roots, G):
-            G = producer.graph(roots)
     validate(G)
     return G
 
@@ -430,9 +431,6 @@ class _Producer:
     def graph(self, roots: dict[str, Any]) -> nx.MultiDiGraph:
         """The IR drawn from ``roots`` (distinct objects); its 'roots' follow their order."""
         if not self.torch:
-            # Count first: building the IR of a huge graph takes longer than refusing it.
-            order = topological_order(roots.values())
-            self._check_size(len(order) + sum(node.op is not None for node in order))
             return to_networkx(*roots.values(), names=self.namespace)
         from .torch_import import from_torch
 
@@ -447,12 +445,11 @@ class _Producer:
                 f"{self.max_nodes}; draw fewer: use the Tensor form (one node per matrix, not "
                 "per number), name a ROOT nearer the inputs, or raise --max-nodes")
 
-    def backward(self, roots: dict[str, Any], G: nx.MultiDiGraph) -> bool:
-        """Run backward from the roots that have no gradient yet; say if any did."""
-        ids = dict(zip(roots, G.graph["roots"], strict=True))
-        missing = {name: root for name, root in roots.items() if G.nodes[ids[name]]["grad"] is None}
-        for name in missing:
-            shape = G.nodes[ids[name]]["shape"]
+    def backward(self, roots: dict[str, Any]) -> None:
+        """Run backward from the roots that have no gradient yet."""
+        missing = {name: root for name, root in roots.items() if not self._has_gradient(root)}
+        for name, root in missing.items():
+            shape = tuple(root.shape)
             if math.prod(shape) != 1:
                 raise CommandError(
                     f"root {name!r} has no gradient and shape {shape}, and backward starts "
@@ -463,7 +460,16 @@ class _Producer:
                 root.backward()
             except Exception as error:
                 raise CommandError(f"backward from {name!r} failed: {error}") from None
-        return bool(missing)
+
+    def _has_gradient(self, root: Any) -> bool:
+        return self.recording.has_gradient(root) if self.torch else root.has_grad
+
+    def check_size(self, roots: dict[str, Any]) -> None:
+        """Refuse an engine graph over the limit before anything runs on it (a torch
+        graph's size is known once its IR is built)."""
+        if not self.torch:
+            order = topological_order(roots.values())
+            self._check_size(len(order) + sum(node.op is not None for node in order))
 
 
 def _without_gradients(G: nx.MultiDiGraph) -> nx.MultiDiGraph:

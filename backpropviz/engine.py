@@ -52,6 +52,11 @@ class Node:
         return self.op is None
 
     @property
+    def has_grad(self) -> bool:
+        """Whether a backward pass has reached this node (``.grad`` alone can't tell 0 apart)."""
+        return self._reached
+
+    @property
     def _prev(self) -> set:
         """micrograd's name for the operands (unordered, as micrograd has it)."""
         return set(self.operands)

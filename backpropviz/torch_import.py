@@ -168,6 +168,10 @@ class Recording:
             probe = torch.empty(0, requires_grad=True).view(0)
         self._first_sequence_nr = probe.grad_fn._sequence_nr() + 1
 
+    def has_gradient(self, tensor: Any) -> bool:
+        """Whether a recorded backward pass has reached ``tensor`` (an op's result)."""
+        return tensor.grad_fn is not None and tensor.grad_fn in self._gradients
+
     # -- called by the function mode for every torch call
 
     def _record(self, func: Any, args: tuple, kwargs: dict) -> Any:
