@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import numbers
+import operator
 import re
 import sys
 import weakref
@@ -525,10 +527,7 @@ class _Builder:
 
         for key, sent in contributions.items():
             if key[0] == "leaf" and G.nodes[value_id[key]]["grad"] is None:
-                total = sent[0]
-                for grad in sent[1:]:
-                    total = total + grad
-                G.nodes[value_id[key]]["grad"] = _plain(total)
+                G.nodes[value_id[key]]["grad"] = _plain(functools.reduce(operator.add, sent))
         G.graph["roots"] = [value_id[key] for key in dict.fromkeys(root_keys)]
         gradients = self.recording._gradients
         processed = [call for call in calls if any(node in gradients for node in call.nodes)]
@@ -592,10 +591,7 @@ class _Builder:
             elif grads:
                 # A composite function used the tensor twice inside: its
                 # edges cannot be told apart, so the first carries their sum.
-                total = grads[0]
-                for grad in grads[1:]:
-                    total = total + grad
-                sent[args[0]] = total
+                sent[args[0]] = functools.reduce(operator.add, grads)
         return sent
 
     def _op_attrs(self, call: _Call) -> dict:
