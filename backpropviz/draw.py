@@ -43,6 +43,7 @@ __all__ = [
     "dead_masks",
     "display_number",
     "draw",
+    "edge_id",
     "format_array",
     "format_number",
     "grid_indices",
@@ -490,6 +491,11 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     return _Writer(G, options, state_at(G, step)).dot()
 
 
+def edge_id(u: Any, v: Any, key: Any) -> str:
+    """The id of an edge in the DOT, the SVG and the layout: ``"u->v#key"``."""
+    return f"{u}->{v}#{key}"
+
+
 def _validate(G: nx.MultiDiGraph) -> None:
     try:
         validate(G)
@@ -661,7 +667,7 @@ class _Writer:
 
     def edge(self, u: Any, v: Any, k: Any, attrs: dict) -> dict[str, str]:
         t, o = self.t, self.o
-        result = {"id": f"{u}->{v}#{k}"}
+        result = {"id": edge_id(u, v, k)}
         classes = ["operand" if "arg" in attrs else "result"]
         key = (u, v, k)
         if key in self.state.processed:

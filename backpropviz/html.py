@@ -21,7 +21,9 @@ from .draw import (
     Theme,
     as_graph,
     dead_masks,
+    edge_id,
     format_array,
+    grid_indices,
     steps,
     write_atomically,
 )
@@ -35,11 +37,6 @@ ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
 
 # Tooltips show whole arrays; only past this many entries a side are they elided.
 TOOLTIP_MAX_ITEMS = 64
-
-
-def _edge_id(u: Any, v: Any, key: Any) -> str:
-    """The SVG id of an edge, as draw writes it."""
-    return f"{u}->{v}#{key}"
 
 
 def _drawn(x: Any, precision: int, max_items: int = MAX_ITEMS) -> list[list[str]]:
@@ -56,12 +53,9 @@ def _full(x: Any, precision: int) -> list[list[str]]:
 
 def _dead_cells(dead: Any) -> list[list[bool]]:
     """A dead-ReLU mask laid out as format_array lays out the drawn cells."""
-    # Entry numbers, formatted like numbers, tell which entry each cell
-    # shows; elision marks are not digits and never dead.
     mask = np.asarray(dead, dtype=bool)
-    positions = format_array(np.arange(mask.size).reshape(mask.shape), precision=15)
-    flat = mask.ravel()
-    return [[cell.isdigit() and bool(flat[int(cell)]) for cell in row] for row in positions]
+    return [[not isinstance(index, str) and bool(mask[index]) for index in row]
+            for row in grid_indices(mask.shape, MAX_ITEMS)]
 
 
 def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
@@ -82,7 +76,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
               for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
     ops = {str(node): {"op": attrs["op"], "symbol": attrs["symbol"],
                        "result": str(result_of(G, node)),
-                       "operands": [_edge_id(*edge) for edge in operand_edges(G, node)]}
+                       "operands": [edge_id(*edge) for edge in operand_edges(G, node)]}
            for node, attrs in G.nodes(data=True) if attrs["kind"] == "op"}
     # draw labels only a fork's edges with their contributions (elsewhere the
     # contribution is the operand's gradient); the page also shows it on the
@@ -94,7 +88,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             entry: dict[str, Any] = {"cells": _drawn(grad, precision)}
             if (u, v, key) in dead_edges:
                 entry["dead"] = _dead_cells(dead_edges[u, v, key])
-            contributions[_edge_id(u, v, key)] = entry
+            contributions[edge_id(u, v, key)] = entry
     captions = step_captions(G)
     seeds = G.graph.get("seeds", {})
     states = [{"op": None, "result": None, "edges": [], "updated": [], "accumulated": [],
@@ -103,7 +97,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     for step, caption in zip(backward_steps(G), captions[1:], strict=True):
         states.append({
             "op": str(step.op), "result": str(step.result),
-            "edges": [_edge_id(*edge) for edge in step.edges],
+            "edges": [edge_id(*edge) for edge in step.edges],
             "updated": [str(v) for v in step.updated],
             "accumulated": [str(v) for v in step.accumulated],
             "grads": {str(v): _full(g, precision) for v, g in step.grads.items()},

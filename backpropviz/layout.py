@@ -76,6 +76,7 @@ def _edge_path(pos: str) -> tuple[list, tuple | None, tuple | None]:
 
 
 def _edge_key(edge_id: str) -> Any:
+    """The key back from an id that draw.edge_id wrote."""
     key = edge_id.rsplit("#", 1)[1]
     return int(key) if key.lstrip("-").isdigit() else key
 
