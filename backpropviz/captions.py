@@ -12,7 +12,15 @@ import numpy as np
 
 from .ir import backward_steps, operand_edges
 
-__all__ = ["Caption", "Name", "name_parts", "step_captions", "value_names"]
+__all__ = [
+    "Caption",
+    "Name",
+    "differentiated",
+    "name_parts",
+    "partial_name",
+    "step_captions",
+    "value_names",
+]
 
 
 @dataclass(frozen=True)
@@ -171,7 +179,7 @@ def value_names(G: nx.MultiDiGraph) -> dict[Any, Name]:
     return names
 
 
-def _differentiated(G: nx.MultiDiGraph, names: dict[Any, Name]) -> Name:
+def differentiated(G: nx.MultiDiGraph, names: dict[Any, Name]) -> Name:
     """The quantity the backward pass differentiates: the seeded root, named.
 
     An unnamed root (or several seeded roots, whose gradients add) is called L.
@@ -182,7 +190,7 @@ def _differentiated(G: nx.MultiDiGraph, names: dict[Any, Name]) -> Name:
     return Name("L", "L")
 
 
-def _partial(top: Name, value: Name) -> Name:
+def partial_name(top: Name, value: Name) -> Name:
     """∂top/∂value; in text anything but a plain name is parenthesised, so
     that ∂L/∂(a²) cannot be read as (∂L/∂a)²."""
     below = _wrap(value, ATOM)
@@ -202,7 +210,7 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
             _number(float(seed)) if np.ndim(seed) == 0 else Name("the given seed", r"\text{seed}"))
         # One seeded root is the differentiated quantity itself (∂L/∂L = 1);
         # several roots are differentiated as their sum L (∂L/∂J = ∂L/∂s = 1).
-        partial = _partial(top, top if len(seeds) == 1 else names[root])
+        partial = partial_name(top, top if len(seeds) == 1 else names[root])
         texts.append(f"{partial.text} = {seed_name.text}")
         texs.append(f"{partial.tex} = {seed_name.tex}")
     return Caption(",  ".join(texts), r",\quad ".join(texs),
@@ -322,14 +330,14 @@ def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
     of the equation: nobody differentiates with respect to the 2 in ``L / 2``.
     """
     names = value_names(G)
-    top = _differentiated(G, names)
+    top = differentiated(G, names)
     captions = [_seed_caption(G, names, top)]
     had_gradient = set(G.graph.get("seeds", {}))
     for step in backward_steps(G):
         op_attrs = G.nodes[step.op]
         op = op_attrs["op"]
         result_attrs = G.nodes[step.result]
-        upstream = _partial(top, names[step.result])
+        upstream = partial_name(top, names[step.result])
         args = [names[u] for u, _, _ in step.edges]
         wanted = [edge for edge in step.edges
                   if G.edges[edge].get("grad") is not None
@@ -346,7 +354,7 @@ def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
                          broadcast=broadcast)
             sign = "+=" if u in had_gradient else "="
             had_gradient.add(u)
-            left = _partial(top, names[u])
+            left = partial_name(top, names[u])
             texts.append(f"{left.text} {sign} {rhs.text}")
             tex_sign = r"\mathrel{+}=" if sign == "+=" else "="
             texs.append(f"{left.tex} {tex_sign} {rhs.tex}")

@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .captions import step_captions, value_names
+from .captions import differentiated, step_captions, value_names
 from .draw import (
     MAX_ITEMS,
     THEMES,
@@ -222,9 +222,7 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     data["frames"] = frames
     data["theme"] = {"grad": palette.grad, "deadText": palette.dead_text}
     data["graphClasses"] = graph_classes
-    seeds = list(G.graph.get("seeds", {}))
-    names = value_names(G)
-    subject = names[seeds[0]].text if len(seeds) == 1 else "the graph"
+    subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
     title = f"backpropviz: the backward pass of {subject}"
     last = len(data["steps"]) - 1
     return f"""<!DOCTYPE html>

@@ -41,7 +41,7 @@ from manim import (
     rate_functions,
 )
 
-from ..captions import Name, step_captions, value_names
+from ..captions import differentiated, partial_name, step_captions, value_names
 from ..draw import MAX_ITEMS, THEMES, dead_masks, format_array
 from ..engine import Node
 from ..ir import backward_steps, gradient_history, to_networkx
@@ -104,13 +104,13 @@ def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
     "∂L/∂W1 =" in TeX and in Unicode (L: the differentiated root, named as the
     captions name it)."""
     names = value_names(G)
-    seeds = list(G.graph.get("seeds", {}))
-    top = names[seeds[0]] if len(seeds) == 1 and G.nodes[seeds[0]].get("label") \
-        else Name("L", "L")
-    return [(node, rf"\frac{{\partial {top.tex}}}{{\partial {names[node].tex}}} =",
-             f"∂{top.text}/∂{names[node].text} =")
-            for node, attrs in G.nodes(data=True)
-            if attrs["kind"] == "value" and attrs["role"] == "param" and attrs["grad"] is not None]
+    top = differentiated(G, names)
+    results = []
+    for node, attrs in G.nodes(data=True):
+        if attrs["kind"] == "value" and attrs["role"] == "param" and attrs["grad"] is not None:
+            name = partial_name(top, names[node])
+            results.append((node, f"{name.tex} =", f"{name.text} ="))
+    return results
 
 
 class BackpropScene(MovingCameraScene):
