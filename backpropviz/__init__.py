@@ -2,29 +2,33 @@
 
 from .draw import Diagram, DrawError, draw, render_steps
 from .engine import EngineError, GradcheckResult, Tensor, Value, gradcheck, saved_for_backward
+from .errors import BackpropvizError, OutputError
 from .html import Page, render_html, step_through, to_html
 from .ir import (
     IRError,
-    backward_steps,
     from_graphml,
     from_node_link,
-    gradient_history,
     to_graphml,
     to_networkx,
     to_node_link,
     validate,
 )
+from .script import ScriptError, graph_of_script
+from .steps import backward_steps, gradient_history
 from .torch_import import TorchImportError, capture, from_torch
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BackpropvizError",
     "Diagram",
     "DrawError",
     "EngineError",
     "GradcheckResult",
     "IRError",
+    "OutputError",
     "Page",
+    "ScriptError",
     "Tensor",
     "TorchImportError",
     "Value",
@@ -37,6 +41,7 @@ __all__ = [
     "from_torch",
     "gradcheck",
     "gradient_history",
+    "graph_of_script",
     "render_html",
     "render_steps",
     "saved_for_backward",

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from string import Template
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from .ir import backward_steps, operand_edges
+from . import ops
+from .formatting import superscript
+from .ir import operand_edges
+from .ops import ATOM, POSTFIX
+from .steps import backward_steps
 
 __all__ = [
     "Caption",
@@ -47,16 +53,12 @@ class Name:
     precedence: int = 4
 
 
-SUM, PRODUCT, POSTFIX, ATOM = 1, 2, 3, 4
-
-
 # Unnamed values are written as the expression that made them, as long as that
 # stays short; past this many characters the operands become "…".
 _MAX_EXPRESSION = 18
 _ELLIPSIS = Name("…", r"\ldots")
 _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "eta", "theta", "lambda", "mu",
           "sigma", "tau", "phi", "psi", "omega"}
-_SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
 
 
 # A name with a trailing index: W1, w1_11, x_in. The picture, the page and the
@@ -90,7 +92,7 @@ def _tex_escape(text: str) -> str:
 
 def _number(x: float) -> Name:
     text = f"{x:g}"
-    return Name(text.replace("-", "−"), text, ATOM if x >= 0 else SUM)
+    return Name(text.replace("-", "−"), text, ATOM if x >= 0 else ops.SUM)
 
 
 def _wrap(name: Name, needed: int = POSTFIX) -> Name:
@@ -100,48 +102,41 @@ def _wrap(name: Name, needed: int = POSTFIX) -> Name:
     return Name(f"({name.text})", rf"\left({name.tex}\right)")
 
 
-def _expression(op: str, attrs: dict, args: Sequence[Name], tensor: bool) -> Name:
-    """How the result of ``op`` applied to ``args`` is written."""
-    a = args[0]
-    w = _wrap(a, ATOM)
-    if op in ("add", "sub") and len(args) == 2:
-        b = _wrap(args[1], SUM if op == "add" else PRODUCT)
-        sign = " + " if op == "add" else (" − ", " - ")
-        text_sign, tex_sign = (sign, sign) if isinstance(sign, str) else sign
-        return Name(a.text + text_sign + b.text, a.tex + tex_sign + b.tex, SUM)
-    if op in ("mul", "div", "matmul") and len(args) == 2:
-        left, right = _wrap(a, PRODUCT), _wrap(args[1], POSTFIX)
-        text_sign, tex_sign = {"mul": ("⊙", r" \odot ") if tensor else ("·", r" \cdot "),
-                               "div": (" / ", " / "), "matmul": (" ", " ")}[op]
-        return Name(left.text + text_sign + right.text, left.tex + tex_sign + right.tex, PRODUCT)
-    if op == "neg":
-        b = _wrap(a, PRODUCT)
-        return Name("−" + b.text, "-" + b.tex, SUM)
-    if op == "pow" and len(args) == 1:
-        n = attrs.get("exponent")
-        up = f"{n:g}" if n is not None else "n"
-        return Name(w.text + up.translate(_SUPERSCRIPT), w.tex + "^{" + up + "}", POSTFIX)
-    if op == "pow":
-        b = _wrap(args[1], ATOM)
-        return Name(f"{w.text}^{b.text}", w.tex + "^{" + b.tex + "}", POSTFIX)
-    if op == "square":
-        return Name(w.text + "²", w.tex + "^{2}", POSTFIX)
-    if op == "transpose":
-        return Name(w.text + "ᵀ", w.tex + r"^\top", POSTFIX)
-    if op == "sqnorm":
-        return Name(f"‖{a.text}‖²", rf"\|{a.tex}\|^{{2}}", POSTFIX)
-    if op == "sum":
-        b = _wrap(a, POSTFIX)
-        return Name("Σ" + b.text, r"\sum " + b.tex, PRODUCT)
-    if op == "getitem":
-        return Name(w.text + "[…]", w.tex + r"[\ldots]", POSTFIX)
-    tex_function = {"relu": r"\mathrm{ReLU}", "tanh": r"\tanh", "exp": r"\exp",
-                    "log": r"\log", "sigmoid": r"\sigma", "mean": r"\mathrm{mean}"}
-    text_function = {"sigmoid": "σ", "relu": "ReLU"}.get(op, op)
-    inner = ", ".join(arg.text for arg in args)
-    inner_tex = ", ".join(arg.tex for arg in args)
-    function_tex = tex_function.get(op, r"\mathrm{" + _tex_escape(op) + "}")
-    return Name(f"{text_function}({inner})", function_tex + rf"\left({inner_tex}\right)")
+@lru_cache(maxsize=1024)
+def _template(text: str) -> Template:
+    return Template(text)
+
+
+def _filled(template: str, tex_template: str, fields: Mapping[str, Name]) -> Name:
+    """A registry template pair, filled with the texts and the TeX of ``fields``."""
+    return Name(_template(template).substitute({k: v.text for k, v in fields.items()}),
+                _template(tex_template).substitute({k: v.tex for k, v in fields.items()}))
+
+
+def _product_sign(tensor: bool) -> Name:
+    return Name("⊙", r"\odot") if tensor else Name("·", r"\cdot")
+
+
+def _exponent(attrs: Mapping) -> tuple[Name, Name]:
+    """The exponent n of a power op, and n − 1, as written (``n`` if unknown)."""
+    n = attrs.get("exponent")
+    if n is None:
+        return Name("n", "n"), Name("n − 1", "n-1")
+    return Name(f"{n:g}", f"{n:g}"), Name(f"{n - 1:g}", f"{n - 1:g}")
+
+
+def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
+    """How the result of the op ``attrs`` applied to ``args`` is written."""
+    writing = ops.get(attrs["op"]).form(len(args)).expression
+    wrapped = [_wrap(arg, writing.wrap[i] if i < len(writing.wrap) else 0)
+               for i, arg in enumerate(args)]
+    n, _ = _exponent(attrs)
+    fields = {"dot": _product_sign(tensor), "n": n, "n_sup": Name(superscript(n.text), n.tex),
+              "args": Name(", ".join(arg.text for arg in wrapped),
+                           ", ".join(arg.tex for arg in wrapped))}
+    fields.update(zip("ab", wrapped, strict=False))
+    name = _filled(writing.text, writing.tex, fields)
+    return Name(name.text, name.tex, writing.precedence)
 
 
 def value_names(G: nx.MultiDiGraph) -> dict[Any, Name]:
@@ -170,11 +165,10 @@ def value_names(G: nx.MultiDiGraph) -> dict[Any, Name]:
         op_attrs = G.nodes[op]
         tensor = attrs.get("shape", ()) != ()
         args = [names[u] for u, _, _ in operand_edges(G, op)]
-        full = _expression(op_attrs["op"], op_attrs, args, tensor)
+        full = _expression(op_attrs, args, tensor)
         if len(full.text) > _MAX_EXPRESSION:
-            full = _expression(op_attrs["op"], op_attrs,
-                               [arg if len(arg.text) <= 2 else _ELLIPSIS for arg in args],
-                               tensor)
+            full = _expression(op_attrs, [arg if len(arg.text) <= 2 else _ELLIPSIS
+                                          for arg in args], tensor)
         names[node] = full
     return names
 
@@ -195,7 +189,7 @@ def partial_name(top: Name, value: Name) -> Name:
     that ∂L/∂(a²) cannot be read as (∂L/∂a)²."""
     below = _wrap(value, ATOM)
     return Name(f"∂{top.text}/∂{below.text}",
-                rf"\frac{{\partial {top.tex}}}{{\partial {value.tex}}}", PRODUCT)
+                rf"\frac{{\partial {top.tex}}}{{\partial {value.tex}}}", ops.PRODUCT)
 
 
 def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Caption:
@@ -217,108 +211,31 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
                    f"seed: the gradient of {top.text} with respect to itself is 1")
 
 
-def _local(op: str, attrs: dict, arg: int, args: list[Name], result: Name, upstream: Name,
+def _local(attrs: Mapping, arg: int, args: list[Name], result: Name, upstream: Name,
            tensor: bool, size_ratio: int, broadcast: bool) -> Name:
-    """The right-hand side ∂top/∂operand for operand ``arg`` of ``op``: the
-    upstream gradient times the op's local derivative."""
-    dot_text, dot_tex = ("⊙", r"\odot") if tensor else ("·", r"\cdot")
-    g = upstream
+    """The right-hand side ∂top/∂operand for operand ``arg`` of the op ``attrs``:
+    the upstream gradient times the op's local derivative (the registry's template)."""
+    form = ops.get(attrs["op"]).form(len(args))
+    text, tex = form.derivatives[arg]
     a = _wrap(args[0])
-
-    def times(factor: Name) -> Name:
-        return Name(f"{factor.text} {dot_text} {g.text}", f"{factor.tex} {dot_tex} {g.tex}")
-
-    if op == "add" or (op == "sub" and arg == 0):
-        rhs = g
-    elif op in ("sub", "neg"):
-        rhs = Name("−" + g.text, "-" + g.tex)
-    elif op == "mul":
-        rhs = times(_wrap(args[1 - arg]))
-    elif op == "div" and arg == 0:
-        b = _wrap(args[1])
-        rhs = Name(f"{g.text} / {b.text}", rf"{g.tex} / {b.tex}")
-    elif op == "div":
-        b = _wrap(args[1])
-        rhs = Name(f"−{g.text} {dot_text} {a.text} / {b.text}²",
-                   rf"-{g.tex} {dot_tex} {a.tex} / {b.tex}^{{2}}")
-    elif op == "matmul" and arg == 0:
-        b = _wrap(args[1])
-        rhs = Name(f"{g.text} · {b.text}ᵀ", rf"{g.tex} \, {b.tex}^\top")
-    elif op == "matmul":
-        rhs = Name(f"{a.text}ᵀ · {g.text}", rf"{a.tex}^\top {g.tex}")
-    elif op == "relu":
-        # The book's order: the upstream gradient, gated by φ'(z) = 1[z > 0].
-        base = _wrap(args[0], ATOM).text
-        rhs = Name(f"{g.text} {dot_text} 1[{base}>0]",
-                   rf"{g.tex} {dot_tex} \mathbf{{1}}[{args[0].tex} > 0]")
-    elif op == "pow" and len(args) == 1:
-        n = attrs.get("exponent")
-        if n is None:
-            rhs = times(Name(f"n {a.text}ⁿ⁻¹", rf"n \, {a.tex}^{{n-1}}"))
-        elif n - 1 == 1:
-            rhs = times(Name(f"{n:g} {a.text}", rf"{n:g} \, {a.tex}"))
-        else:
-            up = f"{n - 1:g}"
-            rhs = times(Name(f"{n:g} {a.text}{up.translate(_SUPERSCRIPT)}",
-                             rf"{n:g} \, {a.tex}^{{{up}}}"))
-    elif op == "pow" and arg == 0:
-        b = _wrap(args[1])
-        rhs = times(Name(f"{b.text} {a.text}^({b.text} − 1)",
-                         rf"{b.tex} \, {a.tex}^{{{b.tex} - 1}}"))
-    elif op == "pow":
-        r = _wrap(result)
-        rhs = times(Name(f"ln {a.text} {r.text}", rf"\ln {a.tex} \, {r.tex}"))
-    elif op in ("square", "sqnorm"):
-        rhs = times(Name(f"2 {a.text}", rf"2 \, {a.tex}"))
-    elif op == "tanh":
-        r = _wrap(result)
-        rhs = times(Name(f"(1 − {r.text}²)", rf"\left(1 - {r.tex}^{{2}}\right)"))
-    elif op == "exp":
-        rhs = times(_wrap(result))
-    elif op == "log":
-        rhs = Name(f"{g.text} / {a.text}", rf"{g.tex} / {a.tex}")
-    elif op == "sigmoid":
-        r = _wrap(result)
-        rhs = times(Name(f"{r.text}(1 − {r.text})", rf"{r.tex}\left(1 - {r.tex}\right)"))
-    elif op == "sum":
-        rhs = Name(f"{g.text} · 1", rf"{g.tex} \cdot \mathbf{{1}}")
-    elif op == "mean":
-        rhs = Name(f"{g.text} · 1 / {size_ratio}", rf"{g.tex} \cdot \mathbf{{1}} / {size_ratio}")
-    elif op == "transpose":
-        rhs = Name(f"({g.text})ᵀ", rf"\left({g.tex}\right)^\top")
-    elif op == "getitem":
-        rhs = Name(f"{g.text} at […], 0 elsewhere", rf"{g.tex} \text{{ at }} [\ldots]")
+    n, n_less_one = _exponent(attrs)
+    if n_less_one.text == "1":
+        a_pow = a
+    elif attrs.get("exponent") is None:
+        a_pow = Name(a.text + "ⁿ⁻¹", a.tex + "^{n-1}")
     else:
-        r = _wrap(result)
-        rhs = Name(f"∂{r.text}/∂{a.text} · {g.text}",
-                   rf"\frac{{\partial {r.tex}}}{{\partial {a.tex}}} {g.tex}")
+        a_pow = Name(a.text + superscript(n_less_one.text), a.tex + "^{" + n_less_one.tex + "}")
+    fields = {"a": a, "g": upstream, "r": _wrap(result), "x": _wrap(args[arg]),
+              "dot": _product_sign(tensor), "n": n, "a_pow": a_pow,
+              "k": Name(str(size_ratio), str(size_ratio))}
+    if len(args) > 1:
+        fields["b"] = _wrap(args[1])
+    rhs = _filled(text, tex, fields)
     if broadcast:
         # The operand was broadcast in the forward pass, so its gradient is the
         # upstream one summed over the broadcast axes.
         rhs = Name(f"Σ({rhs.text})", rf"\sum \left({rhs.tex}\right)")
     return rhs
-
-
-_RULES = {
-    "add": "add passes the gradient through unchanged",
-    "sub": "subtract passes the gradient to the first input and its negative to the second",
-    "neg": "negation flips the sign of the gradient",
-    "mul": "multiply scales the gradient by the other input",
-    "div": "divide scales the gradient by 1/b, and by −a/b² for the divisor",
-    "matmul": "matmul multiplies the gradient by the transpose of the other factor",
-    "relu": "ReLU gates the gradient: it passes where the input is positive and stops elsewhere",
-    "pow": "power multiplies the gradient by n aⁿ⁻¹",
-    "square": "square multiplies the gradient by 2a",
-    "sqnorm": "the squared norm multiplies the gradient by 2a",
-    "tanh": "tanh multiplies the gradient by 1 − tanh²",
-    "exp": "exp multiplies the gradient by its own result",
-    "log": "log divides the gradient by its input",
-    "sigmoid": "sigmoid multiplies the gradient by σ(1 − σ)",
-    "sum": "sum copies the gradient to every entry",
-    "mean": "mean copies the gradient to every entry, divided by their count",
-    "transpose": "transpose transposes the gradient",
-    "getitem": "indexing sends the gradient back to the picked entries",
-}
 
 
 def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
@@ -335,7 +252,7 @@ def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
     had_gradient = set(G.graph.get("seeds", {}))
     for step in backward_steps(G):
         op_attrs = G.nodes[step.op]
-        op = op_attrs["op"]
+        spec = ops.get(op_attrs["op"])
         result_attrs = G.nodes[step.result]
         upstream = partial_name(top, names[step.result])
         args = [names[u] for u, _, _ in step.edges]
@@ -348,8 +265,8 @@ def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
             shape = tuple(G.nodes[u].get("shape", ()))
             result_shape = tuple(result_attrs.get("shape", ()))
             size_ratio = max(1, int(np.prod(shape)) // max(1, int(np.prod(result_shape))))
-            broadcast = op in ("add", "sub", "mul", "div") and shape != result_shape
-            rhs = _local(op, op_attrs, arg, args, names[step.result], upstream,
+            broadcast = spec.broadcasts and shape != result_shape
+            rhs = _local(op_attrs, arg, args, names[step.result], upstream,
                          tensor=result_shape != () or shape != (), size_ratio=size_ratio,
                          broadcast=broadcast)
             sign = "+=" if u in had_gradient else "="
@@ -361,12 +278,12 @@ def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
         # Constants left out of the equation still hold a gradient from now on.
         had_gradient.update(u for u, v, key in step.edges
                             if G.edges[u, v, key].get("grad") is not None)
-        rule = _RULES.get(op, f"{op} multiplies the gradient by its local derivative")
-        if op == "relu" and np.any(op_attrs.get("dead", False)):
-            rule += "; dead units (input ≤ 0) pass nothing"
+        rule = spec.rule
+        if spec.gate_note and np.any(op_attrs.get("dead", False)):
+            rule += "; " + spec.gate_note
         if any(" += " in text for text in texts):
             rule += "; a value used twice adds up its gradients (+=)"
         if not texts:
-            texts, texs = [f"{op}: no gradient to pass on"], [r"\text{no gradient}"]
+            texts, texs = [f"{spec.name}: no gradient to pass on"], [r"\text{no gradient}"]
         captions.append(Caption(",  ".join(texts), r",\quad ".join(texs), rule))
     return captions

@@ -3,47 +3,28 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
-import importlib.util
 import json
-import math
 import os
-import runpy
-import shutil
 import sys
 import tempfile
-import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
 from . import __version__
-from .animate.render import AnimateError
-from .draw import DrawError
-from .engine import EngineError, Node, topological_order
-from .ir import IRError, to_graphml, to_networkx, to_node_link, validate
-from .torch_import import TorchImportError
-
-# The library's own errors: each is one sentence that names the problem.
-LIBRARY_ERRORS = (EngineError, IRError, DrawError, AnimateError, TorchImportError)
+from .errors import BackpropvizError
+from .files import staged_folder, write_atomically
+from .ir import to_graphml, to_node_link
+from .script import DEFAULT_MAX_NODES, graph_of_script
 
 __all__ = ["DEFAULT_MAX_NODES", "FORMATS", "main"]
 
 DRAW_FORMATS = ("svg", "png", "pdf", "dot")
 VIDEO_FORMATS = ("mp4", "gif", "webm", "mov")
 FORMATS = (*DRAW_FORMATS, "json", "graphml", "html", *VIDEO_FORMATS)
-
-# The drawing's size limit, counted in IR nodes (values and ops). dot's layout
-# time grows faster than linearly with the graph: around this size it still
-# answers in seconds (bench/render.py: ~3,900 nodes take 1.6 s of dot, ~10,000
-# take 29 s), beyond it a user waits with nothing to show.
-DEFAULT_MAX_NODES = 4000
-
-_TORCH_MISSING = "this script uses PyTorch; install it with: pip install 'backpropviz[torch]'"
-
 
 class CommandError(Exception):
     """A failed command: one line for stderr, and the exit status."""
@@ -70,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as error:
         print(f"backpropviz: error: {error}", file=sys.stderr)
         return error.status
-    except LIBRARY_ERRORS as error:  # each says what went wrong in one sentence
+    except BackpropvizError as error:  # each says what went wrong in one sentence
         print(f"backpropviz: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -153,24 +134,18 @@ def _render(args: argparse.Namespace) -> int:
     _check_options(args, fmt)
     if args.max_nodes is None:
         args.max_nodes = _video_max_nodes() if fmt in VIDEO_FORMATS else DEFAULT_MAX_NODES
-    script = Path(args.script)
-    if not script.is_file():
+    if not Path(args.script).is_file():
         raise CommandError(f"no such script: {args.script}")
     if output not in (None, "-"):
         _check_writable(output)
     if args.steps is not None:
         _check_writable_dir(args.steps)
-    try:
-        source = script.read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise CommandError(f"cannot read {args.script}: {error.strerror or error}") from None
     to_stdout = output == "-"
     # With -o -, stdout carries the picture, so the script's prints go to stderr.
     quiet = contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext()
     with quiet:
-        G = _graph_of_script(script, source, args)
-        if args.no_backward:
-            G = _without_gradients(G)
+        G = graph_of_script(args.script, args.roots, backward=not args.no_backward,
+                            max_nodes=args.max_nodes)
         if args.steps is not None:
             _write_steps(G, args.steps, args)
         if output is not None and fmt in VIDEO_FORMATS:
@@ -178,7 +153,7 @@ def _render(args: argparse.Namespace) -> int:
         elif output is not None:
             data = _render_static(G, fmt, args)
             if not to_stdout:
-                _write_atomically(output, data)
+                write_atomically(output, data)
     if to_stdout:
         try:
             sys.stdout.buffer.write(data)
@@ -257,233 +232,6 @@ def _check_writable_dir(directory: Path) -> None:
         raise CommandError(f"cannot write steps into {directory}: permission denied")
 
 
-# ---------------------------------------------------------------- the script
-
-
-def _graph_of_script(script: Path, source: str, args: argparse.Namespace) -> nx.MultiDiGraph:
-    """Run the script, choose its roots, run backward if needed, and return the IR."""
-    with _recording(source) as recording:
-        namespace = _run_script(script)
-        producer = _Producer(namespace, recording, args.max_nodes)
-        roots = producer.named(args.roots) if args.roots else producer.outputs(script)
-        producer.check_size(roots)
-        if not args.no_backward:
-            producer.backward(roots)
-        G = producer.graph(roots)
-    validate(G)
-    return G
-
-
-@contextlib.contextmanager
-def _recording(source: str) -> Iterator[Any]:
-    """For a PyTorch script, the importer's recording of its run; else None."""
-    # Without torch installed the script runs as it is: one that needs torch
-    # fails on its import (and gets the install hint), one that only tries it
-    # (try: import torch / except ImportError) goes on with the engine.
-    if not _imports_torch(source) or importlib.util.find_spec("torch") is None:
-        yield None
-        return
-    from . import torch_import
-
-    with torch_import.capture() as recording:
-        yield recording
-
-
-def _imports_torch(source: str) -> bool:
-    """Whether the script has an import statement for torch (only then is the importer loaded)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False  # the run reports it, as python would
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            modules = [node.module or ""]
-        else:
-            continue
-        if any(module.split(".")[0] == "torch" for module in modules):
-            return True
-    return False
-
-
-def _run_script(script: Path) -> dict[str, Any]:
-    """The script's global names after running it as ``python SCRIPT`` would."""
-    path = str(script)
-    saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
-    sys.argv = [path]
-    sys.path.insert(0, os.path.dirname(os.path.realpath(path)))
-    try:
-        return runpy.run_path(path, run_name="__main__")
-    except SystemExit as done:
-        raise CommandError(f"{path} exited (sys.exit({done.code!r})) before its end, "
-                           "so there is no graph to draw") from None
-    except Exception as error:
-        if isinstance(error, ModuleNotFoundError) and error.name == "torch":
-            raise CommandError(_TORCH_MISSING) from None
-        _print_script_traceback(error, path)
-        raise CommandError(f"{path} failed with {type(error).__name__} "
-                           "(its traceback is above)") from None
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-        os.chdir(saved_cwd)  # OUT is relative to where the command ran
-
-
-def _print_script_traceback(error: BaseException, path: str) -> None:
-    """The traceback python would print: from the script's first frame on."""
-    tb = error.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != path:
-        tb = tb.tb_next
-    # A SyntaxError has no frame in the script; python shows just the error.
-    traceback.print_exception(type(error), error, tb, file=sys.stderr)
-    sys.stderr.flush()
-
-
-class _Producer:
-    """The script's nodes and how to turn them into the IR: the engine's, or PyTorch's."""
-
-    def __init__(self, namespace: dict[str, Any], recording: Any, max_nodes: int) -> None:
-        self.namespace = namespace
-        self.recording = recording
-        self.max_nodes = max_nodes
-        self.torch = False
-        self.nodes = self._nodes(lambda obj: isinstance(obj, Node))
-        if not self.nodes and recording is not None:
-            from .torch_import import is_torch_tensor
-
-            self.torch = True
-            self.nodes = self._nodes(is_torch_tensor)
-        if not self.nodes:
-            raise CommandError("no graph found: the script leaves no Value or Tensor in a "
-                               "global name (keep the result at top level, e.g. L = ...)")
-
-    def _nodes(self, is_node: Callable[[Any], bool]) -> dict[str, Any]:
-        """The nodes in global names, each under its first name."""
-        nodes: dict[str, Any] = {}
-        seen: set[int] = set()
-        for name, obj in self.namespace.items():
-            if not name.startswith("_") and is_node(obj) and id(obj) not in seen:
-                seen.add(id(obj))
-                nodes[name] = obj
-        return nodes
-
-    def named(self, names: Sequence[str]) -> dict[str, Any]:
-        """The roots named on the command line, each object once."""
-        roots: dict[str, Any] = {}
-        for name in names:
-            obj = self.namespace.get(name)
-            if not any(obj is node for node in self.nodes.values()):
-                raise CommandError(f"unknown root {name!r} (the script's values are: "
-                                   f"{', '.join(sorted(self.nodes))})")
-            if not any(obj is root for root in roots.values()):
-                roots[name] = obj
-        return roots
-
-    def outputs(self, script: Path) -> dict[str, Any]:
-        """The values an op computed and nothing else in the script consumed, if one graph.
-
-        The walk runs on the producer's own graph (engine operands, or autograd's
-        ``grad_fn`` chain), which is cheaper than the IR and needs no gradients.
-        """
-        if self.torch:
-            starts = {name: t.grad_fn for name, t in self.nodes.items() if t.grad_fn is not None}
-
-            def inputs(fn: Any) -> list:
-                return [f for f, _ in fn.next_functions if f is not None]
-        else:
-            starts = {name: node for name, node in self.nodes.items() if node.op is not None}
-
-            def inputs(node: Any) -> list:
-                return list(node.operands)
-        if not starts:
-            raise CommandError(f"no graph found: the script's values "
-                               f"({', '.join(sorted(self.nodes))}) were not combined by "
-                               "any operation")
-        consumed: set = set()
-        reached_by: dict[Any, str] = {}  # graph node -> the first output whose walk met it
-        group = {name: name for name in starts}  # union-find: outputs sharing a graph
-
-        def leader(name: str) -> str:
-            while group[name] != name:
-                name = group[name]
-            return name
-
-        for name, start in starts.items():
-            stack = [start]
-            while stack:
-                node = stack.pop()
-                if node in reached_by:
-                    group[leader(reached_by[node])] = leader(name)
-                    continue
-                reached_by[node] = name
-                for operand in inputs(node):
-                    consumed.add(operand)
-                    stack.append(operand)
-        outputs = {name: self.nodes[name] for name, start in starts.items()
-                   if start not in consumed}
-        if len({leader(name) for name in outputs}) > 1:
-            raise CommandError(f"the script leaves outputs in separate graphs: "
-                               f"{', '.join(sorted(outputs))}; name the root(s) to draw, e.g. "
-                               f"backpropviz render {script} {min(outputs)}")
-        return outputs
-
-    def graph(self, roots: dict[str, Any]) -> nx.MultiDiGraph:
-        """The IR drawn from ``roots`` (distinct objects); its 'roots' follow their order."""
-        if not self.torch:
-            return to_networkx(*roots.values(), names=self.namespace)
-        from .torch_import import from_torch
-
-        G = from_torch(*roots.values(), names=self.namespace, recording=self.recording)
-        self._check_size(G.number_of_nodes())
-        return G
-
-    def _check_size(self, nodes: int) -> None:
-        if nodes > self.max_nodes:
-            raise CommandError(
-                f"the graph has {nodes} nodes (values and ops), more than --max-nodes "
-                f"{self.max_nodes}; draw fewer: use the Tensor form (one node per matrix, not "
-                "per number), name a ROOT nearer the inputs, or raise --max-nodes")
-
-    def backward(self, roots: dict[str, Any]) -> None:
-        """Run backward from the roots that have no gradient yet."""
-        missing = {name: root for name, root in roots.items() if not self._has_gradient(root)}
-        for name, root in missing.items():
-            shape = tuple(root.shape)
-            if math.prod(shape) != 1:
-                raise CommandError(
-                    f"root {name!r} has no gradient and shape {shape}, and backward starts "
-                    f"from a single number: name a scalar root (the loss), call "
-                    f"{name}.backward(gradient) in the script, or pass --no-backward")
-        for name, root in missing.items():
-            try:
-                root.backward()
-            except Exception as error:
-                raise CommandError(f"backward from {name!r} failed: {error}") from None
-
-    def _has_gradient(self, root: Any) -> bool:
-        return self.recording.has_gradient(root) if self.torch else root.has_grad
-
-    def check_size(self, roots: dict[str, Any]) -> None:
-        """Refuse an engine graph over the limit before anything runs on it (a torch
-        graph's size is known once its IR is built)."""
-        if not self.torch:
-            order = topological_order(roots.values())
-            self._check_size(len(order) + sum(node.op is not None for node in order))
-
-
-def _without_gradients(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
-    """The IR as it stood before any backward pass: values only, no gradients."""
-    H = G.copy()
-    for _, attrs in H.nodes(data=True):
-        if attrs["kind"] == "value":
-            attrs["grad"] = None
-    for _, _, attrs in H.edges(data=True):
-        attrs.pop("grad", None)
-    H.graph.update(backward_order=[], seeds={})
-    return H
-
-
 # ---------------------------------------------------------------- outputs
 
 
@@ -520,42 +268,10 @@ def _render_video(G: nx.MultiDiGraph, fmt: str, output: Path | None,
         return render_video(G, Path(folder) / f"clip.{fmt}", **options).read_bytes()
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``path`` whole or not at all: a temporary file beside it, then a rename."""
-    from .draw import write_atomically
-
-    try:
-        write_atomically(path, data)
-    except OSError as error:
-        raise CommandError(f"cannot write {path}: {error.strerror}") from None
-
-
 def _write_steps(G: nx.MultiDiGraph, directory: Path, args: argparse.Namespace) -> None:
     """One SVG per backward step into ``directory``, moved in only once all are drawn."""
     from .draw import render_steps
 
-    created = not directory.exists()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".steps-", dir=directory))
-    except OSError as error:
-        raise CommandError(f"cannot write steps into {directory}: {error.strerror}") from None
-    try:
-        paths = render_steps(G, staging, rankdir=args.rankdir, theme=args.theme,
-                             precision=args.precision)
-        for path in paths:
-            os.replace(path, directory / path.name)
-        # Frames of an earlier, longer run would read as steps of this one.
-        current = {path.name for path in paths}
-        for old in directory.glob("step-[0-9][0-9][0-9].*"):
-            if old.name not in current:
-                old.unlink()
-    except BaseException as error:
-        shutil.rmtree(staging, ignore_errors=True)
-        if created:
-            with contextlib.suppress(OSError):
-                directory.rmdir()  # only if still empty: never remove what was there
-        if isinstance(error, OSError):
-            raise CommandError(f"cannot write steps into {directory}: {error}") from None
-        raise
-    shutil.rmtree(staging)
+    with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
+        render_steps(G, staging, rankdir=args.rankdir, theme=args.theme,
+                     precision=args.precision)

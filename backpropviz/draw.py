@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
 from pathlib import Path
@@ -16,313 +15,65 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from . import ops
 from .captions import name_parts
 from .engine import Node
-from .ir import (
-    IRError,
-    Step,
-    backward_steps,
-    gradient_history,
-    operand_edges,
-    result_of,
-    to_networkx,
-    validate,
+from .errors import BackpropvizError
+from .files import write_atomically
+from .formatting import MAX_ITEMS, display_number, format_array, grid_indices
+from .ir import IRError, operand_edges, to_networkx, validate
+from .steps import StepState, backward_steps, dead_masks, gradient_history, state_at
+from .style import (
+    ARROW_SIZE,
+    CURRENT_EDGE_PEN,
+    CURRENT_OP_PEN,
+    DEAD_PEN,
+    EDGE_PEN,
+    FONT,
+    LABEL_PT,
+    LEGEND_PT,
+    MARK_PT,
+    NAME_FONT,
+    NAME_PT,
+    NODE_PEN,
+    RANKDIRS,
+    RESULT_EDGE_PEN,
+    THEMES,
+    VALUE_PT,
+    Theme,
+    symbol_pt,
 )
 
 __all__ = [
     "EDGE_LABEL_NODES",
     "FORMATS",
-    "MAX_ITEMS",
-    "RANKDIRS",
-    "THEMES",
     "Diagram",
     "DrawError",
-    "StepState",
-    "Theme",
     "as_graph",
-    "dead_masks",
-    "display_number",
     "draw",
     "edge_id",
-    "format_array",
-    "format_number",
-    "grid_indices",
     "render_steps",
     "run_dot",
-    "state_at",
-    "steps",
+    "step_diagrams",
     "to_dot",
-    "write_atomically",
 ]
 
 # The graphviz output formats we offer (all in every graphviz build with cairo).
 FORMATS = ("bmp", "canon", "dot", "gif", "gv", "jpeg", "jpg", "json", "pdf", "plain",
            "png", "ps", "svg", "tif", "tiff", "xdot")
-RANKDIRS = ("LR", "RL", "TB", "BT")
-
-# Helvetica resolves to a metric-compatible face everywhere (Nimbus Sans on
-# Linux, Arial on Windows), so the boxes graphviz sizes here fit the text in
-# any SVG viewer. Names are set in italic serif, like the book's symbols.
-FONT = "Helvetica,Arial,sans-serif"
-NAME_FONT = "Times,serif"
-MAX_ITEMS = 6  # rows or columns shown of an array before eliding the middle
 # Edge labels take part in dot's ranking and make layout several times
 # slower; past this many nodes, contributions become external labels,
 # placed after the layout (a graph that big is for zooming, not a slide).
 EDGE_LABEL_NODES = 150
 
 
-class DrawError(Exception):
+class DrawError(BackpropvizError):
     """Why a graph could not be drawn or rendered, in one sentence."""
 
 
-@dataclass(frozen=True)
-class Theme:
-    """The colours of a drawing. Every text colour meets 4.5:1 on the fill under it.
-
-    ``background`` is "transparent" or a colour; where it is transparent,
-    free-standing text (edge labels, the legend) sits on ``label_fill``.
-    """
-
-    name: str
-    background: str
-    label_fill: str  # under edge labels and the legend
-    node_fill: str
-    node_line: str
-    param_fill: str  # D2L fills parameters light blue
-    op_fill: str
-    op_line: str
-    edge: str
-    text: str  # forward values, names, op symbols
-    grad: str  # gradients, everywhere
-    muted: str  # secondary text: the legend, bracket rules
-    saved: str  # the "stored for backward" marker
-    dead_text: str  # a zero gradient caused by a dead ReLU
-    dead_fill: str
-    dead_line: str  # outline of a ReLU with dead units
-    highlight_line: str  # the op of the current backward step and its edges
-    highlight_fill: str  # under the op and the gradients the step changed
-
-
-THEMES: dict[str, Theme] = {
-    "light": Theme(
-        name="light", background="#ffffff", label_fill="#ffffff",
-        node_fill="#ffffff", node_line="#3d4a5c", param_fill="#d7e8f7",
-        op_fill="#f4f5f7", op_line="#3d4a5c", edge="#5b6573",
-        text="#000000", grad="#1347b8", muted="#4f5966", saved="#8a4b00",
-        dead_text="#a3121f", dead_fill="#fde4e6", dead_line="#c62833",
-        highlight_line="#d9730d", highlight_fill="#fff1d6",
-    ),
-    "dark": Theme(
-        name="dark", background="#16191f", label_fill="#16191f",
-        node_fill="#232831", node_line="#8d99ab", param_fill="#1d3a5c",
-        op_fill="#2b313c", op_line="#8d99ab", edge="#8d99ab",
-        text="#f2f4f7", grad="#8cc4ff", muted="#b4bdca", saved="#ffc37a",
-        dead_text="#ffb3b8", dead_fill="#4d1f25", dead_line="#ff6b75",
-        highlight_line="#ffa94d", highlight_fill="#4a3517",
-    ),
-}
-# The light theme on no background, for slides with their own colour.
-THEMES["transparent"] = replace(THEMES["light"], name="transparent", background="transparent")
-
-
-# ---------------------------------------------------------------- numbers
-
-
-def format_number(x: float, precision: int = 4) -> str:
-    """A number as drawn: ``precision`` significant digits, no trailing zeros.
-
-    ``4`` not ``4.0000``, ``-0.1``, ``1e-05``; a signed zero (the book's
-    ``-0.``) is drawn as ``0``, since it compares equal to 0.
-    """
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    text = f"{x:.{precision}g}"
-    # Rounding can also produce "-0" (e.g. -1e-9 at 4 digits never does with
-    # %g, but -0.0 itself does): a zero has no sign in the picture.
-    return "0" if float(text) == 0 else text
-
-
-def grid_indices(shape: tuple[int, ...], max_items: int) -> list[list[tuple | str]]:
-    """Index tuples laid out as drawn: a vector as a column, a matrix as itself.
-
-    Long axes keep their first and last entries around an ellipsis marker
-    ("⋮" for rows, "…" for columns, "⋱" where both are elided).
-    """
-    def kept(n: int) -> list[int | None]:
-        if n <= max_items:
-            return list(range(n))
-        head = max_items - 2
-        return [*range(head), None, n - 1]
-
-    if len(shape) == 0:
-        return [[()]]
-    if len(shape) == 1:
-        return [[(i,)] if i is not None else ["⋮"] for i in kept(shape[0])]
-    rows, cols = kept(shape[0]), kept(shape[1])
-    grid: list[list[tuple | str]] = []
-    for i in rows:
-        row: list[tuple | str] = []
-        for j in cols:
-            if i is None and j is None:
-                row.append("⋱")
-            elif i is None:
-                row.append("⋮")
-            elif j is None:
-                row.append("…")
-            else:
-                row.append((i, j))
-        grid.append(row)
-    return grid
-
-
-def format_array(x: Any, precision: int = 4, max_items: int = MAX_ITEMS) -> list[list[str]]:
-    """A scalar, vector or matrix as a grid of strings, laid out as drawn.
-
-    A scalar is ``[["2"]]``, a vector of n entries a column of n rows, a
-    matrix its rows; axes longer than ``max_items`` are elided in the middle.
-    Arrays of three or more axes are summarised by their shape.
-    """
-    array = np.asarray(x, dtype=np.float64)
-    if array.ndim > 2:
-        return [["×".join(map(str, array.shape)) + " array"]]
-    return [[cell if isinstance(cell, str) else format_number(array[cell], precision)
-             for cell in row] for row in grid_indices(array.shape, max_items)]
-
-
-# ---------------------------------------------------------------- state
-
-
-@dataclass(frozen=True)
-class StepState:
-    """What one picture shows: gradients so far, edge contributions, the current op."""
-
-    grads: Mapping[Any, Any]  # value id -> gradient shown (absent: not computed)
-    processed: frozenset  # operand edges (u, v, key) whose contribution has been sent
-    current: Any  # the op of this backward step, or None
-    current_edges: frozenset
-    updated: frozenset  # values whose gradient this step changed
-
-
-def state_at(G: nx.MultiDiGraph, step: int | None = None,
-             replay: Sequence[Step] | None = None) -> StepState:
-    """The gradients and edges known after ``step`` backward steps (None: all).
-
-    ``replay`` is ``backward_steps(G)`` if the caller has it already.
-    """
-    order = G.graph["backward_order"]
-    if step is None:
-        grads = {v: attrs["grad"] for v, attrs in G.nodes(data=True)
-                 if attrs["kind"] == "value" and attrs.get("grad") is not None}
-        done = set(order)
-        processed = frozenset((u, v, k) for u, v, k, arg in G.edges(keys=True, data="arg")
-                              if arg is not None and v in done)
-        return StepState(grads, processed, None, frozenset(), frozenset())
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= len(order):
-        raise DrawError(f"step {step!r} is out of range (must be an int in 0..{len(order)})")
-    if step == 0:
-        return StepState(dict(G.graph.get("seeds", {})), frozenset(), None, frozenset(),
-                      frozenset())
-    if replay is None:
-        replay = backward_steps(G)
-    now = replay[step - 1]
-    processed = frozenset(edge for done in replay[:step] for edge in done.edges)
-    return StepState(now.grads, processed, now.op, frozenset(now.edges), frozenset(now.updated))
-
-
-def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
-    """Which zero gradient entries a dead ReLU caused, per value and per operand edge.
-
-    A ReLU with z <= 0 passes back 0 whatever arrives (its derivative is 0
-    there); that zero then flows further back. An entry of a contribution is
-    "dead" when it is 0 and every entry of the result's gradient it depends
-    on is dead (or, at a ReLU, the unit itself is dead); a value's gradient
-    entry is dead when it is 0 and every contribution to it is dead there.
-    Returns ``(values, edges)``: boolean arrays keyed by value id and by
-    ``(u, v, key)``, only for values and edges with at least one dead entry.
-    """
-    if not any(_any(dead) for _, dead in G.nodes(data="dead") if dead is not None):
-        return {}, {}
-    contributions: dict[Any, list] = {}
-    edge_mask: dict[tuple, Any] = {}
-    value_mask: dict[Any, Any] = {}
-    seeds = G.graph.get("seeds", {})
-    nodes = G.nodes
-
-    # Scalars (the common case, graphs of Values) use plain bools; arrays
-    # use boolean arrays of their shape.
-    def mask_of(value: Any) -> Any:
-        grad = nodes[value]["grad"]
-        masks = contributions.get(value)
-        if grad is None or value in seeds or not masks:
-            return False if type(grad) is float else np.zeros(nodes[value]["shape"], bool)
-        if type(grad) is float:
-            return grad == 0 and all(masks)
-        dead = np.asarray(grad, dtype=np.float64) == 0
-        for mask in masks:
-            dead = dead & mask
-        return dead
-
-    for op in G.graph["backward_order"]:
-        result = result_of(G, op)
-        upstream = value_mask[result] = mask_of(result)
-        attrs = nodes[op]
-        for u, edges in G._pred[op].items():
-            for k, edge in edges.items():
-                contribution = edge.get("grad")
-                if contribution is None:
-                    continue
-                if type(contribution) is float and type(upstream) is bool:
-                    gate = attrs["op"] == "relu" and attrs.get("dead") is True
-                    mask: Any = contribution == 0 and (gate or upstream)
-                else:
-                    zero = np.asarray(contribution, dtype=np.float64) == 0
-                    mask = zero & _dead_through(attrs, edge["arg"], np.asarray(upstream),
-                                                zero.shape)
-                edge_mask[(u, op, k)] = mask
-                contributions.setdefault(u, []).append(mask)
-    for value, kind in G.nodes(data="kind"):
-        if kind == "value" and value not in value_mask:
-            value_mask[value] = mask_of(value)
-    return ({v: np.asarray(m) for v, m in value_mask.items() if _any(m)},
-            {e: np.asarray(m) for e, m in edge_mask.items() if _any(m)})
-
-
-def _any(mask: Any) -> bool:
-    """Whether any entry of a mask is set; a plain bool (a scalar's) without numpy."""
-    return mask if type(mask) is bool else bool(np.any(mask))
-
-
-def _dead_through(attrs: Mapping, arg: int, upstream: np.ndarray, shape: tuple) -> np.ndarray:
-    """Which entries of operand ``arg``'s contribution depend only on dead upstream entries."""
-    everywhere = np.full(shape, bool(upstream.all()) if upstream.size else False)
-    if attrs["op"] == "relu":
-        gate = np.asarray(attrs.get("dead", False), dtype=bool)
-        if gate.shape == upstream.shape == shape:
-            return gate | upstream
-        return everywhere
-    if attrs["op"] == "matmul":
-        return _dead_through_matmul(arg, upstream, shape, everywhere)
-    if upstream.shape == shape:  # elementwise: entry i depends on result entry i
-        return upstream.copy()
-    return everywhere
-
-
-def _dead_through_matmul(arg: int, upstream: np.ndarray, shape: tuple,
-                         everywhere: np.ndarray) -> np.ndarray:
-    # C = A @ B. For A (m, n): dA[i, j] = sum_k dC[i, k] B[j, k], so row i of
-    # dA depends on row i of dC only. For B (n, p): dB[j, k] = sum_i A[i, j]
-    # dC[i, k], so column k of dB depends on column k of dC only.
-    if arg == 0 and len(shape) == 2:
-        rows = upstream.reshape(shape[0], -1).all(axis=1)
-        return np.repeat(rows[:, None], shape[1], axis=1)
-    if arg == 1 and len(shape) == 2:
-        cols = upstream.reshape(-1, shape[1]).all(axis=0)
-        return np.repeat(cols[None, :], shape[0], axis=0)
-    return everywhere
+def _pt(points: float) -> str:
+    """A size as DOT text: ``14`` for 14.0, ``2.6`` for 2.6."""
+    return f"{points:g}"
 
 
 # ---------------------------------------------------------------- DOT
@@ -354,12 +105,7 @@ def _name_html(name: str, theme: Theme) -> str:
     """A name in the book's style: ``W1`` as an italic W with subscript 1."""
     base, sub = name_parts(name)
     body = f"<I>{escape(base)}</I>" + (f"<SUB>{escape(sub)}</SUB>" if sub else "")
-    return _font(body, theme.text, 17, NAME_FONT)
-
-
-def display_number(x: float, precision: int = 4) -> str:
-    """``format_number`` as typeset in pictures: a true minus sign (U+2212), not a hyphen."""
-    return format_number(x, precision).replace("-", "\u2212")
+    return _font(body, theme.text, NAME_PT, NAME_FONT)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -415,7 +161,7 @@ def _advance(text: str) -> int:
     return sum(_ADVANCE.get(c, 1000) for c in text)
 
 
-def _array_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = 14,
+def _array_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = VALUE_PT,
                 indices: list[list[Any]] | None = None, dead: np.ndarray | None = None,
                 widths: list[int] | None = None, fill: str | None = None,
                 brackets: bool = False, hidden: bool = False) -> str:
@@ -462,6 +208,7 @@ class _Options:
 
 
 def _check_options(rankdir: str, theme: str, precision: int) -> Theme:
+    """The theme named, after checking every option: each mistake is one DrawError."""
     if rankdir not in RANKDIRS:
         raise DrawError(f"unknown rankdir: {rankdir!r} (must be one of {list(RANKDIRS)})")
     if theme not in THEMES:
@@ -488,7 +235,11 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     _validate(G)
     palette = _check_options(rankdir, theme, precision)
     options = _Options(rankdir, palette, precision, forward_only, step, legend)
-    return _Writer(G, options, state_at(G, step)).dot()
+    try:
+        state = state_at(G, step)
+    except IRError as error:
+        raise DrawError(str(error)) from None
+    return _Writer(G, options, state).dot()
 
 
 def edge_id(u: Any, v: Any, key: Any) -> str:
@@ -501,9 +252,6 @@ def _validate(G: nx.MultiDiGraph) -> None:
         validate(G)
     except IRError as error:
         raise DrawError(f"cannot draw an invalid graph: {error}") from None
-
-
-_COMMUTATIVE = frozenset({"add", "mul"})
 
 
 class _Writer:
@@ -552,11 +300,12 @@ class _Writer:
         if legend:
             graph.update(label=legend, labelloc="b", labeljust="l")
         lines.append("  graph " + _attrs(graph) + ";")
-        lines.append("  node " + _attrs({"fontname": FONT, "fontsize": "14",
-                                         "fontcolor": t.text, "penwidth": "1.4"}) + ";")
-        lines.append("  edge " + _attrs({"fontname": FONT, "fontsize": "11",
-                                         "color": t.edge, "arrowsize": "0.7",
-                                         "penwidth": "1.3"}) + ";")
+        lines.append("  node " + _attrs({"fontname": FONT, "fontsize": _pt(VALUE_PT),
+                                         "fontcolor": t.text, "penwidth": _pt(NODE_PEN)})
+                     + ";")
+        lines.append("  edge " + _attrs({"fontname": FONT, "fontsize": _pt(LABEL_PT),
+                                         "color": t.edge, "arrowsize": _pt(ARROW_SIZE),
+                                         "penwidth": _pt(EDGE_PEN)}) + ";")
         for node, attrs in self.G.nodes(data=True):
             node_attrs = (self.value_node(node, attrs) if attrs["kind"] == "value"
                           else self.op_node(node, attrs))
@@ -586,7 +335,7 @@ class _Writer:
             header.append(_name_html(attrs["label"], t))
         if attrs.get("stored"):
             classes.append("stored")
-            header.append(_font("●", t.saved, 11))
+            header.append(_font("●", t.saved, MARK_PT))
         is_array = bool(attrs["shape"])
         texts, indices = _grid_texts(attrs["data"], o.precision)
         body = [f"<TD>{_array_html(texts, t.text, t, brackets=is_array)}</TD>"]
@@ -596,7 +345,8 @@ class _Writer:
             known = node in self.state.grads
             grad = self.state.grads[node] if known else partials[-1]
             grad_texts, _ = _grid_texts(grad, o.precision)
-            widths = _column_widths([_grid_texts(p, o.precision)[0] for p in partials], 14)
+            widths = _column_widths([_grid_texts(p, o.precision)[0] for p in partials],
+                                    VALUE_PT)
             dead = self.dead_mask_now(node, grad) if known else None
             classes.append("has-grad" if known else "pending-grad")
             if dead is not None:
@@ -647,19 +397,19 @@ class _Writer:
         t = self.t
         symbol = attrs["symbol"]
         classes = ["op", attrs["op"]]
-        size = "16" if len(symbol) <= 2 else "13"
         result = {"id": str(node), "shape": "circle", "style": "filled",
                   "fillcolor": t.op_fill, "color": t.op_line, "width": "0.42",
-                  "margin": "0.04", "fontsize": size, "label": symbol}
-        if attrs["op"] not in _COMMUTATIVE:
+                  "margin": "0.04", "fontsize": _pt(symbol_pt(symbol)), "label": symbol}
+        if not ops.get(attrs["op"]).commutative:
             # Keep operands in argument order (first on top in LR) where it matters.
             result["ordering"] = "in"
-        if attrs["op"] == "relu" and _any(attrs.get("dead", False)):
+        if np.any(attrs.get("dead", False)):  # a gate (a ReLU) with dead units
             classes.append("dead")
-            result.update(color=t.dead_line, style="filled,dashed", penwidth="2")
+            result.update(color=t.dead_line, style="filled,dashed", penwidth=_pt(DEAD_PEN))
         if node == self.state.current:
             classes.append("current")
-            result.update(color=t.highlight_line, fillcolor=t.highlight_fill, penwidth="3")
+            result.update(color=t.highlight_line, fillcolor=t.highlight_fill,
+                          penwidth=_pt(CURRENT_OP_PEN))
         result["class"] = " ".join(classes)
         return result
 
@@ -678,9 +428,9 @@ class _Writer:
             contribution = attrs["grad"]
             known = key in self.state.processed
             texts, indices = _grid_texts(contribution, o.precision)
-            html = _array_html(texts, t.grad, t, size=11, indices=indices,
+            html = _array_html(texts, t.grad, t, size=LABEL_PT, indices=indices,
                                dead=self.dead_edges.get(key) if known else None,
-                               widths=_column_widths([texts], 11), fill=t.label_fill,
+                               widths=_column_widths([texts], LABEL_PT), fill=t.label_fill,
                                brackets=type(contribution) is not float
                                and bool(np.ndim(contribution)), hidden=not known)
             where = "xlabel" if self.external_labels else "label"
@@ -688,11 +438,11 @@ class _Writer:
             classes.append("contribution" if known else "pending-contribution")
         if key in self.state.current_edges:
             classes.append("current")
-            result.update(color=t.highlight_line, penwidth="2.6")
+            result.update(color=t.highlight_line, penwidth=_pt(CURRENT_EDGE_PEN))
         elif u == self.state.current:
             # The op's result edge: the gradient that enters the current op.
             classes.append("current")
-            result.update(color=t.highlight_line, penwidth="2", style="dashed")
+            result.update(color=t.highlight_line, penwidth=_pt(RESULT_EDGE_PEN), style="dashed")
         result["class"] = " ".join(classes)
         return result
 
@@ -701,25 +451,25 @@ class _Writer:
     def legend_html(self) -> str | None:
         """A key to the colours; the same at every backward step."""
         t = self.t
-        items = [_font("value", t.text, 12)]
+        items = [_font("value", t.text, LEGEND_PT)]
         if any(role == "param" for _, role in self.G.nodes(data="role")):
             items.append(f'<TABLE BORDER="1" CELLBORDER="0" COLOR="{t.node_line}" '
                          f'CELLPADDING="2" CELLSPACING="0" BGCOLOR="{t.param_fill}" '
                          f'STYLE="ROUNDED"><TR><TD>'
-                         f'{_font("parameter", t.text, 12)}</TD></TR></TABLE>')
+                         f'{_font("parameter", t.text, LEGEND_PT)}</TD></TR></TABLE>')
         if self.partials:
-            items.append(_font("gradient", t.grad, 12))
+            items.append(_font("gradient", t.grad, LEGEND_PT))
         if self.fork_edges:
-            items.append(_font("on an edge: its part of a sum at a fork", t.grad, 12))
+            items.append(_font("on an edge: its part of a sum at a fork", t.grad, LEGEND_PT))
         if self.dead_values or self.dead_edges:
             items.append(f'<TABLE BORDER="0" CELLPADDING="1" CELLSPACING="0">'
-                         f'<TR><TD BGCOLOR="{t.dead_fill}">{_font("0", t.dead_text, 12)}'
-                         f'</TD><TD>{_font(" zeroed by a dead ReLU", t.muted, 12)}</TD></TR>'
+                         f'<TR><TD BGCOLOR="{t.dead_fill}">{_font("0", t.dead_text, LEGEND_PT)}'
+                         f'</TD><TD>{_font(" zeroed by a dead ReLU", t.muted, LEGEND_PT)}</TD></TR>'
                          "</TABLE>")
         stored = self.G.graph.get("stored_bytes")
         if stored:
-            items.append(_font("●", t.saved, 11)
-                         + _font(f" saved for backward: {_bytes(stored)} in all", t.muted, 12))
+            note = f" saved for backward: {_bytes(stored)} in all"
+            items.append(_font("●", t.saved, MARK_PT) + _font(note, t.muted, LEGEND_PT))
         if len(items) == 1:
             return None
         cells = "".join(f"<TD>{item}</TD>" for item in items)
@@ -755,27 +505,6 @@ def run_dot(source: str, format: str = "svg") -> bytes:
     return done.stdout
 
 
-def write_atomically(path: Path, data: bytes) -> Path:
-    """Write to a temporary file beside ``path``, then rename: no partial output.
-
-    Returns ``path``; raises OSError (the caller says it in its own words).
-    """
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-        # mkstemp makes the file private (0600); give it the usual permissions.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
-
-
 class Diagram:
     """A drawing: its DOT ``source``, the IR ``graph``, and renders in any format."""
 
@@ -805,12 +534,7 @@ class Diagram:
             if not format:
                 raise DrawError(f"cannot tell the format of {str(path)!r}: give it an "
                                 f"extension or a format (one of {list(FORMATS)})")
-        data = self.pipe(format)
-        try:
-            write_atomically(path, data)
-        except OSError as error:
-            raise DrawError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
-        return path
+        return write_atomically(path, self.pipe(format))
 
     def _repr_svg_(self) -> str:
         return self.svg
@@ -842,9 +566,9 @@ def draw(graph_or_root: Any, *, names: Mapping[str, Any] | None = None, rankdir:
     return Diagram(source, G)
 
 
-def steps(graph_or_root: Any, *, names: Mapping[str, Any] | None = None, rankdir: str = "LR",
-          theme: str = "light", precision: int = 4, forward_only: bool = False,
-          legend: bool = True) -> list[Diagram]:
+def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
+                  rankdir: str = "LR", theme: str = "light", precision: int = 4,
+                  forward_only: bool = False, legend: bool = True) -> list[Diagram]:
     """One Diagram per state of the backward pass: step 0 (the seed) to the last op."""
     G = as_graph(graph_or_root, names)
     _validate(G)
@@ -862,7 +586,7 @@ def render_steps(G: Any, directory: str | os.PathLike, **options: Any) -> list[P
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise DrawError(f"cannot create {str(directory)!r}: {error.strerror or error}") from None
-    diagrams = steps(G, **options)
+        raise DrawError(f"cannot create {directory}: {error.strerror or error}") from None
+    diagrams = step_diagrams(G, **options)
     return [diagram.render(directory / f"step-{k:03d}.{format}", format=format)
             for k, diagram in enumerate(diagrams)]

@@ -11,6 +11,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import ops
+from .errors import BackpropvizError
+
 __all__ = [
     "EngineError",
     "GradcheckResult",
@@ -23,7 +26,7 @@ __all__ = [
 ]
 
 
-class EngineError(ValueError):
+class EngineError(BackpropvizError, ValueError):
     """A computation the engine cannot perform, explained in one sentence."""
 
 
@@ -64,7 +67,7 @@ class Node:
     @property
     def _op(self) -> str:
         """micrograd's name for the operator, as a symbol ('' for a leaf)."""
-        return "" if self.op is None else op_symbol(self.op, self.exponent)
+        return "" if self.op is None else ops.symbol(self.op, self.exponent)
 
     def _clear_grad(self) -> None:
         self.grad = self._no_grad
@@ -116,46 +119,34 @@ def topological_order(roots: Iterable[Node]) -> list[Node]:
     return sorted(seen, key=attrgetter("_index"))
 
 
-_SYMBOLS = {
-    "add": "+", "sub": "−", "mul": "×", "div": "÷", "neg": "−", "matmul": "@",
-    "relu": "ReLU", "tanh": "tanh", "exp": "exp", "log": "log", "sigmoid": "σ",
-    "sum": "Σ", "mean": "mean", "transpose": "ᵀ", "square": "x²",
-    "sqnorm": "‖·‖²", "getitem": "[ ]",
-}
-_SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
-
-
-def op_symbol(op: str, exponent: float | None = None) -> str:
-    """What is drawn in an operator's circle: ``+``, ``×``, ``ReLU``, ``x²``…"""
-    if op == "pow":
-        if exponent is None:
-            return "xʸ"
-        text = str(int(exponent)) if float(exponent).is_integer() else f"{exponent:g}"
-        return "x" + text.translate(_SUPERSCRIPT)
-    return _SYMBOLS.get(op, op)
-
-
-# Which values each op's backward rule reads: operand positions, or "out" for
-# the op's own result. These are the intermediates the forward pass must keep
-# alive until backward consumes them, which is why training needs memory.
-_SAVED = {
-    "add": (), "sub": (), "neg": (), "sum": (), "mean": (), "transpose": (),
-    "getitem": (), "mul": (0, 1), "div": (0, 1), "matmul": (0, 1),
-    "relu": (0,), "log": (0,), "square": (0,), "sqnorm": (0,),
-    "tanh": ("out",), "exp": ("out",), "sigmoid": ("out",),
-}
-
-
 def saved_for_backward(node: Node) -> tuple[Node, ...]:
     """The values that ``node``'s backward rule reads (stored since forward)."""
     if node.op is None:
         return ()
-    if node.op == "pow":
-        # d(a^n)/da = n a^(n-1) reads a; with a Value exponent, d/db = a^b ln a
-        # reads the result as well.
-        return (node.operands[0],) if len(node.operands) == 1 else (*node.operands, node)
     return tuple(node if where == "out" else node.operands[where]
-                 for where in _SAVED.get(node.op, ()))
+                 for where in ops.get(node.op).saved(len(node.operands)))
+
+
+# ---------------------------------------------------------------- rules
+
+# Each op's backward rule, by op name: rule(result node, upstream gradient)
+# returns one contribution per operand. The rules are written in the classes,
+# right below the method that creates the op, and registered with these.
+_VALUE_RULES: dict[str, Callable[[Any, Any], tuple]] = {}
+_TENSOR_RULES: dict[str, Callable[[Any, Any], tuple]] = {}
+
+
+def _rule_registrar(rules: dict[str, Callable]) -> Callable[[str], Callable]:
+    def register_as(op: str) -> Callable[[Callable], staticmethod]:
+        def register(rule: Callable) -> staticmethod:
+            rules[op] = rule
+            return staticmethod(rule)
+        return register
+    return register_as
+
+
+_value_rule = _rule_registrar(_VALUE_RULES)
+_tensor_rule = _rule_registrar(_TENSOR_RULES)
 
 
 # ---------------------------------------------------------------- scalars
@@ -262,27 +253,64 @@ class Value(Node):
             step += 1
         return step
 
+    # ------------------------------------------------------------ ops
+    # Each op: its forward computation, then its backward rule, which takes the
+    # result node and the gradient g arriving from downstream and returns the
+    # contribution for each operand: the local derivative times g.
+
     def __add__(self, other: Any) -> Value:
         other = other if type(other) is Value else _const_value(other)
         return Value(self.data + other.data, (self, other), "add")
+
+    @_value_rule("add")
+    def _add_rule(node: Value, g: float) -> tuple[float, float]:
+        return g, g  # d(a+b) = da + db
 
     def __sub__(self, other: Any) -> Value:
         other = other if type(other) is Value else _const_value(other)
         return Value(self.data - other.data, (self, other), "sub")
 
+    @_value_rule("sub")
+    def _sub_rule(node: Value, g: float) -> tuple[float, float]:
+        return g, -g  # d(a-b) = da - db
+
     def __mul__(self, other: Any) -> Value:
         other = other if type(other) is Value else _const_value(other)
         return Value(self.data * other.data, (self, other), "mul")
 
+    @_value_rule("mul")
+    def _mul_rule(node: Value, g: float) -> tuple[float, float]:
+        a, b = node.operands
+        return g * b.data, g * a.data  # d(ab)/da = b, d(ab)/db = a
+
     def __truediv__(self, other: Any) -> Value:
         other = other if type(other) is Value else _const_value(other)
         return Value(_ieee(_divide, self.data, other.data), (self, other), "div")
+
+    @_value_rule("div")
+    def _div_rule(node: Value, g: float) -> tuple[float, float]:
+        a, b = node.operands
+        # d(a/b) = da/b - a db/b²
+        return _ieee(_divide, g, b.data), -g * _ieee(_divide, a.data, b.data ** 2)
 
     def __pow__(self, other: Any) -> Value:
         if type(other) is Value:
             return Value(_ieee(_power, self.data, other.data), (self, other), "pow")
         exponent = _real(other, "an exponent")
         return Value(_ieee(_power, self.data, exponent), (self,), "pow", exponent=exponent)
+
+    @_value_rule("pow")
+    def _pow_rule(node: Value, g: float) -> tuple[float, ...]:
+        a = node.operands[0].data
+        if len(node.operands) == 1:
+            n = node.exponent
+            # d(a^n)/da = n a^(n-1); a^0 is the constant 1, flat even at a = 0.
+            return (0.0 if n == 0 else g * n * _ieee(_power, a, n - 1),)
+        b = node.operands[1].data
+        # d(a^b)/da = b a^(b-1) and d(a^b)/db = a^b ln a. At a = 0, b >= 0 the
+        # result does not change with b, so that derivative is 0 (as in PyTorch).
+        return (0.0 if b == 0 else g * b * _ieee(_power, a, b - 1),
+                0.0 if a == 0 and b >= 0 else g * node.data * _ieee(_log, a))
 
     def __radd__(self, other: Any) -> Value:
         return _const_value(other) + self
@@ -302,23 +330,48 @@ class Value(Node):
     def __neg__(self) -> Value:
         return Value(-self.data, (self,), "neg")
 
+    @_value_rule("neg")
+    def _neg_rule(node: Value, g: float) -> tuple[float]:
+        return (-g,)
+
     def relu(self) -> Value:
         return Value(self.data if self.data > 0 else 0.0, (self,), "relu")
+
+    @_value_rule("relu")
+    def _relu_rule(node: Value, g: float) -> tuple[float]:
+        # A gate: relu'(z) = 1 for z > 0, else 0 (a dead unit passes nothing).
+        return (g if node.operands[0].data > 0 else 0.0,)
 
     def tanh(self) -> Value:
         return Value(math.tanh(self.data), (self,), "tanh")
 
+    @_value_rule("tanh")
+    def _tanh_rule(node: Value, g: float) -> tuple[float]:
+        return (g * (1.0 - node.data ** 2),)  # tanh' = 1 - tanh²
+
     def exp(self) -> Value:
         return Value(_ieee(math.exp, self.data), (self,), "exp")
 
+    @_value_rule("exp")
+    def _exp_rule(node: Value, g: float) -> tuple[float]:
+        return (g * node.data,)  # exp' = exp
+
     def log(self) -> Value:
         return Value(_ieee(_log, self.data), (self,), "log")
+
+    @_value_rule("log")
+    def _log_rule(node: Value, g: float) -> tuple[float]:
+        return (_ieee(_divide, g, node.operands[0].data),)  # log' = 1/a
 
     def sigmoid(self) -> Value:
         x = self.data
         # Two forms of 1/(1+e^-x), each exact where the other would overflow.
         s = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
         return Value(s, (self,), "sigmoid")
+
+    @_value_rule("sigmoid")
+    def _sigmoid_rule(node: Value, g: float) -> tuple[float]:
+        return (g * node.data * (1.0 - node.data),)  # σ' = σ(1-σ)
 
 
 def _const_value(number: Any) -> Value:
@@ -327,41 +380,6 @@ def _const_value(number: Any) -> Value:
     value = Value(_real(number, "an operand"))
     value.requires_grad = None  # a number written in the script: a constant
     return value
-
-
-# Local chain rules for scalars. Each takes the op's result node and the
-# gradient arriving from downstream, and returns the contribution for each
-# operand: the local derivative times the upstream gradient.
-
-def _value_pow(node: Value, g: float) -> tuple[float, ...]:
-    a = node.operands[0].data
-    if len(node.operands) == 1:
-        n = node.exponent
-        # d(a^n)/da = n a^(n-1); a^0 is the constant 1, flat even at a = 0.
-        return (0.0 if n == 0 else g * n * _ieee(_power, a, n - 1),)
-    b = node.operands[1].data
-    # d(a^b)/da = b a^(b-1) and d(a^b)/db = a^b ln a. At a = 0, b >= 0 the
-    # result does not change with b, so that derivative is 0 (as in PyTorch).
-    return (0.0 if b == 0 else g * b * _ieee(_power, a, b - 1),
-            0.0 if a == 0 and b >= 0 else g * node.data * _ieee(_log, a))
-
-
-_VALUE_RULES: dict[str, Callable[[Any, Any], tuple]] = {
-    "add": lambda node, g: (g, g),                          # d(a+b) = da + db
-    "sub": lambda node, g: (g, -g),
-    "mul": lambda node, g: (g * node.operands[1].data,     # d(ab)/da = b
-                            g * node.operands[0].data),    # d(ab)/db = a
-    "div": lambda node, g: (                               # d(a/b) = da/b - a db/b²
-        _ieee(_divide, g, node.operands[1].data),
-        -g * _ieee(_divide, node.operands[0].data, node.operands[1].data ** 2)),
-    "pow": _value_pow,
-    "neg": lambda node, g: (-g,),
-    "relu": lambda node, g: (g if node.operands[0].data > 0 else 0.0,),  # a gate
-    "tanh": lambda node, g: (g * (1.0 - node.data ** 2),),  # tanh' = 1 - tanh²
-    "exp": lambda node, g: (g * node.data,),                 # exp' = exp
-    "log": lambda node, g: (_ieee(_divide, g, node.operands[0].data),),  # log' = 1/a
-    "sigmoid": lambda node, g: (g * node.data * (1.0 - node.data),),     # σ' = σ(1-σ)
-}
 
 
 # ---------------------------------------------------------------- tensors
@@ -499,22 +517,53 @@ class Tensor(Node):
         try:
             np.broadcast_shapes(self.shape, other.shape)
         except ValueError:
-            raise EngineError(f"cannot {_VERBS[op]} shapes {self.shape} and {other.shape}: "
-                              "they do not broadcast") from None
+            raise EngineError(f"cannot {ops.get(op).verb} shapes {self.shape} and "
+                              f"{other.shape}: they do not broadcast") from None
         with np.errstate(all="ignore"):
             return Tensor(compute(self.data, other.data), _children=(self, other), _op=op)
+
+    def _unary(self, op: str, result: np.ndarray, axis: Any = None) -> Tensor:
+        return Tensor(result, _children=(self,), _op=op, axis=axis)
+
+    # ------------------------------------------------------------ ops
+    # As for Value: each op's forward computation, then its backward rule. An
+    # operand that broadcasting stretched gets its gradient summed back
+    # (_unbroadcast), so every contribution has its operand's shape.
 
     def __add__(self, other: Any) -> Tensor:
         return self._elementwise(other, "add", np.add)
 
+    @_tensor_rule("add")
+    def _add_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a, b = node.operands
+        return _unbroadcast(g, a.shape), _unbroadcast(g, b.shape)  # d(a+b) = da + db
+
     def __sub__(self, other: Any) -> Tensor:
         return self._elementwise(other, "sub", np.subtract)
+
+    @_tensor_rule("sub")
+    def _sub_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a, b = node.operands
+        return _unbroadcast(g, a.shape), _unbroadcast(-g, b.shape)  # d(a-b) = da - db
 
     def __mul__(self, other: Any) -> Tensor:
         return self._elementwise(other, "mul", np.multiply)
 
+    @_tensor_rule("mul")
+    def _mul_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a, b = node.operands
+        # d(a⊙b)/da = b, d(a⊙b)/db = a, entry by entry
+        return _unbroadcast(g * b.data, a.shape), _unbroadcast(g * a.data, b.shape)
+
     def __truediv__(self, other: Any) -> Tensor:
         return self._elementwise(other, "div", np.divide)
+
+    @_tensor_rule("div")
+    def _div_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a, b = node.operands
+        with np.errstate(all="ignore"):  # d(a/b) = da/b - a db/b²
+            return (_unbroadcast(g / b.data, a.shape),
+                    _unbroadcast(-g * a.data / b.data ** 2, b.shape))
 
     def __radd__(self, other: Any) -> Tensor:
         return self._operand(other) + self
@@ -539,8 +588,26 @@ class Tensor(Node):
     def __rpow__(self, other: Any) -> Tensor:
         return self._operand(other) ** self
 
+    @_tensor_rule("pow")
+    def _pow_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, ...]:
+        a = node.operands[0].data
+        with np.errstate(all="ignore"):
+            if len(node.operands) == 1:
+                n = node.exponent
+                # n a^(n-1); a^0 is the constant 1, flat even at a = 0.
+                return (np.zeros_like(g) if n == 0 else g * n * np.power(a, n - 1),)
+            b = node.operands[1].data
+            # b a^(b-1) and a^b ln a, with the same zeros as the scalar rule.
+            da = np.where(b == 0, 0.0, g * b * np.power(a, b - 1))
+            db = np.where((a == 0) & (b >= 0), 0.0, g * node.data * np.log(a))
+            return _unbroadcast(da, a.shape), _unbroadcast(db, b.shape)
+
     def __neg__(self) -> Tensor:
         return self._unary("neg", np.negative(self.data))
+
+    @_tensor_rule("neg")
+    def _neg_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        return (-g,)
 
     def __matmul__(self, other: Any) -> Tensor:
         other = self._operand(other)
@@ -552,6 +619,20 @@ class Tensor(Node):
     def __rmatmul__(self, other: Any) -> Tensor:
         return self._operand(other) @ self
 
+    @_tensor_rule("matmul")
+    def _matmul_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a, b = node.operands
+        # Treat a vector on the left as a row and on the right as a column; then
+        # d(AB)/dA = G Bᵀ and d(AB)/dB = Aᵀ G, reshaped back to the operands.
+        a2 = a.data if a.ndim == 2 else a.data[None, :]
+        b2 = b.data if b.ndim == 2 else b.data[:, None]
+        g2 = g.reshape(a2.shape[0], b2.shape[1])
+        # Where a vector makes the sum a single term (an outer product), multiply
+        # instead: BLAS adds that term to +0.0 and would lose a -0.0 that PyTorch keeps.
+        grad_a = g2 * b2.T if b2.shape[1] == 1 else g2 @ b2.T
+        grad_b = a2.T * g2 if a2.shape[0] == 1 else a2.T @ g2
+        return grad_a.reshape(a.shape), grad_b.reshape(b.shape)
+
     def __getitem__(self, index: Any) -> Tensor:
         try:
             picked = np.array(self.data[index], dtype=np.float64)
@@ -559,22 +640,46 @@ class Tensor(Node):
             raise EngineError(f"index {index!r} does not fit shape {self.shape}: {error}") from None
         return Tensor(picked, _children=(self,), _op="getitem", axis=index)
 
-    def _unary(self, op: str, result: np.ndarray, axis: Any = None) -> Tensor:
-        return Tensor(result, _children=(self,), _op=op, axis=axis)
+    @_tensor_rule("getitem")
+    def _getitem_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        # The picked entries get the gradient, the others 0; an entry picked
+        # twice gets both (np.add.at adds at repeated indices).
+        spread = np.zeros(node.operands[0].shape)
+        np.add.at(spread, node.axis, g)
+        return (spread,)
 
     def relu(self) -> Tensor:
         return self._unary("relu", np.where(self.data > 0, self.data, 0.0))
 
+    @_tensor_rule("relu")
+    def _relu_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        # φ'(z) = 1[z > 0]: the ReLU passes the gradient where the unit is alive
+        # and blocks it where it is dead, an exact zero.
+        return (np.where(node.operands[0].data > 0, g, 0.0),)
+
     def tanh(self) -> Tensor:
         return self._unary("tanh", np.tanh(self.data))
+
+    @_tensor_rule("tanh")
+    def _tanh_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        return (g * (1.0 - node.data ** 2),)  # tanh' = 1 - tanh²
 
     def exp(self) -> Tensor:
         with np.errstate(all="ignore"):
             return self._unary("exp", np.exp(self.data))
 
+    @_tensor_rule("exp")
+    def _exp_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        return (g * node.data,)  # exp' = exp
+
     def log(self) -> Tensor:
         with np.errstate(all="ignore"):
             return self._unary("log", np.log(self.data))
+
+    @_tensor_rule("log")
+    def _log_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        with np.errstate(all="ignore"):
+            return (g / node.operands[0].data,)  # log' = 1/a
 
     def sigmoid(self) -> Tensor:
         with np.errstate(all="ignore"):
@@ -583,20 +688,41 @@ class Tensor(Node):
             e = np.exp(-np.abs(x))
             return self._unary("sigmoid", np.where(x >= 0, 1 / (1 + e), e / (1 + e)))
 
+    @_tensor_rule("sigmoid")
+    def _sigmoid_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        return (g * node.data * (1.0 - node.data),)  # σ' = σ(1-σ)
+
     def square(self) -> Tensor:
         return self._unary("square", np.square(self.data))
+
+    @_tensor_rule("square")
+    def _square_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        return (2.0 * node.operands[0].data * g,)  # d(a²)/da = 2a
 
     def sqnorm(self) -> Tensor:
         """The squared Frobenius norm, ‖A‖²_F: the sum of squared entries."""
         return self._unary("sqnorm", np.array(np.sum(np.square(self.data))))
 
+    @_tensor_rule("sqnorm")
+    def _sqnorm_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        return (2.0 * node.operands[0].data * g,)  # d‖A‖²/dA = 2A
+
     def sum(self, axis: int | None = None) -> Tensor:
         self._check_axis(axis)
         return self._unary("sum", np.array(self.data.sum(axis=axis)), axis)
 
+    @_tensor_rule("sum")
+    def _sum_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        return (_spread(node, g),)  # every summed entry moves the sum one for one
+
     def mean(self, axis: int | None = None) -> Tensor:
         self._check_axis(axis)
         return self._unary("mean", np.array(self.data.mean(axis=axis)), axis)
+
+    @_tensor_rule("mean")
+    def _mean_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        # The mean of k entries moves by 1/k for each.
+        return (_spread(node, g) * (node.data.size / node.operands[0].data.size),)
 
     def _check_axis(self, axis: int | None) -> None:
         if axis is not None and not -self.ndim <= axis < self.ndim:
@@ -606,40 +732,13 @@ class Tensor(Node):
     def T(self) -> Tensor:  # noqa: N802 (numpy's and PyTorch's name)
         return self._unary("transpose", self.data.T.copy())
 
-
-_VERBS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "pow": "raise"}
+    @_tensor_rule("transpose")
+    def _transpose_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        return (g.T.copy(),)
 
 
 def _listed(array: np.ndarray | None) -> Any:
     return None if array is None else array.tolist()
-
-
-def _tensor_pow(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, ...]:
-    a = node.operands[0].data
-    with np.errstate(all="ignore"):
-        if len(node.operands) == 1:
-            n = node.exponent
-            # n a^(n-1); a^0 is the constant 1, flat even at a = 0.
-            return (np.zeros_like(g) if n == 0 else g * n * np.power(a, n - 1),)
-        b = node.operands[1].data
-        # b a^(b-1) and a^b ln a, with the same zeros as the scalar rule.
-        da = np.where(b == 0, 0.0, g * b * np.power(a, b - 1))
-        db = np.where((a == 0) & (b >= 0), 0.0, g * node.data * np.log(a))
-        return _unbroadcast(da, a.shape), _unbroadcast(db, b.shape)
-
-
-def _tensor_matmul(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    a, b = node.operands
-    # Treat a vector on the left as a row and on the right as a column; then
-    # d(AB)/dA = G Bᵀ and d(AB)/dB = Aᵀ G, reshaped back to the operands.
-    a2 = a.data if a.ndim == 2 else a.data[None, :]
-    b2 = b.data if b.ndim == 2 else b.data[:, None]
-    g2 = g.reshape(a2.shape[0], b2.shape[1])
-    # Where a vector makes the sum a single term (an outer product), multiply
-    # instead: BLAS adds that term to +0.0 and would lose a -0.0 that PyTorch keeps.
-    grad_a = g2 * b2.T if b2.shape[1] == 1 else g2 @ b2.T
-    grad_b = a2.T * g2 if a2.shape[0] == 1 else a2.T @ g2
-    return grad_a.reshape(a.shape), grad_b.reshape(b.shape)
 
 
 def _spread(node: Tensor, g: np.ndarray) -> np.ndarray:
@@ -648,51 +747,6 @@ def _spread(node: Tensor, g: np.ndarray) -> np.ndarray:
     if node.axis is not None:
         g = np.expand_dims(g, node.axis)
     return np.broadcast_to(g, shape).copy()
-
-
-def _tensor_getitem(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
-    spread = np.zeros(node.operands[0].shape)
-    np.add.at(spread, node.axis, g)  # repeated indices add up, as they should
-    return (spread,)
-
-
-def _tensor_div(node: Tensor, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    a, b = node.operands
-    with np.errstate(all="ignore"):
-        return (_unbroadcast(g / b.data, a.shape),
-                _unbroadcast(-g * a.data / b.data ** 2, b.shape))
-
-
-_TENSOR_RULES: dict[str, Callable[[Any, Any], tuple]] = {
-    "add": lambda node, g: (_unbroadcast(g, node.operands[0].shape),
-                            _unbroadcast(g, node.operands[1].shape)),
-    "sub": lambda node, g: (_unbroadcast(g, node.operands[0].shape),
-                            _unbroadcast(-g, node.operands[1].shape)),
-    "mul": lambda node, g: (_unbroadcast(g * node.operands[1].data, node.operands[0].shape),
-                            _unbroadcast(g * node.operands[0].data, node.operands[1].shape)),
-    "div": _tensor_div,
-    "pow": _tensor_pow,
-    "neg": lambda node, g: (-g,),
-    "matmul": _tensor_matmul,
-    # φ'(z) = 1[z > 0]: the ReLU passes the gradient where the unit is alive
-    # and blocks it where it is dead, an exact zero.
-    "relu": lambda node, g: (np.where(node.operands[0].data > 0, g, 0.0),),
-    "tanh": lambda node, g: (g * (1.0 - node.data ** 2),),
-    "exp": lambda node, g: (g * node.data,),
-    "log": lambda node, g: (_divide_quietly(g, node.operands[0].data),),
-    "sigmoid": lambda node, g: (g * node.data * (1.0 - node.data),),
-    "square": lambda node, g: (2.0 * node.operands[0].data * g,),
-    "sqnorm": lambda node, g: (2.0 * node.operands[0].data * g,),     # d‖A‖²/dA = 2A
-    "sum": lambda node, g: (_spread(node, g),),
-    "mean": lambda node, g: (_spread(node, g) * (node.data.size / node.operands[0].data.size),),
-    "transpose": lambda node, g: (g.T.copy(),),
-    "getitem": _tensor_getitem,
-}
-
-
-def _divide_quietly(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return x / y
 
 
 # ---------------------------------------------------------------- checking

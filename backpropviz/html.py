@@ -11,23 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-import numpy as np
 
 from .captions import differentiated, step_captions, value_names
-from .draw import (
-    MAX_ITEMS,
-    THEMES,
-    DrawError,
-    Theme,
-    as_graph,
-    dead_masks,
-    edge_id,
-    format_array,
-    grid_indices,
-    steps,
-    write_atomically,
-)
-from .ir import backward_steps, operand_edges, result_of
+from .draw import DrawError, as_graph, edge_id, step_diagrams
+from .files import write_atomically
+from .formatting import MAX_ITEMS, dead_cells, format_array
+from .ir import operand_edges, result_of
+from .steps import backward_steps, dead_masks
+from .style import THEMES, Theme
 
 __all__ = ["Page", "page_data", "render_html", "step_through", "svg_frames", "to_html"]
 
@@ -49,13 +40,6 @@ def _drawn(x: Any, precision: int, max_items: int = MAX_ITEMS) -> list[list[str]
 def _full(x: Any, precision: int) -> list[list[str]]:
     """A whole number or array as the tooltip shows it."""
     return _drawn(x, precision, TOOLTIP_MAX_ITEMS)
-
-
-def _dead_cells(dead: Any) -> list[list[bool]]:
-    """A dead-ReLU mask laid out as format_array lays out the drawn cells."""
-    mask = np.asarray(dead, dtype=bool)
-    return [[not isinstance(index, str) and bool(mask[index]) for index in row]
-            for row in grid_indices(mask.shape, MAX_ITEMS)]
 
 
 def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
@@ -87,7 +71,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
         if grad is not None:
             entry: dict[str, Any] = {"cells": _drawn(grad, precision)}
             if (u, v, key) in dead_edges:
-                entry["dead"] = _dead_cells(dead_edges[u, v, key])
+                entry["dead"] = dead_cells(dead_edges[u, v, key])
             contributions[edge_id(u, v, key)] = entry
     captions = step_captions(G)
     seeds = G.graph.get("seeds", {})
@@ -161,7 +145,7 @@ def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     way (it sizes the gradient slots for the final values), so swapping these
     groups into the step-0 picture redraws step k exactly.
     """
-    diagrams = steps(G, rankdir=rankdir, theme=theme, precision=precision)
+    diagrams = step_diagrams(G, rankdir=rankdir, theme=theme, precision=precision)
     root, graph, first = _parts(diagrams[0].svg)
     for attribute in ("width", "height"):
         root.attrib.pop(attribute, None)
@@ -268,14 +252,8 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
 
 def render_html(G: nx.MultiDiGraph, path: str | os.PathLike, **options: Any) -> Path:
     """Write ``to_html(G, **options)`` to ``path`` whole or not at all; return the path."""
-    return _write(Path(path), to_html(G, **options).encode("utf-8"))
+    return write_atomically(path, to_html(G, **options).encode("utf-8"))
 
-
-def _write(path: Path, page: bytes) -> Path:
-    try:
-        return write_atomically(path, page)
-    except OSError as error:
-        raise DrawError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
 
 class Page:
     """A step-through page; in Jupyter it shows inline, in a frame of its own."""
@@ -291,7 +269,7 @@ class Page:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the page to ``path`` whole or not at all; return the path."""
-        return _write(Path(path), self.html.encode("utf-8"))
+        return write_atomically(path, self.html.encode("utf-8"))
 
 
 def step_through(graph_or_root: Any, *, names: Any = None, height: int = 560,

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from .engine import Node, op_symbol, saved_for_backward, topological_order
+from . import ops
+from .engine import Node, saved_for_backward, topological_order
+from .errors import BackpropvizError
 
 __all__ = [
     "IRError",
-    "Step",
-    "backward_steps",
     "from_graphml",
     "from_node_link",
-    "gradient_history",
+    "operand_edges",
+    "plain_number",
+    "result_of",
     "to_graphml",
     "to_networkx",
     "to_node_link",
@@ -28,11 +29,11 @@ __all__ = [
 ROLES = ("input", "param", "const", "intermediate", "output")
 
 
-class IRError(ValueError):
+class IRError(BackpropvizError, ValueError):
     """A graph that breaks the IR contract; the message names the node or edge."""
 
 
-def _plain(x: Any) -> Any:
+def plain_number(x: Any) -> Any:
     """An engine number as the IR stores it: a float, or nested lists of floats."""
     if x is None:
         return None
@@ -77,21 +78,23 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
         if node.op is not None:
             oid = op_id[node] = f"op{len(op_id)}"
             attrs: dict[str, Any] = {"kind": "op", "op": node.op,
-                                     "symbol": op_symbol(node.op, node.exponent)}
+                                     "symbol": ops.symbol(node.op, node.exponent)}
             if node.exponent is not None:
                 attrs["exponent"] = node.exponent
-            if node.op == "relu":
-                attrs["dead"] = np.asarray(node.operands[0].data <= 0).tolist()
+            dead = ops.dead_units(node.op, node.operands[0].data)
+            if dead is not None:
+                attrs["dead"] = dead
             G.add_node(oid, **attrs)
         vid = value_id[node] = f"v{len(value_id)}"
         is_stored = node in stored
         G.add_node(vid, kind="value", label=name_of.get(id(node), node.label),
-                   data=_plain(node.data), grad=_plain(node.grad) if node._reached else None,
+                   data=plain_number(node.data),
+                   grad=plain_number(node.grad) if node._reached else None,
                    shape=tuple(np.shape(node.data)), role=_role(node, root_set),
                    stored=is_stored, nbytes=8 * int(np.size(node.data)) if is_stored else 0)
         if node.op is not None:
             for arg, operand in enumerate(node.operands):
-                sent = None if node._sent is None else _plain(node._sent[arg])
+                sent = None if node._sent is None else plain_number(node._sent[arg])
                 G.add_edge(value_id[operand], oid, key=arg, arg=arg, grad=sent)
             G.add_edge(oid, vid, key=0)
 
@@ -99,7 +102,7 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     processed = sorted((node for node in op_id if node._step is not None),
                        key=lambda node: node._step)
     G.graph["backward_order"] = [op_id[node] for node in processed]
-    G.graph["seeds"] = {value_id[node]: _plain(node._seed)
+    G.graph["seeds"] = {value_id[node]: plain_number(node._seed)
                         for node in order if node._seed is not None}
     G.graph["stored_bytes"] = sum(G.nodes[v]["nbytes"] for v in value_id.values())
     return G
@@ -231,27 +234,7 @@ def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
         raise IRError(f"{where}: operand edges must carry arg 0..{len(args) - 1}, got {args}")
 
 
-# ---------------------------------------------------------------- steps
-
-
-@dataclass(frozen=True)
-class Step:
-    """One op of the backward pass and what the reader knows after it.
-
-    ``edges`` are the operand edges ``(operand, op, key)`` the op sent
-    gradients along; ``grads`` maps every value id that has a gradient so far
-    to its running sum (seeded roots first); ``updated`` are the values whose
-    gradient this step changed, and ``accumulated`` those of them that already
-    had one (a fork: ``+=``).
-    """
-
-    index: int
-    op: Any
-    result: Any
-    edges: tuple
-    grads: Mapping[Any, Any]
-    updated: tuple
-    accumulated: tuple
+# ---------------------------------------------------------------- reading
 
 
 def result_of(G: nx.MultiDiGraph, op: Any) -> Any:
@@ -264,64 +247,6 @@ def operand_edges(G: nx.MultiDiGraph, op: Any) -> list[tuple[Any, Any, Any]]:
     edges = [(u, k, data.get("arg")) for u, keyed in G._pred[op].items()
              for k, data in keyed.items()]
     return [(u, op, k) for u, k, _ in sorted(edges, key=lambda edge: edge[2])]
-
-
-def backward_steps(G: nx.MultiDiGraph) -> list[Step]:
-    """The backward pass replayed from the IR, one Step per op of backward_order.
-
-    Running sums add the recorded edge contributions in the order the engine
-    added them, so each partial sum is the number the engine held then, and
-    the last one is the node's final gradient.
-    """
-    return [Step(index, op, result_of(G, op), tuple(edges), dict(grads),
-                 tuple(dict.fromkeys(updated)), tuple(dict.fromkeys(accumulated)))
-            for index, (op, edges, updated, accumulated, grads)
-            in enumerate(_replay(G), start=1)]
-
-
-def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
-    """Every gradient each value holds during the backward pass, in order.
-
-    A value's list is its seed if it has one, then its running sum after each
-    step that changed it (the numbers of ``backward_steps``); the last is its
-    final gradient. Cheaper than ``backward_steps`` when only the numbers are
-    needed: no copy of every gradient at every step.
-    """
-    history = {value: [seed] for value, seed in G.graph.get("seeds", {}).items()}
-    for _, _, updated, _, grads in _replay(G):
-        for value in dict.fromkeys(updated):
-            history.setdefault(value, []).append(grads[value])
-    return history
-
-
-def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
-    """The backward pass op by op, as the running sums change.
-
-    Yields each op of backward_order with its operand edges, the values it
-    updated, those of them it accumulated into, and the running sums after it
-    (one dict, updated in place: copy it to keep it).
-    """
-    grads: dict[Any, Any] = dict(G.graph.get("seeds", {}))
-    pred = G._pred
-    for op in G.graph["backward_order"]:
-        edges = operand_edges(G, op)
-        updated, accumulated = [], []
-        for u, v, k in edges:
-            contribution = pred[v][u][k]["grad"]
-            if contribution is None:
-                continue
-            if u in grads:
-                accumulated.append(u)
-                previous = grads[u]
-                # Two floats add as numpy would; arrays (nested lists) go through numpy.
-                if type(previous) is float and type(contribution) is float:
-                    grads[u] = previous + contribution
-                else:
-                    grads[u] = _plain(np.add(previous, contribution))
-            else:
-                grads[u] = contribution
-            updated.append(u)
-        yield op, edges, updated, accumulated, grads
 
 
 # ---------------------------------------------------------------- formats

@@ -16,14 +16,15 @@ from typing import Any
 
 import networkx as nx
 
-from .engine import op_symbol
+from . import ops
+from .errors import BackpropvizError
 
 __all__ = ["Recording", "TorchImportError", "capture", "from_torch", "is_torch_tensor"]
 
 INSTALL_HINT = "install it with: pip install 'backpropviz[torch]'"
 
 
-class TorchImportError(ValueError):
+class TorchImportError(BackpropvizError, ValueError):
     """A torch computation backpropviz cannot draw correctly, explained in one sentence."""
 
 
@@ -44,23 +45,8 @@ def _torch() -> Any:
 
 # ---------------------------------------------------------------- op names
 
-# Autograd's node names without "Backward<n>", mapped to the IR's canonical
-# names; anything else keeps the name of the torch function the script called.
-_NODE_OPS = {
-    "Add": "add", "Sub": "sub", "Rsub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
-    "Neg": "neg", "Mv": "matmul", "Mm": "matmul", "Bmm": "matmul", "Dot": "matmul",
-    "Matmul": "matmul", "Relu": "relu", "Sum": "sum", "Mean": "mean", "Tanh": "tanh",
-    "Sigmoid": "sigmoid", "Exp": "exp", "Log": "log", "T": "transpose",
-    "Transpose": "transpose", "Select": "getitem", "Index": "getitem", "Slice": "getitem",
-}
-# Torch function names that are another name for a canonical op.
-_FUNCTION_OPS = {
-    "truediv": "div", "true_divide": "div", "divide": "div", "subtract": "sub",
-    "multiply": "mul", "negative": "neg", "square": "pow", "permute": "transpose",
-}
-# Ops whose plain-number operands are drawn as const value nodes (as the engine
-# draws ``o - 0`` or ``s / 2``); other functions' numbers are settings (a dim, a dtype).
-_NUMBER_OPERANDS = {"add", "sub", "mul", "div", "pow"}
+# Autograd's node names and torch's function names map to canonical ops in
+# the registry (ops.py); anything else keeps the name of the function called.
 _REFLECTED = re.compile(r"__r(add|sub|mul|truediv|div|floordiv|pow|matmul|mod)__")
 _IN_PLACE_DUNDER = re.compile(r"__i(add|sub|mul|truediv|div|floordiv|pow|matmul|mod)__")
 
@@ -75,14 +61,14 @@ def _function_name(func: Any) -> str:
 def _op_name(function: str, node_class: str | None) -> str:
     """The IR op for a call: its autograd node's canonical name, else the function's name."""
     if node_class is not None:
-        base = re.sub(r"Backward\d*$", "", node_class)
-        if base in _NODE_OPS:
-            return _NODE_OPS[base]
+        canonical = ops.from_torch_node(re.sub(r"Backward\d*$", "", node_class))
+        if canonical is not None:
+            return canonical
     match = _REFLECTED.fullmatch(function) or _IN_PLACE_DUNDER.fullmatch(function)
     name = match.group(1) if match else function.strip("_")
     if name.endswith("_"):  # in place: relu_ is relu applied to the tensor itself
         name = name[:-1]
-    return _FUNCTION_OPS.get(name, name)
+    return ops.from_torch_function(name)
 
 
 # ---------------------------------------------------------------- recording
@@ -253,16 +239,17 @@ class Recording:
         nodes, external = self._walk(node, before)
         op = _op_name(function, type(node).__name__ if len(nodes) == 1 else None)
         call = _Call(index, op, node, [], nodes, external)
+        spec = ops.get(op)
         for position, (x, operand) in enumerate(zip(flat, before, strict=True)):
             if isinstance(operand, _Operand):
                 call.operands.append(operand)
-            elif op in _NUMBER_OPERANDS and position < 2 and _is_number(x):
-                if op == "pow" and position == 1:
+            elif spec.number_operands and position < 2 and _is_number(x):
+                if position == spec.exponent_at:
                     call.exponent = float(x)  # t ** 2: an attribute of the op, as in the engine
                 else:
                     call.operands.append(_Operand(key=("const", index, position), number=float(x),
                                                   aten_name=("self", "other")[position ^ swapped]))
-        if op == "pow" and call.exponent is None and len(call.operands) == 1:
+        if spec.exponent_at is not None and call.exponent is None and len(call.operands) == 1:
             saved = getattr(node, "_saved_exponent", None)  # torch.square(t) is t ** 2
             if _is_number(saved):
                 call.exponent = float(saved)
@@ -596,12 +583,12 @@ class _Builder:
 
     def _op_attrs(self, call: _Call) -> dict:
         attrs: dict[str, Any] = {"kind": "op", "op": call.op,
-                                 "symbol": op_symbol(call.op, call.exponent)}
+                                 "symbol": ops.symbol(call.op, call.exponent)}
         if call.exponent is not None:
             attrs["exponent"] = call.exponent
-        if call.op == "relu" and call.operands:
-            operand = self._tensor_value(call.operands[0].key)
-            attrs["dead"] = (operand <= 0).tolist()
+        if call.operands and ops.get(call.op).gate is not None:
+            dead = ops.dead_units(call.op, self._tensor_value(call.operands[0].key))
+            attrs["dead"] = dead
         return attrs
 
     def _tensor_value(self, key: Any) -> Any:

@@ -49,13 +49,14 @@ from backpropviz.animate.sweep import (
     MIN_SCALE,
     PAN_MARGIN,
     RESULT_EM,
-    example_graph,
     parameter_results,
 )
 from backpropviz.captions import step_captions
-from backpropviz.draw import THEMES, format_array
-from backpropviz.ir import backward_steps, gradient_history
+from backpropviz.formatting import format_array
 from backpropviz.layout import layout
+from backpropviz.script import graph_of_script
+from backpropviz.steps import backward_steps, gradient_history
+from backpropviz.style import THEMES
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAPHS = {
@@ -227,7 +228,7 @@ def main() -> None:
     if args.run:
         which, name, quality = args.run
         script, root = GRAPHS[name]
-        G = example_graph(ROOT / "examples" / script, root)
+        G = graph_of_script(ROOT / "examples" / script, [root], quiet=True)
         with tempfile.TemporaryDirectory() as folder:
             elapsed, length = (time_ours if which == "ours" else time_bare)(G, quality, folder)
         print(f"{elapsed} {length}")

@@ -20,10 +20,9 @@ import manim  # noqa: E402
 
 from backpropviz import Value, to_networkx  # noqa: E402
 from backpropviz.animate import AnimateError, render_video  # noqa: E402
-from backpropviz.animate.sweep import BackpropScene, example_graph  # noqa: E402
-from backpropviz.captions import step_captions  # noqa: E402
-from backpropviz.draw import THEMES  # noqa: E402
+from backpropviz.animate.sweep import BackpropScene  # noqa: E402
 from backpropviz.layout import layout  # noqa: E402
+from backpropviz.style import THEMES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -45,13 +44,21 @@ def dry_run(G, **options) -> BackpropScene:
 
 
 @pytest.fixture(scope="module")
-def add_mul():
-    return example_graph(EXAMPLES / "add_mul.py", "e")
+def add_mul(example):
+    return example("add_mul", "e")
 
 
 @pytest.fixture(scope="module")
-def fork():
-    return example_graph(EXAMPLES / "fork.py", "c")
+def fork(example):
+    return example("fork", "c")
+
+
+# The chain rule of each step, as the book writes it, worked out by hand:
+# e = d·c with d = a + b, and c = b·b with b = a + a (each operand twice).
+ADD_MUL_CAPTIONS = ["∂e/∂e = 1", "∂e/∂d = c · ∂e/∂e,  ∂e/∂c = d · ∂e/∂e",
+                    "∂e/∂a = ∂e/∂d,  ∂e/∂b = ∂e/∂d"]
+FORK_CAPTIONS = ["∂c/∂c = 1", "∂c/∂b = b · ∂c/∂c,  ∂c/∂b += b · ∂c/∂c",
+                 "∂c/∂a = ∂c/∂b,  ∂c/∂a += ∂c/∂b"]
 
 
 # ---------------------------------------------------------------- structure
@@ -81,7 +88,7 @@ def test_steps_follow_backward_order_and_captions_match(fork):
     scene = dry_run(fork)
     steps = [node for what, node, _ in scene.timeline if what == "step"]
     assert steps == fork.graph["backward_order"]
-    assert scene.captions == step_captions(fork)
+    assert [caption.text for caption in scene.captions] == FORK_CAPTIONS
     # Every value ends with a gradient label showing the IR's final gradient.
     for value, label in scene.grad_labels.items():
         shown = "".join(t.text for t in label.entries).replace("−", "-")
@@ -200,7 +207,7 @@ def test_mp4_duration_size_and_subtitles(mp4, add_mul):
     assert duration == pytest.approx(scene.time, abs=0.15)
     entries = srt_entries(mp4.with_suffix(".srt"))
     texts = [text for _, _, text in entries]
-    assert texts[1:] == [caption.text for caption in step_captions(add_mul)]
+    assert texts[1:] == ADD_MUL_CAPTIONS
     assert all(start < end <= duration + 0.1 for start, end, _ in entries)
 
 

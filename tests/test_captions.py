@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import pathlib
-import runpy
 import shutil
 import subprocess
 
@@ -14,27 +11,18 @@ import pytest
 from backpropviz import Tensor, Value, backward_steps, from_node_link, to_networkx, to_node_link
 from backpropviz.captions import Caption, name_parts, step_captions, value_names
 from backpropviz.draw import to_dot
-from backpropviz.engine import Node
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
-def example_graph(name: str):
-    """The IR of an example script: its seeded roots, named by its variables."""
-    with contextlib.redirect_stdout(io.StringIO()):
-        namespace = runpy.run_path(str(EXAMPLES / name))
-    roots = [obj for obj in namespace.values() if isinstance(obj, Node) and obj._seed is not None]
-    return to_networkx(*roots, names=namespace)
-
-
 # The scripts built on the engine (a torch script's graph comes from torch_import).
-ALL_EXAMPLES = sorted(path.name for path in EXAMPLES.glob("*.py")
+ALL_EXAMPLES = sorted(path.stem for path in EXAMPLES.glob("*.py")
                       if "import torch" not in path.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("name", ALL_EXAMPLES)
-def test_one_caption_per_step_naming_every_operand(name):
-    G = example_graph(name)
+def test_one_caption_per_step_naming_every_operand(example, name):
+    G = example(name)
     captions = step_captions(G)
     steps = backward_steps(G)
     assert len(captions) == len(G.graph["backward_order"]) + 1 == len(steps) + 1
@@ -57,30 +45,30 @@ def test_one_caption_per_step_naming_every_operand(name):
                 assert f"∂{top}/∂{label} " in caption.text, (label, caption.text)
 
 
-def test_the_books_equations_for_the_mlp():
-    captions = [caption.text for caption in step_captions(example_graph("d2l_mlp.py"))]
+def test_the_books_equations_for_the_mlp(example):
+    captions = [caption.text for caption in step_captions(example("d2l_mlp"))]
     assert captions[0] == "∂L/∂L = 1"
     assert "∂L/∂h = W2ᵀ · ∂L/∂o" in captions[5]
     assert "∂L/∂W2 = ∂L/∂o · hᵀ" in captions[5]
     assert captions[6] == "∂L/∂z = ∂L/∂h ⊙ 1[z>0]"
     assert "∂L/∂W1 = ∂L/∂z · xᵀ" in captions[7]
-    tex = step_captions(example_graph("d2l_mlp.py"))[5].tex
+    tex = step_captions(example("d2l_mlp"))[5].tex
     assert r"\frac{\partial L}{\partial h} = W_{2}^\top \frac{\partial L}{\partial o}" in tex
-    rule = step_captions(example_graph("d2l_mlp.py"))[6].rule
+    rule = step_captions(example("d2l_mlp"))[6].rule
     assert "ReLU gates" in rule and "dead" in rule
 
 
-def test_add_passes_and_multiply_scales():
-    captions = step_captions(example_graph("add_mul.py"))
+def test_add_passes_and_multiply_scales(example):
+    captions = step_captions(example("add_mul"))
     assert captions[1].text == "∂e/∂d = c · ∂e/∂e,  ∂e/∂c = d · ∂e/∂e"
     assert captions[2].text == "∂e/∂a = ∂e/∂d,  ∂e/∂b = ∂e/∂d"
     assert captions[1].rule.startswith("multiply scales")
     assert captions[2].rule.startswith("add passes")
 
 
-@pytest.mark.parametrize("name", ["fork.py", "d2l_objective.py", "d2l_mlp_scalar.py"])
-def test_accumulation_is_written_plus_equals_exactly_at_forks(name):
-    G = example_graph(name)
+@pytest.mark.parametrize("name", ["fork", "d2l_objective", "d2l_mlp_scalar"])
+def test_accumulation_is_written_plus_equals_exactly_at_forks(example, name):
+    G = example(name)
     seen = set(G.graph["seeds"])
     for step, caption in zip(backward_steps(G), step_captions(G)[1:], strict=True):
         expected = 0
@@ -93,8 +81,8 @@ def test_accumulation_is_written_plus_equals_exactly_at_forks(name):
         assert ("+=" in caption.rule) == (expected > 0)
 
 
-def test_unnamed_values_read_as_their_expressions():
-    G = example_graph("d2l_mlp.py")
+def test_unnamed_values_read_as_their_expressions(example):
+    G = example("d2l_mlp")
     names = {node: name.text for node, name in value_names(G).items()}
     assert names["v7"] == "o − 0"  # o - y with the constant y = 0
     assert names["v9"] == "Σ(o − 0)²"
@@ -109,8 +97,8 @@ def test_unnamed_values_read_as_their_expressions():
     assert all("∂L/∂" in caption.text for caption in captions)
 
 
-def test_captions_come_from_the_ir_alone():
-    G = example_graph("d2l_objective.py")
+def test_captions_come_from_the_ir_alone(example):
+    G = example("d2l_objective")
     assert step_captions(from_node_link(to_node_link(G))) == step_captions(G)
 
 
@@ -122,10 +110,10 @@ def test_without_backward_there_is_only_step_zero():
 
 
 @pytest.mark.skipif(shutil.which("latex") is None, reason="LaTeX is not installed")
-def test_tex_compiles(tmp_path):
+def test_tex_compiles(example, tmp_path):
     lines = []
     for name in ALL_EXAMPLES:
-        lines += [f"\\[{caption.tex}\\]" for caption in step_captions(example_graph(name))]
+        lines += [f"\\[{caption.tex}\\]" for caption in step_captions(example(name))]
     document = ("\\documentclass{article}\\usepackage{amsmath}\\usepackage{amssymb}"
                 "\\begin{document}\n" + "\n".join(lines) + "\n\\end{document}\n")
     (tmp_path / "captions.tex").write_text(document, encoding="utf-8")

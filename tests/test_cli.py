@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import runpy
 import shlex
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from backpropviz import cli
+from backpropviz import script as script_front_end
 from backpropviz.ir import from_graphml, from_node_link, to_networkx, to_node_link, validate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,10 +62,14 @@ def script(folder: Path, name: str, source: str) -> Path:
     return path
 
 
-def reference_graph(example: str, *roots: str):
-    """The IR computed in this process from the example, as the CLI should write it."""
-    namespace = runpy.run_path(str(EXAMPLES / f"{example}.py"), run_name="__main__")
-    return to_networkx(*(namespace[root] for root in roots), names=namespace)
+@pytest.fixture(scope="module")
+def reference_graph(example_names):
+    """``reference_graph("d2l_mlp", "L")``: to_networkx in this process of the
+    example's named roots, as the CLI should write it."""
+    def build(example: str, *roots: str):
+        namespace = example_names(example)
+        return to_networkx(*(namespace[root] for root in roots), names=namespace)
+    return build
 
 
 def written_graph(path: Path):
@@ -97,7 +101,7 @@ def test_the_extension_picks_the_format(fmt, magic, tmp_path):
     assert files(tmp_path) == {f"fig.{fmt}"}
 
 
-def test_json_is_the_engines_graph_with_its_numbers(tmp_path):
+def test_json_is_the_engines_graph_with_its_numbers(reference_graph, tmp_path):
     ok(EXAMPLES / "d2l_mlp.py", "-o", "graph.json", cwd=tmp_path)
     written = json.loads((tmp_path / "graph.json").read_text())
     expected = json.loads(json.dumps(to_node_link(reference_graph("d2l_mlp", "L"))))
@@ -108,7 +112,7 @@ def test_json_is_the_engines_graph_with_its_numbers(tmp_path):
     assert grads["h"] == [-4.0, 2.0]
 
 
-def test_graphml_round_trips_to_the_engines_graph(tmp_path):
+def test_graphml_round_trips_to_the_engines_graph(reference_graph, tmp_path):
     ok(EXAMPLES / "fork.py", "-o", "graph.graphml", cwd=tmp_path)
     G = from_graphml((tmp_path / "graph.graphml").read_text())
     validate(G)
@@ -202,7 +206,7 @@ def test_backward_runs_when_the_script_did_not(tmp_path):
         book.nodes(data=True))
 
 
-def test_no_backward_draws_the_forward_pass_only(tmp_path):
+def test_no_backward_draws_the_forward_pass_only(reference_graph, tmp_path):
     ok(EXAMPLES / "d2l_mlp.py", "--no-backward", "-o", "fwd.json", cwd=tmp_path)
     G = written_graph(tmp_path / "fwd.json")
     assert all(G.nodes[v].get("grad") is None for v in G)
@@ -220,7 +224,7 @@ def test_no_backward_draws_the_forward_pass_only(tmp_path):
     ok("vector.py", "--no-backward", "-o", "vector.svg", cwd=tmp_path)
 
 
-def test_steps_writes_one_svg_per_backward_step(tmp_path):
+def test_steps_writes_one_svg_per_backward_step(reference_graph, tmp_path):
     ok(EXAMPLES / "add_mul.py", "--steps", "frames", cwd=tmp_path)
     assert files(tmp_path) == {"frames"}  # with --steps and no -o, only the steps
     names = sorted(files(tmp_path / "frames"))
@@ -407,7 +411,7 @@ def test_output_not_writable(tmp_path):
                                             cwd=tmp_path)
 
 
-def test_graph_larger_than_max_nodes(tmp_path):
+def test_graph_larger_than_max_nodes(reference_graph, tmp_path):
     message = fails(EXAMPLES / "d2l_mlp_scalar.py", "--max-nodes", "10", cwd=tmp_path)
     nodes = reference_graph("d2l_mlp_scalar", "L").number_of_nodes()
     assert f"the graph has {nodes} nodes" in message and "Tensor form" in message
@@ -452,8 +456,8 @@ def test_usage_errors_exit_2_before_running_the_script(args, message, tmp_path):
 
 def test_pytorch_missing_is_one_line(tmp_path, monkeypatch, capsys):
     script(tmp_path, "uses_torch.py", "import torch\nx = torch.ones(2, requires_grad=True)\n")
-    find_spec = cli.importlib.util.find_spec
-    monkeypatch.setattr(cli.importlib.util, "find_spec",
+    find_spec = script_front_end.importlib.util.find_spec
+    monkeypatch.setattr(script_front_end.importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else find_spec(name, *a))
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails, as uninstalled
     monkeypatch.chdir(tmp_path)
@@ -469,9 +473,10 @@ def test_torch_imports_are_found_by_the_parser_not_by_the_line(tmp_path):
     G = written_graph(tmp_path / "comma.json")
     assert {G.nodes[v]["label"]: G.nodes[v]["grad"] for v in G
             if G.nodes[v]["kind"] == "value"}["x"] == [2.0, 4.0]
-    assert cli._imports_torch("from torch import nn\n")
-    assert not cli._imports_torch('"""\nimport torch\n"""\nfrom backpropviz import Value\n')
-    assert not cli._imports_torch("from .torch import x\n")
+    assert script_front_end._imports_torch("from torch import nn\n")
+    assert not script_front_end._imports_torch(
+        '"""\nimport torch\n"""\nfrom backpropviz import Value\n')
+    assert not script_front_end._imports_torch("from .torch import x\n")
 
 
 def test_pytorch_script_without_backward_gets_the_seeds_gradients(tmp_path):
@@ -489,8 +494,8 @@ def test_pytorch_script_without_backward_gets_the_seeds_gradients(tmp_path):
 def test_an_engine_script_that_only_tries_torch_runs_without_it(tmp_path, monkeypatch):
     script(tmp_path, "optional.py", "try:\n    import torch\nexcept ImportError:\n"
            "    torch = None\nfrom backpropviz import Value\na = Value(2.0)\nb = a * a\n")
-    find_spec = cli.importlib.util.find_spec
-    monkeypatch.setattr(cli.importlib.util, "find_spec",
+    find_spec = script_front_end.importlib.util.find_spec
+    monkeypatch.setattr(script_front_end.importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else find_spec(name, *a))
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.chdir(tmp_path)

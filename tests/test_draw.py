@@ -7,36 +7,21 @@ and look at the pictures before committing them.
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import io
 import os
 import re
-import runpy
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from backpropviz import Value, backward_steps, to_networkx
-from backpropviz.draw import (
-    THEMES,
-    Diagram,
-    DrawError,
-    dead_masks,
-    display_number,
-    draw,
-    format_array,
-    format_number,
-    render_steps,
-    steps,
-    to_dot,
-)
-from backpropviz.engine import Node, topological_order
+from backpropviz import OutputError, Value, backward_steps, to_networkx
+from backpropviz.draw import Diagram, DrawError, draw, render_steps, step_diagrams, to_dot
+from backpropviz.formatting import display_number, format_array, format_number
+from backpropviz.steps import dead_masks
+from backpropviz.style import THEMES
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -48,20 +33,6 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 # ---------------------------------------------------------------- helpers
-
-
-@cache
-def _example(name: str):
-    """The IR of an example script: its namespace's outputs, named by its variables."""
-    with contextlib.redirect_stdout(io.StringIO()):
-        namespace = runpy.run_path(str(ROOT / "examples" / f"{name}.py"), run_name="__main__")
-    nodes = [obj for obj in namespace.values() if isinstance(obj, Node)]
-    below = {node for root in nodes for node in topological_order([root]) if node is not root}
-    return to_networkx(*[node for node in nodes if node not in below], names=namespace)
-
-
-def example(name: str):
-    return copy.deepcopy(_example(name))
 
 
 def svg_groups(svg: str) -> dict[str, ET.Element]:
@@ -123,11 +94,11 @@ def test_format_array_lays_out_vectors_as_columns_and_elides_long_axes():
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_dot_matches_golden_file(name):
+def test_dot_matches_golden_file(example, name):
     _check_golden(f"{name}.dot", to_dot(example(name)))
 
 
-def test_step_in_dark_theme_matches_golden_file():
+def test_step_in_dark_theme_matches_golden_file(example):
     _check_golden("d2l_mlp-step3-dark.dot", to_dot(example("d2l_mlp"), step=3, theme="dark"))
 
 
@@ -140,7 +111,7 @@ def _check_golden(filename: str, dot: str) -> None:
     assert dot == path.read_text(encoding="utf-8")
 
 
-def test_dot_names_ids_and_classes_are_the_ir_ids():
+def test_dot_names_ids_and_classes_are_the_ir_ids(example):
     G = example("d2l_mlp")
     dot = to_dot(G)
     for node in G.nodes:
@@ -151,7 +122,7 @@ def test_dot_names_ids_and_classes_are_the_ir_ids():
     assert 'class="op relu dead"' in dot
 
 
-def test_invalid_graph_is_refused_before_drawing():
+def test_invalid_graph_is_refused_before_drawing(example):
     G = example("add_mul")
     G.nodes["v0"]["role"] = "intermediate"  # but no op produced it
     with pytest.raises(DrawError, match=r"^cannot draw an invalid graph: value node 'v0'"):
@@ -167,24 +138,23 @@ def test_invalid_graph_is_refused_before_drawing():
     ({"precision": 0}, "precision must be a positive int"),
     ({"step": 3}, "step 3 is out of range (must be an int in 0..2)"),
 ])
-def test_bad_options_are_one_clear_sentence(options, message):
+def test_bad_options_are_one_clear_sentence(example, options, message):
     with pytest.raises(DrawError) as error:
         to_dot(example("add_mul"), **options)
     assert str(error.value).startswith(message)
 
 
 _TWICE = """
-import hashlib, runpy, sys, contextlib, io
-sys.path.insert(0, {tests!r})
-from test_draw import example
+import hashlib
 from backpropviz.draw import draw
-d = draw(example("d2l_objective"), step=5)
+from backpropviz.script import graph_of_script
+d = draw(graph_of_script({script!r}, quiet=True), step=5)
 print(hashlib.sha256(d.source.encode()).hexdigest(), hashlib.sha256(d.pipe("svg")).hexdigest())
 """
 
 
 def test_dot_and_svg_are_byte_identical_across_processes():
-    code = _TWICE.format(tests=str(Path(__file__).parent))
+    code = _TWICE.format(script=str(ROOT / "examples" / "d2l_objective.py"))
     runs = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
@@ -199,7 +169,7 @@ def test_dot_and_svg_are_byte_identical_across_processes():
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_svg_numbers_are_the_irs(name):
+def test_svg_numbers_are_the_irs(example, name):
     G = example(name)
     theme = THEMES["light"]
     groups = svg_groups(draw(G).svg)
@@ -218,7 +188,7 @@ def test_svg_numbers_are_the_irs(name):
         assert len(data) + len(grad) == len(numbers)
 
 
-def test_fork_shows_each_contribution_on_its_edge_and_the_sum_on_the_node():
+def test_fork_shows_each_contribution_on_its_edge_and_the_sum_on_the_node(example):
     G = example("fork")
     blue = THEMES["light"].grad
     groups = svg_groups(draw(G).svg)
@@ -230,7 +200,7 @@ def test_fork_shows_each_contribution_on_its_edge_and_the_sum_on_the_node():
     assert texts(groups[a], blue) == [display_number(G.nodes[a]["grad"])] == ["24"]
 
 
-def test_dead_relu_marks_the_zeroed_gradients_of_d2l_mlp():
+def test_dead_relu_marks_the_zeroed_gradients_of_d2l_mlp(example):
     G = example("d2l_mlp")
     theme = THEMES["light"]
     by_label = {label: v for v, label in G.nodes(data="label") if label}
@@ -250,7 +220,7 @@ def test_dead_relu_marks_the_zeroed_gradients_of_d2l_mlp():
     assert "zeroed by a dead ReLU" in svg
 
 
-def test_dead_relu_marks_follow_the_scalar_graph_too():
+def test_dead_relu_marks_follow_the_scalar_graph_too(example):
     G = example("d2l_mlp_scalar")
     values, _ = dead_masks(G)
     dead = {G.nodes[v]["label"] for v in values}
@@ -258,7 +228,7 @@ def test_dead_relu_marks_follow_the_scalar_graph_too():
     assert not dead & {"w2_1", "x1", "z2", "w1_21"}
 
 
-def test_stored_values_are_marked_and_their_total_shown():
+def test_stored_values_are_marked_and_their_total_shown(example):
     G = example("d2l_mlp")
     svg = draw(G).svg
     groups = svg_groups(svg)
@@ -268,7 +238,7 @@ def test_stored_values_are_marked_and_their_total_shown():
     assert f"saved for backward: {G.graph['stored_bytes']} bytes in all" in svg
 
 
-def test_before_backward_and_forward_only_show_no_gradient():
+def test_before_backward_and_forward_only_show_no_gradient(example):
     a, b, c = Value(2.0), Value(1.0), Value(-3.0)
     e = (a + b) * c
     fresh = to_networkx(e, names={"a": a, "b": b, "c": c, "e": e})
@@ -343,7 +313,7 @@ def text_fills(svg: str) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize("theme", sorted(THEMES))
-def test_every_text_has_contrast_at_least_4_5_against_its_fill(theme):
+def test_every_text_has_contrast_at_least_4_5_against_its_fill(example, theme):
     checked = 0
     for name in ("d2l_objective", "d2l_mlp_scalar"):
         G = example(name)
@@ -359,10 +329,10 @@ def test_every_text_has_contrast_at_least_4_5_against_its_fill(theme):
 # ---------------------------------------------------------------- steps
 
 
-def test_steps_highlight_each_op_in_backward_order_and_reveal_gradients_in_turn():
+def test_steps_highlight_each_op_in_backward_order_and_reveal_gradients_in_turn(example):
     G = example("d2l_mlp")
     order = G.graph["backward_order"]
-    diagrams = steps(G)
+    diagrams = step_diagrams(G)
     assert len(diagrams) == len(order) + 1
     replay = backward_steps(G)
     blue, dead = THEMES["light"].grad, THEMES["light"].dead_text
@@ -385,19 +355,19 @@ def test_steps_highlight_each_op_in_backward_order_and_reveal_gradients_in_turn(
                 assert "current" in groups[f"{u}->{v}#{key}"].get("class").split()
 
 
-def test_step_shows_running_sums_at_a_fork():
+def test_step_shows_running_sums_at_a_fork(example):
     G = example("d2l_objective")
     W1 = next(v for v, label in G.nodes(data="label") if label == "W1")
     blue = THEMES["light"].grad
     seen = []
-    for diagram in steps(G):
+    for diagram in step_diagrams(G):
         seen.append(texts(svg_groups(diagram.svg)[W1], blue))
     partial = [s for s in seen if s and s != seen[-1]]
     assert partial, "W1 should first show its share from the penalty alone"
     assert seen[-1] == shown(G.nodes[W1]["grad"])
 
 
-def test_render_steps_writes_numbered_files(tmp_path):
+def test_render_steps_writes_numbered_files(example, tmp_path):
     G = example("add_mul")
     paths = render_steps(G, tmp_path / "frames", theme="dark")
     assert [p.name for p in paths] == ["step-000.svg", "step-001.svg", "step-002.svg"]
@@ -408,7 +378,7 @@ def test_render_steps_writes_numbered_files(tmp_path):
 # ---------------------------------------------------------------- Diagram
 
 
-def test_diagram_renders_formats_atomically(tmp_path):
+def test_diagram_renders_formats_atomically(example, tmp_path):
     diagram = draw(example("add_mul"))
     assert isinstance(diagram, Diagram)
     png = diagram.render(tmp_path / "e.png")
@@ -423,14 +393,14 @@ def test_diagram_renders_formats_atomically(tmp_path):
     assert diagram._repr_svg_() == diagram.svg
 
 
-def test_render_errors_are_one_sentence(tmp_path, monkeypatch):
+def test_render_errors_are_one_sentence(example, tmp_path, monkeypatch):
     diagram = draw(example("add_mul"))
     with pytest.raises(DrawError) as error:
         diagram.pipe("svgz")
     assert str(error.value) == ("unknown format: 'svgz' (must be one of ['bmp', 'canon', "
                                 "'dot', 'gif', 'gv', 'jpeg', 'jpg', 'json', 'pdf', 'plain', "
                                 "'png', 'ps', 'svg', 'tif', 'tiff', 'xdot'])")
-    with pytest.raises(DrawError, match=r"^cannot write .*missing"):
+    with pytest.raises(OutputError, match=r"^cannot write .*missing"):
         diagram.render(tmp_path / "missing" / "e.svg")
     assert not (tmp_path / "missing").exists()
     monkeypatch.setenv("PATH", str(tmp_path))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import runpy
 import warnings
 from pathlib import Path
 
@@ -19,10 +18,6 @@ PROPERTY = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
 
-def run_example(name: str) -> dict:
-    return runpy.run_path(str(EXAMPLES / name))
-
-
 def listed(array) -> list:
     return np.asarray(array).tolist()
 
@@ -30,8 +25,8 @@ def listed(array) -> list:
 # ---------------------------------------------------------------- the seed
 
 
-def test_add_mul_example_gives_the_books_numbers(capsys):
-    g = run_example("add_mul.py")
+def test_add_mul_example_gives_the_books_numbers(example_names, capsys):
+    g = example_names("add_mul")
     assert g["d"].data == 3.0
     assert g["e"].data == -9.0
     assert (g["a"].grad, g["b"].grad, g["c"].grad) == (-3.0, -3.0, 3.0)
@@ -49,8 +44,8 @@ def test_add_mul_in_tensor_form_gives_the_books_numbers():
     assert a.grad.shape == ()
 
 
-def test_mlp_example_in_matrix_form_gives_the_books_numbers(capsys):
-    g = run_example("d2l_mlp.py")
+def test_mlp_example_in_matrix_form_gives_the_books_numbers(example_names, capsys):
+    g = example_names("d2l_mlp")
     assert listed(g["z"].data) == [-1.0, 2.0]
     assert listed(g["h"].data) == [0.0, 2.0]
     assert listed(g["o"].data) == [-2.0]
@@ -64,8 +59,8 @@ def test_mlp_example_in_matrix_form_gives_the_books_numbers(capsys):
     capsys.readouterr()
 
 
-def test_mlp_example_in_scalar_form_gives_the_books_numbers(capsys):
-    g = run_example("d2l_mlp_scalar.py")
+def test_mlp_example_in_scalar_form_gives_the_books_numbers(example_names, capsys):
+    g = example_names("d2l_mlp_scalar")
     assert [g["z1"].data, g["z2"].data] == [-1.0, 2.0]
     assert [g["h1"].data, g["h2"].data] == [0.0, 2.0]
     assert g["o"].data == -2.0
@@ -130,8 +125,8 @@ def test_regularised_objective_sums_both_paths_into_w2():
     assert result.max_abs_error < 1e-7
 
 
-def test_objective_example_with_lambda(capsys):
-    g = run_example("d2l_objective.py")
+def test_objective_example_with_lambda(example_names, capsys):
+    g = example_names("d2l_objective")
     lambd = g["lambd"]
     assert lambd != 0
     expected = np.outer(g["o"].grad, g["h"].data) + lambd * g["W2"].data
@@ -413,6 +408,7 @@ def test_a_times_a_keeps_two_edges():
     assert a.grad == 12.0
 
 
+@pytest.mark.slow
 def test_million_node_chain_backward():
     x = Value(0.5)
     node = x
@@ -465,8 +461,8 @@ def test_repeated_backward_accumulates_for_tensors():
     np.testing.assert_array_equal(W.grad, once[0])
 
 
-def test_every_node_keeps_its_gradient():
-    g = run_example("d2l_mlp_scalar.py")
+def test_every_node_keeps_its_gradient(example_names):
+    g = example_names("d2l_mlp_scalar")
     for node in engine.topological_order([g["L"]]):
         assert node._reached
     assert g["L"].grad == 1.0
@@ -628,8 +624,8 @@ def test_saved_for_backward_names_what_the_rule_reads(kind, case):
         assert clean != _gradients_with(kind, build, data, {key})[2], key
 
 
-def test_saved_for_backward_of_the_mlp():
-    g = run_example("d2l_mlp.py")
+def test_saved_for_backward_of_the_mlp(example_names):
+    g = example_names("d2l_mlp")
     assert saved_for_backward(g["z"]) == (g["W1"], g["x"])  # matmul reads both factors
     assert saved_for_backward(g["h"]) == (g["z"],)  # relu reads its input's sign
     assert saved_for_backward(g["W1"]) == ()  # a leaf has no rule

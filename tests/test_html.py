@@ -2,36 +2,26 @@
 
 from __future__ import annotations
 
-import contextlib
 import html as html_module
-import io
 import json
 import os
 import pathlib
 import re
-import runpy
 
 import numpy as np
 import pytest
 
-from backpropviz import Value, backward_steps, to_networkx
+from backpropviz import OutputError, Value, backward_steps, to_networkx
 from backpropviz.captions import step_captions
-from backpropviz.draw import THEMES, DrawError, format_array, format_number
-from backpropviz.engine import Node
+from backpropviz.draw import DrawError
+from backpropviz.formatting import format_array, format_number
 from backpropviz.html import Page, render_html, step_through, to_html
+from backpropviz.style import THEMES
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 CHROMIUM = pathlib.Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-def example_graph(name: str):
-    """The IR of an example script: its seeded roots, named by its variables."""
-    with contextlib.redirect_stdout(io.StringIO()):
-        namespace = runpy.run_path(str(EXAMPLES / name))
-    roots = [obj for obj in namespace.values() if isinstance(obj, Node) and obj._seed is not None]
-    return to_networkx(*roots, names=namespace)
 
 
 def drawn(x) -> list[str]:
@@ -80,8 +70,8 @@ def expected_states(G) -> list[dict]:
 # ---------------------------------------------------------------- without a browser
 
 
-def test_page_is_self_contained_and_small():
-    page = to_html(example_graph("d2l_mlp.py"))
+def test_page_is_self_contained_and_small(example):
+    page = to_html(example("d2l_mlp"))
     assert len(page.encode()) < 300_000
     # Nothing to fetch: the only reference is the empty data: favicon that
     # stops the browser asking the server for /favicon.ico.
@@ -92,11 +82,11 @@ def test_page_is_self_contained_and_small():
     data = json.loads(re.search(r'<script type="application/json" id="bpv-data">(.*?)</script>',
                                 page, re.S).group(1))
     assert [step["op"] for step in data["steps"][1:]] == \
-        example_graph("d2l_mlp.py").graph["backward_order"]
+        example("d2l_mlp").graph["backward_order"]
 
 
-def test_embedded_state_is_the_irs():
-    G = example_graph("fork.py")
+def test_embedded_state_is_the_irs(example):
+    G = example("fork")
     page = to_html(G)
     data = json.loads(re.search(r'id="bpv-data">(.*?)</script>', page, re.S).group(1))
     for state, step in zip(data["steps"][1:], backward_steps(G), strict=True):
@@ -107,14 +97,14 @@ def test_embedded_state_is_the_irs():
             {v: drawn(g) for v, g in step.grads.items()}
 
 
-def test_render_html_writes_atomically(tmp_path):
-    G = example_graph("fork.py")
+def test_render_html_writes_atomically(example, tmp_path):
+    G = example("fork")
     path = render_html(G, tmp_path / "sweep.html", theme="dark")
     assert path == tmp_path / "sweep.html"
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     with pytest.raises(DrawError, match="theme"):
         render_html(G, tmp_path / "bad.html", theme="sepia")
-    with pytest.raises(DrawError, match="cannot write"):
+    with pytest.raises(OutputError, match="cannot write"):
         render_html(G, tmp_path / "missing" / "sweep.html")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.html"]  # no leftovers
 
@@ -174,12 +164,12 @@ def read_state(page, theme="light"):
     return state
 
 
-@pytest.mark.parametrize(("name", "theme"), [("d2l_mlp.py", "light"), ("fork.py", "light"),
-                                             ("d2l_mlp.py", "dark")])
-def test_every_step_shows_exactly_the_irs_state(browser, tmp_path, name, theme):
-    G = example_graph(name)
+@pytest.mark.parametrize(("name", "theme"), [("d2l_mlp", "light"), ("fork", "light"),
+                                             ("d2l_mlp", "dark")])
+def test_every_step_shows_exactly_the_irs_state(example, browser, tmp_path, name, theme):
+    G = example(name)
     expected = expected_states(G)
-    page, path, requests, errors = open_page(browser, tmp_path, G, name[:-3], theme=theme)
+    page, path, requests, errors = open_page(browser, tmp_path, G, name, theme=theme)
     seen = []
     for index, want in enumerate(expected):
         if index:
@@ -201,8 +191,8 @@ def test_every_step_shows_exactly_the_irs_state(browser, tmp_path, name, theme):
     page.close()
 
 
-def test_controls_keyboard_and_slider(browser, tmp_path):
-    G = example_graph("d2l_mlp.py")
+def test_controls_keyboard_and_slider(example, browser, tmp_path):
+    G = example("d2l_mlp")
     last = len(G.graph["backward_order"])
     page, _, _, errors = open_page(browser, tmp_path, G, "d2l_mlp")
 
@@ -236,8 +226,8 @@ def test_controls_keyboard_and_slider(browser, tmp_path):
     page.close()
 
 
-def test_hover_shows_whole_value_and_gradient(browser, tmp_path):
-    G = example_graph("d2l_mlp.py")
+def test_hover_shows_whole_value_and_gradient(example, browser, tmp_path):
+    G = example("d2l_mlp")
     page, _, _, _ = open_page(browser, tmp_path, G, "d2l_mlp")
     page.hover("g#v1")  # W1
     tooltip = page.locator("#tooltip")
@@ -255,8 +245,8 @@ def test_hover_shows_whole_value_and_gradient(browser, tmp_path):
 
 @pytest.mark.parametrize(("theme", "width", "height"), [("light", 1280, 720),
                                                         ("dark", 1920, 1080)])
-def test_fits_a_slide_and_shows_the_highlight(browser, tmp_path, theme, width, height):
-    G = example_graph("d2l_mlp.py")
+def test_fits_a_slide_and_shows_the_highlight(example, browser, tmp_path, theme, width, height):
+    G = example("d2l_mlp")
     page, _, _, _ = open_page(browser, tmp_path, G, "d2l_mlp", theme=theme,
                               width=width, height=height)
     page.keyboard.press("ArrowRight")

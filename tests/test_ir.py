@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +20,6 @@ from backpropviz import (
     from_graphml,
     from_node_link,
     gradient_history,
-    saved_for_backward,
     to_graphml,
     to_networkx,
     to_node_link,
@@ -34,10 +32,6 @@ ENGINE_EXAMPLES = sorted(path.name for path in (ROOT / "examples").glob("*.py")
                          if "from backpropviz import" in path.read_text())
 
 
-def run_example(name: str) -> dict:
-    return runpy.run_path(str(ROOT / "examples" / name))
-
-
 def outputs_of(namespace: dict) -> list[Node]:
     """The script's nodes that no other node of the script depends on."""
     nodes = list({id(v): v for v in namespace.values() if isinstance(v, Node)}.values())
@@ -45,14 +39,18 @@ def outputs_of(namespace: dict) -> list[Node]:
     return [node for node in nodes if id(node) not in below]
 
 
-def example_graph(name: str) -> tuple[nx.MultiDiGraph, dict]:
-    namespace = run_example(name)
-    return to_networkx(*outputs_of(namespace), names=namespace), namespace
+@pytest.fixture(scope="module")
+def engine_graph(example_names):
+    """``engine_graph("d2l_mlp.py")``: to_networkx of the example's outputs, and its names."""
+    def build(name: str) -> tuple[nx.MultiDiGraph, dict]:
+        namespace = example_names(name.removesuffix(".py"))
+        return to_networkx(*outputs_of(namespace), names=namespace), namespace
+    return build
 
 
 @pytest.fixture(scope="module")
-def graphs() -> dict[str, tuple[nx.MultiDiGraph, dict]]:
-    return {name: example_graph(name) for name in ENGINE_EXAMPLES}
+def graphs(engine_graph) -> dict[str, tuple[nx.MultiDiGraph, dict]]:
+    return {name: engine_graph(name) for name in ENGINE_EXAMPLES}
 
 
 def values(G: nx.MultiDiGraph) -> list:
@@ -76,9 +74,9 @@ def test_every_example_gives_a_valid_graph(graphs, name):
     assert G.graph["seeds"] == {G.graph["roots"][0]: 1.0}
 
 
-def test_ids_and_attributes_do_not_depend_on_what_ran_before(graphs):
+def test_ids_and_attributes_do_not_depend_on_what_ran_before(graphs, engine_graph):
     Value(1.0) * Value(2.0)  # other nodes created first shift the engine's counter
-    G, _ = example_graph("d2l_mlp.py")
+    G, _ = engine_graph("d2l_mlp.py")
     assert to_node_link(G) == to_node_link(graphs["d2l_mlp.py"][0])
 
 
@@ -139,7 +137,10 @@ def test_graphml_round_trip_is_exact(graphs, name, capsys):
 
 
 def broken(mutate) -> nx.MultiDiGraph:
-    G, _ = example_graph("add_mul.py")  # v0 a, v1 b -> op0 (+) -> v3 d; v3, v2 c -> op1 -> v4 e
+    a, b, c = Value(2.0), Value(1.0), Value(-3.0)
+    e = (a + b) * c
+    e.backward()
+    G = to_networkx(e)  # v0 a, v1 b -> op0 (+) -> v3 d; v3, v2 c -> op1 -> v4 e
     mutate(G)
     return G
 
@@ -242,17 +243,29 @@ def test_edge_gradients_sum_to_node_gradients(graphs, name):
         np.testing.assert_allclose(total, G.nodes[v]["grad"], rtol=1e-12)
 
 
-@pytest.mark.parametrize("name", ENGINE_EXAMPLES)
-def test_gradient_history_is_the_seeds_then_each_steps_running_sums(graphs, name):
-    G, _ = graphs[name]
-    expected: dict = {value: [seed] for value, seed in G.graph["seeds"].items()}
-    for step in backward_steps(G):
-        for value in step.updated:
-            expected.setdefault(value, []).append(step.grads[value])
+def test_gradient_history_holds_each_running_sum_in_the_order_backward_added_it():
+    w, x = Value(2.0), Value(3.0)
+    p = w * x  # 6
+    q = w * w  # 4: w used twice by one op
+    L = p + q  # dL/dw = x + 2w = 7, by hand
+    L.backward()
+    G = to_networkx(L, names=locals())
+    by_name = {G.nodes[v]["label"]: v for v in values(G)}
     history = gradient_history(G)
-    assert history == expected
-    assert {value: sums[-1] for value, sums in history.items()} == {
-        v: G.nodes[v]["grad"] for v in values(G)}
+    # Backward runs L's add, then q = w·w (made after p): w gets 2 + 2 at
+    # once; then p = w·x adds x = 3.
+    assert history[by_name["w"]] == [4.0, 7.0]
+    assert history[by_name["x"]] == [2.0]
+    assert [history[by_name[name]] for name in ("p", "q", "L")] == [[1.0], [1.0], [1.0]]
+
+
+@pytest.mark.parametrize("name", ENGINE_EXAMPLES)
+def test_gradient_history_ends_at_the_engines_own_gradients(graphs, name):
+    G, namespace = graphs[name]
+    engine_nodes = topological_order(outputs_of(namespace))  # value ids follow this order
+    history = gradient_history(G)
+    for node, v in zip(engine_nodes, values(G), strict=True):
+        np.testing.assert_array_equal(history[v][-1], node.grad)
 
 
 @pytest.mark.parametrize("name", ENGINE_EXAMPLES)
@@ -331,19 +344,23 @@ def test_names_come_from_the_script_then_from_labels(graphs):
     assert to_networkx(out, names={"unrelated": 3}).nodes["v0"]["label"] == "weights"
 
 
-@pytest.mark.parametrize("name", ENGINE_EXAMPLES)
-def test_stored_values_are_what_the_rules_read(graphs, name):
-    G, namespace = graphs[name]
-    roots = outputs_of(namespace)
-    order = topological_order(roots)
-    saved = {node for n in order for node in saved_for_backward(n)}
-    engine_values = list(order)  # value ids follow this order
-    assert len(engine_values) == len(values(G))
-    for node, v in zip(engine_values, values(G), strict=True):
-        attrs = G.nodes[v]
-        assert attrs["stored"] == (node in saved)
-        assert attrs["nbytes"] == (8 * int(np.size(node.data)) if node in saved else 0)
-    assert G.graph["stored_bytes"] == sum(G.nodes[v]["nbytes"] for v in values(G))
+def test_stored_values_are_what_each_backward_rule_reads():
+    a, b, c = Value(2.0), Value(-1.0), Value(0.5)
+    p = a * b  # d(ab) reads a and b
+    r = p.relu()  # the gate reads its input p
+    t = c.tanh()  # tanh' = 1 - tanh² reads its own result t
+    y = r + t  # add reads nothing
+    y.backward()
+    G = to_networkx(y, names=locals())
+    stored = {G.nodes[v]["label"] for v in values(G) if G.nodes[v]["stored"]}
+    assert stored == {"a", "b", "p", "t"}
+    assert all(G.nodes[v]["nbytes"] == (8 if G.nodes[v]["stored"] else 0) for v in values(G))
+    assert G.graph["stored_bytes"] == 32
+    X = Tensor(np.ones((3, 2)))
+    W = Tensor(np.ones((2, 4)), label="W")
+    out = (X @ W).sum()
+    G = to_networkx(out)
+    assert [G.nodes[v]["nbytes"] for v in values(G)] == [48, 64, 0, 0]  # X and W, 8 bytes each
 
 
 def test_the_mlp_stores_its_hidden_layer(graphs):

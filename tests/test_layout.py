@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -12,8 +11,11 @@ import pytest
 from backpropviz.draw import draw
 from backpropviz.layout import Layout, layout
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_draw import EXAMPLES, SVG, example
+ROOT = Path(__file__).resolve().parent.parent
+# The examples built on our engine (a torch script is tested with the importer).
+EXAMPLES = sorted(path.stem for path in (ROOT / "examples").glob("*.py")
+                  if "import torch" not in path.read_text(encoding="utf-8"))
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _numbers(text: str) -> list[float]:
@@ -47,7 +49,7 @@ def _svg_shapes(svg: str) -> tuple[dict, dict, tuple[float, float]]:
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_layout_has_every_node_and_edge_where_the_svg_draws_them(name):
+def test_layout_has_every_node_and_edge_where_the_svg_draws_them(example, name):
     G = example(name)
     options = {"rankdir": "BT", "theme": "dark"} if name == "add_mul" else {}
     result = layout(G, **options)
@@ -72,7 +74,7 @@ def test_layout_has_every_node_and_edge_where_the_svg_draws_them(name):
 
 
 @pytest.mark.parametrize("name", ["d2l_objective", "d2l_mlp_scalar", "fork"])
-def test_every_backward_step_has_the_final_pictures_layout(name):
+def test_every_backward_step_has_the_final_pictures_layout(example, name):
     G = example(name)
     final = layout(G)
     for step in range(len(G.graph["backward_order"]) + 1):
@@ -82,7 +84,7 @@ def test_every_backward_step_has_the_final_pictures_layout(name):
         assert now.edges == final.edges, step
 
 
-def test_fork_contributions_have_label_positions():
+def test_fork_contributions_have_label_positions(example):
     G = example("fork")
     result = layout(G)
     labelled = [key for key, path in result.edges.items() if path.label is not None]

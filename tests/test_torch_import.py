@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
-import runpy
 import subprocess
 import sys
 from collections import Counter
@@ -17,7 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backpropviz.ir import backward_steps, to_networkx, validate
+from backpropviz.ir import to_networkx, validate
+from backpropviz.script import run_script
+from backpropviz.steps import backward_steps
 
 torch = pytest.importorskip("torch")
 
@@ -34,8 +37,8 @@ CLI = [sys.executable, "-m", "backpropviz"]
 
 
 def run_captured(path: Path) -> tuple[dict, object]:
-    with capture() as recording:
-        namespace = runpy.run_path(str(path))
+    with capture() as recording, contextlib.redirect_stdout(io.StringIO()):
+        namespace = run_script(path)
     return namespace, recording
 
 
@@ -68,8 +71,8 @@ def test_seed_script_has_the_books_numbers(seed_graph):
     assert relu["dead"] == [True, False]
 
 
-def test_seed_script_matches_the_engines_graph_of_d2l_mlp(seed_graph):
-    namespace = runpy.run_path(str(ROOT / "examples" / "d2l_mlp.py"))
+def test_seed_script_matches_the_engines_graph_of_d2l_mlp(example_names, seed_graph):
+    namespace = example_names("d2l_mlp")
     E, T = to_networkx(namespace["L"], names=namespace), seed_graph
     assert list(E.nodes) == list(T.nodes)
     assert sorted(E.edges(keys=True)) == sorted(T.edges(keys=True))
@@ -399,12 +402,12 @@ def test_cli_draws_the_seed_script_with_the_engines_numbers(tmp_path):
     assert engine_numbers - torch_numbers == Counter({"2": 2, "0": 1, "−1": 1})
 
 
-def test_cli_json_has_the_engines_numbers(tmp_path, seed_graph):
+def test_cli_json_has_the_engines_numbers(example_names, tmp_path, seed_graph):
     out = tmp_path / "out.json"
     done = render("examples/torch_mlp.py", "-o", str(out))
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
-    namespace = runpy.run_path(str(ROOT / "examples" / "d2l_mlp.py"))
+    namespace = example_names("d2l_mlp")
     engine = to_networkx(namespace["L"], names=namespace)
     drawn = {node["id"]: node for node in data["nodes"]}
     for node, attrs in engine.nodes(data=True):

@@ -9,8 +9,7 @@ For your own scenes, subclass ``BackpropScene`` and call its parts::
         phase = "backward"
 
 Importing this package does not import manim: ``render_video`` loads it when
-it runs, and ``BackpropScene``, ``Diagram`` and ``example_graph`` when first
-looked up.
+it runs, and ``BackpropScene`` and ``Diagram`` when first looked up.
 """
 
 from __future__ import annotations
@@ -27,11 +26,10 @@ __all__ = [
     "AnimateError",
     "BackpropScene",
     "Diagram",
-    "example_graph",
     "render_video",
 ]
 
-_LAZY = {"BackpropScene": "sweep", "example_graph": "sweep", "Diagram": "mobjects"}
+_LAZY = {"BackpropScene": "sweep", "Diagram": "mobjects"}
 
 
 def __getattr__(name: str) -> Any:

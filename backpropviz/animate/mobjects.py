@@ -23,7 +23,17 @@ from manim import (
 )
 
 from ..captions import name_parts
-from ..draw import MAX_ITEMS, Theme, format_array, grid_indices
+from ..formatting import MAX_ITEMS, dead_cells, format_array
+from ..style import (
+    DEAD_PEN,
+    EDGE_PEN,
+    NAME_PT,
+    NODE_PEN,
+    RULE_PEN,
+    VALUE_PT,
+    Theme,
+    symbol_pt,
+)
 
 __all__ = [
     "Z_BADGE",
@@ -50,8 +60,6 @@ NAME_FONTS = ("Times", "Times New Roman", "Nimbus Roman", "Liberation Serif", "D
 # Drawing order (z_index): the graph, then highlights, numbers, the "+=" badge
 # and what flies into it, then the travelling pulses on top of everything.
 Z_MARK, Z_NUMBER, Z_BADGE, Z_FLYING, Z_PULSE = 1, 2, 3, 4, 5
-# Graphviz sizes (points) the SVG uses: values 14, names 17, edge labels 11.
-VALUE_PT, NAME_PT, LABEL_PT = 14.0, 17.0, 11.0
 # A table's spacing in ems of its numbers, measured on the SVG (ink to ink):
 # rows 1.45 em apart, columns 0.5 em apart, a bracket's rule 0.5 em from a
 # vector's numbers and 0.7 em from a matrix's (graphviz spaces its cells
@@ -163,11 +171,9 @@ class Table(VGroup):
         rows = len(cells)
         # Which cells show a dead entry: the cells are laid out as format_array
         # lays them out, so its grid of indices maps each cell to its entry.
-        dead_cells = [[False] * len(row) for row in cells] if dead is None else [
-            [not isinstance(index, str) and bool(dead[index]) for index in row]
-            for row in grid_indices(np.shape(dead), MAX_ITEMS)]
+        dead = [[False] * len(row) for row in cells] if dead is None else dead_cells(dead)
         texts = [[store.text(cell.replace("-", "−"), em,
-                             dead_color if dead_cells[i][j] else color)
+                             dead_color if dead[i][j] else color)
                   for j, cell in enumerate(row)] for i, row in enumerate(cells)]
         widths = list(widths or table_widths(texts))
         self.widths = widths
@@ -185,7 +191,7 @@ class Table(VGroup):
                 text.move_to([x + widths[j] - text.width / 2, y, 0])
                 if cells[i][j] in "⋮⋱…":
                     text.move_to([x + widths[j] / 2, y, 0])
-                if dead_cells[i][j]:
+                if dead[i][j]:
                     mark = RoundedRectangle(corner_radius=0.1 * em, width=widths[j] + 0.3 * em,
                                             height=row_height * 0.9, stroke_width=0)
                     mark.set_fill(dead_fill, 1).move_to([x + widths[j] / 2, y, 0])
@@ -244,7 +250,7 @@ class ValueNode(VGroup):
         fill = theme.param_fill if attrs["role"] == "param" else theme.node_fill
         self.frame = RoundedRectangle(corner_radius=min(width, height) * 0.16, width=width,
                                       height=height)
-        self.frame.set_fill(fill, 1).set_stroke(theme.node_line, width=pen_width(1.4, scale))
+        self.frame.set_fill(fill, 1).set_stroke(theme.node_line, width=pen_width(NODE_PEN, scale))
         self.frame.move_to(center)
         self.add(self.frame)
         shape = tuple(attrs["shape"])
@@ -271,7 +277,7 @@ class ValueNode(VGroup):
             rule_x = left + data.width + gap / 2
             half = ROW_PITCH * self.em / 2
             self.rule = Line([rule_x, body_y - half, 0], [rule_x, body_y + half, 0])
-            self.rule.set_stroke(theme.node_line, width=pen_width(1.0, scale))
+            self.rule.set_stroke(theme.node_line, width=pen_width(RULE_PEN, scale))
             self.add(self.rule)
         if attrs["label"]:
             self.name = self._name()
@@ -330,19 +336,18 @@ class OpNode(VGroup):
         super().__init__()
         self.node = node
         self.attrs = attrs
-        self.dead = attrs["op"] == "relu" and bool(np.any(attrs.get("dead", False)))
+        self.dead = bool(np.any(attrs.get("dead", False)))  # a gate (a ReLU) with dead units
         self.circle = Circle(radius=radius).move_to(center)
         self.circle.set_fill(theme.op_fill, 1)
-        self.circle.set_stroke(theme.op_line, width=pen_width(1.4, scale))
+        self.circle.set_stroke(theme.op_line, width=pen_width(NODE_PEN, scale))
         symbol = attrs["symbol"]
-        pt = 16 if len(symbol) <= 2 else 12  # as the SVG sets long symbols smaller
-        self.symbol = store.text(symbol, pt * scale, theme.text).move_to(center)
+        self.symbol = store.text(symbol, symbol_pt(symbol) * scale, theme.text).move_to(center)
         if self.symbol.width > 1.6 * radius:
             self.symbol.scale(1.6 * radius / self.symbol.width)
         self.add(self.circle, self.symbol)
         if self.dead:
             self.circle.set_stroke(width=0)
-            self.add(_dashed_circle(radius, center, theme.dead_line, pen_width(2.0, scale)))
+            self.add(_dashed_circle(radius, center, theme.dead_line, pen_width(DEAD_PEN, scale)))
 
 
 def _dashed_circle(radius: float, center: np.ndarray, color: str, width: float) -> VGroup:
@@ -423,7 +428,7 @@ class Diagram(VGroup):
         self.values: dict[Any, ValueNode] = {}
         self.ops: dict[Any, OpNode] = {}
         self.edges: dict[tuple, EdgeArrow] = {}
-        edge_width = pen_width(1.3, s)
+        edge_width = pen_width(EDGE_PEN, s)
         for key, edge in layout.edges.items():
             points = [self.point(*p) for p in edge.points]
             head = [self.point(*p) for p in _arrowhead(edge)] if edge.arrow_end else None

@@ -5,14 +5,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import pathlib
-import shutil
 import sys
 import tempfile
 from typing import Any
 
 import networkx as nx
 
-from ..draw import THEMES
+from ..errors import BackpropvizError
+from ..files import move_into_place
+from ..style import THEMES
 
 __all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "AnimateError", "render_video"]
 
@@ -27,7 +28,7 @@ QUALITIES = {"l": "low_quality", "m": "medium_quality", "h": "high_quality",
 MAX_NODES = 60
 
 
-class AnimateError(ValueError):
+class AnimateError(BackpropvizError, ValueError):
     """A clip that cannot be rendered, explained in one sentence."""
 
 
@@ -95,8 +96,10 @@ def render_video(G: nx.MultiDiGraph, path: str | os.PathLike, *, quality: str = 
                                     theme=theme, speed=speed, rankdir=rankdir,
                                     precision=precision, progress=progress,
                                     transparent=transparent)
-        _move_into_place(movie.with_suffix(".srt"), target.with_suffix(".srt"))
-        _move_into_place(movie, target)
+        subtitles = movie.with_suffix(".srt")
+        if subtitles.exists():
+            move_into_place(subtitles, target.with_suffix(".srt"))
+        move_into_place(movie, target)
     if progress:
         print(f"wrote {target} ({seconds:.1f} s)", file=sys.stderr)
     return target
@@ -173,15 +176,3 @@ def _to_gif(source: pathlib.Path, target: pathlib.Path) -> None:
                 break
             gif.mux(stream.encode(frame))
         gif.mux(stream.encode())
-
-
-def _move_into_place(source: pathlib.Path, target: pathlib.Path) -> None:
-    """Move a finished file to ``target``; a half-copied file never has the final name."""
-    if not source.exists():
-        return
-    partial = target.with_name(f".{target.name}.part")
-    try:
-        shutil.move(source, partial)
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
 import os
-import runpy
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -42,12 +39,12 @@ from manim import (
 )
 
 from ..captions import differentiated, partial_name, step_captions, value_names
-from ..draw import MAX_ITEMS, THEMES, dead_masks, format_array
-from ..engine import Node
-from ..ir import backward_steps, gradient_history, to_networkx
+from ..formatting import MAX_ITEMS, format_array
 from ..layout import layout
+from ..script import graph_of_script
+from ..steps import backward_steps, dead_masks, gradient_history
+from ..style import LABEL_PT, THEMES
 from .mobjects import (
-    LABEL_PT,
     Z_BADGE,
     Z_FLYING,
     Z_MARK,
@@ -62,7 +59,7 @@ from .mobjects import (
 )
 from .render import AnimateError
 
-__all__ = ["BackpropScene", "example_graph", "parameter_results"]
+__all__ = ["BackpropScene", "parameter_results"]
 
 # Scene layout (manim units; the frame is 14.2 x 8): a title line on top, the
 # graph in the middle, a two-line caption at the bottom.
@@ -83,22 +80,6 @@ PAN_MARGIN = 0.6
 OVERVIEW_MARGIN, RESULT_GAP, RESULT_EM = 0.35, 0.45, 0.32
 
 
-def example_graph(path: str | os.PathLike, *roots: str) -> nx.MultiDiGraph:
-    """The IR of a script's ``roots`` (names in it), the script run quietly.
-
-    If the script did not call ``backward()`` on its root, it is called here.
-    """
-    with contextlib.redirect_stdout(io.StringIO()):
-        namespace = runpy.run_path(str(path), run_name="__backpropviz__")
-    missing = [name for name in roots if not isinstance(namespace.get(name), Node)]
-    if not roots or missing:
-        raise AnimateError(f"{path} has no Value or Tensor named {missing or roots!r}")
-    nodes = [namespace[name] for name in roots]
-    if len(nodes) == 1 and nodes[0].grad is None:
-        nodes[0].backward()
-    return to_networkx(*nodes, names=namespace)
-
-
 def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
     """The parameters whose gradients the final overview sums up, each with its
     "∂L/∂W1 =" in TeX and in Unicode (L: the differentiated root, named as the
@@ -116,10 +97,12 @@ def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
 class BackpropScene(MovingCameraScene):
     """A clip of the forward and backward passes of an IR graph.
 
-    Subclass it with ``example`` (a script path) and ``roots`` (names of its
-    outputs), or pass ``graph``. ``construct`` tells the whole story; its
-    parts (``show_graph``, ``play_forward``, ``play_seed``, ``play_step``...)
-    can be called on their own by scenes that tell part of it.
+    Subclass it with ``example`` (a script path, run by the script front end,
+    backward included) and optionally ``roots`` (names of the values to draw
+    from; default: the script's outputs), or pass ``graph``. ``construct``
+    tells the whole story; its parts (``show_graph``, ``play_forward``,
+    ``play_seed``, ``play_step``...) can be called on their own by scenes
+    that tell part of it.
     """
 
     example: str | os.PathLike | None = None
@@ -149,7 +132,7 @@ class BackpropScene(MovingCameraScene):
         if G is None:
             if self.example is None:
                 raise AnimateError(f"{type(self).__name__} needs a graph or an example script")
-            G = self.graph = example_graph(self.example, *self.roots)
+            G = self.graph = graph_of_script(self.example, self.roots, quiet=True)
         self.palette = THEMES[self.theme]
         if self.palette.background != "transparent":
             self.camera.background_color = self.palette.background

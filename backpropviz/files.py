@@ -1,0 +1,93 @@
+"""Output on disk whole or not at all: every file backpropviz writes goes through here."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import OutputError
+
+__all__ = ["move_into_place", "staged_folder", "write_atomically"]
+
+
+def write_atomically(path: str | os.PathLike, data: bytes) -> Path:
+    """Write to a temporary file beside ``path``, then rename it; return ``path``.
+
+    A failed or interrupted write leaves nothing at ``path`` (and an earlier
+    file there as it was). Raises OutputError.
+    """
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise _output_error(path, error) from None
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        # mkstemp makes the file private (0600); give it the usual permissions.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException as error:
+        Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise _output_error(path, error) from None
+        raise
+    return path
+
+
+def move_into_place(source: Path, target: Path) -> Path:
+    """Move a finished file to ``target``; a half-copied file never has the final name."""
+    partial = target.with_name(f".{target.name}.part")
+    try:
+        shutil.move(source, partial)
+        os.replace(partial, target)
+    except OSError as error:
+        raise _output_error(target, error) from None
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+@contextlib.contextmanager
+def staged_folder(directory: Path, stale: str) -> Iterator[Path]:
+    """A scratch folder inside ``directory`` whose files move in only if the block succeeds.
+
+    Files in ``directory`` that match the glob ``stale`` and were not just
+    written are removed then (frames of an earlier, longer run). On failure
+    nothing in ``directory`` changes, and a ``directory`` this made is removed.
+    """
+    created = not directory.exists()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=directory))
+    except OSError as error:
+        raise _output_error(directory, error) from None
+    try:
+        yield staging
+        written = sorted(staging.iterdir())
+        for path in written:
+            os.replace(path, directory / path.name)
+        current = {path.name for path in written}
+        for old in directory.glob(stale):
+            if old.name not in current:
+                old.unlink()
+    except BaseException as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                directory.rmdir()  # only if still empty: never remove what was there
+        if isinstance(error, OSError):
+            raise _output_error(directory, error) from None
+        raise
+    shutil.rmtree(staging)
+
+
+def _output_error(path: Path, error: OSError) -> OutputError:
+    return OutputError(f"cannot write {path}: {error.strerror or error}")

@@ -1,0 +1,103 @@
+"""How numbers are written: significant digits, true minus signs, superscripts, array grids."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MAX_ITEMS",
+    "dead_cells",
+    "display_number",
+    "format_array",
+    "format_number",
+    "grid_indices",
+    "superscript",
+]
+
+MAX_ITEMS = 6  # rows or columns shown of an array before eliding the middle
+
+_SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
+
+
+def superscript(text: str) -> str:
+    """Digits, minus and point as Unicode superscripts: ``"-1"`` -> ``"⁻¹"``."""
+    return text.translate(_SUPERSCRIPT)
+
+
+def format_number(x: float, precision: int = 4) -> str:
+    """A number as drawn: ``precision`` significant digits, no trailing zeros.
+
+    ``4`` not ``4.0000``, ``-0.1``, ``1e-05``; a signed zero (the book's
+    ``-0.``) is drawn as ``0``, since it compares equal to 0.
+    """
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    text = f"{x:.{precision}g}"
+    # Rounding can also produce "-0" (e.g. -1e-9 at 4 digits never does with
+    # %g, but -0.0 itself does): a zero has no sign in the picture.
+    return "0" if float(text) == 0 else text
+
+
+def display_number(x: float, precision: int = 4) -> str:
+    """``format_number`` as typeset in pictures: a true minus sign (U+2212), not a hyphen."""
+    return format_number(x, precision).replace("-", "\u2212")
+
+
+def grid_indices(shape: tuple[int, ...], max_items: int = MAX_ITEMS) -> list[list[tuple | str]]:
+    """Index tuples laid out as drawn: a vector as a column, a matrix as itself.
+
+    Long axes keep their first and last entries around an ellipsis marker
+    ("⋮" for rows, "…" for columns, "⋱" where both are elided).
+    """
+    def kept(n: int) -> list[int | None]:
+        if n <= max_items:
+            return list(range(n))
+        head = max_items - 2
+        return [*range(head), None, n - 1]
+
+    if len(shape) == 0:
+        return [[()]]
+    if len(shape) == 1:
+        return [[(i,)] if i is not None else ["⋮"] for i in kept(shape[0])]
+    rows, cols = kept(shape[0]), kept(shape[1])
+    grid: list[list[tuple | str]] = []
+    for i in rows:
+        row: list[tuple | str] = []
+        for j in cols:
+            if i is None and j is None:
+                row.append("⋱")
+            elif i is None:
+                row.append("⋮")
+            elif j is None:
+                row.append("…")
+            else:
+                row.append((i, j))
+        grid.append(row)
+    return grid
+
+
+def format_array(x: Any, precision: int = 4, max_items: int = MAX_ITEMS) -> list[list[str]]:
+    """A scalar, vector or matrix as a grid of strings, laid out as drawn.
+
+    A scalar is ``[["2"]]``, a vector of n entries a column of n rows, a
+    matrix its rows; axes longer than ``max_items`` are elided in the middle.
+    Arrays of three or more axes are summarised by their shape.
+    """
+    array = np.asarray(x, dtype=np.float64)
+    if array.ndim > 2:
+        return [["×".join(map(str, array.shape)) + " array"]]
+    return [[cell if isinstance(cell, str) else format_number(array[cell], precision)
+             for cell in row] for row in grid_indices(array.shape, max_items)]
+
+
+def dead_cells(dead: Any, max_items: int = MAX_ITEMS) -> list[list[bool]]:
+    """A dead-ReLU mask laid out as ``format_array`` lays out the cells it marks."""
+    mask = np.asarray(dead, dtype=bool)
+    return [[not isinstance(index, str) and bool(mask[index]) for index in row]
+            for row in grid_indices(mask.shape, max_items)]

@@ -1,0 +1,284 @@
+"""The op registry: what each op is, for every part of backpropviz that draws, explains, imports it.
+
+One ``Op`` record per canonical op (the IR's ``op`` attribute) says what is
+drawn in its circle, how its result is written in a caption, the chain rule
+for each operand in symbols, which values its backward rule reads (what the
+forward pass must keep), how it gates gradients (a dead ReLU), and which
+PyTorch autograd nodes and functions are this op. Renderers, captions, the
+memory count and the PyTorch importer ask ``get(name)``; none of them names
+an op. An op the registry does not know (a torch function such as
+``softmax``) gets a generic record: drawn and explained by its name.
+
+Templates are ``string.Template`` text, filled by captions.py with names
+(and, for numbers, with the engine's numbers): ``$a`` and ``$b`` are the
+first and second operand, ``$r`` the result, ``$g`` the gradient arriving
+from downstream (``∂L/∂r``), ``$dot`` the product sign (``·`` for scalars,
+``⊙`` for arrays), ``$n`` the exponent, ``$n_sup`` it as a superscript,
+``$a_pow`` the operand to the power n − 1, ``$k`` how many entries a
+reduction averaged; for an op known only by name, ``$args`` are all its
+operands and ``$x`` the one differentiated.
+
+How to add an op, e.g. ``sqrt``:
+
+1. engine.py: a method on Value (and/or Tensor) that computes the result
+   and creates the node with op ``"sqrt"``, and right below it its backward
+   rule, registered with ``@_value_rule("sqrt")`` / ``@_tensor_rule("sqrt")``,
+   the calculus in a comment (d√a/da = 1/(2√a)).
+2. Here: an ``Op("sqrt", ...)`` record in ``_OPS`` with its symbol, its
+   ``Form`` (expression, derivative, saved values), the rule in words and
+   the torch node name (``"Sqrt"``).
+
+Nothing else in the program needs to change: captions, pictures, the page,
+the video, the memory count and the importer read it from here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .formatting import superscript
+
+__all__ = [
+    "ATOM",
+    "POSTFIX",
+    "PRODUCT",
+    "SUM",
+    "Form",
+    "Op",
+    "Writing",
+    "dead_units",
+    "from_torch_function",
+    "from_torch_node",
+    "get",
+    "names",
+    "symbol",
+]
+
+# How tightly a written expression binds, which decides where it needs
+# parentheses: a + b < a·b < a², aᵀ < a name or a number.
+SUM, PRODUCT, POSTFIX, ATOM = 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class Writing:
+    """How an op's result is written, as Unicode ``text`` and as ``tex``.
+
+    ``wrap[i]`` is the precedence operand ``i`` needs, else it is put in
+    parentheses (0: never); ``precedence`` is how tightly the whole binds.
+    """
+
+    text: str
+    tex: str
+    precedence: int = ATOM
+    wrap: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Form:
+    """An op with a given number of operands: how it is written and differentiated.
+
+    ``derivatives[i]`` is ``(text, tex)`` of ∂L/∂(operand i) in terms of
+    ``$g``; ``saved`` are what its backward rule reads: operand positions, or
+    ``"out"`` for the op's own result.
+    """
+
+    expression: Writing
+    derivatives: tuple[tuple[str, str], ...]
+    saved: tuple[int | str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Op:
+    """Everything the program knows about one op, apart from its math (engine.py)."""
+
+    name: str
+    symbol: str  # what is drawn in the op's circle
+    forms: Mapping[int, Form]  # by number of operands
+    rule: str  # the local rule in words, for captions
+    commutative: bool = False  # operand order does not matter on the page
+    broadcasts: bool = False  # elementwise: a broadcast operand's gradient is summed back
+    # The entries where the op blocks the gradient whatever arrives, from its
+    # operand's data (a ReLU at z <= 0); None for an op that never does.
+    gate: Callable[[Any], Any] | None = None
+    gate_note: str = ""  # added to the rule where some entries are blocked
+    # How entries of the result's gradient reach an operand's: "entrywise"
+    # (entry i from entry i, where the shapes match) or "matmul" (rows of the
+    # left factor from rows of the result, columns of the right from columns).
+    flow: str = "entrywise"
+    verb: str = ""  # "cannot <verb> shapes (2,) and (3,)"
+    torch_nodes: tuple[str, ...] = ()  # autograd node names without "Backward<n>"
+    torch_functions: tuple[str, ...] = ()  # torch function names that are this op
+    # A plain number in a torch call is drawn as a constant operand (o - 0),
+    # or, at ``exponent_at``, becomes the op's exponent (t ** 2).
+    number_operands: bool = False
+    exponent_at: int | None = None
+
+    def form(self, arity: int) -> Form:
+        """The form for ``arity`` operands (the generic one if the op has none)."""
+        return self.forms.get(arity) or _generic_form(self.name, arity)
+
+    def saved(self, arity: int) -> tuple[int | str, ...]:
+        return self.form(arity).saved
+
+    def symbol_for(self, exponent: float | None = None) -> str:
+        """The circle's symbol; a power shows its exponent (``x²``, ``x⁻¹``)."""
+        if self.exponent_at is None:
+            return self.symbol
+        if exponent is None:
+            return "xʸ"
+        return "x" + superscript(_exponent_text(exponent))
+
+
+def _exponent_text(exponent: float) -> str:
+    return str(int(exponent)) if float(exponent).is_integer() else f"{exponent:g}"
+
+
+def _function(text: str, tex: str) -> Writing:
+    """A function's application to one operand: ``tanh(a)``."""
+    return Writing(f"{text}($a)", tex + r"\left($a\right)")
+
+
+def _unary(expression: Writing, text: str, tex: str, saved: tuple = ()) -> dict[int, Form]:
+    return {1: Form(expression, ((text, tex),), saved)}
+
+
+def _relu_gate(data: Any) -> Any:
+    return data <= 0  # φ'(z) = 0 for z <= 0: nothing passes there
+
+
+_OPS = [
+    Op("add", "+", {2: Form(Writing("$a + $b", "$a + $b", SUM, (0, SUM)),
+                            (("$g", "$g"), ("$g", "$g")))},
+       "add passes the gradient through unchanged",
+       commutative=True, broadcasts=True, verb="add", torch_nodes=("Add",),
+       number_operands=True),
+    Op("sub", "−", {2: Form(Writing("$a − $b", "$a - $b", SUM, (0, PRODUCT)),
+                            (("$g", "$g"), ("−$g", "-$g")))},
+       "subtract passes the gradient to the first input and its negative to the second",
+       broadcasts=True, verb="subtract", torch_nodes=("Sub", "Rsub"),
+       torch_functions=("subtract",), number_operands=True),
+    Op("mul", "×", {2: Form(Writing("$a$dot$b", "$a $dot $b", PRODUCT, (PRODUCT, POSTFIX)),
+                            (("$b $dot $g", "$b $dot $g"), ("$a $dot $g", "$a $dot $g")),
+                            saved=(0, 1))},
+       "multiply scales the gradient by the other input",
+       commutative=True, broadcasts=True, verb="multiply", torch_nodes=("Mul",),
+       torch_functions=("multiply",), number_operands=True),
+    Op("div", "÷", {2: Form(Writing("$a / $b", "$a / $b", PRODUCT, (PRODUCT, POSTFIX)),
+                            (("$g / $b", "$g / $b"),
+                             ("−$g $dot $a / $b²", "-$g $dot $a / $b^{2}")),
+                            saved=(0, 1))},
+       "divide scales the gradient by 1/b, and by −a/b² for the divisor",
+       broadcasts=True, verb="divide", torch_nodes=("Div",),
+       torch_functions=("truediv", "true_divide", "divide"), number_operands=True),
+    Op("pow", "xʸ", {
+        # a ** n with a number n: the exponent is an attribute, not an operand.
+        1: Form(Writing("$a$n_sup", "$a^{$n}", POSTFIX, (ATOM,)),
+                (("$n $a_pow $dot $g", r"$n \, $a_pow $dot $g"),), saved=(0,)),
+        2: Form(Writing("$a^$b", "$a^{$b}", POSTFIX, (ATOM, ATOM)),
+                (("$b $a^($b − 1) $dot $g", r"$b \, $a^{$b - 1} $dot $g"),
+                 ("ln $a $r $dot $g", r"\ln $a \, $r $dot $g")), saved=(0, 1, "out"))},
+       "power multiplies the gradient by n aⁿ⁻¹",
+       broadcasts=True, verb="raise", torch_nodes=("Pow",), torch_functions=("square",),
+       number_operands=True, exponent_at=1),
+    Op("neg", "−", _unary(Writing("−$a", "-$a", SUM, (PRODUCT,)), "−$g", "-$g"),
+       "negation flips the sign of the gradient",
+       torch_nodes=("Neg",), torch_functions=("negative",)),
+    Op("matmul", "@", {2: Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),
+                               (("$g · ${b}ᵀ", r"$g \, $b^\top"),
+                                ("${a}ᵀ · $g", r"$a^\top $g")), saved=(0, 1))},
+       "matmul multiplies the gradient by the transpose of the other factor",
+       flow="matmul", torch_nodes=("Mv", "Mm", "Bmm", "Dot", "Matmul")),
+    Op("relu", "ReLU", _unary(_function("ReLU", r"\mathrm{ReLU}"),
+                              # The book's order: the upstream gradient, gated by φ'(z) = 1[z > 0].
+                              "$g $dot 1[$a>0]", r"$g $dot \mathbf{1}[$a > 0]", saved=(0,)),
+       "ReLU gates the gradient: it passes where the input is positive and stops elsewhere",
+       gate=_relu_gate, gate_note="dead units (input ≤ 0) pass nothing",
+       torch_nodes=("Relu",)),
+    Op("tanh", "tanh", _unary(_function("tanh", r"\tanh"),
+                              "(1 − $r²) $dot $g", r"\left(1 - $r^{2}\right) $dot $g",
+                              saved=("out",)),
+       "tanh multiplies the gradient by 1 − tanh²", torch_nodes=("Tanh",)),
+    Op("exp", "exp", _unary(_function("exp", r"\exp"), "$r $dot $g", "$r $dot $g",
+                            saved=("out",)),
+       "exp multiplies the gradient by its own result", torch_nodes=("Exp",)),
+    Op("log", "log", _unary(_function("log", r"\log"), "$g / $a", "$g / $a", saved=(0,)),
+       "log divides the gradient by its input", torch_nodes=("Log",)),
+    Op("sigmoid", "σ", _unary(_function("σ", r"\sigma"), "$r(1 − $r) $dot $g",
+                              r"$r\left(1 - $r\right) $dot $g", saved=("out",)),
+       "sigmoid multiplies the gradient by σ(1 − σ)", torch_nodes=("Sigmoid",)),
+    Op("square", "x²", _unary(Writing("${a}²", "$a^{2}", POSTFIX, (ATOM,)),
+                              "2 $a $dot $g", r"2 \, $a $dot $g", saved=(0,)),
+       "square multiplies the gradient by 2a"),
+    Op("sqnorm", "‖·‖²", _unary(Writing("‖$a‖²", r"\|$a\|^{2}", POSTFIX, (0,)),
+                                "2 $a $dot $g", r"2 \, $a $dot $g", saved=(0,)),
+       "the squared norm multiplies the gradient by 2a"),
+    Op("sum", "Σ", _unary(Writing("Σ$a", r"\sum $a", PRODUCT, (POSTFIX,)),
+                          "$g · 1", r"$g \cdot \mathbf{1}"),
+       "sum copies the gradient to every entry", torch_nodes=("Sum",)),
+    Op("mean", "mean", _unary(_function("mean", r"\mathrm{mean}"),
+                              "$g · 1 / $k", r"$g \cdot \mathbf{1} / $k"),
+       "mean copies the gradient to every entry, divided by their count",
+       torch_nodes=("Mean",)),
+    Op("transpose", "ᵀ", _unary(Writing("${a}ᵀ", r"$a^\top", POSTFIX, (ATOM,)),
+                                "($g)ᵀ", r"\left($g\right)^\top"),
+       "transpose transposes the gradient",
+       torch_nodes=("T", "Transpose"), torch_functions=("permute",)),
+    Op("getitem", "[ ]", _unary(Writing("$a[…]", r"$a[\ldots]", POSTFIX, (ATOM,)),
+                                "$g at […], 0 elsewhere", r"$g \text{ at } [\ldots]"),
+       "indexing sends the gradient back to the picked entries",
+       torch_nodes=("Select", "Index", "Slice")),
+]
+
+_REGISTRY: dict[str, Op] = {op.name: op for op in _OPS}
+_BY_TORCH_NODE = {node: op.name for op in _OPS for node in op.torch_nodes}
+_BY_TORCH_FUNCTION = {function: op.name for op in _OPS for function in op.torch_functions}
+
+
+@functools.lru_cache(maxsize=256)
+def _generic_form(name: str, arity: int) -> Form:
+    """An op known only by name: ``name(a, b)``, and ∂r/∂x · g for each operand x."""
+    tex_name = r"\mathrm{" + name.replace("_", r"\_") + "}"
+    return Form(Writing(f"{name}($args)", tex_name + r"\left($args\right)"),
+                ((r"∂$r/∂$x · $g", r"\frac{\partial $r}{\partial $x} $g"),) * arity)
+
+
+@functools.lru_cache(maxsize=256)
+def _unknown(name: str) -> Op:
+    return Op(name, name, {}, f"{name} multiplies the gradient by its local derivative")
+
+
+def get(name: str) -> Op:
+    """The record of op ``name``; an unknown op gets a generic one, named by itself."""
+    found = _REGISTRY.get(name)
+    return found if found is not None else _unknown(name)
+
+
+def names() -> tuple[str, ...]:
+    """The canonical names of the ops the registry knows."""
+    return tuple(_REGISTRY)
+
+
+def symbol(name: str, exponent: float | None = None) -> str:
+    """What is drawn in an operator's circle: ``+``, ``×``, ``ReLU``, ``x²``…"""
+    return get(name).symbol_for(exponent)
+
+
+def dead_units(name: str, operand: Any) -> Any:
+    """For a gating op, where it blocks the gradient (bool, or nested lists); else None."""
+    gate = get(name).gate
+    return None if gate is None else np.asarray(gate(operand)).tolist()
+
+
+def from_torch_node(node_name: str) -> str | None:
+    """The canonical op of an autograd node name without "Backward<n>" (``Mm`` -> matmul)."""
+    return _BY_TORCH_NODE.get(node_name)
+
+
+def from_torch_function(function: str) -> str:
+    """The canonical op of a torch function name (``true_divide`` -> div), else the name."""
+    return _BY_TORCH_FUNCTION.get(function, function)

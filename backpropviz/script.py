@@ -1,0 +1,293 @@
+"""The script front end: run a user's script as ``python`` would and find the graph it computed.
+
+``graph_of_script("example.py")`` runs the script, picks its roots (the
+values nothing else in it consumed, or the names given), runs backward if
+the script did not, and returns the IR, validated. The CLI, the manim
+scenes, notebooks and the tests all come in here. A script that imports
+torch runs under the PyTorch importer's ``capture()``, so its values and
+gradients are recorded as they happen.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib.util
+import io
+import math
+import os
+import runpy
+import sys
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from .engine import Node, topological_order
+from .errors import BackpropvizError
+from .ir import to_networkx, validate
+
+__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "graph_of_script", "run_script",
+           "without_gradients"]
+
+# The drawing's size limit, counted in IR nodes (values and ops). dot's layout
+# time grows faster than linearly with the graph: around this size it still
+# answers in seconds (bench/render.py: ~3,900 nodes take 1.6 s of dot, ~10,000
+# take 29 s), beyond it a user waits with nothing to show.
+DEFAULT_MAX_NODES = 4000
+
+_TORCH_MISSING = "this script uses PyTorch; install it with: pip install 'backpropviz[torch]'"
+
+
+class ScriptError(BackpropvizError):
+    """A script that gives no graph to draw: why, and what to do, in one sentence."""
+
+
+def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
+                    backward: bool = True, max_nodes: int = DEFAULT_MAX_NODES,
+                    argv: Sequence[str] = (), quiet: bool = False) -> nx.MultiDiGraph:
+    """Run the script at ``path`` and return the IR of its graph.
+
+    ``roots`` names the values to draw from (default: the script's outputs,
+    the values an op computed and nothing else consumed). With ``backward``,
+    roots without a gradient get ``backward()``; without it, the IR holds the
+    forward pass only, even if the script ran backward itself. A graph over
+    ``max_nodes`` values and ops is refused before anything runs on it.
+    ``argv`` is what the script sees after its name in ``sys.argv``; ``quiet``
+    swallows what it prints.
+    """
+    script = Path(path)
+    if not script.is_file():
+        raise ScriptError(f"no such script: {path}")
+    try:
+        source = script.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise ScriptError(f"cannot read {path}: {error.strerror or error}") from None
+    silence = contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()
+    with silence, _recording(source) as recording:
+        namespace = run_script(script, argv)
+        producer = _Producer(namespace, recording, max_nodes)
+        chosen = producer.named(roots) if roots else producer.outputs(script)
+        producer.check_size(chosen)
+        if backward:
+            producer.backward(chosen)
+        G = producer.graph(chosen)
+    validate(G)
+    return G if backward else without_gradients(G)
+
+
+def run_script(path: str | os.PathLike, argv: Sequence[str] = ()) -> dict[str, Any]:
+    """The script's global names after running it as ``python SCRIPT ARGV...`` would.
+
+    Its folder is first on ``sys.path`` while it runs; ``sys.argv``, the path
+    and the working directory are restored afterwards. A script that fails
+    prints its own traceback, as python would, and raises ScriptError.
+    """
+    path = str(path)
+    saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
+    sys.argv = [path, *argv]
+    sys.path.insert(0, os.path.dirname(os.path.realpath(path)))
+    try:
+        return runpy.run_path(path, run_name="__main__")
+    except SystemExit as done:
+        raise ScriptError(f"{path} exited (sys.exit({done.code!r})) before its end, "
+                          "so there is no graph to draw") from None
+    except Exception as error:
+        if isinstance(error, ModuleNotFoundError) and error.name == "torch":
+            raise ScriptError(_TORCH_MISSING) from None
+        _print_script_traceback(error, path)
+        raise ScriptError(f"{path} failed with {type(error).__name__} "
+                          "(its traceback is above)") from None
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+        os.chdir(saved_cwd)  # outputs are relative to where the command ran
+
+
+def without_gradients(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """The IR as it stood before any backward pass: values only, no gradients."""
+    H = G.copy()
+    for _, attrs in H.nodes(data=True):
+        if attrs["kind"] == "value":
+            attrs["grad"] = None
+    for _, _, attrs in H.edges(data=True):
+        attrs.pop("grad", None)
+    H.graph.update(backward_order=[], seeds={})
+    return H
+
+
+@contextlib.contextmanager
+def _recording(source: str) -> Iterator[Any]:
+    """For a PyTorch script, the importer's recording of its run; else None."""
+    # Without torch installed the script runs as it is: one that needs torch
+    # fails on its import (and gets the install hint), one that only tries it
+    # (try: import torch / except ImportError) goes on with the engine.
+    if not _imports_torch(source) or importlib.util.find_spec("torch") is None:
+        yield None
+        return
+    from . import torch_import
+
+    with torch_import.capture() as recording:
+        yield recording
+
+
+def _imports_torch(source: str) -> bool:
+    """Whether the script has an import statement for torch (only then is the importer loaded)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False  # the run reports it, as python would
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            modules = [node.module or ""]
+        else:
+            continue
+        if any(module.split(".")[0] == "torch" for module in modules):
+            return True
+    return False
+
+
+def _print_script_traceback(error: BaseException, path: str) -> None:
+    """The traceback python would print: from the script's first frame on."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != path:
+        tb = tb.tb_next
+    # A SyntaxError has no frame in the script; python shows just the error.
+    traceback.print_exception(type(error), error, tb, file=sys.stderr)
+    sys.stderr.flush()
+
+
+class _Producer:
+    """The script's nodes and how to turn them into the IR: the engine's, or PyTorch's."""
+
+    def __init__(self, namespace: dict[str, Any], recording: Any, max_nodes: int) -> None:
+        self.namespace = namespace
+        self.recording = recording
+        self.max_nodes = max_nodes
+        self.torch = False
+        self.nodes = self._nodes(lambda obj: isinstance(obj, Node))
+        if not self.nodes and recording is not None:
+            from .torch_import import is_torch_tensor
+
+            self.torch = True
+            self.nodes = self._nodes(is_torch_tensor)
+        if not self.nodes:
+            raise ScriptError("no graph found: the script leaves no Value or Tensor in a "
+                              "global name (keep the result at top level, e.g. L = ...)")
+
+    def _nodes(self, is_node: Callable[[Any], bool]) -> dict[str, Any]:
+        """The nodes in global names, each under its first name."""
+        nodes: dict[str, Any] = {}
+        seen: set[int] = set()
+        for name, obj in self.namespace.items():
+            if not name.startswith("_") and is_node(obj) and id(obj) not in seen:
+                seen.add(id(obj))
+                nodes[name] = obj
+        return nodes
+
+    def named(self, names: Sequence[str]) -> dict[str, Any]:
+        """The roots named by the caller, each object once."""
+        roots: dict[str, Any] = {}
+        for name in names:
+            obj = self.namespace.get(name)
+            if not any(obj is node for node in self.nodes.values()):
+                raise ScriptError(f"unknown root {name!r} (the script's values are: "
+                                  f"{', '.join(sorted(self.nodes))})")
+            if not any(obj is root for root in roots.values()):
+                roots[name] = obj
+        return roots
+
+    def outputs(self, script: Path) -> dict[str, Any]:
+        """The values an op computed and nothing else in the script consumed, if one graph.
+
+        The walk runs on the producer's own graph (engine operands, or autograd's
+        ``grad_fn`` chain), which is cheaper than the IR and needs no gradients.
+        """
+        if self.torch:
+            starts = {name: t.grad_fn for name, t in self.nodes.items() if t.grad_fn is not None}
+
+            def inputs(fn: Any) -> list:
+                return [f for f, _ in fn.next_functions if f is not None]
+        else:
+            starts = {name: node for name, node in self.nodes.items() if node.op is not None}
+
+            def inputs(node: Any) -> list:
+                return list(node.operands)
+        if not starts:
+            raise ScriptError(f"no graph found: the script's values "
+                              f"({', '.join(sorted(self.nodes))}) were not combined by "
+                              "any operation")
+        consumed: set = set()
+        reached_by: dict[Any, str] = {}  # graph node -> the first output whose walk met it
+        group = {name: name for name in starts}  # union-find: outputs sharing a graph
+
+        def leader(name: str) -> str:
+            while group[name] != name:
+                name = group[name]
+            return name
+
+        for name, start in starts.items():
+            stack = [start]
+            while stack:
+                node = stack.pop()
+                if node in reached_by:
+                    group[leader(reached_by[node])] = leader(name)
+                    continue
+                reached_by[node] = name
+                for operand in inputs(node):
+                    consumed.add(operand)
+                    stack.append(operand)
+        outputs = {name: self.nodes[name] for name, start in starts.items()
+                   if start not in consumed}
+        if len({leader(name) for name in outputs}) > 1:
+            raise ScriptError(f"the script leaves outputs in separate graphs: "
+                              f"{', '.join(sorted(outputs))}; name the root(s) to draw, e.g. "
+                              f"backpropviz render {script} {min(outputs)}")
+        return outputs
+
+    def graph(self, roots: dict[str, Any]) -> nx.MultiDiGraph:
+        """The IR drawn from ``roots`` (distinct objects); its 'roots' follow their order."""
+        if not self.torch:
+            return to_networkx(*roots.values(), names=self.namespace)
+        from .torch_import import from_torch
+
+        G = from_torch(*roots.values(), names=self.namespace, recording=self.recording)
+        self._check_size(G.number_of_nodes())
+        return G
+
+    def _check_size(self, nodes: int) -> None:
+        if nodes > self.max_nodes:
+            raise ScriptError(
+                f"the graph has {nodes} nodes (values and ops), more than --max-nodes "
+                f"{self.max_nodes}; draw fewer: use the Tensor form (one node per matrix, not "
+                "per number), name a ROOT nearer the inputs, or raise --max-nodes")
+
+    def backward(self, roots: dict[str, Any]) -> None:
+        """Run backward from the roots that have no gradient yet."""
+        missing = {name: root for name, root in roots.items() if not self._has_gradient(root)}
+        for name, root in missing.items():
+            shape = tuple(root.shape)
+            if math.prod(shape) != 1:
+                raise ScriptError(
+                    f"root {name!r} has no gradient and shape {shape}, and backward starts "
+                    f"from a single number: name a scalar root (the loss), call "
+                    f"{name}.backward(gradient) in the script, or pass --no-backward")
+        for name, root in missing.items():
+            try:
+                root.backward()
+            except Exception as error:
+                raise ScriptError(f"backward from {name!r} failed: {error}") from None
+
+    def _has_gradient(self, root: Any) -> bool:
+        return self.recording.has_gradient(root) if self.torch else root.has_grad
+
+    def check_size(self, roots: dict[str, Any]) -> None:
+        """Refuse an engine graph over the limit before anything runs on it (a torch
+        graph's size is known once its IR is built)."""
+        if not self.torch:
+            order = topological_order(roots.values())
+            self._check_size(len(order) + sum(node.op is not None for node in order))

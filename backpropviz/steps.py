@@ -1,0 +1,232 @@
+"""The backward pass as a reader follows it, read from the IR: its steps, the state after each,
+and which zero gradients a dead ReLU caused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from . import ops
+from .ir import IRError, operand_edges, plain_number, result_of
+
+__all__ = [
+    "Step",
+    "StepState",
+    "backward_steps",
+    "dead_masks",
+    "gradient_history",
+    "state_at",
+]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One op of the backward pass and what the reader knows after it.
+
+    ``edges`` are the operand edges ``(operand, op, key)`` the op sent
+    gradients along; ``grads`` maps every value id that has a gradient so far
+    to its running sum (seeded roots first); ``updated`` are the values whose
+    gradient this step changed, and ``accumulated`` those of them that already
+    had one (a fork: ``+=``).
+    """
+
+    index: int
+    op: Any
+    result: Any
+    edges: tuple
+    grads: Mapping[Any, Any]
+    updated: tuple
+    accumulated: tuple
+
+
+def backward_steps(G: nx.MultiDiGraph) -> list[Step]:
+    """The backward pass replayed from the IR, one Step per op of backward_order.
+
+    Running sums add the recorded edge contributions in the order the engine
+    added them, so each partial sum is the number the engine held then, and
+    the last one is the node's final gradient.
+    """
+    return [Step(index, op, result_of(G, op), tuple(edges), dict(grads),
+                 tuple(dict.fromkeys(updated)), tuple(dict.fromkeys(accumulated)))
+            for index, (op, edges, updated, accumulated, grads)
+            in enumerate(_replay(G), start=1)]
+
+
+def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
+    """Every gradient each value holds during the backward pass, in order.
+
+    A value's list is its seed if it has one, then its running sum after each
+    step that changed it (the numbers of ``backward_steps``); the last is its
+    final gradient. Cheaper than ``backward_steps`` when only the numbers are
+    needed: no copy of every gradient at every step.
+    """
+    history = {value: [seed] for value, seed in G.graph.get("seeds", {}).items()}
+    for _, _, updated, _, grads in _replay(G):
+        for value in dict.fromkeys(updated):
+            history.setdefault(value, []).append(grads[value])
+    return history
+
+
+def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
+    """The backward pass op by op, as the running sums change.
+
+    Yields each op of backward_order with its operand edges, the values it
+    updated, those of them it accumulated into, and the running sums after it
+    (one dict, updated in place: copy it to keep it).
+    """
+    grads: dict[Any, Any] = dict(G.graph.get("seeds", {}))
+    pred = G._pred
+    for op in G.graph["backward_order"]:
+        edges = operand_edges(G, op)
+        updated, accumulated = [], []
+        for u, v, k in edges:
+            contribution = pred[v][u][k]["grad"]
+            if contribution is None:
+                continue
+            if u in grads:
+                accumulated.append(u)
+                previous = grads[u]
+                # Two floats add as numpy would; arrays (nested lists) go through numpy.
+                if type(previous) is float and type(contribution) is float:
+                    grads[u] = previous + contribution
+                else:
+                    grads[u] = plain_number(np.add(previous, contribution))
+            else:
+                grads[u] = contribution
+            updated.append(u)
+        yield op, edges, updated, accumulated, grads
+
+
+@dataclass(frozen=True)
+class StepState:
+    """What one picture shows: gradients so far, edge contributions, the current op."""
+
+    grads: Mapping[Any, Any]  # value id -> gradient shown (absent: not computed)
+    processed: frozenset  # operand edges (u, v, key) whose contribution has been sent
+    current: Any  # the op of this backward step, or None
+    current_edges: frozenset
+    updated: frozenset  # values whose gradient this step changed
+
+
+def state_at(G: nx.MultiDiGraph, step: int | None = None,
+             replay: Sequence[Step] | None = None) -> StepState:
+    """The gradients and edges known after ``step`` backward steps (None: all).
+
+    ``replay`` is ``backward_steps(G)`` if the caller has it already.
+    """
+    order = G.graph["backward_order"]
+    if step is None:
+        grads = {v: attrs["grad"] for v, attrs in G.nodes(data=True)
+                 if attrs["kind"] == "value" and attrs.get("grad") is not None}
+        done = set(order)
+        processed = frozenset((u, v, k) for u, v, k, arg in G.edges(keys=True, data="arg")
+                              if arg is not None and v in done)
+        return StepState(grads, processed, None, frozenset(), frozenset())
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= len(order):
+        raise IRError(f"step {step!r} is out of range (must be an int in 0..{len(order)})")
+    if step == 0:
+        return StepState(dict(G.graph.get("seeds", {})), frozenset(), None, frozenset(),
+                      frozenset())
+    if replay is None:
+        replay = backward_steps(G)
+    now = replay[step - 1]
+    processed = frozenset(edge for done in replay[:step] for edge in done.edges)
+    return StepState(now.grads, processed, now.op, frozenset(now.edges), frozenset(now.updated))
+
+
+def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
+    """Which zero gradient entries a dead ReLU caused, per value and per operand edge.
+
+    A ReLU with z <= 0 passes back 0 whatever arrives (its derivative is 0
+    there); that zero then flows further back. An entry of a contribution is
+    "dead" when it is 0 and every entry of the result's gradient it depends
+    on is dead (or, at a ReLU, the unit itself is dead); a value's gradient
+    entry is dead when it is 0 and every contribution to it is dead there.
+    Returns ``(values, edges)``: boolean arrays keyed by value id and by
+    ``(u, v, key)``, only for values and edges with at least one dead entry.
+    """
+    if not any(_any(dead) for _, dead in G.nodes(data="dead") if dead is not None):
+        return {}, {}
+    contributions: dict[Any, list] = {}
+    edge_mask: dict[tuple, Any] = {}
+    value_mask: dict[Any, Any] = {}
+    seeds = G.graph.get("seeds", {})
+    nodes = G.nodes
+
+    # Scalars (the common case, graphs of Values) use plain bools; arrays
+    # use boolean arrays of their shape.
+    def mask_of(value: Any) -> Any:
+        grad = nodes[value]["grad"]
+        masks = contributions.get(value)
+        if grad is None or value in seeds or not masks:
+            return False if type(grad) is float else np.zeros(nodes[value]["shape"], bool)
+        if type(grad) is float:
+            return grad == 0 and all(masks)
+        dead = np.asarray(grad, dtype=np.float64) == 0
+        for mask in masks:
+            dead = dead & mask
+        return dead
+
+    for op in G.graph["backward_order"]:
+        result = result_of(G, op)
+        upstream = value_mask[result] = mask_of(result)
+        attrs = nodes[op]
+        for u, edges in G._pred[op].items():
+            for k, edge in edges.items():
+                contribution = edge.get("grad")
+                if contribution is None:
+                    continue
+                if type(contribution) is float and type(upstream) is bool:
+                    # A gating op (a ReLU) carries "dead": where it blocks the gradient.
+                    mask: Any = contribution == 0 and (attrs.get("dead") is True or upstream)
+                else:
+                    zero = np.asarray(contribution, dtype=np.float64) == 0
+                    mask = zero & _dead_through(attrs, edge["arg"], np.asarray(upstream),
+                                                zero.shape)
+                edge_mask[(u, op, k)] = mask
+                contributions.setdefault(u, []).append(mask)
+    for value, kind in G.nodes(data="kind"):
+        if kind == "value" and value not in value_mask:
+            value_mask[value] = mask_of(value)
+    return ({v: np.asarray(m) for v, m in value_mask.items() if _any(m)},
+            {e: np.asarray(m) for e, m in edge_mask.items() if _any(m)})
+
+
+def _any(mask: Any) -> bool:
+    """Whether any entry of a mask is set; a plain bool (a scalar's) without numpy."""
+    return mask if type(mask) is bool else bool(np.any(mask))
+
+
+def _dead_through(attrs: Mapping, arg: int, upstream: np.ndarray, shape: tuple) -> np.ndarray:
+    """Which entries of operand ``arg``'s contribution depend only on dead upstream entries."""
+    everywhere = np.full(shape, bool(upstream.all()) if upstream.size else False)
+    if "dead" in attrs:  # a gate: dead where the op blocks it, or where nothing arrives
+        gate = np.asarray(attrs["dead"], dtype=bool)
+        if gate.shape == upstream.shape == shape:
+            return gate | upstream
+        return everywhere
+    if ops.get(attrs["op"]).flow == "matmul":
+        return _dead_through_matmul(arg, upstream, shape, everywhere)
+    if upstream.shape == shape:  # elementwise: entry i depends on result entry i
+        return upstream.copy()
+    return everywhere
+
+
+def _dead_through_matmul(arg: int, upstream: np.ndarray, shape: tuple,
+                         everywhere: np.ndarray) -> np.ndarray:
+    # C = A @ B. For A (m, n): dA[i, j] = sum_k dC[i, k] B[j, k], so row i of
+    # dA depends on row i of dC only. For B (n, p): dB[j, k] = sum_i A[i, j]
+    # dC[i, k], so column k of dB depends on column k of dC only.
+    if arg == 0 and len(shape) == 2:
+        rows = upstream.reshape(shape[0], -1).all(axis=1)
+        return np.repeat(rows[:, None], shape[1], axis=1)
+    if arg == 1 and len(shape) == 2:
+        cols = upstream.reshape(-1, shape[1]).all(axis=0)
+        return np.repeat(cols[None, :], shape[0], axis=0)
+    return everywhere
+
+

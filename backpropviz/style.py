@@ -1,0 +1,108 @@
+"""How pictures look: themes, fonts, point sizes and pen widths, for draw, the page and the video.
+
+Sizes are graphviz points; the video converts them with its scale
+(``animate.mobjects.pen_width``), so a box, a number or a line has the same
+proportions in the SVG, on the page and in the clip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+__all__ = [
+    "ARROW_SIZE",
+    "CURRENT_EDGE_PEN",
+    "CURRENT_OP_PEN",
+    "DEAD_PEN",
+    "EDGE_PEN",
+    "FONT",
+    "LABEL_PT",
+    "LEGEND_PT",
+    "MARK_PT",
+    "NAME_FONT",
+    "NAME_PT",
+    "NODE_PEN",
+    "RANKDIRS",
+    "RESULT_EDGE_PEN",
+    "RULE_PEN",
+    "THEMES",
+    "VALUE_PT",
+    "Theme",
+    "symbol_pt",
+]
+
+RANKDIRS = ("LR", "RL", "TB", "BT")
+
+# Helvetica resolves to a metric-compatible face everywhere (Nimbus Sans on
+# Linux, Arial on Windows), so the boxes graphviz sizes here fit the text in
+# any SVG viewer. Names are set in italic serif, like the book's symbols.
+FONT = "Helvetica,Arial,sans-serif"
+NAME_FONT = "Times,serif"
+
+# Point sizes: numbers in value boxes, names above them, contributions on
+# edges, the legend, the "saved for backward" dot.
+VALUE_PT, NAME_PT, LABEL_PT, LEGEND_PT, MARK_PT = 14.0, 17.0, 11.0, 12.0, 11.0
+# An op's symbol: one or two characters large, longer ones ("ReLU") smaller.
+SHORT_SYMBOL_PT, LONG_SYMBOL_PT = 16.0, 13.0
+
+# Pen widths (points): outlines of boxes and circles, edges, the rule between
+# a value and its gradient, a ReLU with dead units, the current op of a
+# backward step, its operand edges and its result edge.
+NODE_PEN, EDGE_PEN, RULE_PEN, DEAD_PEN = 1.4, 1.3, 1.0, 2.0
+CURRENT_OP_PEN, CURRENT_EDGE_PEN, RESULT_EDGE_PEN = 3.0, 2.6, 2.0
+ARROW_SIZE = 0.7  # graphviz's arrowsize
+
+
+def symbol_pt(symbol: str) -> float:
+    """The point size of an op's symbol in its circle."""
+    return SHORT_SYMBOL_PT if len(symbol) <= 2 else LONG_SYMBOL_PT
+
+
+@dataclass(frozen=True)
+class Theme:
+    """The colours of a drawing. Every text colour meets 4.5:1 on the fill under it.
+
+    ``background`` is "transparent" or a colour; where it is transparent,
+    free-standing text (edge labels, the legend) sits on ``label_fill``.
+    """
+
+    name: str
+    background: str
+    label_fill: str  # under edge labels and the legend
+    node_fill: str
+    node_line: str
+    param_fill: str  # D2L fills parameters light blue
+    op_fill: str
+    op_line: str
+    edge: str
+    text: str  # forward values, names, op symbols
+    grad: str  # gradients, everywhere
+    muted: str  # secondary text: the legend, bracket rules
+    saved: str  # the "stored for backward" marker
+    dead_text: str  # a zero gradient caused by a dead ReLU
+    dead_fill: str
+    dead_line: str  # outline of a ReLU with dead units
+    highlight_line: str  # the op of the current backward step and its edges
+    highlight_fill: str  # under the op and the gradients the step changed
+
+
+THEMES: dict[str, Theme] = {
+    "light": Theme(
+        name="light", background="#ffffff", label_fill="#ffffff",
+        node_fill="#ffffff", node_line="#3d4a5c", param_fill="#d7e8f7",
+        op_fill="#f4f5f7", op_line="#3d4a5c", edge="#5b6573",
+        text="#000000", grad="#1347b8", muted="#4f5966", saved="#8a4b00",
+        dead_text="#a3121f", dead_fill="#fde4e6", dead_line="#c62833",
+        highlight_line="#d9730d", highlight_fill="#fff1d6",
+    ),
+    "dark": Theme(
+        name="dark", background="#16191f", label_fill="#16191f",
+        node_fill="#232831", node_line="#8d99ab", param_fill="#1d3a5c",
+        op_fill="#2b313c", op_line="#8d99ab", edge="#8d99ab",
+        text="#f2f4f7", grad="#8cc4ff", muted="#b4bdca", saved="#ffc37a",
+        dead_text="#ffb3b8", dead_fill="#4d1f25", dead_line="#ff6b75",
+        highlight_line="#ffa94d", highlight_fill="#4a3517",
+    ),
+}
+# The light theme on no background, for slides with their own colour.
+THEMES["transparent"] = replace(THEMES["light"], name="transparent", background="transparent")
