@@ -19,7 +19,7 @@ from . import ops
 from .captions import name_parts
 from .engine import Node
 from .errors import BackpropvizError
-from .files import write_atomically
+from .files import make_folder, write_atomically
 from .formatting import MAX_ITEMS, display_number, format_array, grid_indices
 from .ir import IRError, operand_edges, to_networkx, validate
 from .steps import StepState, backward_steps, dead_masks, gradient_history, state_at
@@ -403,7 +403,8 @@ class _Writer:
         if not ops.get(attrs["op"]).commutative:
             # Keep operands in argument order (first on top in LR) where it matters.
             result["ordering"] = "in"
-        if np.any(attrs.get("dead", False)):  # a gate (a ReLU) with dead units
+        dead = attrs.get("dead")  # only a gate (a ReLU) has it: where it blocks the gradient
+        if dead is True or (type(dead) is list and np.any(dead)):
             classes.append("dead")
             result.update(color=t.dead_line, style="filled,dashed", penwidth=_pt(DEAD_PEN))
         if node == self.state.current:
@@ -582,11 +583,7 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
 def render_steps(G: Any, directory: str | os.PathLike, **options: Any) -> list[Path]:
     """Write step-000.svg, step-001.svg... into ``directory``; return the paths."""
     format = options.pop("format", "svg")
-    directory = Path(directory)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise DrawError(f"cannot create {directory}: {error.strerror or error}") from None
+    directory = make_folder(directory)
     diagrams = step_diagrams(G, **options)
     return [diagram.render(directory / f"step-{k:03d}.{format}", format=format)
             for k, diagram in enumerate(diagrams)]

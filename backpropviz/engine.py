@@ -183,7 +183,8 @@ def _log(x: float) -> float:
     return math.log(x)
 
 
-_NUMPY_TWINS = {_divide: np.divide, _power: np.power, math.exp: np.exp, _log: np.log}
+_NUMPY_TWINS = {_divide: np.divide, _power: np.power, math.exp: np.exp, _log: np.log,
+                math.sqrt: np.sqrt}
 
 
 class Value(Node):
@@ -362,6 +363,13 @@ class Value(Node):
     @_value_rule("log")
     def _log_rule(node: Value, g: float) -> tuple[float]:
         return (_ieee(_divide, g, node.operands[0].data),)  # log' = 1/a
+
+    def sqrt(self) -> Value:
+        return Value(_ieee(math.sqrt, self.data), (self,), "sqrt")
+
+    @_value_rule("sqrt")
+    def _sqrt_rule(node: Value, g: float) -> tuple[float]:
+        return (_ieee(_divide, g, 2.0 * node.data),)  # d√a/da = 1/(2√a)
 
     def sigmoid(self) -> Value:
         x = self.data
@@ -680,6 +688,15 @@ class Tensor(Node):
     def _log_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
         with np.errstate(all="ignore"):
             return (g / node.operands[0].data,)  # log' = 1/a
+
+    def sqrt(self) -> Tensor:
+        with np.errstate(all="ignore"):
+            return self._unary("sqrt", np.sqrt(self.data))
+
+    @_tensor_rule("sqrt")
+    def _sqrt_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        with np.errstate(all="ignore"):
+            return (g / (2.0 * node.data),)  # d√a/da = 1/(2√a)
 
     def sigmoid(self) -> Tensor:
         with np.errstate(all="ignore"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import OutputError
 
-__all__ = ["move_into_place", "staged_folder", "write_atomically"]
+__all__ = ["make_folder", "move_into_place", "staged_folder", "write_atomically"]
 
 
 def write_atomically(path: str | os.PathLike, data: bytes) -> Path:
@@ -55,6 +55,16 @@ def move_into_place(source: Path, target: Path) -> Path:
     return target
 
 
+def make_folder(directory: str | os.PathLike) -> Path:
+    """``directory`` and its parents, made if missing; raises OutputError."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise _output_error(directory, error) from None
+    return directory
+
+
 @contextlib.contextmanager
 def staged_folder(directory: Path, stale: str) -> Iterator[Path]:
     """A scratch folder inside ``directory`` whose files move in only if the block succeeds.
@@ -64,8 +74,8 @@ def staged_folder(directory: Path, stale: str) -> Iterator[Path]:
     nothing in ``directory`` changes, and a ``directory`` this made is removed.
     """
     created = not directory.exists()
+    make_folder(directory)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=directory))
     except OSError as error:
         raise _output_error(directory, error) from None

@@ -45,8 +45,10 @@ from .formatting import superscript
 
 __all__ = [
     "ATOM",
+    "ENTRYWISE",
     "POSTFIX",
     "PRODUCT",
+    "ROWS_COLUMNS",
     "SUM",
     "Form",
     "Op",
@@ -58,6 +60,9 @@ __all__ = [
     "names",
     "symbol",
 ]
+
+# How a zero in the result's gradient reaches the operands' (Op.flow).
+ENTRYWISE, ROWS_COLUMNS = "entrywise", "rows and columns"
 
 # How tightly a written expression binds, which decides where it needs
 # parentheses: a + b < a·b < a², aᵀ < a name or a number.
@@ -106,10 +111,10 @@ class Op:
     # operand's data (a ReLU at z <= 0); None for an op that never does.
     gate: Callable[[Any], Any] | None = None
     gate_note: str = ""  # added to the rule where some entries are blocked
-    # How entries of the result's gradient reach an operand's: "entrywise"
-    # (entry i from entry i, where the shapes match) or "matmul" (rows of the
-    # left factor from rows of the result, columns of the right from columns).
-    flow: str = "entrywise"
+    # How entries of the result's gradient reach an operand's: ENTRYWISE
+    # (entry i from entry i, where the shapes match) or ROWS_COLUMNS (rows of
+    # the left factor from rows of the result, columns of the right from columns).
+    flow: str = ENTRYWISE
     verb: str = ""  # "cannot <verb> shapes (2,) and (3,)"
     torch_nodes: tuple[str, ...] = ()  # autograd node names without "Backward<n>"
     torch_functions: tuple[str, ...] = ()  # torch function names that are this op
@@ -192,7 +197,7 @@ _OPS = [
                                (("$g · ${b}ᵀ", r"$g \, $b^\top"),
                                 ("${a}ᵀ · $g", r"$a^\top $g")), saved=(0, 1))},
        "matmul multiplies the gradient by the transpose of the other factor",
-       flow="matmul", torch_nodes=("Mv", "Mm", "Bmm", "Dot", "Matmul")),
+       flow=ROWS_COLUMNS, torch_nodes=("Mv", "Mm", "Bmm", "Dot", "Matmul")),
     Op("relu", "ReLU", _unary(_function("ReLU", r"\mathrm{ReLU}"),
                               # The book's order: the upstream gradient, gated by φ'(z) = 1[z > 0].
                               "$g $dot 1[$a>0]", r"$g $dot \mathbf{1}[$a > 0]", saved=(0,)),
@@ -211,6 +216,9 @@ _OPS = [
     Op("sigmoid", "σ", _unary(_function("σ", r"\sigma"), "$r(1 − $r) $dot $g",
                               r"$r\left(1 - $r\right) $dot $g", saved=("out",)),
        "sigmoid multiplies the gradient by σ(1 − σ)", torch_nodes=("Sigmoid",)),
+    Op("sqrt", "√", _unary(Writing("√$a", r"\sqrt{$a}", POSTFIX, (ATOM,)),
+                           "$g / (2 $r)", r"$g / \left(2 \, $r\right)", saved=("out",)),
+       "square root divides the gradient by twice its result", torch_nodes=("Sqrt",)),
     Op("square", "x²", _unary(Writing("${a}²", "$a^{2}", POSTFIX, (ATOM,)),
                               "2 $a $dot $g", r"2 \, $a $dot $g", saved=(0,)),
        "square multiplies the gradient by 2a"),

@@ -209,7 +209,7 @@ def _dead_through(attrs: Mapping, arg: int, upstream: np.ndarray, shape: tuple) 
         if gate.shape == upstream.shape == shape:
             return gate | upstream
         return everywhere
-    if ops.get(attrs["op"]).flow == "matmul":
+    if ops.get(attrs["op"]).flow == ops.ROWS_COLUMNS:
         return _dead_through_matmul(arg, upstream, shape, everywhere)
     if upstream.shape == shape:  # elementwise: entry i depends on result entry i
         return upstream.copy()

@@ -106,6 +106,23 @@ def test_fork_shows_first_contribution_then_the_sum(fork):
                                       if e[0] in (a, scene.node_named("b"))}
 
 
+def test_a_scenes_example_without_backward_still_gets_the_backward_pass(tmp_path):
+    # The script never calls backward(); a Value's grad is 0.0 before it, not
+    # None, so only the front end's "has a pass reached it" can tell.
+    path = tmp_path / "no_backward.py"
+    path.write_text("from backpropviz import Value\na = Value(2.0)\nb = a * a\n")
+
+    class Scene(BackpropScene):
+        example = path
+
+    with manim.tempconfig(quiet_config(dry_run=True)):
+        scene = Scene()
+        scene.render()
+    assert [what for what, _, _ in scene.timeline].count("step") == 1
+    a = scene.node_named("a")
+    assert scene.graph.nodes[a]["grad"] == 4.0  # d(a²)/da = 2a
+
+
 def test_forward_phase_alone_needs_no_backward():
     x = Value(2.0)
     y = x * x

@@ -12,7 +12,7 @@ from typing import Any
 import networkx as nx
 
 from ..errors import BackpropvizError
-from ..files import move_into_place
+from ..files import make_folder, move_into_place
 from ..style import THEMES
 
 __all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "AnimateError", "render_video"]
@@ -90,7 +90,7 @@ def render_video(G: nx.MultiDiGraph, path: str | os.PathLike, *, quality: str = 
                            "in the script, or pass phase='forward'")
     require_manim()
 
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(target.parent)
     with tempfile.TemporaryDirectory(prefix="backpropviz-") as scratch:
         movie, seconds = _render_in(scratch, G, suffix, quality=quality, phase=phase,
                                     theme=theme, speed=speed, rankdir=rankdir,
