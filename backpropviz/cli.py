@@ -25,6 +25,7 @@ __all__ = ["DEFAULT_MAX_NODES", "FORMATS", "main"]
 DRAW_FORMATS = ("svg", "png", "pdf", "dot")
 VIDEO_FORMATS = ("mp4", "gif", "webm", "mov")
 FORMATS = (*DRAW_FORMATS, "json", "graphml", "html", *VIDEO_FORMATS)
+CHECK_FORMATS = (*DRAW_FORMATS, "html")
 
 class CommandError(Exception):
     """A failed command: one line for stderr, and the exit status."""
@@ -104,6 +105,25 @@ def _parser() -> argparse.ArgumentParser:
                        help="which passes to animate (default both)")
     video.add_argument("--speed", type=_positive(float), metavar="X",
                        help="playback speed factor (default 1)")
+    check = commands.add_parser(
+        "check", help="grade a hand-written engine: compare its gradients with the reference",
+        description="Run SCRIPT, take the graph its engine built (a micrograd-style Value "
+                    "class, micrograd itself, or backpropviz's), compute the same in the "
+                    "reference engine and compare every gradient. Exit 0 when all match; "
+                    "else 1, with the wrong values, where the error starts and its likely "
+                    "cause.",
+        epilog="example: backpropviz check student.py -o report.svg")
+    check.set_defaults(command=_check)
+    check.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    check.add_argument("roots", metavar="ROOT", nargs="*", default=[],
+                       help="the output to check (default: the script's output)")
+    check.add_argument("-o", "--output", metavar="OUT",
+                       help="also draw the graph with the wrong gradients marked "
+                            f"({', '.join(CHECK_FORMATS)})")
+    check.add_argument("--rankdir", choices=("LR", "RL", "TB", "BT"), default="LR",
+                       help="direction of the data flow (default LR)")
+    check.add_argument("--theme", choices=("light", "dark", "transparent"), default="light",
+                       help="colours and background (default light)")
     return parser
 
 
@@ -230,6 +250,29 @@ def _check_writable_dir(directory: Path) -> None:
     existing = next((p for p in (directory, *directory.parents) if p.exists()), Path("."))
     if not os.access(existing, os.W_OK):
         raise CommandError(f"cannot write steps into {directory}: permission denied")
+
+
+# ---------------------------------------------------------------- check
+
+
+def _check(args: argparse.Namespace) -> int:
+    """Grade the script's engine; print the report; 0 if every gradient matches."""
+    output = None
+    if args.output is not None:
+        output = Path(args.output)
+        fmt = output.suffix[1:].lower()
+        if fmt not in CHECK_FORMATS:
+            raise CommandError(f"unknown format for the report: {fmt or args.output!r} (must be "
+                               f"one of {list(CHECK_FORMATS)})", status=2)
+        _check_writable(output)
+    from .check import check_script
+
+    report = check_script(args.script, args.roots)
+    print(report.text())
+    if output is not None:
+        args.precision, args.no_backward = 4, False
+        write_atomically(output, _render_static(report.graph, fmt, args))
+    return 0 if report.ok else 1
 
 
 # ---------------------------------------------------------------- outputs

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -15,7 +17,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from . import ops
+from . import foreign, ops
 from .captions import name_parts
 from .engine import Node
 from .errors import BackpropvizError
@@ -352,7 +354,13 @@ class _Writer:
             if dead is not None:
                 classes.append("dead")
             updated = node in self.state.updated
-            grad_html = _array_html(grad_texts, t.grad, t, indices=indices, dead=dead,
+            # A gradient that `backpropviz check` found wrong: in red, the
+            # reference's number under it.
+            wrong = attrs.get("expected") is not None
+            if wrong:
+                classes.append("wrong")
+            grad_html = _array_html(grad_texts, t.dead_text if wrong else t.grad, t,
+                                    indices=indices, dead=dead,
                                     widths=widths, brackets=is_array, hidden=not known,
                                     fill=t.highlight_fill if updated else None)
             # Value and gradient side by side: a rule between two numbers, a
@@ -367,6 +375,12 @@ class _Writer:
             span = 3 if partials and is_array else 2 if partials else 1
             rows.append(f'<TR><TD COLSPAN="{span}">{" ".join(header)}</TD></TR>')
         rows.append("<TR>" + "".join(body) + "</TR>")
+        if attrs.get("expected") is not None:
+            span = 3 if partials and is_array else 2 if partials else 1
+            expected = _grid_texts(attrs["expected"], o.precision)[0]
+            rows.append(f'<TR><TD COLSPAN="{span}" ALIGN="RIGHT">'
+                        + _font("expected " + ", ".join(cell for row in expected for cell in row),
+                                t.dead_text, LEGEND_PT) + "</TD></TR>")
         label = (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1" '
                  f'COLOR="{rule}">' + "".join(rows) + "</TABLE>>")
         return {"id": str(node), "class": " ".join(classes), "shape": "box",
@@ -407,6 +421,9 @@ class _Writer:
         if dead is True or (type(dead) is list and np.any(dead)):
             classes.append("dead")
             result.update(color=t.dead_line, style="filled,dashed", penwidth=_pt(DEAD_PEN))
+        if attrs.get("error_start"):  # where `backpropviz check` found the error starts
+            classes.append("error-start")
+            result.update(color=t.dead_line, fillcolor=t.dead_fill, penwidth=_pt(CURRENT_OP_PEN))
         if node == self.state.current:
             classes.append("current")
             result.update(color=t.highlight_line, fillcolor=t.highlight_fill,
@@ -467,15 +484,31 @@ class _Writer:
                          f'<TR><TD BGCOLOR="{t.dead_fill}">{_font("0", t.dead_text, LEGEND_PT)}'
                          f'</TD><TD>{_font(" zeroed by a dead ReLU", t.muted, LEGEND_PT)}</TD></TR>'
                          "</TABLE>")
+        if any(expected is not None for _, expected in self.G.nodes(data="expected")):
+            items.append(_font("wrong gradient", t.dead_text, LEGEND_PT)
+                         + _font(" (the reference's beneath)", t.muted, LEGEND_PT))
+        if any(flag for _, flag in self.G.nodes(data="error_start")):
+            items.append(_font("●", t.dead_line, MARK_PT)
+                         + _font(" where the error starts", t.muted, LEGEND_PT))
         stored = self.G.graph.get("stored_bytes")
         if stored:
             note = f" saved for backward: {_bytes(stored)} in all"
             items.append(_font("●", t.saved, MARK_PT) + _font(note, t.muted, LEGEND_PT))
-        if len(items) == 1:
+        # What a producer says about the picture (e.g. how another engine's graph was read).
+        notes = self.G.graph.get("notes", [])
+        if len(items) == 1 and not notes:
             return None
         cells = "".join(f"<TD>{item}</TD>" for item in items)
+        # Notes wrap to the key's width (in characters, roughly), so that they
+        # do not stretch it.
+        width = max(48, sum(len(re.sub(r"<[^>]*>", "", item)) + 4 for item in items))
+        rows = "".join(
+            f'<TR><TD COLSPAN="{len(items)}" ALIGN="LEFT">'
+            + '<BR ALIGN="LEFT"/>'.join(_font(escape(line), t.muted, LEGEND_PT)
+                                        for line in textwrap.wrap(note, width))
+            + '<BR ALIGN="LEFT"/></TD></TR>' for note in notes)
         return (f'<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="2" '
-                f'BGCOLOR="{t.label_fill}"><TR>{cells}</TR></TABLE>>')
+                f'BGCOLOR="{t.label_fill}"><TR>{cells}</TR>{rows}</TABLE>>')
 
 
 def _bytes(n: int) -> str:
@@ -553,8 +586,12 @@ def as_graph(graph_or_root: Any, names: Mapping[str, Any] | None = None) -> nx.M
     if isinstance(graph_or_root, Sequence) and graph_or_root and all(
             isinstance(root, Node) for root in graph_or_root):
         return to_networkx(*graph_or_root, names=names)
-    raise DrawError(f"draw needs an IR graph, a Value or Tensor, or a list of them, "
-                    f"got {type(graph_or_root).__name__}")
+    roots = graph_or_root if isinstance(graph_or_root, Sequence) else [graph_or_root]
+    if roots and all(map(foreign.looks_like_node, roots)):  # a micrograd-style engine's
+        return foreign.from_objects(*roots, names=names)
+    raise DrawError(f"draw needs an IR graph, a Value or Tensor (or a node of an engine "
+                    f"like micrograd's: .data, .grad and children), or a list of them, got "
+                    f"{type(graph_or_root).__name__}")
 
 
 def draw(graph_or_root: Any, *, names: Mapping[str, Any] | None = None, rankdir: str = "LR",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import operator
 from collections.abc import Callable, Iterable, Sequence
-from operator import add, attrgetter
+from operator import add, attrgetter, methodcaller
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,7 +21,9 @@ __all__ = [
     "Node",
     "Tensor",
     "Value",
+    "apply",
     "gradcheck",
+    "local_gradients",
     "saved_for_backward",
     "topological_order",
 ]
@@ -764,6 +767,41 @@ def _spread(node: Tensor, g: np.ndarray) -> np.ndarray:
     if node.axis is not None:
         g = np.expand_dims(g, node.axis)
     return np.broadcast_to(g, shape).copy()
+
+
+# ---------------------------------------------------------------- reference
+
+# Each op as the engine's operators and methods compute it, by op name.
+_APPLY: dict[str, Callable[..., Node]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+    "pow": operator.pow, "neg": operator.neg, "matmul": operator.matmul,
+    **{name: methodcaller(name) for name in ("relu", "tanh", "exp", "log", "sigmoid", "sqrt",
+                                             "square", "sqnorm", "sum", "mean")},
+    "transpose": lambda a: a.T,
+}
+
+
+def apply(op: str, operands: Sequence[Node], exponent: float | None = None) -> Node:
+    """``op`` applied to engine nodes, as the engine's own operators compute it.
+
+    The reference for graphs recorded by other engines: ``backpropviz check``
+    rebuilds a hand-written engine's computation with it, op by op.
+    """
+    if op == "pow" and exponent is not None and len(operands) == 1:
+        return operands[0] ** exponent
+    function = _APPLY.get(op)
+    if function is None:
+        raise EngineError(f"the engine has no op {op!r} (its ops are {', '.join(sorted(_APPLY))})")
+    try:
+        return function(*operands)
+    except TypeError:
+        raise EngineError(f"op {op!r} cannot take {len(operands)} operand(s)") from None
+
+
+def local_gradients(node: Node, upstream: Any) -> tuple:
+    """What ``node``'s backward rule sends to each operand when ``upstream`` arrives."""
+    rules = _VALUE_RULES if isinstance(node, Value) else _TENSOR_RULES
+    return rules[node.op](node, upstream)
 
 
 # ---------------------------------------------------------------- checking

@@ -55,8 +55,8 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     """The IR of everything ``roots`` depend on, with the backward record if any.
 
     ``names`` maps names to nodes (a script's namespace will do: anything that
-    is not a node is ignored); a node's name is its first name there that does
-    not start with an underscore, else its ``label``.
+    is not a node is ignored); a node's name is its ``label`` if it was given
+    one, else its first name there that does not start with an underscore.
     """
     if not roots:
         raise IRError("to_networkx needs at least one root Value or Tensor")
@@ -87,7 +87,7 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
             G.add_node(oid, **attrs)
         vid = value_id[node] = f"v{len(value_id)}"
         is_stored = node in stored
-        G.add_node(vid, kind="value", label=name_of.get(id(node), node.label),
+        G.add_node(vid, kind="value", label=node.label or name_of.get(id(node)),
                    data=plain_number(node.data),
                    grad=plain_number(node.grad) if node._reached else None,
                    shape=tuple(np.shape(node.data)), role=_role(node, root_set),
@@ -269,7 +269,7 @@ def from_node_link(data: Mapping) -> nx.MultiDiGraph:
 # GraphML holds only strings, numbers and booleans, one type per key: these
 # keys are written as JSON text so that a reader gets the arrays back.
 _JSON_KEYS = ("data", "grad", "shape", "dead")
-_JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds")
+_JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes")
 
 
 def to_graphml(G: nx.MultiDiGraph) -> str:

@@ -35,6 +35,7 @@ the video, the memory count and the importer read it from here.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,7 @@ __all__ = [
     "Op",
     "Writing",
     "dead_units",
+    "from_tag",
     "from_torch_function",
     "from_torch_node",
     "get",
@@ -122,6 +124,9 @@ class Op:
     # or, at ``exponent_at``, becomes the op's exponent (t ** 2).
     number_operands: bool = False
     exponent_at: int | None = None
+    # The op tags other engines give it (micrograd's ``_op``: "+", "*", "ReLU");
+    # a power's tag carries its exponent ("**2"), read by from_tag.
+    tags: tuple[str, ...] = ()
 
     def form(self, arity: int) -> Form:
         """The form for ``arity`` operands (the generic one if the op has none)."""
@@ -161,25 +166,29 @@ _OPS = [
                             (("$g", "$g"), ("$g", "$g")))},
        "add passes the gradient through unchanged",
        commutative=True, broadcasts=True, verb="add", torch_nodes=("Add",),
-       number_operands=True),
+       number_operands=True,
+       tags=('+',)),
     Op("sub", "−", {2: Form(Writing("$a − $b", "$a - $b", SUM, (0, PRODUCT)),
                             (("$g", "$g"), ("−$g", "-$g")))},
        "subtract passes the gradient to the first input and its negative to the second",
        broadcasts=True, verb="subtract", torch_nodes=("Sub", "Rsub"),
-       torch_functions=("subtract",), number_operands=True),
+       torch_functions=("subtract",), number_operands=True,
+       tags=('-', '−')),
     Op("mul", "×", {2: Form(Writing("$a$dot$b", "$a $dot $b", PRODUCT, (PRODUCT, POSTFIX)),
                             (("$b $dot $g", "$b $dot $g"), ("$a $dot $g", "$a $dot $g")),
                             saved=(0, 1))},
        "multiply scales the gradient by the other input",
        commutative=True, broadcasts=True, verb="multiply", torch_nodes=("Mul",),
-       torch_functions=("multiply",), number_operands=True),
+       torch_functions=("multiply",), number_operands=True,
+       tags=('*', '×')),
     Op("div", "÷", {2: Form(Writing("$a / $b", "$a / $b", PRODUCT, (PRODUCT, POSTFIX)),
                             (("$g / $b", "$g / $b"),
                              ("−$g $dot $a / $b²", "-$g $dot $a / $b^{2}")),
                             saved=(0, 1))},
        "divide scales the gradient by 1/b, and by −a/b² for the divisor",
        broadcasts=True, verb="divide", torch_nodes=("Div",),
-       torch_functions=("truediv", "true_divide", "divide"), number_operands=True),
+       torch_functions=("truediv", "true_divide", "divide"), number_operands=True,
+       tags=('/', '÷')),
     Op("pow", "xʸ", {
         # a ** n with a number n: the exponent is an attribute, not an operand.
         1: Form(Writing("$a$n_sup", "$a^{$n}", POSTFIX, (ATOM,)),
@@ -192,33 +201,41 @@ _OPS = [
        number_operands=True, exponent_at=1),
     Op("neg", "−", _unary(Writing("−$a", "-$a", SUM, (PRODUCT,)), "−$g", "-$g"),
        "negation flips the sign of the gradient",
-       torch_nodes=("Neg",), torch_functions=("negative",)),
+       torch_nodes=("Neg",), torch_functions=("negative",),
+       tags=('neg',)),
     Op("matmul", "@", {2: Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),
                                (("$g · ${b}ᵀ", r"$g \, $b^\top"),
                                 ("${a}ᵀ · $g", r"$a^\top $g")), saved=(0, 1))},
        "matmul multiplies the gradient by the transpose of the other factor",
-       flow=ROWS_COLUMNS, torch_nodes=("Mv", "Mm", "Bmm", "Dot", "Matmul")),
+       flow=ROWS_COLUMNS, torch_nodes=("Mv", "Mm", "Bmm", "Dot", "Matmul"),
+       tags=('@',)),
     Op("relu", "ReLU", _unary(_function("ReLU", r"\mathrm{ReLU}"),
                               # The book's order: the upstream gradient, gated by φ'(z) = 1[z > 0].
                               "$g $dot 1[$a>0]", r"$g $dot \mathbf{1}[$a > 0]", saved=(0,)),
        "ReLU gates the gradient: it passes where the input is positive and stops elsewhere",
        gate=_relu_gate, gate_note="dead units (input ≤ 0) pass nothing",
-       torch_nodes=("Relu",)),
+       torch_nodes=("Relu",),
+       tags=('ReLU', 'relu')),
     Op("tanh", "tanh", _unary(_function("tanh", r"\tanh"),
                               "(1 − $r²) $dot $g", r"\left(1 - $r^{2}\right) $dot $g",
                               saved=("out",)),
-       "tanh multiplies the gradient by 1 − tanh²", torch_nodes=("Tanh",)),
+       "tanh multiplies the gradient by 1 − tanh²", torch_nodes=("Tanh",),
+       tags=('tanh',)),
     Op("exp", "exp", _unary(_function("exp", r"\exp"), "$r $dot $g", "$r $dot $g",
                             saved=("out",)),
-       "exp multiplies the gradient by its own result", torch_nodes=("Exp",)),
+       "exp multiplies the gradient by its own result", torch_nodes=("Exp",),
+       tags=('exp',)),
     Op("log", "log", _unary(_function("log", r"\log"), "$g / $a", "$g / $a", saved=(0,)),
-       "log divides the gradient by its input", torch_nodes=("Log",)),
+       "log divides the gradient by its input", torch_nodes=("Log",),
+       tags=('log',)),
     Op("sigmoid", "σ", _unary(_function("σ", r"\sigma"), "$r(1 − $r) $dot $g",
                               r"$r\left(1 - $r\right) $dot $g", saved=("out",)),
-       "sigmoid multiplies the gradient by σ(1 − σ)", torch_nodes=("Sigmoid",)),
+       "sigmoid multiplies the gradient by σ(1 − σ)", torch_nodes=("Sigmoid",),
+       tags=('sigmoid', 'σ')),
     Op("sqrt", "√", _unary(Writing("√$a", r"\sqrt{$a}", POSTFIX, (ATOM,)),
                            "$g / (2 $r)", r"$g / \left(2 \, $r\right)", saved=("out",)),
-       "square root divides the gradient by twice its result", torch_nodes=("Sqrt",)),
+       "square root divides the gradient by twice its result", torch_nodes=("Sqrt",),
+       tags=('sqrt', '√')),
     Op("square", "x²", _unary(Writing("${a}²", "$a^{2}", POSTFIX, (ATOM,)),
                               "2 $a $dot $g", r"2 \, $a $dot $g", saved=(0,)),
        "square multiplies the gradient by 2a"),
@@ -280,6 +297,23 @@ def dead_units(name: str, operand: Any) -> Any:
     """For a gating op, where it blocks the gradient (bool, or nested lists); else None."""
     gate = get(name).gate
     return None if gate is None else np.asarray(gate(operand)).tolist()
+
+
+_BY_TAG = {tag: op.name for op in _OPS for tag in op.tags}
+# micrograd writes a power as f"**{n}"; others write "^2" or "pow".
+_POWER_TAG = re.compile(r"(?:\*\*|\^|pow)\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)?")
+
+
+def from_tag(tag: str) -> tuple[str, float | None]:
+    """The canonical op and exponent of another engine's op tag: ``"*"`` -> mul,
+    ``"**2"`` -> (pow, 2.0); an unknown tag is its own op name."""
+    tag = tag.strip()
+    if tag in _BY_TAG:
+        return _BY_TAG[tag], None
+    power = _POWER_TAG.fullmatch(tag)
+    if power:
+        return "pow", None if power.group(1) is None else float(power.group(1))
+    return _BY_TAG.get(tag.lower(), tag), None
 
 
 def from_torch_node(node_name: str) -> str | None:

@@ -25,11 +25,12 @@ from typing import Any
 
 import networkx as nx
 
+from . import foreign
 from .engine import Node, topological_order
 from .errors import BackpropvizError
 from .ir import to_networkx, validate
 
-__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "graph_of_script", "run_script",
+__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "find_roots", "graph_of_script", "run_script",
            "without_gradients"]
 
 # The drawing's size limit, counted in IR nodes (values and ops). dot's layout
@@ -78,6 +79,14 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
     return G if backward else without_gradients(G)
 
 
+def find_roots(namespace: dict[str, Any], names: Sequence[str] = (),
+               script: str | os.PathLike = "SCRIPT") -> dict[str, Any]:
+    """The roots of a script's graph (engine or micrograd-style): those ``names``, or
+    its outputs, by name."""
+    producer = _Producer(namespace, None, DEFAULT_MAX_NODES)
+    return producer.named(names) if names else producer.outputs(Path(script))
+
+
 def run_script(path: str | os.PathLike, argv: Sequence[str] = ()) -> dict[str, Any]:
     """The script's global names after running it as ``python SCRIPT ARGV...`` would.
 
@@ -85,6 +94,8 @@ def run_script(path: str | os.PathLike, argv: Sequence[str] = ()) -> dict[str, A
     and the working directory are restored afterwards. A script that fails
     prints its own traceback, as python would, and raises ScriptError.
     """
+    if not Path(path).is_file():
+        raise ScriptError(f"no such script: {path}")
     path = str(path)
     saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
     sys.argv = [path, *argv]
@@ -168,7 +179,8 @@ class _Producer:
         self.namespace = namespace
         self.recording = recording
         self.max_nodes = max_nodes
-        self.torch = False
+        self.backward_wanted = False
+        self.torch = self.foreign = False
         self.nodes = self._nodes(lambda obj: isinstance(obj, Node))
         if not self.nodes and recording is not None:
             from .torch_import import is_torch_tensor
@@ -176,7 +188,12 @@ class _Producer:
             self.torch = True
             self.nodes = self._nodes(is_torch_tensor)
         if not self.nodes:
-            raise ScriptError("no graph found: the script leaves no Value or Tensor in a "
+            self.foreign = True
+            self.nodes = self._nodes(foreign.looks_like_node)
+        if not self.nodes:
+            near = next(filter(None, map(foreign.near_miss, namespace.values())), None)
+            raise ScriptError(f"no graph found: {near}" if near else
+                              "no graph found: the script leaves no Value or Tensor in a "
                               "global name (keep the result at top level, e.g. L = ...)")
 
     def _nodes(self, is_node: Callable[[Any], bool]) -> dict[str, Any]:
@@ -212,6 +229,12 @@ class _Producer:
 
             def inputs(fn: Any) -> list:
                 return [f for f, _ in fn.next_functions if f is not None]
+        elif self.foreign:
+            _, children = foreign.collect(self.nodes.values())  # checked: nodes, no cycle
+            starts = {name: node for name, node in self.nodes.items() if children[node]}
+
+            def inputs(node: Any) -> list:
+                return children[node]
         else:
             starts = {name: node for name, node in self.nodes.items() if node.op is not None}
 
@@ -251,6 +274,11 @@ class _Producer:
 
     def graph(self, roots: dict[str, Any]) -> nx.MultiDiGraph:
         """The IR drawn from ``roots`` (distinct objects); its 'roots' follow their order."""
+        if self.foreign:
+            G = foreign.from_objects(*roots.values(), names=self.namespace,
+                                     backward=self.backward_wanted)
+            self._check_size(G.number_of_nodes())
+            return G
         if not self.torch:
             return to_networkx(*roots.values(), names=self.namespace)
         from .torch_import import from_torch
@@ -267,7 +295,11 @@ class _Producer:
                 "per number), name a ROOT nearer the inputs, or raise --max-nodes")
 
     def backward(self, roots: dict[str, Any]) -> None:
-        """Run backward from the roots that have no gradient yet."""
+        """Run backward from the roots that have no gradient yet (another engine's
+        backward runs when its graph is read, watched)."""
+        self.backward_wanted = True
+        if self.foreign:
+            return
         missing = {name: root for name, root in roots.items() if not self._has_gradient(root)}
         for name, root in missing.items():
             shape = tuple(root.shape)
@@ -287,7 +319,7 @@ class _Producer:
 
     def check_size(self, roots: dict[str, Any]) -> None:
         """Refuse an engine graph over the limit before anything runs on it (a torch
-        graph's size is known once its IR is built)."""
-        if not self.torch:
+        graph's or another engine's size is known once its IR is built)."""
+        if not self.torch and not self.foreign:
             order = topological_order(roots.values())
             self._check_size(len(order) + sum(node.op is not None for node in order))

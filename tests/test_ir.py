@@ -329,19 +329,21 @@ def test_a_zero_gradient_is_not_a_missing_one():
 # ---------------------------------------------------------------- names and storage
 
 
-def test_names_come_from_the_script_then_from_labels(graphs):
+def test_names_are_labels_then_the_scripts_names(graphs):
     G, _ = graphs["d2l_mlp.py"]
     labels = [G.nodes[v]["label"] for v in values(G)]
     # The const from `o - y` has no name (y is the number 0, not a node), nor
     # have the loss's unnamed steps.
     assert labels == ["x", "W1", "W2", "z", "h", "o", None, None, None, None, None, "L"]
-    W = Tensor([1.0, 2.0], label="weights")
+    W = Tensor([1.0, 2.0])
     alias = W
     out = (W * 3).sum()
     G = to_networkx(out, names={"_private": W, "first": W, "second": alias})
     assert G.nodes["v0"]["label"] == "first"
-    assert to_networkx(out).nodes["v0"]["label"] == "weights"
-    assert to_networkx(out, names={"unrelated": 3}).nodes["v0"]["label"] == "weights"
+    # An explicit label wins over the variable's name, written as it was given.
+    W.label = "x1*w1 + b"
+    assert to_networkx(out, names={"first": W}).nodes["v0"]["label"] == "x1*w1 + b"
+    assert to_networkx(out, names={"unrelated": 3}).nodes["v0"]["label"] == "x1*w1 + b"
 
 
 def test_stored_values_are_what_each_backward_rule_reads():

@@ -1,0 +1,278 @@
+"""Grade a hand-written engine: rebuild its computation in the reference engine, compare gradients.
+
+``check_script("student.py")`` runs the script, reads the graph its engine
+built (micrograd-style objects, micrograd itself, or backpropviz's own
+Values), computes the same thing op by op with backpropviz's engine, and
+compares every value's gradient. Where they differ it finds where the error
+starts: the first op, in the order the student's backward ran, whose rule
+sent wrong gradients although the gradient it received was right, and names
+the classic causes (``=`` instead of ``+=`` at a fork, a wrong local
+derivative, a node processed before its consumers, no seed of 1).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from . import foreign, ops
+from .captions import value_names
+from .engine import EngineError, Node, Value, apply, local_gradients, topological_order
+from .errors import BackpropvizError
+from .script import find_roots, run_script
+
+__all__ = ["CheckError", "Report", "Wrong", "check_graph", "check_script"]
+
+# As gradcheck's: a gradient is right when it is within this of the reference.
+REL_TOL, ABS_TOL = 1e-6, 1e-9
+
+
+class CheckError(BackpropvizError):
+    """A script that cannot be checked, and what to do about it."""
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """A value whose gradient differs from the reference's."""
+
+    name: str
+    got: float
+    expected: float
+
+
+@dataclass
+class Report:
+    """What ``check`` found: the values checked, the wrong ones, where and why.
+
+    ``graph`` is the student's graph as the IR, with ``expected`` on each
+    wrong value and ``error_start`` on the op where the error starts.
+    """
+
+    checked: int
+    wrong: list[Wrong]
+    start: str | None = None
+    causes: list[str] = field(default_factory=list)
+    forward: list[str] = field(default_factory=list)
+    graph: nx.MultiDiGraph | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.wrong and not self.forward
+
+    def text(self) -> str:
+        if self.ok:
+            return f"all {self.checked} gradients match the reference"
+        lines = []
+        if self.wrong:
+            lines.append(f"{len(self.wrong)} of {self.checked} gradients differ from the "
+                         "reference:")
+            width = max(len(w.name) for w in self.wrong)
+            lines += [f"  {w.name:<{width}}  got {_show(w.got)}, expected {_show(w.expected)}"
+                      for w in self.wrong]
+        lines += [f"forward: {line}" for line in self.forward]
+        if self.start:
+            lines.append(f"where it starts: {self.start}")
+        lines += [f"cause: {cause}" for cause in self.causes]
+        return "\n".join(lines)
+
+
+def _show(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _close(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+
+
+def check_script(path: str | os.PathLike, roots: Sequence[str] = ()) -> Report:
+    """Run the script at ``path`` and check the gradients of the graph it left."""
+    namespace = run_script(path)
+    found = find_roots(namespace, roots, path)
+    if len(found) != 1:
+        raise CheckError(f"check grades one output at a time; name it, e.g. "
+                         f"backpropviz check {path} {min(found)}")
+    (name, root), = found.items()
+    if isinstance(root, Node):
+        graph = _own_graph(root, namespace)
+    else:
+        graph = foreign.read_graph(root, names=namespace)
+    # An engine whose backward() gives gradients, but which the script never
+    # called: nothing to grade. (One whose backward leaves them all 0 is graded.)
+    if not graph.script_ran and any(grad != 0 for grad in (graph.grads or {}).values()):
+        raise CheckError(f"the script never calls backward(), so there is nothing to check: "
+                         f"add {name}.backward() at its end")
+    if graph.grads is None:
+        raise CheckError("the engine has no backward() method, so there is nothing to check")
+    return check_graph(graph)
+
+
+def _own_graph(root: Node, namespace: dict) -> foreign.ForeignGraph:
+    """backpropviz's own Values read as another engine's graph (they pass, of course)."""
+    order = topological_order([root])
+    names = {}
+    for name, obj in namespace.items():
+        if isinstance(obj, Node) and not name.startswith("_"):
+            names.setdefault(obj, name)
+    for node in order:
+        if node.label:
+            names[node] = node.label
+    graph = foreign.ForeignGraph(
+        [root], order, {n: list(n.operands) for n in order if n.op is not None},
+        {n: (n.op, n.exponent) for n in order if n.op is not None}, names)
+    graph.script_ran = root.has_grad
+    graph.grads = {n: float(n.grad) if n.has_grad else 0.0 for n in order}
+    if not graph.script_ran:
+        graph.grads = None
+    return graph
+
+
+def check_graph(graph: foreign.ForeignGraph) -> Report:
+    """Compare a read graph's gradients with the reference engine's, and diagnose."""
+    reference: dict[Any, Value] = {}
+    forward: list[str] = []
+    G = foreign.to_ir(graph)
+    names = value_names(G)
+    value_ids = graph.value_ids
+
+    def name_of(node: Any) -> str:
+        return names[value_ids[node]].text
+
+    for node in graph.order:
+        data = foreign.number(node, "data")
+        if node not in graph.operands:
+            reference[node] = Value(data)
+            continue
+        op, exponent = graph.ops[node]
+        if op not in ops.names():
+            raise CheckError(f"the reference engine has no op {op!r} (the one giving "
+                             f"{name_of(node)}); it checks {', '.join(ops.names())}")
+        try:
+            reference[node] = apply(op, [reference[kid] for kid in graph.operands[node]],
+                                    exponent)
+        except EngineError as error:
+            raise CheckError(f"cannot rebuild {name_of(node)}: {error}") from None
+        if not _close(reference[node].data, data):
+            forward.append(f"{name_of(node)} is {_show(data)}, but {op} of its operands "
+                           f"gives {_show(reference[node].data)}")
+            reference[node].data = data  # go on from the student's value
+    root = reference[graph.roots[0]]
+    root.backward()
+    got = graph.grads or {}
+    wrong_nodes = [node for node in graph.order if not _close(got[node], reference[node].grad)]
+    report = Report(len(graph.order), [Wrong(name_of(node), got[node], reference[node].grad)
+                                       for node in wrong_nodes], forward=forward, graph=G)
+    for node in wrong_nodes:
+        G.nodes[value_ids[node]]["expected"] = reference[node].grad
+    if wrong_nodes:
+        _diagnose(graph, reference, report, name_of)
+    return report
+
+
+def _diagnose(graph: foreign.ForeignGraph, reference: dict, report: Report,
+              name_of: Any) -> None:
+    """Where the error starts, and which classic mistake fits."""
+    root = graph.roots[0]
+    got = graph.grads or {}
+    if got.get(root) != 1.0 and reference[root].grad == 1.0:
+        report.causes.append(f"the output {name_of(root)} has gradient {_show(got[root])}: "
+                             "backward() must start by setting it to 1 (the seed), "
+                             "before the sweep")
+    events = [e for e in graph.events or () if e.node in graph.operands]
+    if not events:
+        _first_wrong_op(graph, reference, report, name_of)
+        return
+    when = {}
+    for step, event in enumerate(events):
+        when.setdefault(event.node, step)
+    consumers: dict[Any, list] = {}
+    for node, kids in graph.operands.items():
+        for kid in set(kids):
+            consumers.setdefault(kid, []).append(node)
+    for step, event in enumerate(events, start=1):
+        late = [user for user in consumers.get(event.node, ())
+                if when.get(user, -1) > when[event.node]]
+        if late:
+            report.start = (f"{_op_giving(graph, event.node, name_of)} ran at step {step}, "
+                            f"before {_op_giving(graph, late[0], name_of)}, which uses "
+                            f"{name_of(event.node)}")
+            _mark(report, graph, event.node)
+            report.causes.append(
+                f"when {name_of(event.node)} sent its gradient on, it had not received all of "
+                "it yet: backward must visit the nodes in reverse topological order (each "
+                "after every node that uses it)")
+            return
+    for step, event in enumerate(events, start=1):
+        node = event.node
+        if not _close(event.upstream, reference[node].grad):
+            continue  # what arrived was already wrong: the error started earlier
+        expected = _expected_shares(graph, reference, node, event.upstream)
+        for kid, before, after in event.children:
+            share = sum(expected[kid])
+            if _close(after - before, share):
+                continue
+            where = f"{_op_giving(graph, node, name_of)} (step {step} of the backward pass)"
+            _mark(report, graph, node)
+            # = instead of +=: what is left is one contribution, not the sum.
+            if (before != 0 or len(expected[kid]) > 1) and any(
+                    _close(after, one) for one in (share, *expected[kid])):
+                report.start = (f"{where} replaced the gradient of {name_of(kid)}, "
+                                f"{_show(before)}, by {_show(after)} instead of adding "
+                                f"{_show(share)} to it")
+                report.causes.append(
+                    f"{name_of(kid)} is used more than once, so its gradient has several "
+                    "shares: write += in every _backward (gradients accumulate at forks)")
+            else:
+                op, _ = graph.ops[node]
+                report.start = (f"{where} sent {_show(after - before)} to {name_of(kid)}; "
+                                f"it should send {_show(share)}")
+                report.causes.append(f"the local derivative of {op} is wrong: "
+                                     f"{ops.get(op).rule}")
+            return
+
+
+def _op_giving(graph: foreign.ForeignGraph, node: Any, name_of: Any) -> str:
+    op, exponent = graph.ops[node]
+    return f"the {ops.get(op).symbol_for(exponent)} giving {name_of(node)}"
+
+
+def _mark(report: Report, graph: foreign.ForeignGraph, node: Any) -> None:
+    """Mark the op that makes ``node`` as the one where the error starts."""
+    G = report.graph
+    (op_id,) = G.predecessors(graph.value_ids[node])
+    G.nodes[op_id]["error_start"] = True
+
+
+def _expected_shares(graph: foreign.ForeignGraph, reference: dict, node: Any,
+                     upstream: float) -> dict[Any, list[float]]:
+    """What the reference rule sends each distinct child of ``node`` for ``upstream``,
+    one number per edge (``a * a``: two)."""
+    shares = local_gradients(reference[node], upstream)
+    expected: dict[Any, list[float]] = {}
+    for kid, share in zip(graph.operands[node], shares, strict=True):
+        expected.setdefault(kid, []).append(share)
+    return expected
+
+
+def _first_wrong_op(graph: foreign.ForeignGraph, reference: dict, report: Report,
+                    name_of: Any) -> None:
+    """Without a watched run: the first op, from the output back, whose result's
+    gradient is right but some operand's is not."""
+    got = graph.grads or {}
+    for node in reversed(graph.order):
+        kids = graph.operands.get(node)
+        if not kids or not _close(got[node], reference[node].grad):
+            continue
+        bad = [kid for kid in kids if not _close(got[kid], reference[kid].grad)]
+        if bad:
+            report.start = (f"{_op_giving(graph, node, name_of)}: its gradient is right, "
+                            f"that of {name_of(bad[0])} is not")
+            _mark(report, graph, node)
+            return
+

@@ -1,0 +1,123 @@
+"""``backpropviz check``: students' engines (tests/engines/students.py) against the reference."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINES = Path(__file__).resolve().parent / "engines"
+CLI = [sys.executable, "-m", "backpropviz"]
+
+
+def check(script: Path | str, *args: str, engine: str | None = None,
+          cwd: Path = ENGINES) -> subprocess.CompletedProcess:
+    env = {**os.environ, **({"ENGINE": engine} if engine else {})}
+    return subprocess.run([*CLI, "check", str(script), *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=120)
+
+
+def reference_gradients() -> dict[str, float]:
+    """graded.py's gradients by hand: z = xw + b, h = tanh z, L = h x + h."""
+    x, w, b = 0.5, -1.5, 0.8
+    h = math.tanh(x * w + b)
+    dh = x + 1  # L = h (x + 1)
+    dz = dh * (1 - h ** 2)
+    return {"x": h + dz * w, "w": dz * x, "b": dz, "z": dz, "h": dh}
+
+
+@pytest.mark.parametrize("script", ["graded.py", "neuron.py", "micrograd_readme.py",
+                                    "twice.py", "difference.py"])
+def test_right_engines_pass(script):
+    done = check(script)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("all ") and done.stdout.strip().endswith(
+        "gradients match the reference")
+
+
+@pytest.mark.parametrize("example", ["add_mul", "d2l_mlp_scalar", "fork"])
+def test_the_built_in_engine_passes(example):
+    done = check(ROOT / "examples" / f"{example}.py", cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "match the reference" in done.stdout
+
+
+def wrong_values(stdout: str) -> dict[str, tuple[float, float]]:
+    lines = (re.fullmatch(r"  (.+?)\s+got (\S+), expected (\S+)", line)
+             for line in stdout.splitlines())
+    return {m.group(1): (float(m.group(2)), float(m.group(3))) for m in lines if m}
+
+
+def test_equals_instead_of_plus_equals_is_found_at_the_fork():
+    done = check("graded.py", engine="Overwrites")
+    assert done.returncode == 1
+    wrong = wrong_values(done.stdout)
+    reference = reference_gradients()
+    for name, (_, expected) in wrong.items():
+        if name in reference:
+            assert expected == pytest.approx(reference[name], rel=1e-5)
+    assert wrong["h"][0] == pytest.approx(0.5)  # only y = h·x's share x survived
+    assert "where it starts: the × giving y" in done.stdout
+    assert "replaced the gradient of h" in done.stdout
+    assert "write += in every _backward (gradients accumulate at forks)" in done.stdout
+
+
+def test_a_wrong_local_derivative_is_named_with_its_rule():
+    done = check("graded.py", engine="WrongTanh")
+    assert done.returncode == 1
+    assert "where it starts: the tanh giving h" in done.stdout
+    assert "the local derivative of tanh is wrong: tanh multiplies the gradient by 1 − tanh²" \
+        in done.stdout
+    assert "h" not in wrong_values(done.stdout)  # h's own gradient is right
+
+
+def test_a_wrong_topological_order_is_found():
+    done = check("graded.py", engine="WrongOrder")
+    assert done.returncode == 1
+    assert "reverse topological order" in done.stdout
+    assert "before the + giving z" in done.stdout
+
+
+def test_a_missing_seed_is_found():
+    done = check("graded.py", engine="NoSeed")
+    assert done.returncode == 1
+    assert "the output L has gradient 0: backward() must start by setting it to 1" in done.stdout
+    assert len(wrong_values(done.stdout)) == 8
+
+
+def test_the_report_picture_marks_the_wrong_gradients(tmp_path):
+    out = tmp_path / "report.svg"
+    done = check("graded.py", "-o", str(out), engine="Overwrites")
+    assert done.returncode == 1
+    svg = ET.parse(out).getroot()
+    groups = {g.get("id"): g for g in svg.iter("{http://www.w3.org/2000/svg}g")}
+    wrong = [g for g in groups.values() if "wrong" in (g.get("class") or "").split()]
+    assert len(wrong) == len(wrong_values(done.stdout))
+    texts = ["".join(t.itertext()) for g in wrong for t in g.iter("{http://www.w3.org/2000/svg}text")]
+    assert any(text.startswith("expected") for text in texts)
+    starts = [g for g in groups.values() if "error-start" in (g.get("class") or "").split()]
+    assert len(starts) == 1
+
+
+def test_a_script_without_backward_is_told_to_add_it(tmp_path):
+    script = tmp_path / "forgot.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ENGINES)!r})\n"
+                      "from students import Correct as Value\n"
+                      "a = Value(2.0)\nloss = (a * a).tanh()\n")
+    done = check(script, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("backpropviz: error: the script never calls backward(), so "
+                                   "there is nothing to check: add loss.backward() at its end")
+
+
+def test_a_report_in_an_unknown_format_is_refused_before_running(tmp_path):
+    done = check("graded.py", "-o", str(tmp_path / "report.txt"))
+    assert done.returncode == 2
+    assert "unknown format for the report: 'txt'" in done.stderr

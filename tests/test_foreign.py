@@ -1,0 +1,208 @@
+"""Other engines' graphs: the lecture's Value class, micrograd itself, and students' classes.
+
+The scripts and classes are in tests/engines/, written as students write them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from backpropviz import Value, draw, validate
+from backpropviz.foreign import from_objects
+from backpropviz.ir import from_node_link
+from backpropviz.steps import backward_steps
+
+ENGINES = Path(__file__).resolve().parent / "engines"
+CLI = [sys.executable, "-m", "backpropviz"]
+
+
+def render(script: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, "render", str(script), *args], capture_output=True, text=True,
+                          cwd=script.parent, env={**os.environ, **(env or {})}, timeout=120)
+
+
+def graph_of(script: Path, tmp_path: Path, env: dict | None = None):
+    out = tmp_path / f"{script.stem}.json"
+    done = render(script, "-o", str(out), env=env)
+    assert done.returncode == 0, done.stderr
+    G = from_node_link(json.loads(out.read_text()))
+    validate(G)
+    return G
+
+
+def by_label(G) -> dict:
+    return {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
+            if attrs["kind"] == "value" and attrs["label"]}
+
+
+def test_the_lectures_neuron_is_drawn_with_its_labels_and_its_gradients(tmp_path):
+    G = graph_of(ENGINES / "neuron.py", tmp_path)
+    values = by_label(G)
+    # o = tanh(n): do/dn = 1 - o², by hand; then + passes it on, × swaps the factors.
+    o = math.tanh(2.0 * -3.0 + 0.0 * 1.0 + 6.8813735870195432)
+    dn = 1 - o ** 2
+    assert values["o"]["data"] == pytest.approx(o) and values["o"]["grad"] == 1.0
+    expected = {"n": dn, "b": dn, "x1*w1 + x2*w2": dn, "x1*w1": dn, "x2*w2": dn,
+                "x1": -3.0 * dn, "w1": 2.0 * dn, "x2": 1.0 * dn, "w2": 0.0}
+    for name, grad in expected.items():
+        assert values[name]["grad"] == pytest.approx(grad, abs=1e-12), name
+    # Each edge carries what the lecture's own _backward added, and they sum to .grad.
+    for node, attrs in G.nodes(data=True):
+        if attrs["kind"] == "value" and G.out_degree(node):
+            sent = sum(grad for _, _, grad in G.out_edges(node, data="grad"))
+            assert sent == pytest.approx(attrs["grad"], abs=1e-12)
+    assert G.graph["seeds"] == {G.graph["roots"][0]: 1.0}
+    assert len(backward_steps(G)) == 5
+
+
+def test_a_children_set_draws_the_same_on_every_run(tmp_path):
+    outputs = set()
+    for junk in ("0", "3", "1000"):
+        done = subprocess.run([*CLI, "render", "shuffled.py", "-o", "-"], capture_output=True,
+                              cwd=ENGINES, env={**os.environ, "JUNK": junk,
+                                                "PYTHONHASHSEED": junk}, timeout=120)
+        assert done.returncode == 0, done.stderr
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+
+
+def test_micrograds_own_readme_example(tmp_path):
+    values = by_label(graph_of(ENGINES / "micrograd_readme.py", tmp_path))
+    # The numbers micrograd's README prints.
+    assert f"{values['g']['data']:.4f}" == "24.7041"
+    assert f"{values['a']['grad']:.4f}" == "138.8338"
+    assert f"{values['b']['grad']:.4f}" == "645.5773"
+
+
+def test_a_plus_a_kept_once_in_a_set_is_drawn_with_both_edges(tmp_path):
+    G = graph_of(ENGINES / "twice.py", tmp_path)
+    a = next(node for node, label in G.nodes(data="label") if label == "a")
+    (add,) = G.successors(a)
+    assert G.nodes[add]["op"] == "add" and G.nodes[add]["reconstructed"]
+    # c = (a + a)²: dc/db = 2b = 12 comes back along both edges; dc/da = 24.
+    assert sorted(grad for _, _, grad in G.out_edges(a, data="grad")) == [12.0, 12.0]
+    assert G.nodes[a]["grad"] == 24.0
+    assert any("a + a" in note for note in G.graph["notes"])
+    assert "a + a" in draw(G).source
+
+
+def test_a_non_commutative_op_gets_its_operands_in_the_order_the_data_says(tmp_path):
+    G = graph_of(ENGINES / "difference.py", tmp_path)
+    (sub,) = [node for node, op in G.nodes(data="op") if op == "sub"]
+    first, second = (G.nodes[u]["label"] for u, _, _ in sorted(
+        G.in_edges(sub, keys=True), key=lambda edge: G.edges[edge]["arg"]))
+    assert (first, second) == ("a", "b")
+    # L = (a - b)²: dL/da = 2(a - b) = 6, dL/db = -6.
+    values = by_label(G)
+    assert (values["a"]["grad"], values["b"]["grad"]) == (6.0, -6.0)
+
+
+def test_backward_is_run_for_a_script_that_did_not(tmp_path):
+    script = tmp_path / "forward.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ENGINES)!r})\n"
+                      "from lecture import Value\n"
+                      "a = Value(3.0, label='a')\nb = a * Value(4.0)\nc = b.tanh()\n")
+    values = by_label(graph_of(script, tmp_path))
+    assert values["a"]["grad"] == pytest.approx(4 * (1 - math.tanh(12.0) ** 2))
+
+
+def test_draw_takes_another_engines_node_in_python():
+    sys.path.insert(0, str(ENGINES))
+    try:
+        from lecture import Value as LectureValue
+    finally:
+        sys.path.remove(str(ENGINES))
+    a = LectureValue(2.0, label="a")
+    c = (a * 3).tanh()
+    c.backward()
+    G = draw(c, names={"c": c}).graph
+    assert by_label(G)["a"]["grad"] == pytest.approx(3 * (1 - math.tanh(6.0) ** 2))
+    assert by_label(G)["c"]["grad"] == 1.0
+    # The script's objects are left as backward left them.
+    assert a.grad == pytest.approx(3 * (1 - math.tanh(6.0) ** 2))
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ("class Node:\n    def __init__(self):\n        self._prev = set()\n        self._op = ''\n"
+     "n = Node()\n", "a Node has _prev like a Value but no .data and no .grad"),
+    ("import sys\nsys.path.insert(0, {engines!r})\nfrom lecture import Value\n"
+     "a = Value(1.0)\nb = a * 2\nb._prev.add(b)\n", "lead back to it: a graph of values has no "
+                                                    "cycles"),
+    ("import sys\nsys.path.insert(0, {engines!r})\nfrom lecture import Value\n"
+     "a = Value(1.0)\nb = a * 2\nb._prev.add(3.5)\n", "'s ._prev holds a float, not a node"),
+])
+def test_objects_that_look_like_nodes_but_are_not_get_one_sentence(tmp_path, source, message):
+    script = tmp_path / "bad.py"
+    script.write_text(source.format(engines=str(ENGINES)))
+    done = render(script, "-o", str(tmp_path / "bad.svg"))
+    assert done.returncode == 1
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "bad.svg").exists()
+
+
+def test_micrograd_nn_scripts_run_on_backpropviz_nn():
+    micrograd_nn = pytest.importorskip("micrograd.nn")
+    from backpropviz.nn import MLP
+
+    def train_step(make_model, make_value):
+        random.seed(1337)
+        model = make_model(2, [16, 16, 1])
+        xs = [[2.0, 3.0], [-1.0, 0.5], [0.3, -2.0]]
+        ys = [1.0, -1.0, 1.0]
+        scores = [model([make_value(x) for x in row]) for row in xs]
+        losses = [(1 + -y * score).relu() for y, score in zip(ys, scores, strict=True)]
+        total = sum(losses) * (1.0 / len(losses))
+        loss = total + 1e-4 * sum(p * p for p in model.parameters())
+        model.zero_grad()
+        loss.backward()
+        return loss.data, [p.grad for p in model.parameters()], [p.data for p in
+                                                                 model.parameters()]
+
+    from micrograd.engine import Value as MicrogradValue
+
+    ours = train_step(MLP, Value)
+    theirs = train_step(micrograd_nn.MLP, MicrogradValue)
+    assert ours[2] == theirs[2]  # the same initialisation, number for number
+    assert ours[0] == pytest.approx(theirs[0], rel=1e-12)
+    assert ours[1] == pytest.approx(theirs[1], rel=1e-9, abs=1e-12)
+    assert repr(MLP(2, [3, 1])) == repr(micrograd_nn.MLP(2, [3, 1]))
+
+
+def test_a_script_using_backpropviz_nn_is_drawn_with_its_parameters(tmp_path):
+    script = tmp_path / "mlp.py"
+    script.write_text(textwrap.dedent("""
+        import random
+        from backpropviz.nn import MLP
+        random.seed(0)
+        model = MLP(2, [2, 1])
+        out = model([1.0, -2.0])
+        loss = (out - 1.0) ** 2
+    """))
+    G = graph_of(script, tmp_path)
+    roles = [attrs["role"] for _, attrs in G.nodes(data=True) if attrs["kind"] == "value"]
+    assert roles.count("param") == 9  # 2·2 + 2 weights and biases, then 2 + 1
+    assert by_label(G)["loss"]["grad"] == 1.0
+
+
+def test_foreign_graphs_are_read_without_names_too():
+    sys.path.insert(0, str(ENGINES))
+    try:
+        from students import Correct
+    finally:
+        sys.path.remove(str(ENGINES))
+    x = Correct(1.5)
+    y = (x * x + x).tanh()
+    y.backward()
+    G = from_objects(y)
+    validate(G)
+    assert [G.nodes[v]["role"] for v in G.graph["roots"]] == ["output"]
