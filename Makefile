@@ -45,6 +45,9 @@ assets: setup
 	$(BPV) render examples/add_mul.py -o assets/add_mul.png
 	$(BPV) render examples/fork.py -o assets/fork.png --theme dark
 	$(BPV) render examples/add_mul.py -o assets/add_mul.gif --quality l
+	# The capstone's check finds the student's bug: exit status 1 is what is expected.
+	$(BPV) check examples/capstone/forked_neuron.py -o assets/capstone_check.png >/dev/null; \
+		test $$? -eq 1
 
 lint: setup
 	$(VENV)/bin/ruff check backpropviz tests examples scenes bench

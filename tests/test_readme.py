@@ -63,3 +63,20 @@ def test_make_targets_named_in_readme_exist():
     makefile = (ROOT / "Makefile").read_text()
     for target in re.findall(r"^make (\w+)", README, flags=re.M):
         assert re.search(rf"^{target}:", makefile, flags=re.M), target
+
+
+def test_the_check_report_shown_is_the_real_one(tmp_path):
+    (block,) = [block for _, block in re.findall(r"^```(\w*)\n(.*?)^```", README,
+                                                 flags=re.S | re.M)
+                if block.startswith("$ backpropviz check")]
+    command, *shown = block.strip().splitlines()
+    words = shlex.split(command.removeprefix("$ "))
+    words[words.index("-o") + 1] = str(tmp_path / "report.png")
+    result = subprocess.run([str(CLI), *words[1:]], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    for line in shown:
+        if line.strip() != "...":
+            assert line in lines
+    assert (tmp_path / "report.png").stat().st_size > 0
