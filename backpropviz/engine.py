@@ -44,12 +44,14 @@ class Node:
 
     ``operands`` is an ordered tuple, so ``a * a`` keeps two edges. After a
     backward pass, ``_sent[i]`` is the gradient this node sent back to
-    ``operands[i]`` (summed over passes, like ``grad``) and ``_step`` says when
-    the pass processed it.
+    ``operands[i]`` (summed over passes, like ``grad``), ``_sums[i]`` the
+    gradient ``operands[i]`` held right after it arrived (the running sum, as
+    the engine added it, in the last pass), ``_step`` says when the pass
+    processed it, and ``_passes`` counts the passes that reached the node.
     """
 
     __slots__ = (
-        "_index", "_reached", "_seed", "_sent", "_step", "_upstream",
+        "_index", "_passes", "_seed", "_sent", "_step", "_sums", "_upstream",
         "data", "exponent", "grad", "label", "op", "operands", "requires_grad",
     )
 
@@ -60,7 +62,7 @@ class Node:
     @property
     def has_grad(self) -> bool:
         """Whether a backward pass has reached this node (``.grad`` alone can't tell 0 apart)."""
-        return self._reached
+        return self._passes > 0
 
     @property
     def _prev(self) -> set:
@@ -74,8 +76,8 @@ class Node:
 
     def _clear_grad(self) -> None:
         self.grad = self._no_grad
-        self._sent = self._step = self._seed = None
-        self._reached = False
+        self._sent = self._step = self._seed = self._sums = None
+        self._passes = 0
 
     def zero_grad(self) -> None:
         """Forget every gradient in the graph below this node, and the tape."""
@@ -90,7 +92,9 @@ class Node:
         ``zero_grad()`` (or set ``.grad`` yourself) to start again. Every
         node keeps its gradient, intermediates included, so drawings can show
         them all. Each call records, per op, the contribution it sent along
-        each operand edge.
+        each operand edge and the running sum it made there: a gradient is
+        added to as each contribution arrives, and that sum is what pictures
+        of the steps show.
         """
         seed = self._seed_for(gradient)
         order = topological_order([self])
@@ -211,8 +215,8 @@ class Value(Node):
         self.exponent = exponent
         self.requires_grad = requires_grad
         self._index = next(_creation_counter)
-        self._sent = self._step = self._seed = None
-        self._reached = False
+        self._sent = self._step = self._seed = self._sums = None
+        self._passes = 0
 
     def __repr__(self) -> str:
         name = f", label={self.label!r}" if self.label else ""
@@ -230,27 +234,36 @@ class Value(Node):
         """Run the chain rule over ``order`` backwards; return the next step number."""
         for node in order:
             node._upstream = 0.0  # this pass's gradient, summed as it arrives
-        order[-1]._upstream = seed
+        root = order[-1]
+        root._upstream = seed
+        root.grad += seed
         rules = _VALUE_RULES
         # Reverse creation order: a node's gradient is complete before its
         # rule runs, because everything that used it was created after it.
         for node in reversed(order):
             upstream = node._upstream
-            node.grad += upstream
-            node._reached = True
+            node._passes += 1
             op = node.op
             if op is None:
                 continue
             contributions = rules[op](node, upstream)
-            # += at forks, spelled out per arity: this is the engine's hot
-            # loop, and a zip() here made the whole sweep about a third slower.
+            # += at forks, into this pass's gradient and into .grad, whose
+            # running sum is recorded; spelled out per arity: this is the
+            # engine's hot loop, and a zip() here made the sweep a third slower.
             if len(contributions) == 2:
                 a, b = node.operands
                 contribution_a, contribution_b = contributions
                 a._upstream += contribution_a
+                a.grad += contribution_a
+                sum_a = a.grad
                 b._upstream += contribution_b
+                b.grad += contribution_b
+                node._sums = (sum_a, b.grad)
             else:
-                node.operands[0]._upstream += contributions[0]
+                operand = node.operands[0]
+                operand._upstream += contributions[0]
+                operand.grad += contributions[0]
+                node._sums = (operand.grad,)
             sent = node._sent
             node._sent = contributions if sent is None else tuple(map(add, sent, contributions))
             node._step = step
@@ -447,8 +460,8 @@ class Tensor(Node):
         self.axis = axis
         self.requires_grad = requires_grad
         self._index = next(_creation_counter)
-        self._sent = self._step = self._seed = None
-        self._reached = False
+        self._sent = self._step = self._seed = self._sums = None
+        self._passes = 0
 
     def __repr__(self) -> str:
         name = f", label={self.label!r}" if self.label else ""
@@ -495,19 +508,26 @@ class Tensor(Node):
             # None, not zeros: the first contribution is kept as it is, so a
             # gradient of -0.0 stays -0.0, as in PyTorch.
             node._upstream = None
-        order[-1]._upstream = seed
+        root = order[-1]
+        root._upstream = seed
+        root.grad = seed.copy() if root.grad is None else root.grad + seed
         for node in reversed(order):
             upstream = node._upstream
             node._upstream = None  # let the array go
-            # A copy, because contributions may share memory with each other.
-            node.grad = upstream.copy() if node.grad is None else node.grad + upstream
-            node._reached = True
+            node._passes += 1
             if node.op is None:
                 continue
             contributions = _TENSOR_RULES[node.op](node, upstream)
+            sums = []
             for operand, contribution in zip(node.operands, contributions, strict=True):
                 pending = operand._upstream
                 operand._upstream = contribution if pending is None else pending + contribution
+                # A copy, because contributions may share memory with each other;
+                # each sum is a new array, so the recorded ones stay as they were.
+                grad = operand.grad
+                operand.grad = contribution.copy() if grad is None else grad + contribution
+                sums.append(operand.grad)
+            node._sums = tuple(sums)
             sent = node._sent
             node._sent = contributions if sent is None else tuple(map(add, sent, contributions))
             node._step = step
@@ -835,7 +855,7 @@ def gradcheck(function: Callable[..., Node], inputs: Sequence[Node],
     for node in inputs:
         original = node.data
         # An input the output does not depend on has gradient 0.
-        grad = node.grad if node._reached else np.zeros(np.shape(original))
+        grad = node.grad if node.has_grad else np.zeros(np.shape(original))
         analytic = np.array(grad, dtype=np.float64).ravel()
         flat = np.array(original, dtype=np.float64).ravel()
         for i in range(flat.size):

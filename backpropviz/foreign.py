@@ -389,6 +389,7 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
     value_id: dict[Any, str] = {}
     op_id: dict[Any, str] = {}
     sent: dict[Any, list[float]] = {}
+    sums: dict[Any, list[float]] = {}
     processed: dict[Any, int] = {}
     seeds: dict[Any, float] = {}
     if graph.events is not None:
@@ -401,6 +402,15 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
             previous = sent.get(event.node)
             sent[event.node] = shares if previous is None else [
                 a + b for a, b in zip(previous, shares, strict=True)]
+            # The running sums the engine held: each child's gradient after the
+            # call (a child on two edges: after the first half, then after all).
+            held = {kid: [before, after] for kid, before, after in event.children}
+            sums[event.node] = []
+            for kid, share in zip(kids, shares, strict=True):
+                was, after = held[kid]
+                last = kids.index(kid, kids.index(kid) + 1) if kids.count(kid) > 1 else None
+                done = last is None or len(sums[event.node]) == last
+                sums[event.node].append(after if done else was + share)
             processed[event.node] = step
         first = next((event for event in graph.events if event.node is graph.roots[0]), None)
         seeds[graph.roots[0]] = first.upstream if first is not None else \
@@ -438,8 +448,11 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
         if kids:
             shares = sent.get(node)
             for arg, kid in enumerate(kids):
-                G.add_edge(value_id[kid], oid, key=arg, arg=arg,
-                           grad=None if shares is None else shares[arg])
+                if shares is None:
+                    G.add_edge(value_id[kid], oid, key=arg, arg=arg, grad=None)
+                else:
+                    G.add_edge(value_id[kid], oid, key=arg, arg=arg, grad=shares[arg],
+                               running=sums[node][arg])
             G.add_edge(oid, vid, key=0)
     graph.value_ids = value_id
     G.graph["roots"] = [value_id[root] for root in graph.roots]

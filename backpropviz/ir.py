@@ -89,13 +89,17 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
         is_stored = node in stored
         G.add_node(vid, kind="value", label=node.label or name_of.get(id(node)),
                    data=plain_number(node.data),
-                   grad=plain_number(node.grad) if node._reached else None,
+                   grad=plain_number(node.grad) if node.has_grad else None,
                    shape=tuple(np.shape(node.data)), role=_role(node, root_set),
                    stored=is_stored, nbytes=8 * int(np.size(node.data)) if is_stored else 0)
         if node.op is not None:
             for arg, operand in enumerate(node.operands):
-                sent = None if node._sent is None else plain_number(node._sent[arg])
-                G.add_edge(value_id[operand], oid, key=arg, arg=arg, grad=sent)
+                if node._sent is None:
+                    G.add_edge(value_id[operand], oid, key=arg, arg=arg, grad=None)
+                else:
+                    G.add_edge(value_id[operand], oid, key=arg, arg=arg,
+                               grad=plain_number(node._sent[arg]),
+                               running=plain_number(node._sums[arg]))
             G.add_edge(oid, vid, key=0)
 
     G.graph["roots"] = [value_id[root] for root in dict.fromkeys(roots)]
@@ -105,6 +109,12 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     G.graph["seeds"] = {value_id[node]: plain_number(node._seed)
                         for node in order if node._seed is not None}
     G.graph["stored_bytes"] = sum(G.nodes[v]["nbytes"] for v in value_id.values())
+    passes = max((node._passes for node in order), default=0)
+    if passes > 1:
+        G.graph["notes"] = [
+            f"each gradient is .grad as the engine holds it: the sum over the {passes} "
+            "backward passes that reached it (each adds its own, as in PyTorch); the steps "
+            "show the last pass"]
     return G
 
 
@@ -214,8 +224,9 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
             raise IRError(f"edge {node!r} -> {target!r} joins two values; "
                           "edges run value -> op -> value")
         for data in edges.values():
-            if data.get("grad") is not None:
-                _check_number(G, f"edge {node!r} -> {target!r}", data["grad"], shape, "grad")
+            for key in ("grad", "running"):
+                if data.get(key) is not None:
+                    _check_number(G, f"edge {node!r} -> {target!r}", data[key], shape, key)
 
 
 def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
@@ -268,7 +279,7 @@ def from_node_link(data: Mapping) -> nx.MultiDiGraph:
 
 # GraphML holds only strings, numbers and booleans, one type per key: these
 # keys are written as JSON text so that a reader gets the arrays back.
-_JSON_KEYS = ("data", "grad", "shape", "dead")
+_JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected")
 _JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes")
 
 

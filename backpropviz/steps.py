@@ -11,7 +11,7 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .ir import IRError, operand_edges, plain_number, result_of
+from .ir import IRError, operand_edges, result_of
 
 __all__ = [
     "Step",
@@ -46,9 +46,9 @@ class Step:
 def backward_steps(G: nx.MultiDiGraph) -> list[Step]:
     """The backward pass replayed from the IR, one Step per op of backward_order.
 
-    Running sums add the recorded edge contributions in the order the engine
-    added them, so each partial sum is the number the engine held then, and
-    the last one is the node's final gradient.
+    Each running sum is the number the producer recorded when the
+    contribution arrived (the engine's, autograd's, another engine's), so the
+    last one is the node's final gradient.
     """
     return [Step(index, op, result_of(G, op), tuple(edges), dict(grads),
                  tuple(dict.fromkeys(updated)), tuple(dict.fromkeys(accumulated)))
@@ -72,11 +72,13 @@ def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
 
 
 def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
-    """The backward pass op by op, as the running sums change.
+    """The backward pass op by op, as the running sums changed.
 
     Yields each op of backward_order with its operand edges, the values it
     updated, those of them it accumulated into, and the running sums after it
-    (one dict, updated in place: copy it to keep it).
+    (one dict, updated in place: copy it to keep it). The sums are the ones
+    the producer recorded on each edge (``running``: the operand's gradient right
+    after the edge's contribution arrived); nothing is added up here.
     """
     grads: dict[Any, Any] = dict(G.graph.get("seeds", {}))
     pred = G._pred
@@ -84,19 +86,15 @@ def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
         edges = operand_edges(G, op)
         updated, accumulated = [], []
         for u, v, k in edges:
-            contribution = pred[v][u][k]["grad"]
-            if contribution is None:
+            edge = pred[v][u][k]
+            if edge["grad"] is None:
                 continue
+            if "running" not in edge:
+                raise IRError(f"edge {u!r} -> {v!r} carries a gradient but no running sum "
+                              "('running'): the IR was made without them")
             if u in grads:
                 accumulated.append(u)
-                previous = grads[u]
-                # Two floats add as numpy would; arrays (nested lists) go through numpy.
-                if type(previous) is float and type(contribution) is float:
-                    grads[u] = previous + contribution
-                else:
-                    grads[u] = plain_number(np.add(previous, contribution))
-            else:
-                grads[u] = contribution
+            grads[u] = edge["running"]
             updated.append(u)
         yield op, edges, updated, accumulated, grads
 

@@ -493,11 +493,12 @@ class _Builder:
         value_id: dict[Any, str] = {}
         op_id: dict[_Call, str] = {}
         contributions: dict[Any, list] = {}
+        sent_by: dict[_Call, list] = {}
         for _, kind, item in entries:
             if kind == "op":
                 op_id[item] = oid = f"op{len(op_id)}"
                 G.add_node(oid, **self._op_attrs(item))
-                sent = self._sent(item)
+                sent = sent_by[item] = self._sent(item)
                 for arg, operand in enumerate(item.operands):
                     grad = sent[arg]
                     G.add_edge(value_id[operand.key], oid, key=arg, arg=arg, grad=_plain(grad))
@@ -512,15 +513,13 @@ class _Builder:
             if kind == "result":
                 G.add_edge(op_id[item], vid, key=0)
 
-        for key, sent in contributions.items():
-            if key[0] == "leaf" and G.nodes[value_id[key]]["grad"] is None:
-                G.nodes[value_id[key]]["grad"] = _plain(functools.reduce(operator.add, sent))
         G.graph["roots"] = [value_id[key] for key in dict.fromkeys(root_keys)]
         gradients = self.recording._gradients
         processed = [call for call in calls if any(node in gradients for node in call.nodes)]
         processed.sort(key=lambda call: max(gradients[node].step for node in call.nodes
                                             if node in gradients))
         G.graph["backward_order"] = [op_id[call] for call in processed]
+        self._running_sums(G, processed, sent_by, value_id, op_id)
         # A seed is a gradient that came from outside the drawn graph: the 1
         # that backward() starts with at the loss.
         G.graph["seeds"] = {vid: G.nodes[vid]["grad"] for key, vid in value_id.items()
@@ -528,6 +527,37 @@ class _Builder:
         G.graph["stored_bytes"] = sum(nbytes for _, nbytes in G.nodes(data="nbytes")
                                       if nbytes is not None)
         return G
+
+    @staticmethod
+    def _running_sums(G: nx.MultiDiGraph, processed: list[_Call], sent_by: dict,
+                      value_id: dict, op_id: dict) -> None:
+        """Each operand edge's ``running`` sum: the operand's gradient once its share arrived.
+
+        Autograd adds what arrives at a tensor in the order it arrives (its
+        input buffer, or a leaf's AccumulateGrad), so the sums follow the
+        backward order; a tensor's last sum is autograd's own gradient for it
+        (hooked where it is an op's result, the leaf's sum of arrivals where it
+        is a leaf). Only a sum between the first and the last of three or more
+        contributions is one autograd never shows: it is added here, in that order.
+        """
+        running: dict[Any, Any] = {}
+        last_edge: dict[Any, tuple] = {}
+        for call in processed:
+            for arg, operand in enumerate(call.operands):
+                grad = sent_by[call][arg]
+                if grad is None:
+                    continue
+                previous = running.get(operand.key)
+                running[operand.key] = grad if previous is None else previous + grad
+                edge = (value_id[operand.key], op_id[call], arg)
+                G.edges[edge]["running"] = _plain(running[operand.key])
+                last_edge[operand.key] = edge
+        for key, edge in last_edge.items():
+            attrs = G.nodes[value_id[key]]
+            if key[0] == "leaf" and attrs["grad"] is None:
+                attrs["grad"] = G.edges[edge]["running"]
+            elif attrs["grad"] is not None:
+                G.edges[edge]["running"] = attrs["grad"]
 
     def _calls_needed(self, roots: tuple) -> list[_Call]:
         """The recorded calls the roots depend on, in the order they ran."""
