@@ -249,7 +249,10 @@ def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
     names = value_names(G)
     top = differentiated(G, names)
     captions = [_seed_caption(G, names, top)]
-    had_gradient = set(G.graph.get("seeds", {}))
+    # A value that earlier backward passes reached already has a gradient: the
+    # last pass, which the steps show, adds to it (+=) from its first share on.
+    had_gradient = set(G.graph.get("seeds", {})) | {
+        v for v, passes in G.nodes(data="passes") if passes and passes > 1}
     for step in backward_steps(G):
         op_attrs = G.nodes[step.op]
         spec = ops.get(op_attrs["op"])

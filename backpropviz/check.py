@@ -19,14 +19,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from . import foreign, ops
 from .captions import value_names
-from .engine import EngineError, Node, Value, apply, local_gradients, topological_order
+from .engine import (
+    EngineError,
+    Node,
+    Tensor,
+    Value,
+    apply,
+    local_gradients,
+    topological_order,
+)
 from .errors import BackpropvizError
+from .ir import operand_edges, result_of
 from .script import find_roots, run_script
 
-__all__ = ["CheckError", "Report", "Wrong", "check_graph", "check_script"]
+__all__ = ["CheckError", "Report", "Wrong", "check_graph", "check_script", "disagreements"]
 
 # As gradcheck's: a gradient is right when it is within this of the reference.
 REL_TOL, ABS_TOL = 1e-6, 1e-9
@@ -275,4 +285,36 @@ def _first_wrong_op(graph: foreign.ForeignGraph, reference: dict, report: Report
                             f"that of {name_of(bad[0])} is not")
             _mark(report, graph, node)
             return
+
+
+
+def disagreements(G: nx.MultiDiGraph) -> list[str]:
+    """Where a picture does not agree with itself: each drawn op whose forward the
+    reference engine knows, whose drawn result is not the op of its drawn operands.
+
+    An empty list is a picture whose every op adds up (to 1e-6 relative, as
+    float32 numbers from PyTorch do in float64); an index (getitem) and ops
+    the engine does not have are passed over.
+    """
+    found = []
+    for op_id, attrs in G.nodes(data=True):
+        if attrs["kind"] != "op" or attrs["op"] not in ops.names():
+            continue
+        if attrs["op"] == "getitem":
+            continue
+        data = [G.nodes[u]["data"] for u, _, _ in operand_edges(G, op_id)]
+        scalar = all(isinstance(x, float) for x in data)
+        operands = [Value(x) if scalar else Tensor(x) for x in data]
+        try:
+            result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"))
+        except (EngineError, TypeError, ValueError):
+            found.append(f"{op_id} ({attrs['op']}): the reference cannot apply it to its "
+                         "drawn operands")
+            continue
+        drawn = np.asarray(G.nodes[result_of(G, op_id)]["data"], dtype=np.float64)
+        if drawn.shape != np.shape(result.data) or not np.allclose(
+                drawn, result.data, rtol=1e-6, atol=1e-9, equal_nan=True):
+            found.append(f"{op_id} ({attrs['op']}): drawn {drawn.tolist()}, but its drawn "
+                         f"operands give {np.asarray(result.data).tolist()}")
+    return found
 

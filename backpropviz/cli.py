@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 
 from . import __version__
+from .draw import DEFAULT_DOT_TIMEOUT, dot_time_limit
 from .errors import BackpropvizError
 from .files import staged_folder, write_atomically
 from .ir import to_graphml, to_node_link
@@ -98,6 +99,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="refuse graphs with more than N values and ops (default "
                              f"{DEFAULT_MAX_NODES}, for videos the animation's limit, "
                              f"{_video_max_nodes()})")
+    render.add_argument("--timeout", type=_positive(float), metavar="S",
+                        default=DEFAULT_DOT_TIMEOUT,
+                        help="stop graphviz's layout after S seconds and say what to draw "
+                             f"instead (default {DEFAULT_DOT_TIMEOUT:g})")
     video = render.add_argument_group("videos (mp4, gif, webm, mov)")
     video.add_argument("--quality", choices=("l", "m", "h", "k"),
                        help="manim's quality: l 480p15 (default), m 720p30, h 1080p60, k 4K")
@@ -163,7 +168,7 @@ def _render(args: argparse.Namespace) -> int:
     to_stdout = output == "-"
     # With -o -, stdout carries the picture, so the script's prints go to stderr.
     quiet = contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext()
-    with quiet:
+    with quiet, dot_time_limit(args.timeout):
         G = graph_of_script(args.script, args.roots, backward=not args.no_backward,
                             max_nodes=args.max_nodes)
         if args.steps is not None:

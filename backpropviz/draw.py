@@ -6,8 +6,12 @@ import math
 import os
 import re
 import subprocess
+import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
@@ -47,11 +51,13 @@ from .style import (
 )
 
 __all__ = [
+    "DEFAULT_DOT_TIMEOUT",
     "EDGE_LABEL_NODES",
     "FORMATS",
     "Diagram",
     "DrawError",
     "as_graph",
+    "dot_time_limit",
     "draw",
     "edge_id",
     "render_steps",
@@ -271,6 +277,12 @@ class _Writer:
         # Every gradient a value shows at some step: its seed, then each
         # running sum (the last is its final gradient). Cells are sized for all.
         self.partials = gradient_history(G) if self.show_grads else {}
+        if self.show_grads:
+            # A gradient no recorded step made (another engine's whose steps
+            # could not be watched) is still drawn, as its only number.
+            for value, grad in G.nodes(data="grad"):
+                if grad is not None and value not in self.partials:
+                    self.partials[value] = [grad]
         # A fork: a value that sends gradients back along two or more edges.
         # Each edge then shows its contribution, and the node shows their sum.
         self.fork_edges: set = set()
@@ -522,21 +534,71 @@ def _bytes(n: int) -> str:
 # ---------------------------------------------------------------- rendering
 
 
+# How long dot may take to lay out one picture, in seconds: past this it is
+# stopped and the drawing refused with advice, so that nothing hangs.
+DEFAULT_DOT_TIMEOUT = 60.0
+_dot_timeout: ContextVar[float] = ContextVar("dot_timeout", default=DEFAULT_DOT_TIMEOUT)
+
+
+@contextmanager
+def dot_time_limit(seconds: float) -> Iterator[None]:
+    """Within the block, every ``dot`` run is stopped after ``seconds``."""
+    token = _dot_timeout.set(seconds)
+    try:
+        yield
+    finally:
+        _dot_timeout.reset(token)
+
+
 def run_dot(source: str, format: str = "svg") -> bytes:
-    """Lay out and render DOT text with the ``dot`` executable."""
+    """Lay out and render DOT text with the ``dot`` executable, within the time limit.
+
+    On a terminal, a run that takes more than a few seconds says how long it
+    has been going; one that reaches the limit is stopped (DrawError).
+    """
     if format not in FORMATS:
         raise DrawError(f"unknown format: {format!r} (must be one of {list(FORMATS)})")
+    limit = _dot_timeout.get()
     try:
-        done = subprocess.run(["dot", f"-T{format}"], input=source.encode("utf-8"),
-                              capture_output=True, check=False)
+        process = subprocess.Popen(["dot", f"-T{format}"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise DrawError("failed to execute 'dot', make sure the Graphviz executables are "
                         "on your PATH (on Debian: apt-get install graphviz)") from None
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise DrawError(f"dot failed with exit status {done.returncode}: "
+    start = time.monotonic()
+    data: bytes | None = source.encode("utf-8")
+    shown = False
+    try:
+        while True:
+            waited = time.monotonic() - start
+            try:
+                out, err = process.communicate(data, timeout=max(0.05, min(1.0, limit - waited)))
+                break
+            except subprocess.TimeoutExpired:
+                data = None  # the input is sent once
+                waited = time.monotonic() - start
+                if waited >= limit:
+                    raise DrawError(
+                        f"dot did not finish the layout within {limit:g} s, so it was stopped; "
+                        "draw a smaller graph (name a ROOT nearer the inputs, use the Tensor "
+                        "form or a group), or give it longer with --timeout") from None
+                if waited > 3 and sys.stderr.isatty():
+                    sys.stderr.write(f"\rlaying out with dot: {waited:.0f} s "
+                                     f"(stopped at {limit:g} s)")
+                    sys.stderr.flush()
+                    shown = True
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        if shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+    if process.returncode != 0:
+        message = err.decode("utf-8", "replace").strip().splitlines()
+        raise DrawError(f"dot failed with exit status {process.returncode}: "
                         f"{message[0] if message else 'no message'}")
-    return done.stdout
+    return out
 
 
 class Diagram:

@@ -7,7 +7,7 @@ import math
 import numbers
 import operator
 from collections.abc import Callable, Iterable, Sequence
-from operator import add, attrgetter, methodcaller
+from operator import attrgetter, methodcaller
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -44,14 +44,16 @@ class Node:
 
     ``operands`` is an ordered tuple, so ``a * a`` keeps two edges. After a
     backward pass, ``_sent[i]`` is the gradient this node sent back to
-    ``operands[i]`` (summed over passes, like ``grad``), ``_sums[i]`` the
-    gradient ``operands[i]`` held right after it arrived (the running sum, as
-    the engine added it, in the last pass), ``_step`` says when the pass
+    ``operands[i]`` in the last pass, ``_sums[i]`` the gradient
+    ``operands[i]`` held right after it arrived (the running sum, as the
+    engine added it, earlier passes' gradients included), ``_step`` says when the pass
     processed it, and ``_passes`` counts the passes that reached the node.
+    A leaf's ``_used`` is its data as the last pass found it: what the
+    forward pass used, even after an update such as ``w.data -= lr * w.grad``.
     """
 
     __slots__ = (
-        "_index", "_passes", "_seed", "_sent", "_step", "_sums", "_upstream",
+        "_index", "_passes", "_seed", "_sent", "_step", "_sums", "_upstream", "_used",
         "data", "exponent", "grad", "label", "op", "operands", "requires_grad",
     )
 
@@ -76,7 +78,7 @@ class Node:
 
     def _clear_grad(self) -> None:
         self.grad = self._no_grad
-        self._sent = self._step = self._seed = self._sums = None
+        self._sent = self._step = self._seed = self._sums = self._used = None
         self._passes = 0
 
     def zero_grad(self) -> None:
@@ -215,7 +217,7 @@ class Value(Node):
         self.exponent = exponent
         self.requires_grad = requires_grad
         self._index = next(_creation_counter)
-        self._sent = self._step = self._seed = self._sums = None
+        self._sent = self._step = self._seed = self._sums = self._used = None
         self._passes = 0
 
     def __repr__(self) -> str:
@@ -245,6 +247,7 @@ class Value(Node):
             node._passes += 1
             op = node.op
             if op is None:
+                node._used = node.data  # as the forward pass used it, before any update
                 continue
             contributions = rules[op](node, upstream)
             # += at forks, into this pass's gradient and into .grad, whose
@@ -264,8 +267,7 @@ class Value(Node):
                 operand._upstream += contributions[0]
                 operand.grad += contributions[0]
                 node._sums = (operand.grad,)
-            sent = node._sent
-            node._sent = contributions if sent is None else tuple(map(add, sent, contributions))
+            node._sent = contributions
             node._step = step
             step += 1
         return step
@@ -460,7 +462,7 @@ class Tensor(Node):
         self.axis = axis
         self.requires_grad = requires_grad
         self._index = next(_creation_counter)
-        self._sent = self._step = self._seed = self._sums = None
+        self._sent = self._step = self._seed = self._sums = self._used = None
         self._passes = 0
 
     def __repr__(self) -> str:
@@ -516,6 +518,7 @@ class Tensor(Node):
             node._upstream = None  # let the array go
             node._passes += 1
             if node.op is None:
+                node._used = node.data.copy()  # an update may change it in place
                 continue
             contributions = _TENSOR_RULES[node.op](node, upstream)
             sums = []
@@ -528,8 +531,7 @@ class Tensor(Node):
                 operand.grad = contribution.copy() if grad is None else grad + contribution
                 sums.append(operand.grad)
             node._sums = tuple(sums)
-            sent = node._sent
-            node._sent = contributions if sent is None else tuple(map(add, sent, contributions))
+            node._sent = contributions
             node._step = step
             step += 1
         return step
@@ -796,16 +798,19 @@ _APPLY: dict[str, Callable[..., Node]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
     "pow": operator.pow, "neg": operator.neg, "matmul": operator.matmul,
     **{name: methodcaller(name) for name in ("relu", "tanh", "exp", "log", "sigmoid", "sqrt",
-                                             "square", "sqnorm", "sum", "mean")},
+                                             "square", "sqnorm")},
+    "sum": lambda a, axis=None: a.sum(axis), "mean": lambda a, axis=None: a.mean(axis),
     "transpose": lambda a: a.T,
 }
 
 
-def apply(op: str, operands: Sequence[Node], exponent: float | None = None) -> Node:
+def apply(op: str, operands: Sequence[Node], exponent: float | None = None,
+          axis: int | None = None) -> Node:
     """``op`` applied to engine nodes, as the engine's own operators compute it.
 
     The reference for graphs recorded by other engines: ``backpropviz check``
-    rebuilds a hand-written engine's computation with it, op by op.
+    rebuilds a hand-written engine's computation with it, op by op. ``axis``
+    is a reduction's (sum, mean).
     """
     if op == "pow" and exponent is not None and len(operands) == 1:
         return operands[0] ** exponent
@@ -813,7 +818,7 @@ def apply(op: str, operands: Sequence[Node], exponent: float | None = None) -> N
     if function is None:
         raise EngineError(f"the engine has no op {op!r} (its ops are {', '.join(sorted(_APPLY))})")
     try:
-        return function(*operands)
+        return function(*operands) if axis is None else function(*operands, axis=axis)
     except TypeError:
         raise EngineError(f"op {op!r} cannot take {len(operands)} operand(s)") from None
 

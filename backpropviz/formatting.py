@@ -9,6 +9,7 @@ import numpy as np
 
 __all__ = [
     "MAX_ITEMS",
+    "changed_note",
     "dead_cells",
     "display_number",
     "format_array",
@@ -101,3 +102,14 @@ def dead_cells(dead: Any, max_items: int = MAX_ITEMS) -> list[list[bool]]:
     mask = np.asarray(dead, dtype=bool)
     return [[not isinstance(index, str) and bool(mask[index]) for index in row]
             for row in grid_indices(mask.shape, max_items)]
+
+
+def changed_note(name: str | None, used: Any, now: Any, precision: int = 4) -> str:
+    """What the picture says of a value changed after the forward pass used it
+    (``p.data -= lr * p.grad``): ``w = 2 → 1.94 after the update``."""
+    who = name or "an unnamed input"
+    if np.ndim(used) == 0:
+        return (f"{who} = {display_number(float(used), precision)} → "
+                f"{display_number(float(now), precision)} after the update (drawn as the "
+                "forward pass used it)")
+    return f"{who} changed after the update (drawn as the forward pass used it)"

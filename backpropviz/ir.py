@@ -12,6 +12,7 @@ import numpy as np
 from . import ops
 from .engine import Node, saved_for_backward, topological_order
 from .errors import BackpropvizError
+from .formatting import changed_note
 
 __all__ = [
     "IRError",
@@ -74,6 +75,7 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     value_id: dict[Node, str] = {}
     op_id: dict[Node, str] = {}
     G = nx.MultiDiGraph()
+    notes: list[str] = []
     for node in order:
         if node.op is not None:
             oid = op_id[node] = f"op{len(op_id)}"
@@ -81,17 +83,27 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
                                      "symbol": ops.symbol(node.op, node.exponent)}
             if node.exponent is not None:
                 attrs["exponent"] = node.exponent
+            axis = getattr(node, "axis", None)
+            if isinstance(axis, int):  # a reduction's axis (an index is not kept)
+                attrs["axis"] = axis
             dead = ops.dead_units(node.op, node.operands[0].data)
             if dead is not None:
                 attrs["dead"] = dead
             G.add_node(oid, **attrs)
         vid = value_id[node] = f"v{len(value_id)}"
         is_stored = node in stored
-        G.add_node(vid, kind="value", label=node.label or name_of.get(id(node)),
-                   data=plain_number(node.data),
+        label = node.label or name_of.get(id(node))
+        data = node.data
+        if node._used is not None:  # a leaf, as the forward pass used it
+            if not np.array_equal(node._used, data, equal_nan=True):
+                notes.append(changed_note(label, node._used, data))
+            data = node._used
+        G.add_node(vid, kind="value", label=label, data=plain_number(data),
                    grad=plain_number(node.grad) if node.has_grad else None,
                    shape=tuple(np.shape(node.data)), role=_role(node, root_set),
                    stored=is_stored, nbytes=8 * int(np.size(node.data)) if is_stored else 0)
+        if node._passes > 1:
+            G.nodes[vid]["passes"] = node._passes  # its gradient sums that many passes
         if node.op is not None:
             for arg, operand in enumerate(node.operands):
                 if node._sent is None:
@@ -111,10 +123,11 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     G.graph["stored_bytes"] = sum(G.nodes[v]["nbytes"] for v in value_id.values())
     passes = max((node._passes for node in order), default=0)
     if passes > 1:
-        G.graph["notes"] = [
-            f"each gradient is .grad as the engine holds it: the sum over the {passes} "
-            "backward passes that reached it (each adds its own, as in PyTorch); the steps "
-            "show the last pass"]
+        notes.append(f"each gradient is .grad as the engine holds it: the sum over the "
+                     f"{passes} backward passes that reached it (each adds its own, as in "
+                     "PyTorch); the steps show the last pass")
+    if notes:
+        G.graph["notes"] = notes
     return G
 
 

@@ -18,6 +18,7 @@ import networkx as nx
 
 from . import ops
 from .errors import BackpropvizError
+from .formatting import changed_note
 
 __all__ = ["Recording", "TorchImportError", "capture", "from_torch", "is_torch_tensor"]
 
@@ -144,7 +145,8 @@ class Recording:
         self._call_of: dict[Any, _Call] = {}  # output node -> call
         self._owned: set = set()  # every node some call created
         self._outputs: dict[Any, _Output] = {}
-        self._leaves: dict[tuple[int, int], _Leaf] = {}
+        self._leaves: dict[tuple[int, int, int], _Leaf] = {}  # (id, version, revision)
+        self._revisions: dict[tuple[int, int], int] = {}
         self._born: dict[int, tuple[Any, int]] = {}  # id(tensor) -> (weakref, call index)
         self._gradients: dict[Any, _Gradients] = {}
         self._variables: dict[tuple, Any] = {}  # ("leaf", id) -> the leaf tensor
@@ -223,11 +225,20 @@ class Recording:
         return operand
 
     def _leaf_operand(self, tensor: Any, order: tuple) -> _Operand:
-        key = (id(tensor), _version(tensor))
-        if key not in self._leaves:
+        # A leaf is kept as each op used it: a write through .data (an update
+        # step, p.data -= lr * p.grad) does not move the version counter, so
+        # the values are compared, and new ones are a new revision.
+        base = (id(tensor), _version(tensor))
+        revision = self._revisions.get(base, 0)
+        leaf = self._leaves.get((*base, revision))
+        if leaf is not None and not _same_values(leaf.value, tensor):
+            revision = self._revisions[base] = revision + 1
+            leaf = None
+        key = (*base, revision)
+        if leaf is None:
             born = self._born.get(id(tensor))
             if born is not None and born[0]() is tensor:
-                order = (born[1], 2, key[1])
+                order = (born[1], 2, base[1], revision)
             self._leaves[key] = _Leaf(tensor, tensor.detach().clone(), tensor.requires_grad,
                                       order, _storage_key(tensor))
         return _Operand(key=("leaf", *key),
@@ -354,6 +365,13 @@ def _add(a: Any, b: Any) -> Any:
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _same_values(kept: Any, tensor: Any) -> bool:
+    """Whether ``tensor`` still holds the values kept of it (nan equal to nan)."""
+    current = tensor.detach()
+    return kept.shape == current.shape and bool(
+        ((kept == current) | (kept.isnan() & current.isnan())).all())
 
 
 def _version(tensor: Any) -> int:
@@ -526,6 +544,12 @@ class _Builder:
                             if G.nodes[vid]["grad"] is not None and key not in contributions}
         G.graph["stored_bytes"] = sum(nbytes for _, nbytes in G.nodes(data="nbytes")
                                       if nbytes is not None)
+        notes = [changed_note(G.nodes[vid]["label"], leaf.value, leaf.tensor.detach())
+                 for key, vid in value_id.items() if key[0] == "leaf"
+                 for leaf in (self.recording._leaves[key[1:]],)
+                 if not _same_values(leaf.value, leaf.tensor)]
+        if notes:
+            G.graph["notes"] = notes
         return G
 
     @staticmethod

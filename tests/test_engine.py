@@ -428,7 +428,10 @@ def test_repeated_backward_accumulates_like_pytorch():
     once = (x.grad, y.grad, z.grad)
     z.backward()
     assert (x.grad, y.grad, z.grad) == tuple(2 * g for g in once)
-    assert y._sent == (2 * 3.0 * 3.0, 2 * 3.0 * 3.0)
+    # The tape holds the last pass: what it sent (dz/dy = 3, times x = 3, on each
+    # edge), and x's gradient after each share, the first pass's 18 included.
+    assert y._sent == (3.0 * 3.0, 3.0 * 3.0)
+    assert y._sums == (18.0 + 9.0, 18.0 + 18.0)
 
     tx = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
     ty = tx * tx

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from backpropviz import Tensor, Value, backward_steps, gradient_history, to_networkx
+from backpropviz import (
+    Tensor,
+    Value,
+    backward_steps,
+    gradient_history,
+    graph_of_script,
+    to_networkx,
+)
+from backpropviz.captions import step_captions
+from backpropviz.check import disagreements
 
 
 def same_float(a: float, b: float) -> bool:
@@ -79,3 +89,131 @@ def test_a_tensor_keeps_minus_zero_as_its_first_contribution():
     W_running = [G.edges[e]["running"] for e in G.out_edges("v0", keys=True)]
     assert W_running == [G.nodes["v0"]["grad"]]
     assert np.signbit(np.asarray(G.nodes["v0"]["grad"])).tolist() == np.signbit(W.grad).tolist()
+
+
+# ---------------------------------------------------------------- pictures agree with themselves
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+SCRIPTS = sorted(str(path.relative_to(EXAMPLES_DIR)) for path in EXAMPLES_DIR.rglob("*.py")
+                 if path.name != "student_value.py")
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_example_agrees_with_itself(script):
+    G = graph_of_script(EXAMPLES_DIR / script, quiet=True)
+    assert disagreements(G) == []
+    ops = sum(1 for _, kind in G.nodes(data="kind") if kind == "op")
+    assert ops > 0
+
+
+def test_disagreements_finds_a_number_that_does_not_add_up(example):
+    G = example("add_mul")
+    e = G.graph["roots"][0]
+    G.nodes[e]["data"] = -8.0  # (a + b)c is -9
+    assert len(disagreements(G)) == 1
+
+
+# ---------------------------------------------------- values as the forward pass used them
+
+TRAINING = """
+from backpropviz import Value
+w = Value(2.0, requires_grad=True)
+b = Value(0.5, requires_grad=True)
+x = Value(3.0)
+for step in range(3):
+    y = w * x + b
+    L = (y - 1.0) ** 2
+    w.zero_grad(); b.zero_grad()
+    L.backward()
+    w.data -= 0.01 * w.grad
+    b.data -= 0.01 * b.grad
+"""
+
+TORCH_TRAINING = """
+import torch
+x = torch.tensor([1.0, 2.0, 3.0, 4.0]); y = torch.tensor([2.0, 4.1, 5.9, 8.2])
+w = torch.tensor(0.5, requires_grad=True); b = torch.tensor(0.0, requires_grad=True)
+for step in range(3):
+    pred = w * x + b
+    loss = ((pred - y) ** 2).mean()
+    if w.grad is not None:
+        w.grad.zero_(); b.grad.zero_()
+    loss.backward()
+    w.data -= 0.01 * w.grad
+    b.data -= 0.01 * b.grad
+"""
+
+
+def by_label(G) -> dict:
+    return {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
+            if attrs["kind"] == "value" and attrs["label"]}
+
+
+def sgd_by_hand(steps: int) -> list[tuple[float, float]]:
+    """(w, b) at each forward pass of TRAINING, worked out without any engine."""
+    w, b, x, seen = 2.0, 0.5, 3.0, []
+    for _ in range(steps):
+        seen.append((w, b))
+        residual = w * x + b - 1.0
+        w, b = w - 0.01 * 2 * residual * x, b - 0.01 * 2 * residual
+    seen.append((w, b))
+    return seen
+
+
+def test_a_training_loop_is_drawn_with_the_values_the_last_forward_pass_used(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TRAINING)
+    G = graph_of_script(script, ["L"], quiet=True)
+    values = by_label(G)
+    *_, (w_used, b_used), (w_now, _) = sgd_by_hand(3)
+    assert values["w"]["data"] == pytest.approx(w_used, rel=1e-12)
+    assert values["b"]["data"] == pytest.approx(b_used, rel=1e-12)
+    assert disagreements(G) == []
+    assert any(note.startswith(f"w = {w_used:.4g} → {w_now:.4g} after the update")
+               for note in G.graph["notes"])
+
+
+def test_a_pytorch_training_loop_is_drawn_with_the_values_it_used(tmp_path):
+    torch = pytest.importorskip("torch")
+    script = tmp_path / "train.py"
+    script.write_text(TORCH_TRAINING)
+    G = graph_of_script(script, ["loss"], quiet=True)
+    values = by_label(G)
+    # The same loop in plain PyTorch, stopped before the last update.
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    y = torch.tensor([2.0, 4.1, 5.9, 8.2])
+    w, b = torch.tensor(0.5, requires_grad=True), torch.tensor(0.0, requires_grad=True)
+    for step in range(3):
+        loss = ((w * x + b - y) ** 2).mean()
+        if step == 2:
+            used = (w.item(), b.item())
+        loss.backward()
+        grads = (w.grad.item(), b.grad.item())
+        with torch.no_grad():
+            w -= 0.01 * w.grad
+            b -= 0.01 * b.grad
+        w.grad = b.grad = None
+    assert (values["w"]["data"], values["b"]["data"]) == pytest.approx(used, rel=1e-6)
+    assert (values["w"]["grad"], values["b"]["grad"]) == pytest.approx(grads, rel=1e-5)
+    assert disagreements(G) == []
+    assert any(note.startswith("w = ") for note in G.graph["notes"])
+
+
+def test_every_step_of_a_repeated_pass_adds_up():
+    a = Value(1.5, requires_grad=True)
+    b = a * a + a.exp()
+    b.backward()
+    b.backward()
+    G = to_networkx(b, names={"a": a, "b": b})
+    before = {v: attrs["grad"] - sum(g for _, _, g in G.out_edges(v, data="grad") if g)
+              for v, attrs in G.nodes(data=True) if attrs.get("passes")}
+    running = dict(before)
+    for step in backward_steps(G):
+        for u, v, k in step.edges:
+            share = G.edges[u, v, k]["grad"]
+            running[u] = running.get(u, 0.0) + share
+            assert G.edges[u, v, k]["running"] == pytest.approx(running[u], rel=1e-12)
+    a_id = next(v for v, label in G.nodes(data="label") if label == "a")
+    assert G.nodes[a_id]["grad"] == pytest.approx(2 * (2 * 1.5 + math.exp(1.5)))
+    captions = [caption.text for caption in step_captions(G)]
+    assert not any("∂b/∂a = " in text for text in captions)  # a had a gradient: += only
