@@ -179,7 +179,7 @@ def differentiated(G: nx.MultiDiGraph, names: dict[Any, Name]) -> Name:
     An unnamed root (or several seeded roots, whose gradients add) is called L.
     """
     seeds = list(G.graph.get("seeds", {}))
-    if len(seeds) == 1 and G.nodes[seeds[0]].get("label"):
+    if len(seeds) == 1 and G.nodes[seeds[0]].get("label") and not G.graph.get("entered"):
         return names[seeds[0]]
     return Name("L", "L")
 
@@ -197,6 +197,15 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
     if not seeds:
         return Caption("forward pass only (no backward record)",
                        r"\text{forward pass only}", "the graph was not differentiated")
+    if G.graph.get("entered"):
+        # Backward started at a value beyond the drawing: the gradient enters here.
+        texts = [f"{partial_name(top, names[root]).text} = "
+                 f"{_number(float(seed)).text if np.ndim(seed) == 0 else 'the gradient'}"
+                 for root, seed in seeds.items()]
+        texs = [rf"{partial_name(top, names[root]).tex} = \text{{given}}" for root in seeds]
+        return Caption(",  ".join(texts) + " (from beyond the drawing)", r",\quad ".join(texs),
+                       "the backward pass started at a later value; its gradient enters "
+                       "the drawing here")
     texts, texs = [], []
     for root, seed in seeds.items():
         ones = bool(np.all(np.asarray(seed) == 1.0))
@@ -219,17 +228,20 @@ def _local(attrs: Mapping, arg: int, args: list[Name], result: Name, upstream: N
     text, tex = form.derivatives[arg]
     a = _wrap(args[0])
     n, n_less_one = _exponent(attrs)
+    base = _wrap(args[0], ATOM)  # (col²)⁻⁰·⁵, not col²⁻⁰·⁵
     if n_less_one.text == "1":
         a_pow = a
     elif attrs.get("exponent") is None:
-        a_pow = Name(a.text + "ⁿ⁻¹", a.tex + "^{n-1}")
+        a_pow = Name(base.text + "ⁿ⁻¹", base.tex + "^{n-1}")
     else:
-        a_pow = Name(a.text + superscript(n_less_one.text), a.tex + "^{" + n_less_one.tex + "}")
-    fields = {"a": a, "g": upstream, "r": _wrap(result), "x": _wrap(args[arg]),
+        a_pow = Name(base.text + superscript(n_less_one.text),
+                     base.tex + "^{" + n_less_one.tex + "}")
+    fields = {"a": a, "a_atom": base, "g": upstream, "r": _wrap(result), "x": _wrap(args[arg]),
               "dot": _product_sign(tensor), "n": n, "a_pow": a_pow,
               "k": Name(str(size_ratio), str(size_ratio))}
     if len(args) > 1:
         fields["b"] = _wrap(args[1])
+        fields["b_atom"] = _wrap(args[1], ATOM)  # (Bᵀ)ᵀ, not Bᵀᵀ
     rhs = _filled(text, tex, fields)
     if broadcast:
         # The operand was broadcast in the forward pass, so its gradient is the

@@ -29,6 +29,7 @@ from .engine import (
     Tensor,
     Value,
     apply,
+    can_apply,
     local_gradients,
     topological_order,
 )
@@ -113,6 +114,10 @@ def check_script(path: str | os.PathLike, roots: Sequence[str] = ()) -> Report:
         graph = _own_graph(root, namespace)
     else:
         graph = foreign.read_graph(root, names=namespace)
+    if graph.inconsistency is not None:
+        raise CheckError(f"the gradients the script leaves are not those of one backward() "
+                         f"from {name}: {graph.inconsistency}; check a script that ends with "
+                         f"one {name}.backward() (before any update)")
     # An engine whose backward() gives gradients, but which the script never
     # called: nothing to grade. (One whose backward leaves them all 0 is graded.)
     if not graph.script_ran and any(grad != 0 for grad in (graph.grads or {}).values()):
@@ -160,9 +165,10 @@ def check_graph(graph: foreign.ForeignGraph) -> Report:
             reference[node] = Value(data)
             continue
         op, exponent = graph.ops[node]
-        if op not in ops.names():
-            raise CheckError(f"the reference engine has no op {op!r} (the one giving "
-                             f"{name_of(node)}); it checks {', '.join(ops.names())}")
+        if not can_apply(op):
+            raise CheckError(f"the reference engine cannot rebuild op {op!r} (the one giving "
+                             f"{name_of(node)}); it checks "
+                             f"{', '.join(name for name in ops.names() if can_apply(name))}")
         try:
             reference[node] = apply(op, [reference[kid] for kid in graph.operands[node]],
                                     exponent)
@@ -293,14 +299,12 @@ def disagreements(G: nx.MultiDiGraph) -> list[str]:
     reference engine knows, whose drawn result is not the op of its drawn operands.
 
     An empty list is a picture whose every op adds up (to 1e-6 relative, as
-    float32 numbers from PyTorch do in float64); an index (getitem) and ops
-    the engine does not have are passed over.
+    float32 numbers from PyTorch do in float64); an index and ops the engine
+    does not have are passed over.
     """
     found = []
     for op_id, attrs in G.nodes(data=True):
-        if attrs["kind"] != "op" or attrs["op"] not in ops.names():
-            continue
-        if attrs["op"] == "getitem":
+        if attrs["kind"] != "op" or not can_apply(attrs["op"]):
             continue
         data = [G.nodes[u]["data"] for u, _, _ in operand_edges(G, op_id)]
         scalar = all(isinstance(x, float) for x in data)

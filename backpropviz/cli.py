@@ -115,8 +115,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Run SCRIPT, take the graph its engine built (a micrograd-style Value "
                     "class, micrograd itself, or backpropviz's), compute the same in the "
                     "reference engine and compare every gradient. Exit 0 when all match; "
-                    "else 1, with the wrong values, where the error starts and its likely "
-                    "cause.",
+                    "1, with the wrong values, where the error starts and its likely "
+                    "cause, when some do not; 2 when the script cannot be checked.",
         epilog="example: backpropviz check student.py -o report.svg")
     check.set_defaults(command=_check)
     check.add_argument("script", metavar="SCRIPT", help="the Python script to run")
@@ -272,7 +272,12 @@ def _check(args: argparse.Namespace) -> int:
         _check_writable(output)
     from .check import check_script
 
-    report = check_script(args.script, args.roots)
+    try:
+        report = check_script(args.script, args.roots)
+    except BackpropvizError as error:
+        # Could not grade at all: 2, so that a grader tells it from wrong gradients (1).
+        print(f"backpropviz: error: {error}", file=sys.stderr)
+        return 2
     print(report.text())
     if output is not None:
         args.precision, args.no_backward = 4, False

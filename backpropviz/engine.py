@@ -22,6 +22,7 @@ __all__ = [
     "Tensor",
     "Value",
     "apply",
+    "can_apply",
     "gradcheck",
     "local_gradients",
     "saved_for_backward",
@@ -802,6 +803,11 @@ _APPLY: dict[str, Callable[..., Node]] = {
     "sum": lambda a, axis=None: a.sum(axis), "mean": lambda a, axis=None: a.mean(axis),
     "transpose": lambda a: a.T,
 }
+
+
+def can_apply(op: str) -> bool:
+    """Whether ``apply`` can compute ``op`` from its operands alone (an index cannot)."""
+    return op in _APPLY
 
 
 def apply(op: str, operands: Sequence[Node], exponent: float | None = None,

@@ -24,7 +24,9 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+import os
+import traceback
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,6 +132,7 @@ class ForeignGraph:
     params: set = field(default_factory=set)
     script_ran: bool = False  # whether the script had run backward before it was read
     value_ids: dict = field(default_factory=dict)  # node -> IR id, set by to_ir
+    inconsistency: str | None = None  # why the script's gradients are not one backward's
     events: list[Event] | None = None
     grads: dict[Any, float] | None = None
     notes: list[str] = field(default_factory=list)
@@ -163,11 +166,14 @@ def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
             graph.names[node] = label  # an explicit label wins over the variable name
         elif id(node) in name_of:
             graph.names[node] = name_of[id(node)]
-    graph.order = _stable_order(graph.roots, children, graph.names, rank_of)
+    ordered = {node for node in children if _ordered(node)}
+    graph.order = _stable_order(graph.roots, children, graph.names, rank_of, ordered)
     index = graph.index()
     for node in graph.order:
         if children[node]:
-            _read_op(graph, node, sorted(children[node], key=index.__getitem__))
+            kids = children[node] if node in ordered else sorted(children[node],
+                                                                key=index.__getitem__)
+            _read_op(graph, node, kids, ordered=node in ordered)
     graph.params = _parameters(names or {}, set(children))
     if backward:
         _watch_backward(graph, children)
@@ -215,14 +221,20 @@ def collect(roots: Iterable[Any]) -> tuple[list[Any], dict[Any, list[Any]]]:
     return list(children), children
 
 
+def _ordered(node: Any) -> bool:
+    """Whether a node keeps its children in order (a tuple or list, not a set)."""
+    return isinstance(getattr(node, children_attr(node)), (tuple, list))
+
+
 def _stable_order(roots: list[Any], children: dict[Any, list[Any]], names: dict[Any, str],
-                  rank_of: dict[int, int]) -> list[Any]:
+                  rank_of: dict[int, int], ordered: set) -> list[Any]:
     """Operands before results, in an order read from the graph alone.
 
-    Siblings go by the script's order of names (a node without one: its
-    earliest named descendant), then by a digest of what they are (op tag,
-    data, label, the same of their children): never by ``id()``, so a set's
-    iteration order does not matter.
+    Children kept in a tuple or list go in their order; those in a set by
+    the script's order of names (a node without one: its earliest named
+    descendant), then by a digest of what they are (op tag, data, label, the
+    same of their children): never by ``id()``, so a set's iteration order
+    does not matter.
     """
     rank: dict[Any, float] = {}
     digest: dict[Any, str] = {}
@@ -236,11 +248,13 @@ def _stable_order(roots: list[Any], children: dict[Any, list[Any]], names: dict[
 
     def key(node: Any) -> tuple:
         return rank[node], digest[node]
-    return _postorder(roots, children, key=key)
+    return _postorder(roots, children, key=key, ordered=ordered)
 
 
-def _postorder(roots: list[Any], children: dict[Any, list[Any]], key: Any) -> list[Any]:
-    """Depth-first post-order from the roots (no recursion), children sorted by ``key``."""
+def _postorder(roots: list[Any], children: dict[Any, list[Any]], key: Any,
+               ordered: set = frozenset()) -> list[Any]:
+    """Depth-first post-order from the roots (no recursion), children sorted by
+    ``key`` unless the node keeps them ``ordered``."""
     done: dict[Any, None] = {}
     for root in roots:
         if root in done:
@@ -254,7 +268,8 @@ def _postorder(roots: list[Any], children: dict[Any, list[Any]], key: Any) -> li
                 done[node] = None
                 continue
             stack.append((node, True))
-            kids = children[node] if key is None else sorted(children[node], key=key)
+            kids = (children[node] if key is None or node in ordered
+                    else sorted(children[node], key=key))
             stack.extend((kid, False) for kid in reversed(kids) if kid not in done)
     return list(done)
 
@@ -274,9 +289,10 @@ def _parameters(names: Mapping[str, Any], nodes: set) -> set:
     return found
 
 
-def _read_op(graph: ForeignGraph, node: Any, kids: list[Any]) -> None:
-    """The op of a result, and its operands (in graph order) in argument order."""
-    name, exponent = ops.from_tag(_tag(node))
+def _read_op(graph: ForeignGraph, node: Any, kids: list[Any], ordered: bool) -> None:
+    """The op of a result, and its operands in argument order: as the engine keeps
+    them, or (from a set) in graph order, turned where the data says so."""
+    name, exponent = ops.from_tag(_tag(node), len(kids))
     data = number(node, "data")
     spec = ops.get(name)
     arity = set(spec.forms)
@@ -284,8 +300,8 @@ def _read_op(graph: ForeignGraph, node: Any, kids: list[Any]) -> None:
         # a + a, a * a: a set keeps one child; the data says it was used twice.
         kids = [kids[0], kids[0]]
         graph.reconstructed.add(node)
-    elif (len(kids) == 2 and not spec.commutative and not _gives(name, kids, data)
-          and _gives(name, kids[::-1], data)):
+    elif (not ordered and len(kids) == 2 and not spec.commutative
+          and not _gives(name, kids, data) and _gives(name, kids[::-1], data)):
         kids = kids[::-1]  # the order in which the op gives the engine's own result
     graph.ops[node] = (name, exponent)
     graph.operands[node] = kids
@@ -304,7 +320,13 @@ def _gives(op: str, kids: list[Any], data: float, exponent: float | None = None)
 
 
 def _watch_backward(graph: ForeignGraph, children: dict[Any, list[Any]]) -> None:
-    """Run the engine's backward() from the first root with every _backward watched."""
+    """Run the engine's backward() from the first root with every _backward watched.
+
+    While it runs, each children set iterates in graph order, so that the
+    engine's own topological sort, and with it every running sum, comes out
+    the same on every run. The gradients drawn are this run's; the ones the
+    script left are checked against them, and left in place.
+    """
     root = graph.roots[0]
     backward = getattr(root, "backward", None)
     if not callable(backward):
@@ -314,30 +336,98 @@ def _watch_backward(graph: ForeignGraph, children: dict[Any, list[Any]]) -> None
     script_ran = graph.script_ran = any(grad != 0 for grad in left.values())
     events: list[Event] = []
     originals = _wrap_backwards(graph.order, children, events)
+    sets = _order_sets(graph, children)
     for node in graph.order:
         node.grad = 0.0
     try:
         backward()
     except Exception as error:
-        raise ForeignError(f"the engine's backward() failed: {type(error).__name__}: "
-                           f"{error}") from None
+        raise ForeignError(f"the engine's backward() failed: {_where(error)}") from None
     finally:
         _unwrap_backwards(originals)
+        for node, attribute, kept in sets:
+            setattr(node, attribute, kept)
     ran = {node: number(node, "grad") for node in graph.order}
     graph.events = events if originals else None
+    graph.grads = ran
     if not script_ran:
-        graph.grads = ran  # backward is run for the script, as for an engine script
-        return
+        return  # backward is run for the script, as for an engine script
     for node, grad in left.items():
         node.grad = grad  # leave the script's objects as it left them
-    same = all(ran[node] == grad or (math.isnan(grad) and math.isnan(ran[node]))
-               for node, grad in left.items())
-    graph.grads = left
-    if not same:
-        graph.events = None
-        graph.notes.append("gradients as the script left them; a new backward() gives "
-                           "others (values changed after backward, or it ran twice), so "
-                           "the edges' shares are not drawn")
+    if all(_close(ran[node], grad) for node, grad in left.items()):
+        return
+    graph.grads, graph.events = left, None
+    graph.inconsistency = _why_different(graph, left, ran)
+    graph.notes.append(f"gradients as the script left them ({graph.inconsistency}), so the "
+                       "edges' shares are not drawn")
+
+
+def _why_different(graph: ForeignGraph, left: dict, ran: dict) -> str:
+    """Why the gradients the script left are not those of one backward() from the root."""
+    root = graph.roots[0]
+    # Run twice (or more) without zeroing, gradients add up: the engine itself
+    # says how, when its backward runs that many times from zero.
+    repeated = 0
+    for passes in (2, 3, 4):
+        for node in graph.order:
+            node.grad = 0.0
+        try:
+            for _ in range(passes):
+                root.backward()
+        except Exception:  # a failing backward is not the cause looked for
+            break
+        if all(_close(number(node, "grad"), grad) for node, grad in left.items()):
+            repeated = passes
+            break
+    for node, grad in left.items():
+        node.grad = grad
+    if repeated:
+        passes = repeated
+        return f"backward() ran {passes} times and the gradients added up"
+    if not _close(left[root], ran[root]):
+        name = graph.names.get(root, "the drawn output")
+        return f"backward() was not called on {name}: its gradient came from a later value"
+    return "values changed after backward(), e.g. an update p.data -= lr * p.grad"
+
+
+def _close(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9,
+                                                                       abs_tol=1e-300)
+
+
+def _where(error: BaseException) -> str:
+    """An exception raised in a script's code, with the file and line it came from."""
+    frame = traceback.extract_tb(error.__traceback__)[-1]
+    return (f"{type(error).__name__}: {error} ({os.path.basename(frame.filename)}, "
+            f"line {frame.lineno})")
+
+
+class _InOrder(set):
+    """A set that iterates in a given order: a node's children during the watched run."""
+
+    def __init__(self, items: list[Any]) -> None:
+        super().__init__(items)
+        self._order = list(dict.fromkeys(items))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._order)
+
+
+def _order_sets(graph: ForeignGraph, children: dict[Any, list[Any]]) -> list[tuple]:
+    """Swap every children set for one in graph order; what to put back."""
+    index = graph.index()
+    swapped = []
+    for node in graph.order:
+        attribute = children_attr(node)
+        kept = getattr(node, attribute)
+        if not isinstance(kept, (set, frozenset)):
+            continue
+        try:
+            setattr(node, attribute, _InOrder(sorted(children[node], key=index.__getitem__)))
+        except (AttributeError, TypeError):
+            continue  # a read-only attribute: its set iterates as it will
+        swapped.append((node, attribute, kept))
+    return swapped
 
 
 def _wrap_backwards(order: list[Any], children: dict[Any, list[Any]],

@@ -120,6 +120,13 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     G.graph["backward_order"] = [op_id[node] for node in processed]
     G.graph["seeds"] = {value_id[node]: plain_number(node._seed)
                         for node in order if node._seed is not None}
+    if not G.graph["seeds"] and G.graph["backward_order"]:
+        # Backward ran from a later value: the drawn roots' gradients enter from there.
+        G.graph["seeds"] = {value_id[root]: plain_number(root.grad) for root in roots
+                            if root.has_grad}
+        G.graph["entered"] = True
+        notes.append("the backward pass started at a later value, beyond the drawing; the "
+                     "roots' gradients come from there")
     G.graph["stored_bytes"] = sum(G.nodes[v]["nbytes"] for v in value_id.values())
     passes = max((node._passes for node in order), default=0)
     if passes > 1:

@@ -14,7 +14,9 @@ Templates are ``string.Template`` text, filled by captions.py with names
 first and second operand, ``$r`` the result, ``$g`` the gradient arriving
 from downstream (``∂L/∂r``), ``$dot`` the product sign (``·`` for scalars,
 ``⊙`` for arrays), ``$n`` the exponent, ``$n_sup`` it as a superscript,
-``$a_pow`` the operand to the power n − 1, ``$k`` how many entries a
+``$a_pow`` the operand to the power n − 1, ``$a_atom`` and ``$b_atom`` the
+operands in parentheses unless they are a name or a number (for a postfix
+sign: ``(Bᵀ)ᵀ``), ``$k`` how many entries a
 reduction averaged; for an op known only by name, ``$args`` are all its
 operands and ``$x`` the one differentiated.
 
@@ -202,10 +204,10 @@ _OPS = [
     Op("neg", "−", _unary(Writing("−$a", "-$a", SUM, (PRODUCT,)), "−$g", "-$g"),
        "negation flips the sign of the gradient",
        torch_nodes=("Neg",), torch_functions=("negative",),
-       tags=('neg',)),
+       tags=('neg', '-', '−')),
     Op("matmul", "@", {2: Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),
-                               (("$g · ${b}ᵀ", r"$g \, $b^\top"),
-                                ("${a}ᵀ · $g", r"$a^\top $g")), saved=(0, 1))},
+                               (("$g · ${b_atom}ᵀ", r"$g \, $b_atom^\top"),
+                                ("${a_atom}ᵀ · $g", r"$a_atom^\top $g")), saved=(0, 1))},
        "matmul multiplies the gradient by the transpose of the other factor",
        flow=ROWS_COLUMNS, torch_nodes=("Mv", "Mm", "Bmm", "Dot", "Matmul"),
        tags=('@',)),
@@ -299,21 +301,28 @@ def dead_units(name: str, operand: Any) -> Any:
     return None if gate is None else np.asarray(gate(operand)).tolist()
 
 
-_BY_TAG = {tag: op.name for op in _OPS for tag in op.tags}
+_BY_TAG: dict[str, list[str]] = {}
+for _op in _OPS:
+    for _tag in _op.tags:
+        _BY_TAG.setdefault(_tag, []).append(_op.name)
+        _BY_TAG.setdefault(_tag.lower(), []).append(_op.name)
 # micrograd writes a power as f"**{n}"; others write "^2" or "pow".
 _POWER_TAG = re.compile(r"(?:\*\*|\^|pow)\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)?")
 
 
-def from_tag(tag: str) -> tuple[str, float | None]:
+def from_tag(tag: str, arity: int | None = None) -> tuple[str, float | None]:
     """The canonical op and exponent of another engine's op tag: ``"*"`` -> mul,
-    ``"**2"`` -> (pow, 2.0); an unknown tag is its own op name."""
+    ``"**2"`` -> (pow, 2.0), ``"-"`` -> sub, or neg with one operand; an unknown
+    tag is its own op name."""
     tag = tag.strip()
-    if tag in _BY_TAG:
-        return _BY_TAG[tag], None
     power = _POWER_TAG.fullmatch(tag)
-    if power:
+    if power and tag not in _BY_TAG:
         return "pow", None if power.group(1) is None else float(power.group(1))
-    return _BY_TAG.get(tag.lower(), tag), None
+    names = _BY_TAG.get(tag) or _BY_TAG.get(tag.lower())
+    if not names:
+        return tag, None
+    fitting = [name for name in names if arity in _REGISTRY[name].forms]
+    return (fitting or names)[0], None
 
 
 def from_torch_node(node_name: str) -> str | None:

@@ -162,6 +162,15 @@ def _imports_torch(source: str) -> bool:
     return False
 
 
+def _own_function(namespace: dict[str, Any]) -> str | None:
+    """The name of a function the script defines (``main`` first), if it has one."""
+    path = namespace.get("__file__")
+    mine = [name for name, obj in namespace.items()
+            if not name.startswith("_") and getattr(obj, "__code__", None) is not None
+            and obj.__code__.co_filename == path]
+    return "main" if "main" in mine else (mine[0] if mine else None)
+
+
 def _print_script_traceback(error: BaseException, path: str) -> None:
     """The traceback python would print: from the script's first frame on."""
     tb = error.__traceback__
@@ -192,8 +201,14 @@ class _Producer:
             self.nodes = self._nodes(foreign.looks_like_node)
         if not self.nodes:
             near = next(filter(None, map(foreign.near_miss, namespace.values())), None)
-            raise ScriptError(f"no graph found: {near}" if near else
-                              "no graph found: the script leaves no Value or Tensor in a "
+            if near:
+                raise ScriptError(f"no graph found: {near}")
+            function = _own_function(namespace)
+            if function:
+                raise ScriptError(
+                    "no graph found: the script keeps its values inside a function; return the "
+                    f"result and keep it in a global name, e.g. L = {function}()")
+            raise ScriptError("no graph found: the script leaves no Value or Tensor in a "
                               "global name (keep the result at top level, e.g. L = ...)")
 
     def _nodes(self, is_node: Callable[[Any], bool]) -> dict[str, Any]:
@@ -289,10 +304,12 @@ class _Producer:
 
     def _check_size(self, nodes: int) -> None:
         if nodes > self.max_nodes:
+            fewer = ("use the Tensor form (one node per matrix, not per number), "
+                     if not self.torch and not self.foreign else "")
             raise ScriptError(
                 f"the graph has {nodes} nodes (values and ops), more than --max-nodes "
-                f"{self.max_nodes}; draw fewer: use the Tensor form (one node per matrix, not "
-                "per number), name a ROOT nearer the inputs, or raise --max-nodes")
+                f"{self.max_nodes}; draw fewer: {fewer}name a ROOT nearer the inputs, or "
+                "raise --max-nodes")
 
     def backward(self, roots: dict[str, Any]) -> None:
         """Run backward from the roots that have no gradient yet (another engine's

@@ -112,7 +112,7 @@ def test_a_script_without_backward_is_told_to_add_it(tmp_path):
                       "from students import Correct as Value\n"
                       "a = Value(2.0)\nloss = (a * a).tanh()\n")
     done = check(script, cwd=tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 2  # could not check: not the same as wrong gradients (1)
     assert done.stderr.strip() == ("backpropviz: error: the script never calls backward(), so "
                                    "there is nothing to check: add loss.backward() at its end")
 
@@ -121,3 +121,21 @@ def test_a_report_in_an_unknown_format_is_refused_before_running(tmp_path):
     done = check("graded.py", "-o", str(tmp_path / "report.txt"))
     assert done.returncode == 2
     assert "unknown format for the report: 'txt'" in done.stderr
+
+
+@pytest.mark.parametrize(("script", "root", "reason"), [
+    ("twice_backward.py", None, "backward() ran 2 times and the gradients added up"),
+    ("after_update.py", None, "values changed after backward(), e.g. an update"),
+    ("from_later.py", "h", "backward() was not called on h"),
+])
+def test_gradients_that_are_not_one_backward_are_not_graded(script, root, reason):
+    done = check(script, *([root] if root else []))
+    assert done.returncode == 2
+    assert "are not those of one backward()" in done.stderr and reason in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("script", ["ordered.py", "from_later.py"])
+def test_tuple_children_and_negation_pass(script):
+    done = check(script)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -501,3 +502,24 @@ def test_an_engine_script_that_only_tries_torch_runs_without_it(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     assert cli.main(["render", "optional.py"]) == 0
     assert "<svg" in (tmp_path / "optional.svg").read_text()
+
+
+def test_dot_is_stopped_at_the_time_limit(tmp_path):
+    source = ("from backpropviz import Value\nx = [Value(float(i)) for i in range(300)]\n"
+              "L = Value(0.0)\nfor i, a in enumerate(x):\n    L = L + a * x[(i * 7) % 300]\n")
+    script(tmp_path, "wide.py", source)
+    start = time.monotonic()
+    message = fails("wide.py", "-o", "wide.svg", "--timeout", "0.05", cwd=tmp_path)
+    assert time.monotonic() - start < 30
+    assert message.startswith("backpropviz: error: dot did not finish the layout within 0.05 s")
+    assert "wide.svg" not in files(tmp_path)
+
+
+def test_a_root_below_the_loss_gets_its_gradient_from_beyond_the_drawing(tmp_path):
+    script(tmp_path, "inner.py", "from backpropviz import Value\nx = Value(2.0)\n"
+           "h = x * 3\nloss = (h - 1) ** 2\nloss.backward()\n")
+    ok("inner.py", "h", "-o", "inner.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "inner.json")
+    (root,) = G.graph["roots"]
+    assert G.graph["seeds"] == {root: 10.0}  # dloss/dh = 2(h - 1)
+    assert G.graph["entered"] and "beyond the drawing" in G.graph["notes"][0]

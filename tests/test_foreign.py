@@ -206,3 +206,39 @@ def test_foreign_graphs_are_read_without_names_too():
     G = from_objects(y)
     validate(G)
     assert [G.nodes[v]["role"] for v in G.graph["roots"]] == ["output"]
+
+
+def test_children_kept_in_a_tuple_keep_the_order_the_script_wrote(tmp_path):
+    from backpropviz.captions import value_names
+
+    G = graph_of(ENGINES / "ordered.py", tmp_path)
+    names = {value_names(G)[node].text for node, kind in G.nodes(data="kind") if kind == "value"}
+    assert "c·a" in names and "a·c" not in names
+    ops = [G.nodes[node]["op"] for node, kind in G.nodes(data="kind") if kind == "op"]
+    assert ops == ["mul", "neg", "add", "tanh"]  # a one-child "-" is a negation
+
+
+def test_micrograd_draws_the_same_on_every_run():
+    outputs = {subprocess.run([*CLI, "render", "micrograd_readme.py", "-o", "-"],
+                              capture_output=True, cwd=ENGINES, timeout=120).stdout
+               for _ in range(3)}
+    assert len(outputs) == 1
+
+
+def test_gradients_left_by_two_backward_calls_are_drawn_and_explained(tmp_path):
+    out = tmp_path / "twice.svg"
+    done = render(ENGINES / "twice_backward.py", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    svg = out.read_text()
+    assert svg.count('fill="#1347b8"') >= 5  # every value's gradient, in blue
+    assert "backward() ran 2 times" in svg
+
+
+def test_a_script_whose_work_is_inside_main_is_told_how_to_fix_it(tmp_path):
+    script = tmp_path / "in_main.py"
+    script.write_text("from backpropviz import Value\n\ndef main():\n    a = Value(2.0)\n"
+                      "    return (a * a).tanh()\n\nif __name__ == '__main__':\n    main()\n")
+    done = render(script, "-o", str(tmp_path / "x.svg"))
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith("return the result and keep it in a global name, "
+                                        "e.g. L = main()")
