@@ -133,7 +133,9 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
     n, _ = _exponent(attrs)
     fields = {"dot": _product_sign(tensor), "n": n, "n_sup": Name(superscript(n.text), n.tex),
               "args": Name(", ".join(arg.text for arg in wrapped),
-                           ", ".join(arg.tex for arg in wrapped))}
+                           ", ".join(arg.tex for arg in wrapped)),
+              "terms": Name(" + ".join(arg.text for arg in wrapped),
+                            " + ".join(arg.tex for arg in wrapped))}
     fields.update(zip("ab", wrapped, strict=False))
     name = _filled(writing.text, writing.tex, fields)
     return Name(name.text, name.tex, writing.precedence)

@@ -15,7 +15,7 @@ from typing import Any
 import networkx as nx
 
 from . import __version__
-from .draw import DEFAULT_DOT_TIMEOUT, dot_time_limit
+from .draw import DEFAULT_DOT_TIMEOUT, check_layout, dot_time_limit
 from .errors import BackpropvizError
 from .files import staged_folder, write_atomically
 from .ir import to_graphml, to_node_link
@@ -171,6 +171,8 @@ def _render(args: argparse.Namespace) -> int:
     with quiet, dot_time_limit(args.timeout):
         G = graph_of_script(args.script, args.roots, backward=not args.no_backward,
                             max_nodes=args.max_nodes)
+        if args.steps is not None or fmt not in ("json", "graphml", "dot"):
+            check_layout(G)  # refused now rather than after a minute of dot
         if args.steps is not None:
             _write_steps(G, args.steps, args)
         if output is not None and fmt in VIDEO_FORMATS:

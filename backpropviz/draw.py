@@ -27,7 +27,7 @@ from .engine import Node
 from .errors import BackpropvizError
 from .files import make_folder, write_atomically
 from .formatting import MAX_ITEMS, display_number, format_array, grid_indices
-from .ir import IRError, operand_edges, to_networkx, validate
+from .ir import IRError, fold_chains, operand_edges, to_networkx, validate
 from .steps import StepState, backward_steps, dead_masks, gradient_history, state_at
 from .style import (
     ARROW_SIZE,
@@ -57,6 +57,7 @@ __all__ = [
     "Diagram",
     "DrawError",
     "as_graph",
+    "check_layout",
     "dot_time_limit",
     "draw",
     "edge_id",
@@ -73,6 +74,9 @@ FORMATS = ("bmp", "canon", "dot", "gif", "gv", "jpeg", "jpg", "json", "pdf", "pl
 # slower; past this many nodes, contributions become external labels,
 # placed after the layout (a graph that big is for zooming, not a slide).
 EDGE_LABEL_NODES = 150
+# dot's settings for a graph past that size: fewer network-simplex and
+# crossing-minimisation iterations, straight edges.
+LARGE_GRAPH = {"nslimit": "0.2", "mclimit": "0.02", "splines": "line"}
 
 
 class DrawError(BackpropvizError):
@@ -308,6 +312,10 @@ class _Writer:
         }
         if self.external_labels:
             graph["forcelabels"] = "true"
+            # Measured on unrolled loops and micrograd's demo network (bench/render.py):
+            # past this size dot's network simplex and spline routing take minutes;
+            # bounded, with straight edges, the same layout takes seconds.
+            graph.update(LARGE_GRAPH)
         if o.step is not None:
             graph["class"] += f" step-{o.step}"
         legend = self.legend_html() if o.legend else None
@@ -550,6 +558,34 @@ def dot_time_limit(seconds: float) -> Iterator[None]:
         _dot_timeout.reset(token)
 
 
+# dot splits an edge that spans k ranks into k pieces and orders them all;
+# measured (bench/render.py), 90,000 pieces take about 20 s, 800,000 minutes.
+# Past this many per minute of the time limit a drawing is refused at once.
+PIECES_PER_MINUTE = 200_000
+
+
+def layout_pieces(G: nx.MultiDiGraph) -> int:
+    """How many edge pieces dot will lay out: each edge's span in ranks (depth from
+    the inputs), less one, summed. A parameter used at every step of an unrolled
+    loop spans the whole loop, again and again."""
+    depth: dict[Any, int] = {}
+    for node in nx.topological_sort(G):
+        depth[node] = max((depth[u] + 1 for u in G._pred[node]), default=0)
+    return sum(max(0, depth[v] - depth[u] - 1) for u, v in G.edges())
+
+
+def check_layout(G: nx.MultiDiGraph) -> None:
+    """DrawError, at once, for a graph dot cannot lay out within the time limit."""
+    pieces = layout_pieces(G)
+    limit = _dot_timeout.get()
+    if pieces > PIECES_PER_MINUTE * limit / 60:
+        raise DrawError(
+            f"graphviz would need minutes for this graph: its edges span {pieces:,} ranks in "
+            "all (a value used by ops far apart, such as a weight shared by every step of an "
+            "unrolled loop); draw fewer steps, name a ROOT nearer the output, or give dot "
+            f"longer with --timeout (now {limit:g} s)")
+
+
 def run_dot(source: str, format: str = "svg") -> bytes:
     """Lay out and render DOT text with the ``dot`` executable, within the time limit.
 
@@ -640,17 +676,18 @@ class Diagram:
 
 
 def as_graph(graph_or_root: Any, names: Mapping[str, Any] | None = None) -> nx.MultiDiGraph:
-    """An IR graph as it is, or the IR of a Value/Tensor root or a list of roots."""
+    """An IR graph as it is, or the IR of a Value/Tensor root or a list of roots (with
+    its chains of additions folded, as the command line draws it)."""
     if isinstance(graph_or_root, nx.MultiDiGraph):
         return graph_or_root
     if isinstance(graph_or_root, Node):
-        return to_networkx(graph_or_root, names=names)
+        return fold_chains(to_networkx(graph_or_root, names=names))
     if isinstance(graph_or_root, Sequence) and graph_or_root and all(
             isinstance(root, Node) for root in graph_or_root):
-        return to_networkx(*graph_or_root, names=names)
+        return fold_chains(to_networkx(*graph_or_root, names=names))
     roots = graph_or_root if isinstance(graph_or_root, Sequence) else [graph_or_root]
     if roots and all(map(foreign.looks_like_node, roots)):  # a micrograd-style engine's
-        return foreign.from_objects(*roots, names=names)
+        return fold_chains(foreign.from_objects(*roots, names=names))
     raise DrawError(f"draw needs an IR graph, a Value or Tensor (or a node of an engine "
                     f"like micrograd's: .data, .grad and children), or a list of them, got "
                     f"{type(graph_or_root).__name__}")

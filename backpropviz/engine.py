@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import numbers
@@ -823,6 +824,8 @@ def apply(op: str, operands: Sequence[Node], exponent: float | None = None,
     function = _APPLY.get(op)
     if function is None:
         raise EngineError(f"the engine has no op {op!r} (its ops are {', '.join(sorted(_APPLY))})")
+    if op == "add" and len(operands) > 2:  # a folded chain: a + b + c
+        return functools.reduce(operator.add, operands)
     try:
         return function(*operands) if axis is None else function(*operands, axis=axis)
     except TypeError:

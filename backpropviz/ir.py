@@ -16,6 +16,7 @@ from .formatting import changed_note
 
 __all__ = [
     "IRError",
+    "fold_chains",
     "from_graphml",
     "from_node_link",
     "operand_edges",
@@ -136,6 +137,76 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     if notes:
         G.graph["notes"] = notes
     return G
+
+
+# ---------------------------------------------------------------- folding
+
+
+def fold_chains(G: nx.MultiDiGraph, min_operands: int = 3) -> nx.MultiDiGraph:
+    """The IR with every chain of a chaining op (``a + b + c``) drawn as one op.
+
+    An addition whose result has no name, is no root and is used only by
+    another addition is folded into it: Python's ``sum(...)`` of many terms,
+    a neuron's weighted sum. The folded op takes all the chain's operands, in
+    order, and each operand edge keeps what it carried (the gradient it sent,
+    its running sum): an addition sends the same gradient to every operand, so
+    nothing is recomputed. Chains of fewer than ``min_operands`` operands stay
+    as they are. The input graph is not changed.
+    """
+    def chaining(op: Any) -> bool:
+        attrs = G.nodes[op]
+        return attrs.get("kind") == "op" and ops.get(attrs["op"]).chains
+
+    roots = set(G.graph.get("roots", ()))
+    inner: dict[Any, Any] = {}  # folded op -> the op it folds into
+    for op in G:
+        if not chaining(op):
+            continue
+        result = result_of(G, op)
+        users = [(v, k) for v, keyed in G._succ[result].items() for k in keyed]
+        if (G.nodes[result]["label"] is None and result not in roots and len(users) == 1
+                and chaining(users[0][0]) and G.nodes[users[0][0]]["op"] == G.nodes[op]["op"]):
+            inner[op] = users[0][0]
+    if not inner:
+        return G
+    H = G.copy()
+    folded = []
+    for top in (op for op in G if chaining(op) and op not in inner):
+        edges = _chain_operands(G, top, inner)
+        if len(edges) < min_operands or len(edges) == len(operand_edges(G, top)):
+            continue
+        for u, v, k in operand_edges(G, top):
+            H.remove_edge(u, v, k)
+        for arg, (u, v, k) in enumerate(edges):
+            H.add_edge(u, top, key=arg, **{**G.edges[u, v, k], "arg": arg})
+        folded.append(top)
+    gone = {op for op in inner if _top_of(op, inner) in folded}
+    H.remove_nodes_from([*gone, *(result_of(G, op) for op in gone)])
+    H.graph["backward_order"] = [op for op in G.graph["backward_order"] if op not in gone]
+    H.graph["notes"] = [*G.graph.get("notes", ()),
+                        "a chain of + whose inner sums have no name (Python's sum(), a "
+                        "neuron's weighted sum) is drawn as one +, each edge as it was"]
+    return H
+
+
+def _chain_operands(G: nx.MultiDiGraph, top: Any, inner: dict) -> list[tuple]:
+    """The operand edges of a chain ending at ``top``, inner sums replaced by theirs (in order)."""
+    found: list[tuple] = []
+    stack = list(reversed(operand_edges(G, top)))
+    while stack:
+        u, v, k = stack.pop()
+        producer = next(iter(G._pred[u]), None)
+        if producer is not None and inner.get(producer) == v:
+            stack.extend(reversed(operand_edges(G, producer)))
+        else:
+            found.append((u, v, k))
+    return found
+
+
+def _top_of(op: Any, inner: dict) -> Any:
+    while op in inner:
+        op = inner[op]
+    return op
 
 
 # ---------------------------------------------------------------- checking

@@ -18,7 +18,8 @@ from downstream (``∂L/∂r``), ``$dot`` the product sign (``·`` for scalars,
 operands in parentheses unless they are a name or a number (for a postfix
 sign: ``(Bᵀ)ᵀ``), ``$k`` how many entries a
 reduction averaged; for an op known only by name, ``$args`` are all its
-operands and ``$x`` the one differentiated.
+operands and ``$x`` the one differentiated; ``$terms`` are all operands
+joined by " + " (a folded chain of additions).
 
 How to add an op, e.g. ``sqrt``:
 
@@ -47,6 +48,7 @@ import numpy as np
 from .formatting import superscript
 
 __all__ = [
+    "ANY",
     "ATOM",
     "ENTRYWISE",
     "POSTFIX",
@@ -64,6 +66,9 @@ __all__ = [
     "names",
     "symbol",
 ]
+
+# The key of Op.forms for an op of any other number of operands (a chain, folded).
+ANY = 0
 
 # How a zero in the result's gradient reaches the operands' (Op.flow).
 ENTRYWISE, ROWS_COLUMNS = "entrywise", "rows and columns"
@@ -129,10 +134,18 @@ class Op:
     # The op tags other engines give it (micrograd's ``_op``: "+", "*", "ReLU");
     # a power's tag carries its exponent ("**2"), read by from_tag.
     tags: tuple[str, ...] = ()
+    # A chain of this op whose inner results nobody else uses is the op of all
+    # their operands at once (a + b + c): drawn as one, each edge as it was.
+    # Its form for any other number of operands is ``forms[ANY]``.
+    chains: bool = False
 
     def form(self, arity: int) -> Form:
         """The form for ``arity`` operands (the generic one if the op has none)."""
-        return self.forms.get(arity) or _generic_form(self.name, arity)
+        found = self.forms.get(arity)
+        if found is None and ANY in self.forms:
+            many = self.forms[ANY]
+            found = Form(many.expression, many.derivatives * arity, many.saved)
+        return found or _generic_form(self.name, arity)
 
     def saved(self, arity: int) -> tuple[int | str, ...]:
         return self.form(arity).saved
@@ -165,9 +178,10 @@ def _relu_gate(data: Any) -> Any:
 
 _OPS = [
     Op("add", "+", {2: Form(Writing("$a + $b", "$a + $b", SUM, (0, SUM)),
-                            (("$g", "$g"), ("$g", "$g")))},
+                            (("$g", "$g"), ("$g", "$g"))),
+                    ANY: Form(Writing("$terms", "$terms", SUM), (("$g", "$g"),))},
        "add passes the gradient through unchanged",
-       commutative=True, broadcasts=True, verb="add", torch_nodes=("Add",),
+       commutative=True, broadcasts=True, verb="add", torch_nodes=("Add",), chains=True,
        number_operands=True,
        tags=('+',)),
     Op("sub", "−", {2: Form(Writing("$a − $b", "$a - $b", SUM, (0, PRODUCT)),

@@ -28,7 +28,7 @@ import networkx as nx
 from . import foreign
 from .engine import Node, topological_order
 from .errors import BackpropvizError
-from .ir import to_networkx, validate
+from .ir import fold_chains, to_networkx, validate
 
 __all__ = ["DEFAULT_MAX_NODES", "ScriptError", "find_roots", "graph_of_script", "run_script",
            "without_gradients"]
@@ -48,7 +48,8 @@ class ScriptError(BackpropvizError):
 
 def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
                     backward: bool = True, max_nodes: int = DEFAULT_MAX_NODES,
-                    argv: Sequence[str] = (), quiet: bool = False) -> nx.MultiDiGraph:
+                    argv: Sequence[str] = (), quiet: bool = False,
+                    fold: bool = True) -> nx.MultiDiGraph:
     """Run the script at ``path`` and return the IR of its graph.
 
     ``roots`` names the values to draw from (default: the script's outputs,
@@ -57,7 +58,9 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
     forward pass only, even if the script ran backward itself. A graph over
     ``max_nodes`` values and ops is refused before anything runs on it.
     ``argv`` is what the script sees after its name in ``sys.argv``; ``quiet``
-    swallows what it prints.
+    swallows what it prints. With ``fold``, chains of additions whose inner
+    sums have no name (``sum(...)``, a neuron's weighted sum) are one op
+    (``ir.fold_chains``).
     """
     script = Path(path)
     if not script.is_file():
@@ -76,6 +79,8 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
             producer.backward(chosen)
         G = producer.graph(chosen)
     validate(G)
+    if fold:
+        G = fold_chains(G)
     return G if backward else without_gradients(G)
 
 

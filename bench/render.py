@@ -10,7 +10,12 @@ loss, built from backpropviz Values, about 1,000 values:
     <= 1.15x;
 (b) the same graph drawn the way micrograd's ``draw_dot`` does it: the
     ``graphviz`` package, one record node per value, for reference;
-(c) a scaling table by number of values, to place ``--max-nodes``.
+(c) a scaling table by number of values, to place ``--max-nodes``;
+(d) the scripts people bring: micrograd's demo network on one point (its
+    337-term L2 sum included) and a PyTorch RNN unrolled over 30, 100 and 300
+    steps, through the command line: time to SVG and peak memory, beside bare
+    ``dot`` on the same DOT (stopped after ``--dot-limit`` seconds), and bare
+    ``dot`` on the DOT the graph would have without folding its sums.
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ import random
 import resource
 import statistics
 import subprocess
+import sys
+import tempfile
+import textwrap
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import graphviz
 import networkx as nx
@@ -128,9 +137,101 @@ def micrograd_style(G: nx.MultiDiGraph) -> graphviz.Digraph:
     return dot
 
 
+DEMO = """
+import random
+from backpropviz.nn import MLP
+random.seed(1337)
+model = MLP(2, [16, 16, 1])
+score = model([0.5, -1.0])
+data_loss = (1 + -1.0 * score).relu()
+reg_loss = 1e-4 * sum(p * p for p in model.parameters())
+total_loss = data_loss + reg_loss
+total_loss.backward()
+"""
+
+RNN = """
+import torch
+torch.manual_seed(0)
+W = torch.randn(3, 3, requires_grad=True)
+U = torch.randn(3, 2, requires_grad=True)
+b = torch.zeros(3, requires_grad=True)
+xs = torch.randn({steps}, 2)
+h = torch.zeros(3)
+for t in range({steps}):
+    h = torch.tanh(W @ h + U @ xs[t] + b)
+loss = h.sum()
+loss.backward()
+"""
+
+# Runs the command line in a child and reports its peak memory (RSS of the
+# child and of the dot it starts).
+_MEASURED = textwrap.dedent("""
+    import resource, sys
+    from backpropviz.cli import main
+    status = main(sys.argv[1:])
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    print(f"PEAK {peak} {status}", file=sys.stderr)
+""")
+
+
+def cli_run(script: Path, out: Path, *options: str) -> tuple[float, int, int, str]:
+    """Wall seconds, peak KiB, exit status and last message of ``backpropviz render``."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _MEASURED, "render", str(script), "-o", str(out),
+                           *options], capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    peak_line = [line for line in done.stderr.splitlines() if line.startswith("PEAK")][-1]
+    _, peak, status = peak_line.split()
+    message = next((line for line in done.stderr.splitlines() if "error" in line), "")
+    return wall, int(peak), int(status), message
+
+
+def dot_within(source: str, limit: float) -> float | None:
+    """Seconds bare ``dot -Tsvg`` takes on ``source``, or None past ``limit``."""
+    start = time.perf_counter()
+    try:
+        subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True,
+                       timeout=limit, check=True)
+    except subprocess.TimeoutExpired:
+        return None
+    return time.perf_counter() - start
+
+
+def people_scripts(limit: float) -> None:
+    print(f"(d) scripts people bring, through the command line (bare dot stopped at {limit:g} s):")
+    print(f"    {'script':<22} {'nodes':>6} {'ours':>8} {'peak MiB':>9} {'bare dot':>9} "
+          f"{'unfolded, bare dot':>19}")
+    from backpropviz.ir import fold_chains
+    from backpropviz.script import graph_of_script
+
+    with tempfile.TemporaryDirectory() as folder:
+        cases = [("micrograd demo net", DEMO)] + [
+            (f"RNN, {steps} steps", RNN.format(steps=steps)) for steps in (30, 100, 300)]
+        for name, source in cases:
+            script = Path(folder) / "script.py"
+            script.write_text(source)
+            G = graph_of_script(script, quiet=True, fold=False)
+            folded = fold_chains(G)
+            wall, peak, status, message = cli_run(script, Path(folder) / "out.svg")
+            ours = f"{wall:.1f} s" if status == 0 else f"refused {wall:.1f} s"
+            bare = dot_within(to_dot(folded), limit)
+            unfolded = dot_within(to_dot(G), limit) if G is not folded else bare
+            print(f"    {name:<22} {folded.number_of_nodes():>6} {ours:>8} {peak / 1024:>9.0f} "
+                  f"{_seconds(bare, limit):>9} {_seconds(unfolded, limit):>19}")
+            if status:
+                print(f"      ({message.strip()[:110]}...)")
+
+
+def _seconds(value: float | None, limit: float) -> str:
+    return f"> {limit:g} s" if value is None else f"{value:.1f} s"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--dot-limit", type=float, default=120,
+                        help="seconds after which bare dot is stopped in (d)")
     parser.add_argument("--sizes", default="100,1000,2000,5000",
                         help="numbers of values for the scaling table")
     args = parser.parse_args()
@@ -168,6 +269,7 @@ def main() -> None:
         size = len(bare_dot(text))
         print(f"    {values_of(H):>7} {H.number_of_nodes():>11} {emit:>7.2f}s "
               f"{layout_time:>9.2f}s {emit + layout_time:>7.2f}s {size / 1e6:>7.1f}MB")
+    people_scripts(args.dot_limit)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 import random
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +16,15 @@ from backpropviz import (
     Tensor,
     Value,
     backward_steps,
+    draw,
     gradient_history,
     graph_of_script,
     to_networkx,
+    validate,
 )
 from backpropviz.captions import step_captions
 from backpropviz.check import disagreements
+from backpropviz.ir import fold_chains, operand_edges
 
 
 def same_float(a: float, b: float) -> bool:
@@ -217,3 +223,80 @@ def test_every_step_of_a_repeated_pass_adds_up():
     assert G.nodes[a_id]["grad"] == pytest.approx(2 * (2 * 1.5 + math.exp(1.5)))
     captions = [caption.text for caption in step_captions(G)]
     assert not any("∂b/∂a = " in text for text in captions)  # a had a gradient: += only
+
+
+# ---------------------------------------------------------------- nothing hangs
+
+DEMO = """
+import random
+from backpropviz.nn import MLP
+random.seed(1337)
+model = MLP(2, [16, 16, 1])
+score = model([0.5, -1.0])
+data_loss = (1 + -1.0 * score).relu()
+reg_loss = 1e-4 * sum(p * p for p in model.parameters())
+total_loss = data_loss + reg_loss
+total_loss.backward()
+"""
+
+RNN = """
+import torch
+torch.manual_seed(0)
+W = torch.randn(3, 3, requires_grad=True)
+U = torch.randn(3, 2, requires_grad=True)
+b = torch.zeros(3, requires_grad=True)
+xs = torch.randn({steps}, 2)
+h = torch.zeros(3)
+for t in range({steps}):
+    h = torch.tanh(W @ h + U @ xs[t] + b)
+loss = h.sum()
+loss.backward()
+"""
+
+
+def test_a_sum_chain_is_one_addition_whose_edges_carry_what_they_carried():
+    terms = [Value(float(i), label=f"p{i}") for i in range(1, 6)]
+    total = sum(p * p for p in terms)  # ((0 + p1²) + p2²) + ...
+    total.label = "total"
+    total.backward()
+    G = to_networkx(total)
+    H = fold_chains(G)
+    validate(H)
+    (add,) = [op for op, name in H.nodes(data="op") if name == "add"]
+    squares = [u for u, _, _ in operand_edges(H, add)]
+    assert len(squares) == 6  # the 0 that sum() starts from, then five squares
+    assert all(H.edges[edge]["grad"] == 1.0 for edge in operand_edges(H, add))
+    assert [H.nodes[u]["data"] for u in squares] == [0.0, 1.0, 4.0, 9.0, 16.0, 25.0]
+    assert disagreements(H) == []
+    assert len(backward_steps(H)) == len(backward_steps(G)) - 4
+    for p in terms:  # the gradients are the engine's: d(Σp²)/dp = 2p
+        assert p.grad == 2 * p.data
+    assert "∂total/∂(p1·p1) = ∂total/∂total,  ∂total/∂(p2·p2)" in step_captions(H)[1].text
+
+
+def test_micrograds_demo_network_is_drawn_quickly(tmp_path):
+    script = tmp_path / "demo.py"
+    script.write_text(DEMO)
+    G = graph_of_script(script, quiet=True)
+    assert G.number_of_nodes() < 2000  # its 337-term L2 sum and neurons' sums folded
+    assert disagreements(G) == []
+    draw(G).pipe("svg")  # in seconds; before folding, dot ran for many minutes
+
+
+def test_a_long_unrolled_loop_is_refused_at_once_and_a_shorter_one_drawn(tmp_path):
+    pytest.importorskip("torch")
+    cli = [sys.executable, "-m", "backpropviz", "render"]
+    script = tmp_path / "rnn300.py"
+    script.write_text(RNN.format(steps=300))
+    start = time.monotonic()
+    done = subprocess.run([*cli, str(script), "-o", str(tmp_path / "rnn.svg")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and time.monotonic() - start < 20
+    assert "graphviz would need minutes for this graph" in done.stderr
+    assert not (tmp_path / "rnn.svg").exists()
+    script = tmp_path / "rnn30.py"
+    script.write_text(RNN.format(steps=30))
+    done = subprocess.run([*cli, str(script), "-o", str(tmp_path / "rnn.svg")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert disagreements(graph_of_script(script, quiet=True)) == []
