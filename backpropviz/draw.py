@@ -486,6 +486,13 @@ class _Writer:
 
     # -------------------------------------------------------- legend
 
+    def gates(self) -> str:
+        """What zeroed gradients in this picture: "a dead ReLU", "dropout"…"""
+        names = sorted({ops.get(op).gate_name for _, op, dead in
+                        ((n, a.get("op"), a.get("dead")) for n, a in self.G.nodes(data=True))
+                        if dead is not None and op is not None and ops.get(op).gate_name})
+        return " or ".join(names) or "a gate"
+
     def legend_html(self) -> str | None:
         """A key to the colours; the same at every backward step."""
         t = self.t
@@ -502,7 +509,8 @@ class _Writer:
         if self.dead_values or self.dead_edges:
             items.append(f'<TABLE BORDER="0" CELLPADDING="1" CELLSPACING="0">'
                          f'<TR><TD BGCOLOR="{t.dead_fill}">{_font("0", t.dead_text, LEGEND_PT)}'
-                         f'</TD><TD>{_font(" zeroed by a dead ReLU", t.muted, LEGEND_PT)}</TD></TR>'
+                         f'</TD><TD>{_font(" zeroed by " + self.gates(), t.muted, LEGEND_PT)}'
+                         "</TD></TR>"
                          "</TABLE>")
         if any(expected is not None for _, expected in self.G.nodes(data="expected")):
             items.append(_font("wrong gradient", t.dead_text, LEGEND_PT)

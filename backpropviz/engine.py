@@ -448,7 +448,7 @@ class Tensor(Node):
     PyTorch, ``.grad`` is None until a backward pass reaches the tensor.
     """
 
-    __slots__ = ("axis",)
+    __slots__ = ("axis", "keep", "rate")
     _no_grad = None  # PyTorch's .grad before backward
 
     def __init__(self, data: Any, label: str | None = None, requires_grad: bool = False,
@@ -462,6 +462,7 @@ class Tensor(Node):
         self.operands = _children
         self.exponent = exponent
         self.axis = axis
+        self.keep = self.rate = None  # dropout's mask and p
         self.requires_grad = requires_grad
         self._index = next(_creation_counter)
         self._sent = self._step = self._seed = self._sums = self._used = None
@@ -691,6 +692,21 @@ class Tensor(Node):
         # φ'(z) = 1[z > 0]: the ReLU passes the gradient where the unit is alive
         # and blocks it where it is dead, an exact zero.
         return (np.where(node.operands[0].data > 0, g, 0.0),)
+
+    def dropout(self, p: float = 0.5, seed: int | None = None) -> Tensor:
+        """Inverted dropout, as in training: each entry is kept with probability
+        1 − p and scaled by 1/(1 − p), the others set to 0 (``seed`` fixes the mask)."""
+        if not 0 <= p < 1:
+            raise EngineError(f"dropout's p is the probability of dropping, in [0, 1); got {p}")
+        keep = np.random.default_rng(seed).random(self.shape) >= p
+        out = self._unary("dropout", np.where(keep, self.data / (1 - p), 0.0))
+        out.keep, out.rate = keep, p
+        return out
+
+    @_tensor_rule("dropout")
+    def _dropout_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
+        # d(m a / (1-p))/da = m / (1-p): kept units pass it scaled, dropped ones nothing.
+        return (np.where(node.keep, g / (1 - node.rate), 0.0),)
 
     def tanh(self) -> Tensor:
         return self._unary("tanh", np.tanh(self.data))

@@ -88,6 +88,9 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
             if isinstance(axis, int):  # a reduction's axis (an index is not kept)
                 attrs["axis"] = axis
             dead = ops.dead_units(node.op, node.operands[0].data)
+            if getattr(node, "keep", None) is not None:  # dropout: the mask it applied
+                attrs.update(mask=node.keep.astype(float).tolist(), p=node.rate)
+                dead = (~node.keep).tolist()
             if dead is not None:
                 attrs["dead"] = dead
             G.add_node(oid, **attrs)
@@ -370,7 +373,7 @@ def from_node_link(data: Mapping) -> nx.MultiDiGraph:
 
 # GraphML holds only strings, numbers and booleans, one type per key: these
 # keys are written as JSON text so that a reader gets the arrays back.
-_JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected")
+_JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected", "mask")
 _JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes")
 
 

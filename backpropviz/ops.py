@@ -120,6 +120,10 @@ class Op:
     # operand's data (a ReLU at z <= 0); None for an op that never does.
     gate: Callable[[Any], Any] | None = None
     gate_note: str = ""  # added to the rule where some entries are blocked
+    gate_name: str = ""  # what blocks them, for the legend: "a dead ReLU"
+    # The op draws a mask of its own (dropout's kept units, attribute "mask")
+    # and blocks the gradient where it is 0.
+    masked: bool = False
     # How entries of the result's gradient reach an operand's: ENTRYWISE
     # (entry i from entry i, where the shapes match) or ROWS_COLUMNS (rows of
     # the left factor from rows of the result, columns of the right from columns).
@@ -229,9 +233,15 @@ _OPS = [
                               # The book's order: the upstream gradient, gated by φ'(z) = 1[z > 0].
                               "$g $dot 1[$a>0]", r"$g $dot \mathbf{1}[$a > 0]", saved=(0,)),
        "ReLU gates the gradient: it passes where the input is positive and stops elsewhere",
-       gate=_relu_gate, gate_note="dead units (input ≤ 0) pass nothing",
+       gate=_relu_gate, gate_note="dead units (input ≤ 0) pass nothing", gate_name="a dead ReLU",
        torch_nodes=("Relu",),
        tags=('ReLU', 'relu')),
+    Op("dropout", "dropout", _unary(_function("dropout", r"\mathrm{dropout}"),
+                                    "$g $dot m / (1 − p)", r"$g $dot m / (1 - p)"),
+       "dropout passes the gradient to the units it kept (m = 1), times 1/(1 − p), and none "
+       "to those it dropped", masked=True, gate_note="dropped units pass nothing",
+       gate_name="dropout", torch_functions=("dropout", "feature_dropout"),
+       tags=("dropout",)),
     Op("tanh", "tanh", _unary(_function("tanh", r"\tanh"),
                               "(1 − $r²) $dot $g", r"\left(1 - $r^{2}\right) $dot $g",
                               saved=("out",)),

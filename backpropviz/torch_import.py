@@ -60,16 +60,20 @@ def _function_name(func: Any) -> str:
 
 
 def _op_name(function: str, node_class: str | None) -> str:
-    """The IR op for a call: its autograd node's canonical name, else the function's name."""
-    if node_class is not None:
-        canonical = ops.from_torch_node(re.sub(r"Backward\d*$", "", node_class))
-        if canonical is not None:
-            return canonical
+    """The IR op for a call: the op the script called, if the registry knows it (dropout,
+    not the multiplication it is made of), else its autograd node's, else its name."""
     match = _REFLECTED.fullmatch(function) or _IN_PLACE_DUNDER.fullmatch(function)
     name = match.group(1) if match else function.strip("_")
     if name.endswith("_"):  # in place: relu_ is relu applied to the tensor itself
         name = name[:-1]
-    return ops.from_torch_function(name)
+    called = ops.from_torch_function(name)
+    if called in ops.names():
+        return called
+    if node_class is not None:
+        canonical = ops.from_torch_node(re.sub(r"Backward\d*$", "", node_class))
+        if canonical is not None:
+            return canonical
+    return called
 
 
 # ---------------------------------------------------------------- recording
@@ -101,6 +105,8 @@ class _Call:
     nodes: list[Any]  # every autograd node the call created, the output's first
     external: list[tuple[Any, int, Any]]  # (node, input index, link) edges leaving the call
     exponent: float | None = None
+    mask: Any = None  # dropout's kept units (1) and dropped ones (0)
+    rate: float | None = None  # dropout's p
     saved: list[tuple[Any, int]] = field(default_factory=list)  # (storage key, nbytes)
     saved_names: dict[str, int] = field(default_factory=dict)  # "self"/"other" -> nbytes
     problem: str | None = None
@@ -270,6 +276,8 @@ class Recording:
                 linked.add(link)
                 call.operands.append(self._operand_for_link(link, (index, 0, len(flat) + 1)))
         self._note_saved(call)
+        if spec.masked:
+            _note_mask(call, node, flat)
         if new_nodes > 1 or any(t.output_nr != 0 for t in outputs):
             call.problem = (f"{function} returns several tensors that require grad; "
                             "backpropviz draws ops with one result")
@@ -343,6 +351,16 @@ class Recording:
         record.inputs = [_add(a, b) for a, b in zip(record.inputs, inputs, strict=True)]
         record.output = _add(record.output, output)
         record.step = step
+
+
+def _note_mask(call: _Call, node: Any, flat: list) -> None:
+    """Dropout's mask, as autograd keeps it (the factor it multiplies by: 0 or 1/(1 - p)),
+    and its p (the first number the call was given)."""
+    factor = getattr(node, "_saved_other", None)
+    p = next((float(x) for x in flat[1:] if _is_number(x)), None)
+    if factor is not None and p is not None:
+        call.mask = (factor.detach() != 0).double().clone()
+        call.rate = p
 
 
 def _gradient_hook(recording: weakref.ref, call: _Call, position: int) -> Any:
@@ -643,6 +661,8 @@ class _Builder:
         if call.operands and ops.get(call.op).gate is not None:
             dead = ops.dead_units(call.op, self._tensor_value(call.operands[0].key))
             attrs["dead"] = dead
+        if call.mask is not None:
+            attrs.update(mask=_plain(call.mask), p=call.rate, dead=(call.mask == 0).tolist())
         return attrs
 
     def _tensor_value(self, key: Any) -> Any:

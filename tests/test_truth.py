@@ -300,3 +300,50 @@ def test_a_long_unrolled_loop_is_refused_at_once_and_a_shorter_one_drawn(tmp_pat
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert disagreements(graph_of_script(script, quiet=True)) == []
+
+
+# ---------------------------------------------------------------- every op drawn as what it is
+
+
+def test_dropout_is_drawn_as_dropout_with_the_mask_it_applied():
+    x = Tensor([1.0, 2.0, 3.0, 4.0, 5.0], requires_grad=True)
+    h = x.dropout(p=0.2, seed=3)
+    loss = (h * h).sum()
+    loss.backward()
+    G = to_networkx(loss, names={"x": x, "h": h, "loss": loss})
+    (op,) = [node for node, name in G.nodes(data="op") if name == "dropout"]
+    attrs = G.nodes[op]
+    kept = np.asarray(attrs["mask"], dtype=bool)
+    assert attrs["p"] == 0.2 and attrs["dead"] == (~kept).tolist()
+    # By hand: h = m x / 0.8, dloss/dx = 2 h m / 0.8.
+    values = by_label(G)
+    expected_h = np.where(kept, np.arange(1.0, 6.0) / 0.8, 0.0)
+    np.testing.assert_allclose(values["h"]["data"], expected_h)
+    np.testing.assert_allclose(values["x"]["grad"], 2 * expected_h * kept / 0.8)
+    assert "dropout" in step_captions(G)[-1].rule
+    assert "zeroed by dropout" in draw(G).source
+
+
+def test_pytorch_dropout_is_drawn_as_dropout_not_as_a_product(tmp_path):
+    torch = pytest.importorskip("torch")
+    script = tmp_path / "drop.py"
+    script.write_text("import torch\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
+                      "x = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], requires_grad=True)\n"
+                      "h = F.dropout(x, p=0.2)\nloss = (h * h).sum()\nloss.backward()\n")
+    G = graph_of_script(script, quiet=True)
+    names = [name for _, name in G.nodes(data="op") if name]
+    assert names == ["dropout", "mul", "sum"]
+    (op,) = [node for node, name in G.nodes(data="op") if name == "dropout"]
+    kept = np.asarray(G.nodes[op]["mask"], dtype=bool)
+    values = by_label(G)
+    # The same in plain PyTorch, with the same seed: the mask torch drew.
+    torch.manual_seed(0)
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], requires_grad=True)
+    h = torch.nn.functional.dropout(x, p=0.2)
+    (h * h).sum().backward()
+    assert kept.tolist() == (h.detach() != 0).tolist()
+    np.testing.assert_allclose(values["h"]["data"], h.detach().numpy())
+    np.testing.assert_allclose(values["x"]["grad"], x.grad.numpy())
+    assert G.nodes[op]["p"] == 0.2
+    assert not any(attrs["role"] == "const" for _, attrs in G.nodes(data=True)
+                   if attrs["kind"] == "value")  # no "× 0.2"
