@@ -26,7 +26,7 @@ from .captions import name_parts
 from .engine import Node
 from .errors import BackpropvizError
 from .files import make_folder, write_atomically
-from .formatting import MAX_ITEMS, display_number, format_array, grid_indices
+from .formatting import MAX_ITEMS, display_number, grid_indices
 from .ir import IRError, fold_chains, operand_edges, to_networkx, validate
 from .steps import StepState, backward_steps, dead_masks, gradient_history, state_at
 from .style import (
@@ -132,8 +132,6 @@ def _grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]
     if type(x) is float:  # the common case, a scalar Value: no numpy on the way
         return [[_scalar_text(x, precision)]], [[()]]
     array = np.asarray(x, dtype=np.float64)
-    if array.ndim > 2:
-        return [[format_array(array)[0][0]]], [[None]]
     grid = grid_indices(array.shape, MAX_ITEMS)
     texts = [[cell if isinstance(cell, str) else display_number(array[cell], precision)
               for cell in row] for row in grid]
@@ -188,12 +186,13 @@ def _array_html(texts: list[list[str]], color: str, theme: Theme, *, size: float
         for c, text in enumerate(row):
             width = f' WIDTH="{widths[c]}"' if widths else ""
             index = indices[r][c] if indices else None
-            body = " " if hidden else escape(text)
+            body = " " if hidden or not text else escape(text)
             if not hidden and dead is not None and index is not None and dead[index]:
                 cells.append(f'<TD ALIGN="RIGHT"{width} BGCOLOR="{theme.dead_fill}">'
                              f"{_font(body, theme.dead_text, size)}</TD>")
             else:
-                align = "RIGHT" if index is not None else "CENTER"
+                # Numbers right, ellipses centred, a slice's "[0,1]" left.
+                align = "RIGHT" if index is not None else "LEFT" if text[:1] == "[" else "CENTER"
                 cells.append(f'<TD ALIGN="{align}"{width}>{_font(body, color, size)}</TD>')
         rows.append(cells)
     if brackets:

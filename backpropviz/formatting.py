@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 
 __all__ = [
     "MAX_ITEMS",
+    "MAX_SLICES",
     "changed_note",
     "dead_cells",
     "display_number",
@@ -19,6 +21,7 @@ __all__ = [
 ]
 
 MAX_ITEMS = 6  # rows or columns shown of an array before eliding the middle
+MAX_SLICES = 4  # matrices shown of an array of three or more axes
 
 _SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
 
@@ -62,6 +65,23 @@ def grid_indices(shape: tuple[int, ...], max_items: int = MAX_ITEMS) -> list[lis
         head = max_items - 2
         return [*range(head), None, n - 1]
 
+    if len(shape) > 2:
+        # Matrices of the last two axes, each under a row naming its leading
+        # indices ("[0,1]"), the middle ones elided past MAX_SLICES.
+        leads = list(itertools.product(*(range(n) for n in shape[:-2])))
+        if len(leads) > MAX_SLICES:
+            leads = [*leads[:MAX_SLICES - 1], None, leads[-1]]
+        inner = grid_indices(shape[-2:], max_items)
+        blank = [""] * (len(inner[0]) - 1)
+        grid: list[list[tuple | str]] = []
+        for lead in leads:
+            if lead is None:
+                grid.append(["⋮", *blank])
+                continue
+            grid.append([f"[{','.join(map(str, lead))}]", *blank])
+            grid.extend([cell if isinstance(cell, str) else (*lead, *cell) for cell in row]
+                        for row in inner)
+        return grid
     if len(shape) == 0:
         return [[()]]
     if len(shape) == 1:
@@ -88,11 +108,10 @@ def format_array(x: Any, precision: int = 4, max_items: int = MAX_ITEMS) -> list
 
     A scalar is ``[["2"]]``, a vector of n entries a column of n rows, a
     matrix its rows; axes longer than ``max_items`` are elided in the middle.
-    Arrays of three or more axes are summarised by their shape.
+    An array of three or more axes is its matrices of the last two, each under
+    its leading indices (``grid_indices``).
     """
     array = np.asarray(x, dtype=np.float64)
-    if array.ndim > 2:
-        return [["×".join(map(str, array.shape)) + " array"]]
     return [[cell if isinstance(cell, str) else format_number(array[cell], precision)
              for cell in row] for row in grid_indices(array.shape, max_items)]
 

@@ -340,7 +340,7 @@ def test_no_partial_file_when_rendering_stops(add_mul, tmp_path, monkeypatch, er
 
 def test_dead_marks_land_on_their_entries_when_an_array_is_shortened():
     from backpropviz.animate.mobjects import Table, TextStore
-    from backpropviz.draw import format_array
+    from backpropviz.formatting import format_array
 
     # Ten entries are drawn as 0 1 2 3 ⋮ 9: entry 4 is elided, entry 9 is the last row.
     dead = np.zeros(10, dtype=bool)

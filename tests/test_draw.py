@@ -87,7 +87,12 @@ def test_format_array_lays_out_vectors_as_columns_and_elides_long_axes():
     big = format_array(np.arange(100.0).reshape(10, 10))
     assert big[0] == ["0", "1", "2", "3", "…", "9"]
     assert big[4] == ["⋮", "⋮", "⋮", "⋮", "⋱", "⋮"]
-    assert format_array(np.zeros((2, 3, 4))) == [["2×3×4 array"]]
+    # Three or more axes: the matrices of the last two, under their leading indices.
+    cube = format_array(np.arange(8.0).reshape(2, 2, 2))
+    assert cube == [["[0]", ""], ["0", "1"], ["2", "3"], ["[1]", ""], ["4", "5"], ["6", "7"]]
+    many = format_array(np.zeros((9, 1, 1)))
+    assert [row[0] for row in many if row[0].startswith(("[", "⋮"))] == [
+        "[0]", "[1]", "[2]", "⋮", "[8]"]
 
 
 # ---------------------------------------------------------------- DOT

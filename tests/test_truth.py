@@ -347,3 +347,23 @@ def test_pytorch_dropout_is_drawn_as_dropout_not_as_a_product(tmp_path):
     assert G.nodes[op]["p"] == 0.2
     assert not any(attrs["role"] == "const" for _, attrs in G.nodes(data=True)
                    if attrs["kind"] == "value")  # no "× 0.2"
+
+
+def test_a_conv_kernels_numbers_are_drawn(tmp_path):
+    torch = pytest.importorskip("torch")
+    script = tmp_path / "conv.py"
+    script.write_text(
+        "import torch\nimport torch.nn.functional as F\n"
+        "image = torch.arange(16.0).reshape(1, 1, 4, 4)\n"
+        "kernel = torch.tensor([[[[1.0, 0.0, -1.0], [2.0, 0.0, -2.0], [1.0, 0.0, -1.0]]]],"
+        " requires_grad=True)\nout = F.conv2d(image, kernel)\nloss = (out ** 2).mean()\n"
+        "loss.backward()\n")
+    G = graph_of_script(script, quiet=True)
+    svg = draw(G).svg
+    image = torch.arange(16.0).reshape(1, 1, 4, 4)
+    kernel = torch.tensor([[[[1.0, 0.0, -1.0], [2.0, 0.0, -2.0], [1.0, 0.0, -1.0]]]],
+                          requires_grad=True)
+    (torch.nn.functional.conv2d(image, kernel) ** 2).mean().backward()
+    for number in kernel.grad.flatten().tolist():  # each of the kernel's 9 gradients
+        assert f">{number:g}<".replace("-", "\u2212") in svg
+    assert ">[0,0]<" in svg

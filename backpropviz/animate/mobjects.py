@@ -173,7 +173,7 @@ class Table(VGroup):
         # lays them out, so its grid of indices maps each cell to its entry.
         dead = [[False] * len(row) for row in cells] if dead is None else dead_cells(dead)
         texts = [[store.text(cell.replace("-", "−"), em,
-                             dead_color if dead[i][j] else color)
+                             dead_color if dead[i][j] else color) if cell else VMobject()
                   for j, cell in enumerate(row)] for i, row in enumerate(cells)]
         widths = list(widths or table_widths(texts))
         self.widths = widths
