@@ -398,10 +398,13 @@ def _version(tensor: Any) -> int:
 
 
 def _storage_key(tensor: Any) -> tuple:
-    """Where a tensor's numbers live: a saved tensor is a value if they live in the same place."""
+    """Where a tensor's numbers live: a saved tensor is a value if they live in the same place.
+
+    The shape's layout is left out, so a view of a value (nn.Linear saves its
+    weight transposed) is that value; its size is kept, so a slice is not.
+    """
     try:
-        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(),
-                tuple(tensor.shape), tuple(tensor.stride()))
+        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.numel())
     except (RuntimeError, NotImplementedError):  # sparse and other storage-less layouts
         return ("no storage", id(tensor))
 
@@ -500,6 +503,9 @@ class _Builder:
             elif isinstance(obj, module):  # a network: its parameters as net.0.weight, ...
                 for parameter_name, parameter in obj.named_parameters():
                     self.name_of.setdefault(("leaf", id(parameter)), f"{name}.{parameter_name}")
+                # ... and its buffers (batch norm's running statistics) as net.1.running_mean
+                for buffer_name, buffer in obj.named_buffers():
+                    self.name_of.setdefault(("leaf", id(buffer)), f"{name}.{buffer_name}")
 
     def build(self, roots: tuple) -> nx.MultiDiGraph:
         calls = self._calls_needed(roots)
