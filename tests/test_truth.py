@@ -367,3 +367,19 @@ def test_a_conv_kernels_numbers_are_drawn(tmp_path):
     for number in kernel.grad.flatten().tolist():  # each of the kernel's 9 gradients
         assert f">{number:g}<".replace("-", "\u2212") in svg
     assert ">[0,0]<" in svg
+
+
+def test_a_torch_networks_buffers_are_named_and_its_saved_weights_counted(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "seq.py"
+    script.write_text(
+        "import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+        "model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.ReLU(), nn.Linear(3, 1))\n"
+        "x = torch.randn(4, 2)\ny = torch.randn(4, 1)\n"
+        "loss = nn.functional.mse_loss(model(x), y)\nloss.backward()\n")
+    values = by_label(graph_of_script(script, quiet=True))
+    assert {"model.1.running_mean", "model.1.running_var"} <= set(values)
+    # The second layer's input needs a gradient, so autograd keeps its weight
+    # (transposed): 3 float32 numbers. The first layer's input is data: not kept.
+    assert values["model.3.weight"]["stored"] and values["model.3.weight"]["nbytes"] == 12
+    assert not values["model.0.weight"]["stored"]
