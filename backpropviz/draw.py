@@ -623,8 +623,8 @@ def run_dot(source: str, format: str = "svg") -> bytes:
                 if waited >= limit:
                     raise DrawError(
                         f"dot did not finish the layout within {limit:g} s, so it was stopped; "
-                        "draw a smaller graph (name a ROOT nearer the inputs, use the Tensor "
-                        "form or a group), or give it longer with --timeout") from None
+                        "draw a smaller graph (name a ROOT nearer the inputs, or fewer steps "
+                        "of a loop), or give it longer with --timeout") from None
                 if waited > 3 and sys.stderr.isatty():
                     sys.stderr.write(f"\rlaying out with dot: {waited:.0f} s "
                                      f"(stopped at {limit:g} s)")
