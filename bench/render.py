@@ -21,6 +21,7 @@ loss, built from backpropviz Values, about 1,000 values:
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import statistics
@@ -137,31 +138,7 @@ def micrograd_style(G: nx.MultiDiGraph) -> graphviz.Digraph:
     return dot
 
 
-DEMO = """
-import random
-from backpropviz.nn import MLP
-random.seed(1337)
-model = MLP(2, [16, 16, 1])
-score = model([0.5, -1.0])
-data_loss = (1 + -1.0 * score).relu()
-reg_loss = 1e-4 * sum(p * p for p in model.parameters())
-total_loss = data_loss + reg_loss
-total_loss.backward()
-"""
-
-RNN = """
-import torch
-torch.manual_seed(0)
-W = torch.randn(3, 3, requires_grad=True)
-U = torch.randn(3, 2, requires_grad=True)
-b = torch.zeros(3, requires_grad=True)
-xs = torch.randn({steps}, 2)
-h = torch.zeros(3)
-for t in range({steps}):
-    h = torch.tanh(W @ h + U @ xs[t] + b)
-loss = h.sum()
-loss.backward()
-"""
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 # Runs the command line in a child and reports its peak memory (RSS of the
 # child and of the dot it starts).
@@ -175,11 +152,11 @@ _MEASURED = textwrap.dedent("""
 """)
 
 
-def cli_run(script: Path, out: Path, *options: str) -> tuple[float, int, int, str]:
+def cli_run(script: Path, out: Path, env: dict) -> tuple[float, int, int, str]:
     """Wall seconds, peak KiB, exit status and last message of ``backpropviz render``."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _MEASURED, "render", str(script), "-o", str(out),
-                           *options], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", _MEASURED, "render", str(script), "-o", str(out)],
+                          capture_output=True, text=True, env={**os.environ, **env})
     wall = time.perf_counter() - start
     peak_line = [line for line in done.stderr.splitlines() if line.startswith("PEAK")][-1]
     _, peak, status = peak_line.split()
@@ -206,14 +183,14 @@ def people_scripts(limit: float) -> None:
     from backpropviz.script import graph_of_script
 
     with tempfile.TemporaryDirectory() as folder:
-        cases = [("micrograd demo net", DEMO)] + [
-            (f"RNN, {steps} steps", RNN.format(steps=steps)) for steps in (30, 100, 300)]
-        for name, source in cases:
-            script = Path(folder) / "script.py"
-            script.write_text(source)
+        cases = [("micrograd demo net", SCRIPTS / "micrograd_demo.py", {})] + [
+            (f"RNN, {steps} steps", SCRIPTS / "rnn_unrolled.py", {"STEPS": str(steps)})
+            for steps in (30, 100, 300)]
+        for name, script, env in cases:
+            os.environ.update(env)
             G = graph_of_script(script, quiet=True, fold=False)
             folded = fold_chains(G)
-            wall, peak, status, message = cli_run(script, Path(folder) / "out.svg")
+            wall, peak, status, message = cli_run(script, Path(folder) / "out.svg", env)
             ours = f"{wall:.1f} s" if status == 0 else f"refused {wall:.1f} s"
             bare = dot_within(to_dot(folded), limit)
             unfolded = dot_within(to_dot(G), limit) if G is not folded else bare

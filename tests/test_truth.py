@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import random
 import subprocess
 import sys
@@ -227,31 +228,7 @@ def test_every_step_of_a_repeated_pass_adds_up():
 
 # ---------------------------------------------------------------- nothing hangs
 
-DEMO = """
-import random
-from backpropviz.nn import MLP
-random.seed(1337)
-model = MLP(2, [16, 16, 1])
-score = model([0.5, -1.0])
-data_loss = (1 + -1.0 * score).relu()
-reg_loss = 1e-4 * sum(p * p for p in model.parameters())
-total_loss = data_loss + reg_loss
-total_loss.backward()
-"""
-
-RNN = """
-import torch
-torch.manual_seed(0)
-W = torch.randn(3, 3, requires_grad=True)
-U = torch.randn(3, 2, requires_grad=True)
-b = torch.zeros(3, requires_grad=True)
-xs = torch.randn({steps}, 2)
-h = torch.zeros(3)
-for t in range({steps}):
-    h = torch.tanh(W @ h + U @ xs[t] + b)
-loss = h.sum()
-loss.backward()
-"""
+BENCH_SCRIPTS = Path(__file__).resolve().parent.parent / "bench" / "scripts"
 
 
 def test_a_sum_chain_is_one_addition_whose_edges_carry_what_they_carried():
@@ -274,31 +251,28 @@ def test_a_sum_chain_is_one_addition_whose_edges_carry_what_they_carried():
     assert "∂total/∂(p1·p1) = ∂total/∂total,  ∂total/∂(p2·p2)" in step_captions(H)[1].text
 
 
-def test_micrograds_demo_network_is_drawn_quickly(tmp_path):
-    script = tmp_path / "demo.py"
-    script.write_text(DEMO)
-    G = graph_of_script(script, quiet=True)
+def test_micrograds_demo_network_is_drawn_quickly():
+    G = graph_of_script(BENCH_SCRIPTS / "micrograd_demo.py", quiet=True)
     assert G.number_of_nodes() < 2000  # its 337-term L2 sum and neurons' sums folded
     assert disagreements(G) == []
     draw(G).pipe("svg")  # in seconds; before folding, dot ran for many minutes
 
 
-def test_a_long_unrolled_loop_is_refused_at_once_and_a_shorter_one_drawn(tmp_path):
+def test_a_long_unrolled_loop_is_refused_at_once_and_a_shorter_one_drawn(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    cli = [sys.executable, "-m", "backpropviz", "render"]
-    script = tmp_path / "rnn300.py"
-    script.write_text(RNN.format(steps=300))
+    script = BENCH_SCRIPTS / "rnn_unrolled.py"
+    cli = [sys.executable, "-m", "backpropviz", "render", str(script), "-o",
+           str(tmp_path / "rnn.svg")]
     start = time.monotonic()
-    done = subprocess.run([*cli, str(script), "-o", str(tmp_path / "rnn.svg")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "STEPS": "300"})
     assert done.returncode == 1 and time.monotonic() - start < 20
     assert "graphviz would need minutes for this graph" in done.stderr
     assert not (tmp_path / "rnn.svg").exists()
-    script = tmp_path / "rnn30.py"
-    script.write_text(RNN.format(steps=30))
-    done = subprocess.run([*cli, str(script), "-o", str(tmp_path / "rnn.svg")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "STEPS": "30"})
     assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("STEPS", "30")
     assert disagreements(graph_of_script(script, quiet=True)) == []
 
 
