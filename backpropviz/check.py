@@ -293,7 +293,6 @@ def _first_wrong_op(graph: foreign.ForeignGraph, reference: dict, report: Report
             return
 
 
-
 def disagreements(G: nx.MultiDiGraph) -> list[str]:
     """Where a picture does not agree with itself: each drawn op whose forward the
     reference engine knows, whose drawn result is not the op of its drawn operands.

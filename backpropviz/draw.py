@@ -395,11 +395,14 @@ class _Writer:
             rows.append(f'<TR><TD COLSPAN="{span}">{" ".join(header)}</TD></TR>')
         rows.append("<TR>" + "".join(body) + "</TR>")
         if attrs.get("expected") is not None:
+            # Beside the wrong gradient once it is shown; until then its room is kept
+            # (in no colour), so that every step has the same layout.
             span = 3 if partials and is_array else 2 if partials else 1
             expected = _grid_texts(attrs["expected"], o.precision)[0]
+            colour = t.dead_text if node in self.state.grads else "transparent"
             rows.append(f'<TR><TD COLSPAN="{span}" ALIGN="RIGHT">'
                         + _font("expected " + ", ".join(cell for row in expected for cell in row),
-                                t.dead_text, LEGEND_PT) + "</TD></TR>")
+                                colour, LEGEND_PT) + "</TD></TR>")
         label = (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1" '
                  f'COLOR="{rule}">' + "".join(rows) + "</TABLE>>")
         return {"id": str(node), "class": " ".join(classes), "shape": "box",
