@@ -396,10 +396,11 @@ class _Writer:
         rows.append("<TR>" + "".join(body) + "</TR>")
         if attrs.get("expected") is not None:
             # Beside the wrong gradient once it is shown; until then its room is kept
-            # (in no colour), so that every step has the same layout.
+            # (in the box's own fill: graphviz has no transparent text), so that
+            # every step has the same layout.
             span = 3 if partials and is_array else 2 if partials else 1
             expected = _grid_texts(attrs["expected"], o.precision)[0]
-            colour = t.dead_text if node in self.state.grads else "transparent"
+            colour = t.dead_text if node in self.state.grads else fill
             rows.append(f'<TR><TD COLSPAN="{span}" ALIGN="RIGHT">'
                         + _font("expected " + ", ".join(cell for row in expected for cell in row),
                                 colour, LEGEND_PT) + "</TD></TR>")

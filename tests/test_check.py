@@ -139,3 +139,17 @@ def test_gradients_that_are_not_one_backward_are_not_graded(script, root, reason
 def test_tuple_children_and_negation_pass(script):
     done = check(script)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_expected_gradient_appears_with_the_gradient_in_the_step_views(monkeypatch):
+    from backpropviz.check import check_script
+    from backpropviz.draw import draw
+
+    monkeypatch.setenv("ENGINE", "Overwrites")
+    monkeypatch.chdir(ENGINES)
+    G = check_script("graded.py").graph
+    first, last = draw(G, step=0).svg, draw(G).svg
+    assert first.count(">expected ") == last.count(">expected ") > 0
+    box = 'fill="#ffffff"'  # the first wrong value, x, is an input in a white box
+    assert box in first.split(">expected ")[0].rsplit("<text", 1)[1]
+    assert 'fill="#a3121f"' in last.split(">expected ")[0].rsplit("<text", 1)[1]
