@@ -22,7 +22,7 @@ import networkx as nx
 import numpy as np
 
 from . import foreign, ops
-from .captions import name_parts
+from .captions import name_parts, value_names
 from .engine import Node
 from .errors import BackpropvizError
 from .files import make_folder, write_atomically
@@ -35,6 +35,7 @@ from .style import (
     CURRENT_OP_PEN,
     DEAD_PEN,
     EDGE_PEN,
+    EXPRESSION_PT,
     FONT,
     LABEL_PT,
     LEGEND_PT,
@@ -216,6 +217,7 @@ class _Options:
     forward_only: bool
     step: int | None
     legend: bool
+    show_constants: bool = False
 
 
 def _check_options(rankdir: str, theme: str, precision: int) -> Theme:
@@ -232,7 +234,7 @@ def _check_options(rankdir: str, theme: str, precision: int) -> Theme:
 
 def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
            precision: int = 4, forward_only: bool = False, step: int | None = None,
-           legend: bool = True) -> str:
+           legend: bool = True, show_constants: bool = False) -> str:
     """DOT text drawing the IR graph ``G`` (validated first).
 
     Graphviz node names and ``id`` attributes are the IR ids; edge ids are
@@ -242,10 +244,15 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     and the final picture share one layout: a gradient not yet computed keeps
     its place, empty. The text is the same, byte for byte, for the same graph
     and options.
+
+    Constants (numbers written in the script) are drawn without the
+    gradient the engine gave them and without the saved-for-backward mark,
+    unless ``show_constants``; a value without a name is headed by the
+    expression that computed it, in a smaller face.
     """
     _validate(G)
     palette = _check_options(rankdir, theme, precision)
-    options = _Options(rankdir, palette, precision, forward_only, step, legend)
+    options = _Options(rankdir, palette, precision, forward_only, step, legend, show_constants)
     try:
         state = state_at(G, step)
     except IRError as error:
@@ -274,6 +281,14 @@ class _Writer:
         self.t = options.theme
         self.state = state
         self.show_grads = not options.forward_only
+        # Constants' gradients and saved marks are left out unless asked for:
+        # nobody differentiates with respect to the 2 in L / 2.
+        self.plain = set() if options.show_constants else {
+            node for node, role in G.nodes(data="role") if role == "const"}
+        # Unnamed values are headed by their expression (o − y), on a slide-sized graph.
+        small = G.number_of_nodes() <= EDGE_LABEL_NODES
+        self.expressions = ({node: name.text for node, name in value_names(G).items()
+                             if G._pred[node]} if small else {})
         dead_values, dead_edges = dead_masks(G) if self.show_grads else ({}, {})
         self.dead_values = dead_values
         self.dead_edges = dead_edges
@@ -286,6 +301,8 @@ class _Writer:
             for value, grad in G.nodes(data="grad"):
                 if grad is not None and value not in self.partials:
                     self.partials[value] = [grad]
+            for value in self.plain:
+                self.partials.pop(value, None)
         # A fork: a value that sends gradients back along two or more edges.
         # Each edge then shows its contribution, and the node shows their sum.
         self.fork_edges: set = set()
@@ -295,7 +312,7 @@ class _Writer:
             for u, targets in G._succ.items():
                 for v, keyed in targets.items():
                     for k, attrs in keyed.items():
-                        if attrs.get("grad") is not None:
+                        if attrs.get("grad") is not None and u not in self.plain:
                             sent.setdefault(u, []).append((u, v, k))
             for edges in sent.values():
                 if len(edges) >= 2:
@@ -354,7 +371,10 @@ class _Writer:
         header = []
         if attrs["label"]:
             header.append(_name_html(attrs["label"], t))
-        if attrs.get("stored"):
+        elif node in self.expressions:
+            header.append(_font(escape(self.expressions[node]), t.muted, EXPRESSION_PT,
+                                NAME_FONT))
+        if attrs.get("stored") and node not in self.plain:
             classes.append("stored")
             header.append(_font("●", t.saved, MARK_PT))
         is_array = bool(attrs["shape"])

@@ -145,6 +145,26 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
 # ---------------------------------------------------------------- folding
 
 
+def name_constants(G: nx.MultiDiGraph, numbers: Mapping[str, float]) -> nx.MultiDiGraph:
+    """``G`` with its unnamed scalar constants named after the script's numbers.
+
+    ``numbers`` maps a global name to the number bound to it (``y = 0``,
+    ``lam = 0.1``); a constant takes the name whose number it equals, if
+    exactly one does. The caller leaves out numbers that are also written as
+    literals in the arithmetic (a ``2`` in ``/ 2`` is not ``n = 2``).
+    """
+    by_value: dict[float, list[str]] = {}
+    for name, number in numbers.items():
+        by_value.setdefault(float(number), []).append(name)
+    for _, attrs in G.nodes(data=True):
+        if (attrs.get("role") == "const" and not attrs.get("label")
+                and isinstance(attrs.get("data"), float)):
+            names = by_value.get(attrs["data"], [])
+            if len(names) == 1:
+                attrs["label"] = names[0]
+    return G
+
+
 def fold_chains(G: nx.MultiDiGraph, min_operands: int = 3) -> nx.MultiDiGraph:
     """The IR with every chain of a chaining op (``a + b + c``) drawn as one op.
 

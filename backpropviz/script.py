@@ -19,7 +19,7 @@ import os
 import runpy
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import networkx as nx
 from . import foreign
 from .engine import Node, topological_order
 from .errors import BackpropvizError
-from .ir import fold_chains, to_networkx, validate
+from .ir import fold_chains, name_constants, to_networkx, validate
 
 __all__ = ["DEFAULT_MAX_NODES", "ScriptError", "find_roots", "graph_of_script", "run_script",
            "without_gradients"]
@@ -79,6 +79,7 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
             producer.backward(chosen)
         G = producer.graph(chosen)
     validate(G)
+    name_constants(G, _number_names(namespace, source))
     if fold:
         G = fold_chains(G)
     return G if backward else without_gradients(G)
@@ -165,6 +166,25 @@ def _imports_torch(source: str) -> bool:
         if any(module.split(".")[0] == "torch" for module in modules):
             return True
     return False
+
+
+def _number_names(namespace: Mapping[str, Any], source: str) -> dict[str, float]:
+    """The script's global names bound to plain numbers (``y = 0``), less those whose
+    number is also written as a literal in its arithmetic (``/ 2``), which would make
+    the name a guess."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    literals = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp):
+            for side in (node.left, node.right):
+                if isinstance(side, ast.Constant) and type(side.value) in (int, float):
+                    literals.add(float(side.value))
+    return {name: float(value) for name, value in namespace.items()
+            if type(value) in (int, float) and not name.startswith("_")
+            and float(value) not in literals}
 
 
 def _own_function(namespace: dict[str, Any]) -> str | None:

@@ -15,6 +15,7 @@ __all__ = [
     "CURRENT_OP_PEN",
     "DEAD_PEN",
     "EDGE_PEN",
+    "EXPRESSION_PT",
     "FONT",
     "LABEL_PT",
     "LEGEND_PT",
@@ -42,6 +43,8 @@ NAME_FONT = "Times,serif"
 # Point sizes: numbers in value boxes, names above them, contributions on
 # edges, the legend, the "saved for backward" dot.
 VALUE_PT, NAME_PT, LABEL_PT, LEGEND_PT, MARK_PT = 14.0, 17.0, 11.0, 12.0, 11.0
+# The expression heading an unnamed value (o − y): smaller than a name.
+EXPRESSION_PT = 13.0
 # An op's symbol: one or two characters large, longer ones ("ReLU") smaller.
 SHORT_SYMBOL_PT, LONG_SYMBOL_PT = 16.0, 13.0
 

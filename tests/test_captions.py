@@ -84,8 +84,8 @@ def test_accumulation_is_written_plus_equals_exactly_at_forks(example, name):
 def test_unnamed_values_read_as_their_expressions(example):
     G = example("d2l_mlp")
     names = {node: name.text for node, name in value_names(G).items()}
-    assert names["v7"] == "o − 0"  # o - y with the constant y = 0
-    assert names["v9"] == "Σ(o − 0)²"
+    assert names["v7"] == "o − y"  # o - y: the constant 0 is named by the script's y = 0
+    assert names["v9"] == "Σ(o − y)²"
     a, b = Value(1.0, label="a"), Value(2.0, label="b")
     out = (a * b + a) * (b + 3.0) * (a - b) * (a + b)
     out.backward()

@@ -41,8 +41,9 @@ def _is_number(text: str) -> bool:
 def expected_states(G) -> list[dict]:
     """What every step must show, from the IR alone: the highlighted op, the
     gradient texts of every value that has one, the contribution texts on
-    edges, and the caption."""
+    edges, and the caption. Constants show no gradient."""
     order = G.graph["backward_order"]
+    constants = {v for v, role in G.nodes(data="role") if role == "const"}
     captions = step_captions(G)
     forks = set()
     for value, kind in G.nodes(data="kind"):
@@ -59,7 +60,7 @@ def expected_states(G) -> list[dict]:
         shown = {edge for edge in processed if edge in forks or edge in step.edges}
         states.append({
             "op": [order[index - 1]],
-            "grads": {v: drawn(g) for v, g in step.grads.items()},
+            "grads": {v: drawn(g) for v, g in step.grads.items() if v not in constants},
             "edges": {f"{u}->{v}#{k}": drawn(G.edges[u, v, k]["grad"]) for u, v, k in shown
                       if G.edges[u, v, k]["grad"] is not None},
             "caption": captions[index].text,
