@@ -52,6 +52,8 @@ from .style import (
 )
 
 __all__ = [
+    "BADGE_IN",
+    "BADGE_OUT",
     "DEFAULT_DOT_TIMEOUT",
     "EDGE_LABEL_NODES",
     "FORMATS",
@@ -71,6 +73,9 @@ __all__ = [
 # The graphviz output formats we offer (all in every graphviz build with cairo).
 FORMATS = ("bmp", "canon", "dot", "gif", "gv", "jpeg", "jpg", "json", "pdf", "plain",
            "png", "ps", "svg", "tif", "tiff", "xdot")
+# The ids of the two pieces of an edge that runs through a badge (its
+# contribution at a fork); the badge itself has the edge's id.
+BADGE_IN, BADGE_OUT = "/in", "/out"
 # Edge labels take part in dot's ranking and make layout several times
 # slower; past this many nodes, contributions become external labels,
 # placed after the layout (a graph that big is for zooming, not a slide).
@@ -357,8 +362,19 @@ class _Writer:
             edges = operand_edges(self.G, op)
             edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
             for u, v, k in edges:
-                lines.append(f"  {_quote(u)} -> {_quote(v)} "
-                             f"{_attrs(self.edge(u, v, k, pred[v][u][k]))};")
+                attrs = self.edge(u, v, k, pred[v][u][k])
+                badge = attrs.pop("badge", None)
+                if badge is None:
+                    lines.append(f"  {_quote(u)} -> {_quote(v)} {_attrs(attrs)};")
+                    continue
+                # A contribution is a badge on its own edge: the edge runs into it
+                # and on out of it, so it cannot be read as another edge's.
+                eid = attrs["id"]
+                lines.append(f"  {_quote(eid)} {_attrs(badge)};")
+                lines.append(f"  {_quote(u)} -> {_quote(eid)} "
+                             f"{_attrs({**attrs, 'id': eid + BADGE_IN, 'arrowhead': 'none'})};")
+                lines.append(f"  {_quote(eid)} -> {_quote(v)} "
+                             f"{_attrs({**attrs, 'id': eid + BADGE_OUT})};")
         lines.append("}")
         return "\n".join(lines) + "\n"
 
@@ -494,12 +510,22 @@ class _Writer:
                                widths=_column_widths([texts], LABEL_PT), fill=t.label_fill,
                                brackets=type(contribution) is not float
                                and bool(np.ndim(contribution)), hidden=not known)
-            where = "xlabel" if self.external_labels else "label"
-            result[where] = f"<{html}>"
             classes.append("contribution" if known else "pending-contribution")
+            if self.external_labels:
+                # Past slide size, a label placed after the layout keeps dot fast.
+                result["xlabel"] = f"<{html}>"
+            else:
+                line = t.grad if known else t.edge
+                badge = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1" '
+                         f'STYLE="ROUNDED" COLOR="{line}" BGCOLOR="{t.label_fill}">'
+                         f"<TR><TD>{html}</TD></TR></TABLE>")
+                result["badge"] = {"id": result["id"], "shape": "plain", "label": f"<{badge}>",
+                                   "class": " ".join(["badge", *classes[1:]])}
         if key in self.state.current_edges:
             classes.append("current")
             result.update(color=t.highlight_line, penwidth=_pt(CURRENT_EDGE_PEN))
+            if "badge" in result:
+                result["badge"]["class"] += " current"
         elif u == self.state.current:
             # The op's result edge: the gradient that enters the current op.
             classes.append("current")

@@ -87,21 +87,41 @@ def parse_layout(data: dict) -> Layout:
     pad = float(data.get("pad", 0.0555)) * POINTS_PER_INCH
     result = Layout(width=x1 - x0, height=y1 - y0, pad=pad)
     names = {}
+    badges: dict[Any, tuple[float, float]] = {}
     for obj in data.get("objects", []):
         if "pos" not in obj:  # a subgraph
             continue
         names[obj["_gvid"]] = obj["name"]
         x, y = _point(obj["pos"])
+        if "badge" in obj.get("class", "").split():  # a contribution on its edge
+            badges[obj["name"]] = (x, y)
+            continue
         result.nodes[obj.get("id", obj["name"])] = NodeBox(
             x=x, y=y, width=float(obj["width"]) * POINTS_PER_INCH,
             height=float(obj["height"]) * POINTS_PER_INCH,
             shape="circle" if obj.get("shape") == "circle" else "box")
+    pieces = []
+    into: dict[Any, list] = {}
     for edge in data.get("edges", []):
         points, arrow_start, arrow_end = _edge_path(edge["pos"])
+        u, v = names[edge["tail"]], names[edge["head"]]
+        if v in badges:  # the first piece of an edge through a badge
+            into[v] = points
+        else:
+            pieces.append((edge, u, v, points, arrow_start, arrow_end))
+    for edge, u, v, points, arrow_start, arrow_end in pieces:
         where = edge.get("lp") or edge.get("xlp")
         label = _point(where) if where else None
-        u, v = names[edge["tail"]], names[edge["head"]]
-        key = _edge_key(edge["id"]) if "#" in edge.get("id", "") else 0
+        edge_id = edge.get("id", "")
+        if u in badges:
+            # One path through the badge: the first piece, a straight run
+            # across the badge (a cubic with its controls at its ends), the second.
+            first = into[u]
+            points = [*first, first[-1], points[0], *points]
+            label = badges[u]
+            edge_id = u
+            u = edge_id.split("->", 1)[0]
+        key = _edge_key(edge_id) if "#" in edge_id else 0
         result.edges[(u, v, key)] = EdgePath(points, arrow_start, arrow_end, label)
     return result
 

@@ -143,7 +143,7 @@ READ_STATE = """([grad, dead]) => {
     caption: document.getElementById('caption').textContent};
   for (const g of document.querySelectorAll('g.node.value')) {
     const texts = numbers(g); if (texts.length) state.grads[g.id] = texts; }
-  for (const g of document.querySelectorAll('g.edge')) {
+  for (const g of document.querySelectorAll('g.edge, g.node.badge')) {
     const texts = numbers(g); if (texts.length) state.edges[g.id] = texts; }
   return state; }"""
 

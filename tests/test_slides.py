@@ -4,9 +4,17 @@ gradients, contributions on their own edges, figures fitted to a frame, groups."
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+import numpy as np
+import pytest
 
 from backpropviz import Tensor, Value, to_networkx
 from backpropviz.draw import draw, to_dot
+from backpropviz.layout import layout
+
+EXAMPLE_NAMES = sorted(path.stem for path in
+                       (Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
 
 
 def _svg_texts(svg: str) -> list[str]:
@@ -76,3 +84,40 @@ def test_a_tensor_constant_is_drawn_without_gradient():
 def _line(dot: str, node: str) -> str:
     """The DOT statement of ``node``."""
     return next(line for line in dot.splitlines() if line.startswith(f'  "{node}" ['))
+
+
+# ---------------------------------------------------------------- contributions on their edges
+
+
+def _bezier_samples(points: list[tuple[float, float]], per_segment: int = 24) -> np.ndarray:
+    """Points along graphviz's cubic Bezier path (start, then 3 points a segment)."""
+    p = np.asarray(points, dtype=float)
+    samples = [p[0]]
+    t = np.linspace(0, 1, per_segment)[1:, None]
+    for i in range(0, len(p) - 3, 3):
+        a, b, c, d = p[i], p[i + 1], p[i + 2], p[i + 3]
+        samples.extend((1 - t) ** 3 * a + 3 * (1 - t) ** 2 * t * b + 3 * (1 - t) * t ** 2 * c
+                       + t ** 3 * d)
+    return np.asarray(samples)
+
+
+@pytest.mark.parametrize("rankdir", ["LR", "RL", "TB", "BT"])
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_every_contribution_is_nearest_its_own_edge(example, name, rankdir):
+    G = example(name)
+    drawn = layout(G, rankdir=rankdir)
+    paths = {edge: _bezier_samples(path.points) for edge, path in drawn.edges.items()}
+    labelled = 0
+    for edge, path in drawn.edges.items():
+        if path.label is None:
+            continue
+        labelled += 1
+        centre = np.asarray(path.label)
+        distance = {other: float(np.min(np.hypot(*(samples - centre).T)))
+                    for other, samples in paths.items()}
+        nearest = min(distance, key=distance.get)
+        assert nearest == edge, (edge, nearest, distance[edge], distance[nearest])
+    forks = sum(len([1 for _, _, g in G.out_edges(v, data="grad") if g is not None]) >= 2
+                and G.nodes[v]["role"] != "const"
+                for v, kind in G.nodes(data="kind") if kind == "value")
+    assert (labelled > 0) == (forks > 0)
