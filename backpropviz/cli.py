@@ -81,9 +81,16 @@ def _parser() -> argparse.ArgumentParser:
                              "format's extension, in the current directory)")
     render.add_argument("--format", choices=FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: {', '.join(FORMATS)}")
-    render.add_argument("--rankdir", choices=("LR", "RL", "TB", "BT"), default="LR",
-                        help="direction of the data flow (default LR; BT is the book's "
-                             "lower-left to upper-right)")
+    render.add_argument("--rankdir", choices=("LR", "RL", "TB", "BT"),
+                        help="direction of the data flow (default LR, or with --fit the one "
+                             "that fills the frame best; BT is the book's bottom to top)")
+    render.add_argument("--fit", metavar="WxH", type=_frame,
+                        help="lay the figure out to fill a frame of W by H pixels, e.g. "
+                             "1920x1080 for a slide: direction and folding into rows "
+                             "chosen, the picture sized to it (SVG, PNG, PDF, --steps)")
+    render.add_argument("--show-constants", action="store_true",
+                        help="draw the gradients and saved marks of constants (the 2 in "
+                             "L / 2) too")
     render.add_argument("--theme", choices=("light", "dark", "transparent"), default="light",
                         help="colours and background (default light)")
     render.add_argument("--precision", type=_positive(int), default=4, metavar="N",
@@ -136,6 +143,15 @@ def _video_max_nodes() -> int:
     from .animate import MAX_NODES
 
     return MAX_NODES
+
+
+def _frame(text: str) -> tuple[int, int]:
+    from .draw import DrawError, parse_frame
+
+    try:
+        return parse_frame(text)
+    except DrawError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _positive(kind: type) -> Callable[[str], Any]:
@@ -224,6 +240,10 @@ def _check_options(args: argparse.Namespace, fmt: str) -> None:
     if video_options and fmt not in VIDEO_FORMATS:
         raise CommandError(f"{', '.join(video_options)}: for videos only "
                            f"({', '.join(VIDEO_FORMATS)}), not for {fmt}", status=2)
+    if args.fit is not None and fmt not in DRAW_FORMATS and args.steps is None:
+        raise CommandError(f"--fit lays out figures ({', '.join(DRAW_FORMATS)}, --steps), "
+                           f"not {fmt}" + (": the page fits itself to its window"
+                                           if fmt == "html" else ""), status=2)
     if args.no_backward and args.steps is not None:
         raise CommandError("--steps shows the backward pass, which --no-backward leaves out",
                            status=2)
@@ -298,13 +318,31 @@ def _render_static(G: nx.MultiDiGraph, fmt: str, args: argparse.Namespace) -> by
         return (to_graphml(G) + "\n").encode()
     from .draw import draw
 
-    options = {"rankdir": args.rankdir, "theme": args.theme, "precision": args.precision}
+    options = {"rankdir": args.rankdir or "LR", "theme": args.theme,
+               "precision": args.precision}
     if fmt == "html":
         from .html import to_html
 
         return to_html(G, **options).encode()
-    diagram = draw(G, forward_only=args.no_backward, **options)
+    diagram = draw(G, forward_only=args.no_backward, **{**options, **_figure_options(args)})
+    _say_fit(diagram.fit)
     return diagram.source.encode() if fmt == "dot" else diagram.pipe(fmt)
+
+
+def _figure_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of a static figure beyond direction, theme and precision."""
+    options: dict[str, Any] = {"show_constants": getattr(args, "show_constants", False)}
+    if getattr(args, "fit", None) is not None:
+        options["fit"] = args.fit
+        if args.rankdir is None:
+            options["rankdir"] = None  # fit chooses
+    return options
+
+
+def _say_fit(chosen: Any) -> None:
+    """A note on stderr when a fitted figure is too small to read in its frame."""
+    if chosen is not None and chosen.advice:
+        print(f"backpropviz: note: {chosen.advice}", file=sys.stderr)
 
 
 def _render_video(G: nx.MultiDiGraph, fmt: str, output: Path | None,
@@ -314,7 +352,8 @@ def _render_video(G: nx.MultiDiGraph, fmt: str, output: Path | None,
 
     options = {"quality": args.quality or "l", "speed": args.speed or 1.0,
                "phase": "forward" if args.no_backward else (args.phase or "both"),
-               "theme": args.theme, "rankdir": args.rankdir, "precision": args.precision,
+               "theme": args.theme, "rankdir": args.rankdir or "LR",
+               "precision": args.precision,
                "max_nodes": args.max_nodes, "progress": output is not None}
     if output is not None:
         render_video(G, output, **options)  # atomic: nothing is left there on failure
@@ -328,5 +367,5 @@ def _write_steps(G: nx.MultiDiGraph, directory: Path, args: argparse.Namespace) 
     from .draw import render_steps
 
     with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
-        render_steps(G, staging, rankdir=args.rankdir, theme=args.theme,
-                     precision=args.precision)
+        options = {"rankdir": args.rankdir or "LR", **_figure_options(args)}
+        render_steps(G, staging, theme=args.theme, precision=args.precision, **options)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from html import escape
 from pathlib import Path
@@ -39,6 +39,7 @@ from .style import (
     FONT,
     LABEL_PT,
     LEGEND_PT,
+    LONG_SYMBOL_PT,
     MARK_PT,
     NAME_FONT,
     NAME_PT,
@@ -59,11 +60,14 @@ __all__ = [
     "FORMATS",
     "Diagram",
     "DrawError",
+    "Fit",
     "as_graph",
     "check_layout",
     "dot_time_limit",
     "draw",
     "edge_id",
+    "fit",
+    "parse_frame",
     "render_steps",
     "run_dot",
     "step_diagrams",
@@ -223,10 +227,17 @@ class _Options:
     step: int | None
     legend: bool
     show_constants: bool = False
+    # Rows (LR, RL) or columns (TB, BT) a long graph is folded into: how many, or
+    # the ranks where the second, third... begin.
+    wrap: int | tuple[int, ...] = 1
+    frame: tuple[int, int] | None = None  # the frame (px) the picture is scaled to fill
 
 
-def _check_options(rankdir: str, theme: str, precision: int) -> Theme:
-    """The theme named, after checking every option: each mistake is one DrawError."""
+def _options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
+             forward_only: bool = False, step: int | None = None, legend: bool = True,
+             show_constants: bool = False, wrap: int | Sequence[int] = 1,
+             frame: tuple[int, int] | None = None) -> _Options:
+    """The drawing options, each checked: every mistake is one DrawError."""
     if rankdir not in RANKDIRS:
         raise DrawError(f"unknown rankdir: {rankdir!r} (must be one of {list(RANKDIRS)})")
     if theme not in THEMES:
@@ -234,12 +245,25 @@ def _check_options(rankdir: str, theme: str, precision: int) -> Theme:
     if isinstance(precision, bool) or not isinstance(precision, int) or precision < 1:
         raise DrawError(f"precision must be a positive int of significant digits, "
                         f"got {precision!r}")
-    return THEMES[theme]
+    if not isinstance(wrap, int):
+        wrap = tuple(sorted(set(wrap)))
+        if not all(isinstance(cut, int) and cut > 0 for cut in wrap):
+            raise DrawError(f"wrap is a number of rows or the ranks where rows begin "
+                            f"(positive ints), got {wrap!r}")
+    elif isinstance(wrap, bool) or wrap < 1:
+        raise DrawError(f"wrap must be a positive number of rows, got {wrap!r}")
+    return _Options(rankdir, THEMES[theme], precision, forward_only, step, legend,
+                    show_constants, wrap, frame)
+
+
+def _folded(options: _Options) -> bool:
+    return bool(options.wrap) if isinstance(options.wrap, tuple) else options.wrap > 1
 
 
 def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
            precision: int = 4, forward_only: bool = False, step: int | None = None,
-           legend: bool = True, show_constants: bool = False) -> str:
+           legend: bool = True, show_constants: bool = False,
+           wrap: int | Sequence[int] = 1, frame: tuple[int, int] | None = None) -> str:
     """DOT text drawing the IR graph ``G`` (validated first).
 
     Graphviz node names and ``id`` attributes are the IR ids; edge ids are
@@ -253,16 +277,91 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     Constants (numbers written in the script) are drawn without the
     gradient the engine gave them and without the saved-for-backward mark,
     unless ``show_constants``; a value without a name is headed by the
-    expression that computed it, in a smaller face.
+    expression that computed it, in a smaller face. ``wrap=k`` folds the
+    graph into k rows (k columns for TB and BT), cut where fewest edges
+    cross (``wrap=(8, 15)``: rows begin at ranks 8 and 15);
+    ``frame=(width, height)`` scales the picture to fill that many pixels
+    (see ``fit``).
     """
     _validate(G)
-    palette = _check_options(rankdir, theme, precision)
-    options = _Options(rankdir, palette, precision, forward_only, step, legend, show_constants)
+    options = _options(rankdir, theme, precision, forward_only, step, legend,
+                       show_constants, wrap, frame)
     try:
         state = state_at(G, step)
     except IRError as error:
         raise DrawError(str(error)) from None
-    return _Writer(G, options, state).dot()
+    pins = _pins(G, options) if _folded(options) else None
+    return _Writer(G, options, state, pins).dot()
+
+
+# The gap between the rows (columns) of a folded picture, in points.
+_ROW_GAP = 18.0
+
+
+def _pins(G: nx.MultiDiGraph, options: _Options) -> dict[str, str]:
+    """Where each node and edge of a folded picture goes.
+
+    dot lays the rows (clusters) out in one run, but stacks them in an order
+    of its own; here they are put in reading order: rows top to bottom, left
+    aligned (right for RL); columns left to right, top aligned (bottom for
+    BT). An edge within a row keeps dot's route; one between rows is left for
+    neato to route.
+    """
+    import json
+
+    draft = _Writer(G, replace(options, frame=None), state_at(G, None)).dot()
+    data = json.loads(run_dot(draft, "json"))
+    band = bands(G, options.wrap)
+
+    def band_of(name: str) -> int:
+        if name in band:
+            return band[name]
+        return band[name.split("->", 1)[1].rsplit("#", 1)[0]]  # a badge: its edge's head
+
+    boxes: dict[int, list[float]] = {}
+    places: dict[str, tuple[float, float, int]] = {}
+    for obj in data.get("objects", []):
+        if "pos" not in obj:
+            continue
+        x, y = (float(n) for n in obj["pos"].split(",")[:2])
+        half_w, half_h = float(obj["width"]) * 36, float(obj["height"]) * 36
+        number = band_of(obj["name"])
+        places[obj["name"]] = (x, y, number)
+        box = boxes.setdefault(number, [math.inf, math.inf, -math.inf, -math.inf])
+        box[:] = [min(box[0], x - half_w), min(box[1], y - half_h),
+                  max(box[2], x + half_w), max(box[3], y + half_h)]
+    across = options.rankdir in ("LR", "RL")
+    shift: dict[int, tuple[float, float]] = {}
+    edge = 0.0  # rows: the next row's top (y down from 0); columns: the next left side
+    for number in sorted(boxes):
+        x0, y0, x1, y1 = boxes[number]
+        if across:
+            dx = -x0 if options.rankdir == "LR" else -x1
+            shift[number] = (dx, -edge - y1)
+            edge += (y1 - y0) + _ROW_GAP
+        else:
+            dy = -y1 if options.rankdir == "TB" else -y0
+            shift[number] = (edge - x0, dy)
+            edge += (x1 - x0) + _ROW_GAP
+    pins = {name: f"{x + shift[number][0]:.2f},{y + shift[number][1]:.2f}!"
+            for name, (x, y, number) in places.items()}
+    names = {obj["_gvid"]: obj["name"] for obj in data.get("objects", []) if "pos" in obj}
+    for line in data.get("edges", []):
+        tail, head = band_of(names[line["tail"]]), band_of(names[line["head"]])
+        if tail != head or "id" not in line:
+            continue
+        dx, dy = shift[tail]
+        pins[line["id"]] = " ".join(_moved(part, dx, dy) for part in line["pos"].split())
+    return pins
+
+
+def _moved(part: str, dx: float, dy: float) -> str:
+    """One point of a graphviz edge ``pos`` ("x,y", "e,x,y" or "s,x,y"), moved."""
+    prefix = ""
+    if part[:2] in ("e,", "s,"):
+        prefix, part = part[:2], part[2:]
+    x, y = (float(n) for n in part.split(","))
+    return f"{prefix}{x + dx:.2f},{y + dy:.2f}"
 
 
 def edge_id(u: Any, v: Any, key: Any) -> str:
@@ -280,8 +379,12 @@ def _validate(G: nx.MultiDiGraph) -> None:
 class _Writer:
     """Builds the DOT text of one picture."""
 
-    def __init__(self, G: nx.MultiDiGraph, options: _Options, state: StepState) -> None:
+    def __init__(self, G: nx.MultiDiGraph, options: _Options, state: StepState,
+                 pins: Mapping[str, str] | None = None) -> None:
         self.G = G
+        # Where a folded picture's nodes and edges go (see _pins): given, the
+        # DOT places them there, for neato -n2 to route the rest.
+        self.pins = pins
         self.o = options
         self.t = options.theme
         self.state = state
@@ -310,18 +413,8 @@ class _Writer:
                 self.partials.pop(value, None)
         # A fork: a value that sends gradients back along two or more edges.
         # Each edge then shows its contribution, and the node shows their sum.
-        self.fork_edges: set = set()
         self.external_labels = G.number_of_nodes() > EDGE_LABEL_NODES
-        if self.show_grads:
-            sent: dict[Any, list] = {}
-            for u, targets in G._succ.items():
-                for v, keyed in targets.items():
-                    for k, attrs in keyed.items():
-                        if attrs.get("grad") is not None and u not in self.plain:
-                            sent.setdefault(u, []).append((u, v, k))
-            for edges in sent.values():
-                if len(edges) >= 2:
-                    self.fork_edges.update(edges)
+        self.fork_edges = fork_edges(G, self.plain) if self.show_grads else set()
 
     def dot(self) -> str:
         t, o = self.t, self.o
@@ -331,6 +424,14 @@ class _Writer:
             "pad": "0.25", "nodesep": "0.3", "ranksep": "0.45", "newrank": "true",
             "id": "graph", "class": f"backprop theme-{t.name}",
         }
+        if self.pins is not None:
+            graph.update(layout="neato", splines="true")
+        if o.frame is not None or _folded(o):
+            # Closer together, and less margin, for a figure that is to fill a frame.
+            graph.update(pad="0.1", nodesep="0.18", ranksep="0.28")
+        if o.frame is not None:
+            # Scaled (up or down) to fill the frame; one point is one pixel.
+            graph.update(size=f"{o.frame[0] / 72:.4f},{o.frame[1] / 72:.4f}!", dpi="72")
         if self.external_labels:
             graph["forcelabels"] = "true"
             # Measured on unrolled loops and micrograd's demo network (bench/render.py):
@@ -349,12 +450,18 @@ class _Writer:
         lines.append("  edge " + _attrs({"fontname": FONT, "fontsize": _pt(LABEL_PT),
                                          "color": t.edge, "arrowsize": _pt(ARROW_SIZE),
                                          "penwidth": _pt(EDGE_PEN)}) + ";")
+        band = bands(self.G, o.wrap) if _folded(o) else {}
+        nodes: dict[int, list[str]] = {}
         for node, attrs in self.G.nodes(data=True):
             node_attrs = (self.value_node(node, attrs) if attrs["kind"] == "value"
                           else self.op_node(node, attrs))
-            lines.append(f"  {_quote(node)} {_attrs(node_attrs)};")
+            if self.pins is not None:
+                node_attrs["pos"] = self.pins[node]
+            nodes.setdefault(band.get(node, 0), []).append(
+                f"{_quote(node)} {_attrs(node_attrs)};")
         # Each op's operand edges in argument order, then its result edge:
         # ordering="in" keeps that order on the page.
+        edge_lines = []
         pred, succ = self.G._pred, self.G._succ  # networkx's own dicts, read only
         for op, kind in self.G.nodes(data="kind"):
             if kind != "op":
@@ -363,20 +470,45 @@ class _Writer:
             edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
             for u, v, k in edges:
                 attrs = self.edge(u, v, k, pred[v][u][k])
+                if band and band[u] != band[v]:
+                    attrs["constraint"] = "false"
                 badge = attrs.pop("badge", None)
                 if badge is None:
-                    lines.append(f"  {_quote(u)} -> {_quote(v)} {_attrs(attrs)};")
+                    edge_lines.append(f"  {_quote(u)} -> {_quote(v)} "
+                                      f"{_attrs(self.pinned(attrs))};")
                     continue
                 # A contribution is a badge on its own edge: the edge runs into it
                 # and on out of it, so it cannot be read as another edge's.
                 eid = attrs["id"]
-                lines.append(f"  {_quote(eid)} {_attrs(badge)};")
-                lines.append(f"  {_quote(u)} -> {_quote(eid)} "
-                             f"{_attrs({**attrs, 'id': eid + BADGE_IN, 'arrowhead': 'none'})};")
-                lines.append(f"  {_quote(eid)} -> {_quote(v)} "
-                             f"{_attrs({**attrs, 'id': eid + BADGE_OUT})};")
+                if self.pins is not None:
+                    badge["pos"] = self.pins[eid]
+                nodes[band.get(v, 0)].append(f"{_quote(eid)} {_attrs(badge)};")
+                into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
+                edge_lines.append(f"  {_quote(u)} -> {_quote(eid)} "
+                                  f"{_attrs(self.pinned(into))};")
+                edge_lines.append(f"  {_quote(eid)} -> {_quote(v)} "
+                                  f"{_attrs(self.pinned({**attrs, 'id': eid + BADGE_OUT}))};")
+        if band and self.pins is None:
+            # Each row (or column) a cluster of its own; an edge from one to the
+            # next does not rank its head after its tail, so each row starts anew.
+            for number, statements in sorted(nodes.items()):
+                lines.append(f"  subgraph cluster_row{number} {{")
+                lines.append("    graph " + _attrs({"id": f"row{number}", "style": "invis",
+                                                     "margin": "6"}) + ";")
+                lines.extend("    " + statement for statement in statements)
+                lines.append("  }")
+        else:
+            lines.extend("  " + statement for number in sorted(nodes)
+                         for statement in nodes[number])
+        lines.extend(edge_lines)
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+    def pinned(self, attrs: dict[str, str]) -> dict[str, str]:
+        """An edge's attributes, with its route if the folded layout keeps it."""
+        if self.pins is not None and attrs["id"] in self.pins:
+            attrs["pos"] = self.pins[attrs["id"]]
+        return attrs
 
     # -------------------------------------------------------- nodes
 
@@ -588,6 +720,70 @@ class _Writer:
                 f'BGCOLOR="{t.label_fill}"><TR>{cells}</TR>{rows}</TABLE>>')
 
 
+def fork_edges(G: nx.MultiDiGraph, plain: set) -> set[tuple[Any, Any, Any]]:
+    """The edges of forks: a value (not in ``plain``) that sends gradients back
+    along two or more edges. Each shows its contribution; the value their sum."""
+    sent: dict[Any, list] = {}
+    for u, targets in G._succ.items():
+        if u in plain:
+            continue
+        for v, keyed in targets.items():
+            for k, attrs in keyed.items():
+                if attrs.get("grad") is not None:
+                    sent.setdefault(u, []).append((u, v, k))
+    return {edge for edges in sent.values() if len(edges) >= 2 for edge in edges}
+
+
+def ranks(G: nx.MultiDiGraph) -> dict[Any, int]:
+    """Each node's rank as dot ranks it: its longest path from an input, with
+    an input placed just before its first consumer."""
+    rank: dict[Any, int] = {}
+    order = list(nx.topological_sort(G))
+    for node in order:
+        rank[node] = max((rank[u] + 1 for u in G._pred[node]), default=0)
+    for node in order:
+        if not G._pred[node] and G._succ[node]:
+            rank[node] = min(rank[v] for v in G._succ[node]) - 1
+    return rank
+
+
+def bands(G: nx.MultiDiGraph, wrap: int | tuple[int, ...]) -> dict[Any, int]:
+    """Each node's row when the graph is folded: ``wrap`` is a number of rows (cut
+    by fold_cuts) or the ranks where the second, third... rows begin."""
+    rank = ranks(G)
+    cuts = wrap if isinstance(wrap, tuple) else fold_cuts(G, wrap)
+    return {node: sum(r >= cut for cut in cuts) for node, r in rank.items()}
+
+
+def fold_cuts(G: nx.MultiDiGraph, count: int,
+              extent: Mapping[int, tuple[float, float]] | None = None) -> tuple[int, ...]:
+    """The ranks where rows begin when the graph is folded into ``count`` rows.
+
+    Rows are of about equal length: in ranks, or along ``extent`` (each rank's
+    span along the flow, from a layout of the graph whole). Each cut is moved,
+    within a third of a row, to where the fewest edges cross it, an edge into
+    an op (a value carried on to the next row) before an op's result.
+    """
+    rank = ranks(G)
+    total = max(rank.values(), default=0) + 1
+    if extent is None:
+        extent = {r: (float(r), r + 1.0) for r in range(total)}
+    cost = [0.0] * (total + 1)
+    for u, v in G.edges():
+        for c in range(rank[u] + 1, rank[v] + 1):
+            cost[c] += 1.0 if G.nodes[u].get("kind") == "value" else 1.5
+    first = min(lo for lo, _ in extent.values())
+    length = max(hi for _, hi in extent.values()) - first
+    cuts: list[int] = []
+    for number in range(1, count):
+        ideal = first + length * number / count
+        window = [c for c in range(max(1, cuts[-1] + 1 if cuts else 1), total)
+                  if c in extent and abs(extent[c][0] - ideal) <= length / count / 3]
+        if window:
+            cuts.append(min(window, key=lambda c: (cost[c], abs(extent[c][0] - ideal))))
+    return tuple(cuts)
+
+
 def _bytes(n: int) -> str:
     if n < 1024:
         return f"{n} bytes"
@@ -653,7 +849,9 @@ def run_dot(source: str, format: str = "svg") -> bytes:
         raise DrawError(f"unknown format: {format!r} (must be one of {list(FORMATS)})")
     limit = _dot_timeout.get()
     try:
-        process = subprocess.Popen(["dot", f"-T{format}"], stdin=subprocess.PIPE,
+        # A folded picture has its places in the DOT: neato -n2 keeps them.
+        command = ["neato", "-n2"] if 'layout="neato"' in source[:2000] else ["dot"]
+        process = subprocess.Popen([*command, f"-T{format}"], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise DrawError("failed to execute 'dot', make sure the Graphviz executables are "
@@ -700,6 +898,7 @@ class Diagram:
     def __init__(self, source: str, graph: nx.MultiDiGraph) -> None:
         self.source = source
         self.graph = graph
+        self.fit: Fit | None = None  # how it fills its frame, if it was fitted to one
         self._cache: dict[str, bytes] = {}
 
     def __repr__(self) -> str:
@@ -708,7 +907,12 @@ class Diagram:
     def pipe(self, format: str = "svg") -> bytes:
         """The picture in a graphviz ``format`` (svg, png, pdf, dot, json...)."""
         if format not in self._cache:
-            self._cache[format] = run_dot(self.source, format)
+            data = run_dot(self.source, format)
+            if format == "svg" and self.fit is not None:
+                # Sized in pixels of the frame it was fitted to (graphviz writes points).
+                data = re.sub(rb'^(<svg width="[0-9.]+)pt" height="([0-9.]+)pt"',
+                              rb'\1px" height="\2px"', data, count=1, flags=re.M)
+            self._cache[format] = data
         return self._cache[format]
 
     @property
@@ -750,26 +954,168 @@ def as_graph(graph_or_root: Any, names: Mapping[str, Any] | None = None) -> nx.M
                     f"{type(graph_or_root).__name__}")
 
 
-def draw(graph_or_root: Any, *, names: Mapping[str, Any] | None = None, rankdir: str = "LR",
-         theme: str = "light", precision: int = 4, forward_only: bool = False,
-         step: int | None = None, legend: bool = True) -> Diagram:
-    """A Diagram of an IR graph, or of the graph behind a Value or Tensor root."""
+# ---------------------------------------------------------------- fitting a frame
+
+# What a slide needs at its full size: numbers this many pixels tall, every
+# other text at least the second figure.
+SLIDE_NUMBER_PX, SLIDE_TEXT_PX = 18.0, 14.0
+# Folding a graph into rows is worth it only when it gains at least this much scale.
+_WRAP_GAIN = 1.08
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How a picture fills a frame: the direction and folding chosen, and the
+    ``scale`` (pixels of the frame per point of the drawing)."""
+
+    frame: tuple[int, int]
+    rankdir: str
+    wrap: int
+    scale: float
+    number_pt: float  # the smallest number's size in the drawing, in points
+    text_pt: float  # the smallest other text's
+
+    @property
+    def number_px(self) -> float:
+        return self.number_pt * self.scale
+
+    @property
+    def text_px(self) -> float:
+        return self.text_pt * self.scale
+
+    @property
+    def advice(self) -> str | None:
+        """None if the picture is slide-readable in its frame; else what to do."""
+        if self.number_px >= SLIDE_NUMBER_PX and self.text_px >= SLIDE_TEXT_PX:
+            return None
+        width, height = self.frame
+        return (f"at {width}x{height} the numbers are {self.number_px:.0f} px tall (a slide "
+                f"wants {SLIDE_NUMBER_PX:g} and up): draw less of the graph (name a ROOT), "
+                "group its parts with backpropviz.group, or use --compact")
+
+
+def parse_frame(frame: Any) -> tuple[int, int]:
+    """``"1920x1080"`` or ``(1920, 1080)`` as a pair of positive ints (pixels)."""
+    if isinstance(frame, str):
+        parts = frame.lower().replace("×", "x").split("x")
+        try:
+            frame = tuple(int(part) for part in parts)
+        except ValueError:
+            frame = ()
+    if (not isinstance(frame, tuple) or len(frame) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                       for n in frame)):
+        raise DrawError(f"a frame is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got {frame!r}")
+    return frame
+
+
+def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
+        **options: Any) -> Fit:
+    """The layout that shows ``G`` largest in ``frame`` (e.g. ``"1920x1080"``).
+
+    Tries the direction given (or left to right and top to bottom) with the
+    graph whole and folded into 2, 3 or 4 rows (columns top to bottom), each
+    laid out by dot; a folding whose rows dot did not stack in order is
+    dropped. ``options`` are to_dot's (theme, precision...).
+    """
+    frame = parse_frame(frame)
+    _validate(G)
+    directions = [rankdir] if rankdir else ["LR", "TB"]
+    depth = max(ranks(G).values(), default=0) + 1
+    most = 1 if G.number_of_nodes() > EDGE_LABEL_NODES else max(1, min(5, depth // 4))
+    plain = set() if options.get("show_constants") else {
+        node for node, role in G.nodes(data="role") if role == "const"}
+    drawn_forks = not options.get("forward_only") and fork_edges(G, plain)
+    number_pt = min(VALUE_PT, LABEL_PT) if drawn_forks else VALUE_PT
+    text_pt = min(LEGEND_PT, EXPRESSION_PT, LONG_SYMBOL_PT)
+    options = {**options, "frame": frame}  # laid out as it will be drawn
+    best: Fit | None = None
+    for direction in directions:
+        whole, extent = _placed(G, direction, 1, options)
+        placed: list[tuple[int | tuple[int, ...], tuple[float, float]]] = [(1, whole)]
+        for count in range(2, most + 1):
+            cuts = fold_cuts(G, count, extent)
+            size, _ = _placed(G, direction, cuts, options) if cuts else (None, None)
+            if size is not None:
+                placed.append((cuts, size))
+        for wrap, (width, height) in placed:
+            candidate = Fit(frame, direction, wrap, min(frame[0] / width, frame[1] / height),
+                            number_pt, text_pt)
+            # A folding must gain enough to be worth the edges between rows.
+            rows = 1 if wrap == 1 else len(wrap) + 1
+            best_rows = 1 if best is None or best.wrap == 1 else len(best.wrap) + 1
+            gain = _WRAP_GAIN ** (rows - best_rows)
+            if best is None or candidate.scale > best.scale * gain:
+                best = candidate
+    assert best is not None  # the graph whole is always a candidate
+    return best
+
+
+def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
+            options: Mapping[str, Any]) -> tuple[tuple[float, float] | None, dict]:
+    """The size (points, with the pad) of the picture as laid out (None for a
+    folding dot cannot route), and each rank's span along the flow."""
+    import json
+
+    try:
+        data = json.loads(run_dot(to_dot(G, rankdir=rankdir, wrap=wrap, **options), "json"))
+    except DrawError:
+        if wrap == 1:
+            raise
+        return None, {}  # dot cannot route some foldings ("triangulation failed")
+    x0, y0, x1, y1 = (float(n) for n in data["bb"].split(","))
+    pad = 2 * float(data.get("pad", 0.25)) * 72
+    rank = ranks(G)
+    extent: dict[int, tuple[float, float]] = {}
+    along = 0 if rankdir in ("LR", "RL") else 1
+    sign = -1.0 if rankdir in ("RL", "TB") else 1.0  # graphviz's y is up
+    for obj in data.get("objects", []):
+        if "pos" in obj and obj["name"] in rank:
+            centre = sign * float(obj["pos"].split(",")[along])
+            half = float(obj["width" if along == 0 else "height"]) * 36
+            lo, hi = extent.get(rank[obj["name"]], (math.inf, -math.inf))
+            extent[rank[obj["name"]]] = (min(lo, centre - half), max(hi, centre + half))
+    return (x1 - x0 + pad, y1 - y0 + pad), extent
+
+
+def draw(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
+         fit: Any = None, **options: Any) -> Diagram:
+    """A Diagram of an IR graph, or of the graph behind a Value or Tensor root.
+
+    ``options`` are to_dot's. ``fit="1920x1080"`` lays the graph out to fill
+    that frame (direction and folding chosen unless ``rankdir`` is given) and
+    sizes the picture to it; the Diagram's ``fit`` tells how (and, as
+    ``fit.advice``, what to do if it is too small to read there).
+    """
     G = as_graph(graph_or_root, names)
-    source = to_dot(G, rankdir=rankdir, theme=theme, precision=precision,
-                    forward_only=forward_only, step=step, legend=legend)
-    return Diagram(source, G)
+    chosen = _fitted(G, fit, options)
+    diagram = Diagram(to_dot(G, **options), G)
+    diagram.fit = chosen
+    return diagram
+
+
+def _fitted(G: nx.MultiDiGraph, frame: Any, options: dict[str, Any]) -> Fit | None:
+    """Fit ``G`` to ``frame`` (if any), setting the options that draw it so."""
+    if frame is None:
+        return None
+    options.pop("frame", None)
+    chosen = fit(G, frame, **options)
+    options.update(rankdir=chosen.rankdir, wrap=chosen.wrap, frame=chosen.frame)
+    return chosen
 
 
 def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
-                  rankdir: str = "LR", theme: str = "light", precision: int = 4,
-                  forward_only: bool = False, legend: bool = True) -> list[Diagram]:
-    """One Diagram per state of the backward pass: step 0 (the seed) to the last op."""
+                  fit: Any = None, **options: Any) -> list[Diagram]:
+    """One Diagram per state of the backward pass: step 0 (the seed) to the last op,
+    all with one layout (options as draw's)."""
     G = as_graph(graph_or_root, names)
     _validate(G)
-    palette = _check_options(rankdir, theme, precision)
+    _fitted(G, fit, options)
+    options.pop("step", None)
+    checked = _options(**options)
     replay = backward_steps(G)  # once, not once per picture
-    return [Diagram(_Writer(G, _Options(rankdir, palette, precision, forward_only, k, legend),
-                            state_at(G, k, replay)).dot(), G)
+    pins = _pins(G, checked) if _folded(checked) else None
+    return [Diagram(_Writer(G, replace(checked, step=k), state_at(G, k, replay), pins).dot(), G)
             for k in range(len(replay) + 1)]
 
 

@@ -18,7 +18,7 @@ from .files import write_atomically
 from .formatting import MAX_ITEMS, dead_cells, format_array
 from .ir import operand_edges, result_of
 from .steps import backward_steps, dead_masks
-from .style import THEMES, Theme
+from .style import LABEL_PT, THEMES, Theme
 
 __all__ = ["Page", "page_data", "render_html", "step_through", "svg_frames", "to_html"]
 
@@ -204,7 +204,8 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     palette = THEMES[theme]
     data = page_data(G, precision=precision)
     data["frames"] = frames
-    data["theme"] = {"grad": palette.grad, "deadText": palette.dead_text}
+    data["theme"] = {"grad": palette.grad, "deadText": palette.dead_text,
+                     "labelPt": LABEL_PT}
     data["graphClasses"] = graph_classes
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
     title = f"backpropviz: the backward pass of {subject}"

@@ -67,7 +67,7 @@
         var dead = entry.dead && entry.dead[r][c];
         var text = svgElement("text", {
           "text-anchor": "end", "font-family": "Helvetica,Arial,sans-serif",
-          "font-size": 11, "fill": dead ? data.theme.deadText : data.theme.grad
+          "font-size": data.theme.labelPt, "fill": dead ? data.theme.deadText : data.theme.grad
         });
         text.textContent = cell;
         label.appendChild(text);
@@ -75,7 +75,7 @@
         placed.push({ text: text, row: r, column: c });
       });
     });
-    var pad = 3, gap = 6, line = 13;
+    var pad = 3, gap = 6, line = data.theme.labelPt + 2;
     var width = widths.reduce(function (a, b) { return a + b; }, 0) +
       gap * (widths.length - 1) + 2 * pad;
     var height = entry.cells.length * line + 2 * pad;

@@ -19,6 +19,7 @@ __all__ = [
     "FONT",
     "LABEL_PT",
     "LEGEND_PT",
+    "LONG_SYMBOL_PT",
     "MARK_PT",
     "NAME_FONT",
     "NAME_PT",
@@ -42,7 +43,7 @@ NAME_FONT = "Times,serif"
 
 # Point sizes: numbers in value boxes, names above them, contributions on
 # edges, the legend, the "saved for backward" dot.
-VALUE_PT, NAME_PT, LABEL_PT, LEGEND_PT, MARK_PT = 14.0, 17.0, 11.0, 12.0, 11.0
+VALUE_PT, NAME_PT, LABEL_PT, LEGEND_PT, MARK_PT = 14.0, 17.0, 12.0, 12.0, 11.0
 # The expression heading an unnamed value (o − y): smaller than a name.
 EXPRESSION_PT = 13.0
 # An op's symbol: one or two characters large, longer ones ("ReLU") smaller.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -527,3 +528,35 @@ def test_a_root_below_the_loss_gets_its_gradient_from_beyond_the_drawing(tmp_pat
     (root,) = G.graph["roots"]
     assert G.graph["seeds"] == {root: 10.0}  # dloss/dh = 2(h - 1)
     assert G.graph["entered"] and "beyond the drawing" in G.graph["notes"][0]
+
+
+def test_fit_writes_a_figure_the_size_of_the_frame(tmp_path):
+    from PIL import Image
+
+    ok(EXAMPLES / "d2l_objective.py", "--fit", "1920x1080", "-o", "slide.png", cwd=tmp_path)
+    width, height = Image.open(tmp_path / "slide.png").size
+    assert (width == 1920 and height <= 1080) or (height == 1080 and width <= 1920)
+    done = ok(EXAMPLES / "d2l_objective.py", "--fit", "1920x1080", "-o", "slide.svg",
+              cwd=tmp_path)
+    assert b"note:" not in done.stderr  # readable at that size: nothing to say
+    assert re.search(rb'<svg width="1920px" height="[0-9.]+px"',
+                     (tmp_path / "slide.svg").read_bytes())
+
+
+def test_fit_says_when_a_graph_is_too_big_for_the_frame(tmp_path):
+    script = tmp_path / "long.py"
+    script.write_text("from backpropviz import Value\nx = Value(0.5)\n"
+                      "for _ in range(40):\n    x = (x * 1.01).tanh()\n")
+    done = ok(script, "--fit", "1280x720", "-o", "long.svg", cwd=tmp_path)
+    assert b"note: at 1280x720 the numbers are" in done.stderr
+    assert (tmp_path / "long.svg").exists()  # drawn all the same
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--fit", "big"], "WIDTHxHEIGHT"),
+    (["--fit", "1920x1080", "-o", "g.json"], "--fit lays out figures"),
+    (["--fit", "1920x1080", "-o", "g.html"], "the page fits itself"),
+])
+def test_fit_usage_errors(tmp_path, args, message):
+    assert message in fails(EXAMPLES / "add_mul.py", *args, cwd=tmp_path, status=2)
+    assert files(tmp_path) == set()

@@ -3,14 +3,17 @@ gradients, contributions on their own edges, figures fitted to a frame, groups."
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from backpropviz import Tensor, Value, to_networkx
-from backpropviz.draw import draw, to_dot
+from backpropviz.draw import DrawError, bands, draw, parse_frame, step_diagrams, to_dot
 from backpropviz.layout import layout
 
 EXAMPLE_NAMES = sorted(path.stem for path in
@@ -121,3 +124,97 @@ def test_every_contribution_is_nearest_its_own_edge(example, name, rankdir):
                 and G.nodes[v]["role"] != "const"
                 for v, kind in G.nodes(data="kind") if kind == "value")
     assert (labelled > 0) == (forks > 0)
+
+
+# ---------------------------------------------------------------- fitted to a slide
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _text_px(svg: str, frame: tuple[int, int]) -> tuple[tuple[float, float], list]:
+    """The picture's size in px, and each text's height in px once the picture is
+    scaled into ``frame`` as a slide program would: (text, px, in a node, font)."""
+    root = ET.fromstring(svg)
+    width, height = (float(re.match(r"[0-9.]+", root.get(k)).group()) for k in ("width", "height"))
+    box = [float(n) for n in root.get("viewBox").split()]
+    graph = root.find(f"{SVG_NS}g")
+    scale = float(re.search(r"scale\(([0-9.]+)", graph.get("transform")).group(1))
+    into_frame = min(frame[0] / width, frame[1] / height) * width / box[2]
+    in_nodes = {id(t) for g in root.iter(f"{SVG_NS}g") if "node" in (g.get("class") or "")
+                for t in g.iter(f"{SVG_NS}text")}
+    texts = [(t.text or "", float(t.get("font-size")) * scale * into_frame,
+              id(t) in in_nodes, t.get("font-family"))
+             for t in root.iter(f"{SVG_NS}text") if (t.text or "").strip()]
+    return (width, height), texts
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_a_fitted_figure_fills_the_frame_with_slide_sized_text(example, name):
+    frame = (1920, 1080)
+    diagram = draw(example(name), fit="1920x1080")
+    (width, height), texts = _text_px(diagram.svg, frame)
+    # It fills the frame: one side is the frame's, the other fits inside it.
+    assert width <= frame[0] + 0.5 and height <= frame[1] + 0.5
+    assert max(width / frame[0], height / frame[1]) == pytest.approx(1, abs=0.002)
+    # the numbers in the boxes and badges (the legend's key is other text)
+    numbers = [(text, px) for text, px, in_node, font in texts
+               if in_node and "Helvetica" in font
+               and re.fullmatch(r"[−\-]?[0-9.e+−]+", text.strip())]
+    others = [(text, px) for text, px, _, _ in texts if text.strip() != "●"]
+    assert numbers and others
+    assert min(px for _, px in numbers) >= 18, min(numbers, key=lambda item: item[1])
+    assert min(px for _, px in others) >= 14, min(others, key=lambda item: item[1])
+    assert diagram.fit.advice is None
+
+
+def test_a_long_graph_is_folded_into_rows_in_reading_order(example):
+    G = example("d2l_objective")
+    diagram = draw(G, fit=(1920, 1080))
+    assert diagram.fit.rankdir == "LR" and diagram.fit.wrap != 1
+    placed = layout_of_source(diagram.source)
+    label = {attrs["label"]: node for node, attrs in G.nodes(data=True) if attrs.get("label")}
+    # x and W1 start the first row (top left); J ends the last (bottom right).
+    top = max(y for x, y in placed.values())
+    assert placed[label["x"]][1] > placed[label["J"]][1]
+    assert placed[label["W1"]][1] >= top - 120 and placed[label["J"]][1] < top - 200
+    assert placed[label["W1"]][0] < placed[label["J"]][0]
+    # every row lies wholly above the next
+    rows = bands(G, diagram.fit.wrap)
+    heights: dict[int, list[float]] = {}
+    for node, row in rows.items():
+        heights.setdefault(row, []).append(placed[node][1])
+    ordered = [heights[row] for row in sorted(heights)]
+    assert all(min(upper) > max(lower) for upper, lower in itertools.pairwise(ordered))
+
+
+def layout_of_source(source: str) -> dict[str, tuple[float, float]]:
+    """Node centres of a DOT source as graphviz lays it out (y up)."""
+    from backpropviz.draw import run_dot
+
+    data = json.loads(run_dot(source, "json"))
+    return {obj["name"]: tuple(float(n) for n in obj["pos"].split(",")[:2])
+            for obj in data["objects"] if "pos" in obj}
+
+
+def test_every_step_of_a_fitted_figure_has_one_layout(example):
+    G = example("d2l_objective")
+    diagrams = step_diagrams(G, fit="1920x1080")
+    first = layout_of_source(diagrams[0].source)
+    for diagram in diagrams[1:]:
+        assert layout_of_source(diagram.source) == first
+
+
+def test_a_graph_too_big_for_the_frame_says_what_helps():
+    x = Value(0.5, label="x")
+    for _ in range(40):
+        x = (x * 1.01).tanh()
+    x.backward()
+    diagram = draw(x, fit="1280x720")
+    assert diagram.fit.number_px < 18
+    assert "px tall" in diagram.fit.advice and "--compact" in diagram.fit.advice
+
+
+@pytest.mark.parametrize("frame", ["1920", "axb", "0x100", "1920x1080x3"])
+def test_a_frame_is_width_by_height(frame):
+    with pytest.raises(DrawError, match="WIDTHxHEIGHT"):
+        parse_frame(frame)
