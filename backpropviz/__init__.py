@@ -3,6 +3,7 @@
 from .draw import Diagram, DrawError, draw, render_steps
 from .engine import EngineError, GradcheckResult, Tensor, Value, gradcheck, saved_for_backward
 from .errors import BackpropvizError, OutputError
+from .groups import group
 from .html import Page, render_html, step_through, to_html
 from .ir import (
     IRError,
@@ -42,6 +43,7 @@ __all__ = [
     "gradcheck",
     "gradient_history",
     "graph_of_script",
+    "group",
     "render_html",
     "render_steps",
     "saved_for_backward",

@@ -132,6 +132,7 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
                for i, arg in enumerate(args)]
     n, _ = _exponent(attrs)
     fields = {"dot": _product_sign(tensor), "n": n, "n_sup": Name(superscript(n.text), n.tex),
+              "name": _label_name(attrs.get("symbol") or attrs["op"]),
               "args": Name(", ".join(arg.text for arg in wrapped),
                            ", ".join(arg.tex for arg in wrapped)),
               "terms": Name(" + ".join(arg.text for arg in wrapped),
@@ -141,12 +142,12 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
     return Name(name.text, name.tex, writing.precedence)
 
 
-def value_names(G: nx.MultiDiGraph) -> dict[Any, Name]:
+def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION) -> dict[Any, Name]:
     """How every value node is written in captions.
 
     A value's label if it has one; an unnamed scalar constant by its number;
     any other unnamed value by the expression that computed it (``o − 0``,
-    ``Σ(o − 0)²``), shortened with "…" when it would get long; an unnamed leaf
+    ``Σ(o − 0)²``), shortened with "…" past ``longest`` characters; an unnamed leaf
     tensor by its IR id.
     """
     names: dict[Any, Name] = {}
@@ -168,7 +169,7 @@ def value_names(G: nx.MultiDiGraph) -> dict[Any, Name]:
         tensor = attrs.get("shape", ()) != ()
         args = [names[u] for u, _, _ in operand_edges(G, op)]
         full = _expression(op_attrs, args, tensor)
-        if len(full.text) > _MAX_EXPRESSION:
+        if len(full.text) > longest:
             full = _expression(op_attrs, [arg if len(arg.text) <= 2 else _ELLIPSIS
                                           for arg in args], tensor)
         names[node] = full

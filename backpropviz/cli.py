@@ -88,6 +88,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="lay the figure out to fill a frame of W by H pixels, e.g. "
                              "1920x1080 for a slide: direction and folding into rows "
                              "chosen, the picture sized to it (SVG, PNG, PDF, --steps)")
+    render.add_argument("--expand", action="store_true",
+                        help="draw each group (backpropviz.group) opened, its ops in a box, "
+                             "rather than as one operator")
+    render.add_argument("--modules", action="store_true",
+                        help="draw a PyTorch model at module level: each innermost module "
+                             "(model.0, model.1...) as one operator")
+    render.add_argument("--compact", action="store_true",
+                        help="only named values as boxes: each run of ops whose results "
+                             "have no name drawn as one operator, labelled with what it "
+                             "computes")
     render.add_argument("--show-constants", action="store_true",
                         help="draw the gradients and saved marks of constants (the 2 in "
                              "L / 2) too")
@@ -318,6 +328,8 @@ def _render_static(G: nx.MultiDiGraph, fmt: str, args: argparse.Namespace) -> by
         return (to_graphml(G) + "\n").encode()
     from .draw import draw
 
+    G = _view(G, args)
+
     options = {"rankdir": args.rankdir or "LR", "theme": args.theme,
                "precision": args.precision}
     if fmt == "html":
@@ -329,9 +341,19 @@ def _render_static(G: nx.MultiDiGraph, fmt: str, args: argparse.Namespace) -> by
     return diagram.source.encode() if fmt == "dot" else diagram.pipe(fmt)
 
 
+def _view(G: nx.MultiDiGraph, args: argparse.Namespace) -> nx.MultiDiGraph:
+    """The graph as drawn: groups closed (unless --expand), modules, compact."""
+    from .views import drawn_graph
+
+    return drawn_graph(G, expand=getattr(args, "expand", False),
+                       modules=getattr(args, "modules", False),
+                       compact_view=getattr(args, "compact", False))
+
+
 def _figure_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of a static figure beyond direction, theme and precision."""
-    options: dict[str, Any] = {"show_constants": getattr(args, "show_constants", False)}
+    options: dict[str, Any] = {"show_constants": getattr(args, "show_constants", False),
+                               "expand": getattr(args, "expand", False)}
     if getattr(args, "fit", None) is not None:
         options["fit"] = args.fit
         if args.rankdir is None:
@@ -349,6 +371,8 @@ def _render_video(G: nx.MultiDiGraph, fmt: str, output: Path | None,
                   args: argparse.Namespace) -> bytes | None:
     """Render the clip to ``output`` (it reports what it wrote), or return its bytes."""
     from .animate import render_video
+
+    G = _view(G, args)
 
     options = {"quality": args.quality or "l", "speed": args.speed or 1.0,
                "phase": "forward" if args.no_backward else (args.phase or "both"),
@@ -368,4 +392,5 @@ def _write_steps(G: nx.MultiDiGraph, directory: Path, args: argparse.Namespace) 
 
     with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
         options = {"rankdir": args.rankdir or "LR", **_figure_options(args)}
-        render_steps(G, staging, theme=args.theme, precision=args.precision, **options)
+        render_steps(_view(G, args), staging, theme=args.theme, precision=args.precision,
+                     **options)

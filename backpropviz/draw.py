@@ -51,6 +51,7 @@ from .style import (
     Theme,
     symbol_pt,
 )
+from .views import drawn_graph
 
 __all__ = [
     "BADGE_IN",
@@ -231,12 +232,13 @@ class _Options:
     # the ranks where the second, third... begin.
     wrap: int | tuple[int, ...] = 1
     frame: tuple[int, int] | None = None  # the frame (px) the picture is scaled to fill
+    expand: bool = False  # groups drawn open, each in a box, rather than as one op
 
 
 def _options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
              forward_only: bool = False, step: int | None = None, legend: bool = True,
              show_constants: bool = False, wrap: int | Sequence[int] = 1,
-             frame: tuple[int, int] | None = None) -> _Options:
+             frame: tuple[int, int] | None = None, expand: bool = False) -> _Options:
     """The drawing options, each checked: every mistake is one DrawError."""
     if rankdir not in RANKDIRS:
         raise DrawError(f"unknown rankdir: {rankdir!r} (must be one of {list(RANKDIRS)})")
@@ -253,7 +255,7 @@ def _options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
     elif isinstance(wrap, bool) or wrap < 1:
         raise DrawError(f"wrap must be a positive number of rows, got {wrap!r}")
     return _Options(rankdir, THEMES[theme], precision, forward_only, step, legend,
-                    show_constants, wrap, frame)
+                    show_constants, wrap, frame, expand)
 
 
 def _folded(options: _Options) -> bool:
@@ -263,7 +265,8 @@ def _folded(options: _Options) -> bool:
 def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
            precision: int = 4, forward_only: bool = False, step: int | None = None,
            legend: bool = True, show_constants: bool = False,
-           wrap: int | Sequence[int] = 1, frame: tuple[int, int] | None = None) -> str:
+           wrap: int | Sequence[int] = 1, frame: tuple[int, int] | None = None,
+           expand: bool = False, modules: bool = False, compact: bool = False) -> str:
     """DOT text drawing the IR graph ``G`` (validated first).
 
     Graphviz node names and ``id`` attributes are the IR ids; edge ids are
@@ -282,10 +285,16 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     cross (``wrap=(8, 15)``: rows begin at ranks 8 and 15);
     ``frame=(width, height)`` scales the picture to fill that many pixels
     (see ``fit``).
+
+    The ops of a ``group`` are drawn as one operator named after it, unless
+    ``expand``, which draws them in a box; with ``modules``, a PyTorch
+    model's innermost modules are drawn so too (``model.0``); ``compact``
+    also closes every run of ops whose results have no name (views.py).
     """
     _validate(G)
+    G = drawn_graph(G, expand=expand, modules=modules, compact_view=compact)
     options = _options(rankdir, theme, precision, forward_only, step, legend,
-                       show_constants, wrap, frame)
+                       show_constants, wrap, frame, expand)
     try:
         state = state_at(G, step)
     except IRError as error:
@@ -497,12 +506,55 @@ class _Writer:
                                                      "margin": "6"}) + ";")
                 lines.extend("    " + statement for statement in statements)
                 lines.append("  }")
+        elif o.expand:
+            lines.extend(self.boxed_groups(nodes.get(0, [])))
         else:
             lines.extend("  " + statement for number in sorted(nodes)
                          for statement in nodes[number])
         lines.extend(edge_lines)
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+    def boxed_groups(self, statements: list[str]) -> list[str]:
+        """The node statements, each group's (and its values') in a box of its own,
+        boxes nested as the groups are."""
+        path_of: dict[Any, tuple] = {}
+        for node, attrs in self.G.nodes(data=True):
+            if attrs.get("kind") == "op":
+                path_of[node] = tuple(attrs.get("group", ()))
+        for node, attrs in self.G.nodes(data=True):
+            if attrs.get("kind") == "value":
+                producers = list(self.G._pred[node])
+                if producers:
+                    path_of[node] = path_of[producers[0]]
+                else:  # a leaf only one group's ops use (a layer's weight) is in its box
+                    paths = {path_of[op] for op in self.G._succ[node]}
+                    path_of[node] = paths.pop() if len(paths) == 1 else ()
+        tree: dict = {"nodes": [], "inner": {}}
+        for statement in statements:
+            name = statement.split(" [", 1)[0].strip('"')
+            place = tree
+            for part in path_of.get(name, ()):
+                place = place["inner"].setdefault(part, {"nodes": [], "inner": {}})
+            place["nodes"].append(statement)
+        lines: list[str] = []
+        count = iter(range(1 << 30))
+
+        def emit(place: dict, indent: str) -> None:
+            lines.extend(indent + statement for statement in place["nodes"])
+            for name, inner in place["inner"].items():
+                number = next(count)
+                lines.append(f"{indent}subgraph cluster_group{number} {{")
+                lines.append(f"{indent}  graph " + _attrs({
+                    "id": f"group{number}", "class": "group", "label": str(name),
+                    "labeljust": "l", "style": "rounded,dashed", "color": self.t.muted,
+                    "fontcolor": self.t.muted, "fontsize": _pt(LEGEND_PT), "margin": "10",
+                }) + ";")
+                emit(inner, indent + "  ")
+                lines.append(f"{indent}}}")
+
+        emit(tree, "  ")
+        return lines
 
     def pinned(self, attrs: dict[str, str]) -> dict[str, str]:
         """An edge's attributes, with its route if the folded layout keeps it."""
@@ -608,6 +660,13 @@ class _Writer:
         if not ops.get(attrs["op"]).commutative:
             # Keep operands in argument order (first on top in LR) where it matters.
             result["ordering"] = "in"
+        if attrs["op"] == ops.GROUP.name:
+            if len(symbol) > 4:  # a long name or an expression: an oval, not a huge circle
+                result.update(shape="ellipse", width="0.42", height="0.42")
+            if symbol not in self.G.graph.get("module_groups", ()):
+                # A group of the script's is named like a value, in the book's italics.
+                result.update(label=f"<<I>{escape(symbol)}</I>>", fontname=NAME_FONT,
+                              fontsize=_pt(NAME_PT if len(symbol) <= 2 else symbol_pt(symbol)))
         dead = attrs.get("dead")  # only a gate (a ReLU) has it: where it blocks the gradient
         if dead is True or (type(dead) is list and np.any(dead)):
             classes.append("dead")
@@ -1021,8 +1080,13 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     frame = parse_frame(frame)
     _validate(G)
     directions = [rankdir] if rankdir else ["LR", "TB"]
+    G = drawn_graph(G, expand=options.get("expand", False),
+                    modules=options.get("modules", False),
+                    compact_view=options.get("compact", False))
+    boxed = options.get("expand") and any(attrs.get("group") for _, attrs in G.nodes(data=True))
     depth = max(ranks(G).values(), default=0) + 1
-    most = 1 if G.number_of_nodes() > EDGE_LABEL_NODES else max(1, min(5, depth // 4))
+    # (groups drawn open are boxes, which a folding into rows would cut)
+    most = 1 if G.number_of_nodes() > EDGE_LABEL_NODES or boxed else max(1, min(5, depth // 4))
     plain = set() if options.get("show_constants") else {
         node for node, role in G.nodes(data="role") if role == "const"}
     drawn_forks = not options.get("forward_only") and fork_edges(G, plain)
@@ -1112,6 +1176,9 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     _validate(G)
     _fitted(G, fit, options)
     options.pop("step", None)
+    G = drawn_graph(G, expand=options.get("expand", False),
+                    modules=options.pop("modules", False),
+                    compact_view=options.pop("compact", False))
     checked = _options(**options)
     replay = backward_steps(G)  # once, not once per picture
     pins = _pins(G, checked) if _folded(checked) else None

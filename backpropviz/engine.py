@@ -15,6 +15,7 @@ import numpy as np
 
 from . import ops
 from .errors import BackpropvizError
+from .groups import current as _open_groups
 
 __all__ = [
     "EngineError",
@@ -55,7 +56,7 @@ class Node:
     """
 
     __slots__ = (
-        "_index", "_passes", "_seed", "_sent", "_step", "_sums", "_upstream", "_used",
+        "_group", "_index", "_passes", "_seed", "_sent", "_step", "_sums", "_upstream", "_used",
         "data", "exponent", "grad", "label", "op", "operands", "requires_grad",
     )
 
@@ -221,6 +222,7 @@ class Value(Node):
         self._index = next(_creation_counter)
         self._sent = self._step = self._seed = self._sums = self._used = None
         self._passes = 0
+        self._group = _open_groups()  # the groups (with group(...)) it was made in
 
     def __repr__(self) -> str:
         name = f", label={self.label!r}" if self.label else ""
@@ -467,6 +469,7 @@ class Tensor(Node):
         self._index = next(_creation_counter)
         self._sent = self._step = self._seed = self._sums = self._used = None
         self._passes = 0
+        self._group = _open_groups()  # the groups (with group(...)) it was made in
 
     def __repr__(self) -> str:
         name = f", label={self.label!r}" if self.label else ""

@@ -93,6 +93,8 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
                 dead = (~node.keep).tolist()
             if dead is not None:
                 attrs["dead"] = dead
+            if node._group:  # made inside with group(...): drawn as part of one operator
+                attrs["group"] = list(node._group)
             G.add_node(oid, **attrs)
         vid = value_id[node] = f"v{len(value_id)}"
         is_stored = node in stored

@@ -51,10 +51,12 @@ __all__ = [
     "ANY",
     "ATOM",
     "ENTRYWISE",
+    "GROUP",
     "POSTFIX",
     "PRODUCT",
     "ROWS_COLUMNS",
     "SUM",
+    "WHOLE",
     "Form",
     "Op",
     "Writing",
@@ -70,8 +72,9 @@ __all__ = [
 # The key of Op.forms for an op of any other number of operands (a chain, folded).
 ANY = 0
 
-# How a zero in the result's gradient reaches the operands' (Op.flow).
-ENTRYWISE, ROWS_COLUMNS = "entrywise", "rows and columns"
+# How a zero in the result's gradient reaches the operands' (Op.flow): entry
+# by entry, by rows and columns (a matrix product), or only when all of it is 0.
+ENTRYWISE, ROWS_COLUMNS, WHOLE = "entrywise", "rows and columns", "whole"
 
 # How tightly a written expression binds, which decides where it needs
 # parentheses: a + b < a·b < a², aᵀ < a name or a number.
@@ -303,10 +306,21 @@ def _unknown(name: str) -> Op:
     return Op(name, name, {}, f"{name} multiplies the gradient by its local derivative")
 
 
+# A group (with group("l"): ...) drawn closed, as one operator standing for the
+# ops inside: not an op of the engine's, so not among names(); $name is the
+# group's name, drawn in its circle.
+GROUP = Op("group", "", {ANY: Form(Writing("$name($args)", r"\mathrm{$name}\left($args\right)"),
+                                   (("∂$r/∂$x · $g", r"\frac{\partial $r}{\partial $x} $g"),))},
+           "a group passes back to each input the gradients its ops sent there, summed",
+           flow=WHOLE)
+
+
 def get(name: str) -> Op:
     """The record of op ``name``; an unknown op gets a generic one, named by itself."""
     found = _REGISTRY.get(name)
-    return found if found is not None else _unknown(name)
+    if found is None:
+        return GROUP if name == GROUP.name else _unknown(name)
+    return found
 
 
 def names() -> tuple[str, ...]:

@@ -207,8 +207,11 @@ def _dead_through(attrs: Mapping, arg: int, upstream: np.ndarray, shape: tuple) 
         if gate.shape == upstream.shape == shape:
             return gate | upstream
         return everywhere
-    if ops.get(attrs["op"]).flow == ops.ROWS_COLUMNS:
+    flow = ops.get(attrs["op"]).flow
+    if flow == ops.ROWS_COLUMNS:
         return _dead_through_matmul(arg, upstream, shape, everywhere)
+    if flow == ops.WHOLE:
+        return everywhere
     if upstream.shape == shape:  # elementwise: entry i depends on result entry i
         return upstream.copy()
     return everywhere

@@ -16,7 +16,7 @@ from typing import Any
 
 import networkx as nx
 
-from . import ops
+from . import groups, ops
 from .errors import BackpropvizError
 from .formatting import changed_note
 
@@ -105,6 +105,7 @@ class _Call:
     nodes: list[Any]  # every autograd node the call created, the output's first
     external: list[tuple[Any, int, Any]]  # (node, input index, link) edges leaving the call
     exponent: float | None = None
+    group: tuple = ()  # the groups open when it ran: names, and nn.Modules being called
     mask: Any = None  # dropout's kept units (1) and dropped ones (0)
     rate: float | None = None  # dropout's p
     saved: list[tuple[Any, int]] = field(default_factory=list)  # (storage key, nbytes)
@@ -255,7 +256,7 @@ class Recording:
         node = output.grad_fn
         nodes, external = self._walk(node, before)
         op = _op_name(function, type(node).__name__ if len(nodes) == 1 else None)
-        call = _Call(index, op, node, [], nodes, external)
+        call = _Call(index, op, node, [], nodes, external, group=groups.current())
         spec = ops.get(op)
         for position, (x, operand) in enumerate(zip(flat, before, strict=True)):
             if isinstance(operand, _Operand):
@@ -430,6 +431,20 @@ def capture() -> Iterator[Recording]:
                                kwargs: dict | None = None) -> Any:
             return recording._record(func, args, kwargs or {})
 
+    # Each nn.Module call is a group: its ops are drawn as one with --modules.
+    from torch.nn.modules import module as modules
+
+    opened: list = []
+
+    def enter(module: Any, args: Any) -> None:
+        opened.append(groups.enter(module))
+
+    def leave(module: Any, args: Any, output: Any) -> None:
+        if opened:
+            groups.leave(opened.pop())
+
+    hooks = [modules.register_module_forward_pre_hook(enter),
+             modules.register_module_forward_hook(leave, always_call=True)]
     _active.append(recording)
     _last[:] = [recording]
     try:
@@ -437,6 +452,8 @@ def capture() -> Iterator[Recording]:
             yield recording
     finally:
         _active.remove(recording)
+        for hook in hooks:
+            hook.remove()
 
 
 # ---------------------------------------------------------------- the IR
@@ -493,6 +510,8 @@ class _Builder:
     def __init__(self, recording: Recording, names: Mapping[str, Any] | None) -> None:
         self.recording = recording
         self.name_of: dict[Any, str] = {}
+        self.module_name: dict[int, str] = {}  # id(module) -> "model.0"
+        self.modules: set[str] = set()  # the groups that are module calls
         module = getattr(sys.modules.get("torch.nn"), "Module", ())
         for name, obj in (names or {}).items():
             if name.startswith("_"):
@@ -501,6 +520,8 @@ class _Builder:
                 key = ("node", obj.grad_fn) if obj.grad_fn is not None else ("leaf", id(obj))
                 self.name_of.setdefault(key, name)
             elif isinstance(obj, module):  # a network: its parameters as net.0.weight, ...
+                for path, part in obj.named_modules():
+                    self.module_name.setdefault(id(part), f"{name}.{path}" if path else name)
                 for parameter_name, parameter in obj.named_parameters():
                     self.name_of.setdefault(("leaf", id(parameter)), f"{name}.{parameter_name}")
                 # ... and its buffers (batch norm's running statistics) as net.1.running_mean
@@ -556,6 +577,8 @@ class _Builder:
                 G.add_edge(op_id[item], vid, key=0)
 
         G.graph["roots"] = [value_id[key] for key in dict.fromkeys(root_keys)]
+        if self.modules:
+            G.graph["module_groups"] = sorted(self.modules)
         gradients = self.recording._gradients
         processed = [call for call in calls if any(node in gradients for node in call.nodes)]
         processed.sort(key=lambda call: max(gradients[node].step for node in call.nodes
@@ -669,7 +692,17 @@ class _Builder:
             attrs["dead"] = dead
         if call.mask is not None:
             attrs.update(mask=_plain(call.mask), p=call.rate, dead=(call.mask == 0).tolist())
+        if call.group:
+            attrs["group"] = [self.group_name(member) for member in call.group]
         return attrs
+
+    def group_name(self, member: Any) -> str:
+        """A group's name: the script's, or a module's path (``model.0``), else its class."""
+        if isinstance(member, str):
+            return member
+        name = self.module_name.get(id(member), type(member).__name__)
+        self.modules.add(name)
+        return name
 
     def _tensor_value(self, key: Any) -> Any:
         if key[0] == "node":

@@ -1,0 +1,189 @@
+"""Views of the IR for drawing: groups closed into one operator each, or a compact view.
+
+The IR keeps every op the engine recorded, each with the groups it was made
+in (its ``group`` attribute, outermost first). A view is a new IR graph in
+which the ops of a closed group are one op (``ops.GROUP``) named after the
+group, from the values that enter it to the value it makes. Its operand
+edges carry what the ops inside sent back to each operand (their recorded
+contributions, added) and the operand's running sum after the last of them
+(the engine's number), so every picture of the view reads the same
+gradients as the IR. The ops inside are listed in the group op's
+``members``; with ``expand`` nothing is closed and the drawing boxes each
+group instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from . import ops
+from .captions import value_names
+from .ir import operand_edges, plain_number, result_of
+
+__all__ = ["closed_groups", "compact", "drawn_graph"]
+
+# How long the expression labelling a compact view's operator may get before
+# its operands become "…".
+_LONGEST = 26
+
+
+def drawn_graph(G: nx.MultiDiGraph, *, expand: bool = False, modules: bool = False,
+                compact_view: bool = False) -> nx.MultiDiGraph:
+    """The graph a picture draws: ``G`` with its groups closed (unless ``expand``),
+    PyTorch modules too with ``modules``, and chains of unnamed ops closed with
+    ``compact_view``. ``G`` itself is left as it is."""
+    if expand:
+        return G
+    view = closed_groups(G, modules=modules)
+    return compact(view) if compact_view else view
+
+
+def _key(path: list, modules: set, close_modules: bool) -> tuple | None:
+    """The group an op is drawn in when closed: its outermost group of the
+    script's, or (with ``close_modules``) its innermost torch module."""
+    for depth, name in enumerate(path):
+        if name not in modules:
+            return tuple(path[:depth + 1])
+        if close_modules and not any(deeper in modules for deeper in path[depth + 1:]):
+            return tuple(path[:depth + 1])
+    return None
+
+
+def closed_groups(G: nx.MultiDiGraph, *, modules: bool = False) -> nx.MultiDiGraph:
+    """``G`` with the ops of each group (and, with ``modules``, of each innermost
+    torch module) drawn as one; a group that makes more than one value used
+    outside it stays open."""
+    module_names = set(G.graph.get("module_groups", ()))
+    members: dict[tuple, list] = {}
+    for op, attrs in G.nodes(data=True):
+        if attrs.get("kind") == "op" and attrs.get("group") and attrs["op"] != ops.GROUP.name:
+            key = _key(attrs["group"], module_names, modules)
+            if key is not None:
+                members.setdefault(key, []).append(op)
+    return _closed(G, {key: (key[-1], inner) for key, inner in members.items()})
+
+
+def compact(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """``G`` with every run of ops whose results have no name closed into one
+    operator, written as the expression it computes (``Σ(o − y)²``): only named
+    values (and what nothing names but the graph's inputs) remain as boxes."""
+    names = value_names(G, longest=_LONGEST)
+    parent: dict[Any, Any] = {}
+
+    def find(op: Any) -> Any:
+        while parent[op] != op:
+            parent[op] = parent[parent[op]]
+            op = parent[op]
+        return op
+
+    runs = [op for op, kind in G.nodes(data="kind") if kind == "op"]
+    for op in runs:
+        parent[op] = op
+    roots = set(G.graph.get("roots", ()))
+    for op in runs:
+        for u, _, _ in operand_edges(G, op):
+            producers = list(G.predecessors(u))
+            # An unnamed intermediate used only here joins its op's run to this one.
+            if (producers and not G.nodes[u].get("label") and u not in roots
+                    and G.out_degree(u) == 1):
+                parent[find(producers[0])] = find(op)
+    members: dict[Any, list] = {}
+    for op in runs:
+        members.setdefault(find(op), []).append(op)
+    closing = {}
+    for top, inner in members.items():
+        if len(inner) < 2:
+            continue
+        result = result_of(G, top)
+        closing[("compact", top)] = (names[result].text if not G.nodes[result].get("label")
+                                     else _expression_of(G, inner, names), inner)
+    return _closed(G, closing)
+
+
+def _expression_of(G: nx.MultiDiGraph, inner: list, names: dict) -> str:
+    """How a run's result is computed from its operands, for a named result."""
+    # value_names names a labelled value by its label; the run's own writing is
+    # the expression of its last op's result as if it had no name.
+    unnamed = G.copy()
+    unnamed.nodes[result_of(G, inner[-1])]["label"] = None
+    return value_names(unnamed, longest=_LONGEST)[result_of(G, inner[-1])].text
+
+
+def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]]) -> nx.MultiDiGraph:
+    """``G`` with each ``closing`` entry's ops (name, op ids) drawn as one op."""
+    roots = set(G.graph.get("roots", ()))
+    step_of = {op: k for k, op in enumerate(G.graph.get("backward_order", ()))}
+    plans = {}
+    for name, inner in closing.values():
+        plan = _plan(G, inner, roots, step_of)
+        if plan is not None:
+            plans[plan["id"]] = (name, plan)
+    if not plans:
+        return G
+    hidden = {node for _, plan in plans.values() for node in plan["hidden"]}
+    H = nx.MultiDiGraph()
+    H.graph.update(G.graph)
+    order = []
+    for op in G.graph.get("backward_order", ()):
+        drawn = next((gid for gid, (_, plan) in plans.items() if op in plan["ops"]), op)
+        if drawn in order:
+            order.remove(drawn)  # a group's step is when its last op is done
+        order.append(drawn)
+    H.graph["backward_order"] = order
+    for node, attrs in G.nodes(data=True):
+        if node in plans:
+            name, plan = plans[node]
+            H.add_node(node, kind="op", op=ops.GROUP.name, symbol=name,
+                       members=sorted(plan["ops"], key=list(G).index),
+                       **({"group": G.nodes[node]["group"]} if "group" in G.nodes[node]
+                          else {}))
+        elif node not in hidden:
+            H.add_node(node, **attrs)
+    for op, kind in G.nodes(data="kind"):
+        if kind != "op" or op in hidden:
+            continue
+        if op in plans:
+            for arg, (u, grad, running) in enumerate(plans[op][1]["operands"]):
+                H.add_edge(u, op, key=arg, arg=arg, grad=grad, running=running)
+        else:
+            for u, v, k in operand_edges(G, op):
+                H.add_edge(u, v, key=k, **G.edges[u, v, k])
+        result = result_of(G, op)
+        H.add_edge(op, result, key=0, **G.edges[op, result, 0])
+    return H
+
+
+def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict) -> dict | None:
+    """How the ops ``inner`` are drawn as one: None if they make more than one
+    value that is used outside them (a group op has one result)."""
+    inner = set(inner)
+    made = {result_of(G, op): op for op in inner}
+    outputs = [v for v, op in made.items()
+               if v in roots or any(w not in inner for w in G.successors(v))]
+    if len(outputs) != 1:
+        return None
+    top = made[outputs[0]]
+    # An unnamed number used only inside (the 2 of "/ 2") is part of the group.
+    absorbed = {u for op in inner for u, _, _ in operand_edges(G, op)
+                if u not in made and not G._pred[u] and G.nodes[u].get("role") == "const"
+                and not G.nodes[u].get("label") and set(G.successors(u)) <= inner}
+    entering: dict[Any, list] = {}
+    for op in sorted(inner, key=list(G).index):
+        for edge in operand_edges(G, op):
+            if edge[0] not in made and edge[0] not in absorbed:
+                entering.setdefault(edge[0], []).append(edge)
+    operands = []
+    for u, edges in entering.items():
+        grads = [G.edges[edge].get("grad") for edge in edges]
+        known = [np.asarray(grad, dtype=np.float64) for grad in grads if grad is not None]
+        total = plain_number(sum(known[1:], known[0])) if known else None
+        done = [edge for edge in edges if G.edges[edge].get("running") is not None]
+        last = max(done, key=lambda edge: step_of.get(edge[1], -1)) if done else None
+        operands.append((u, total, G.edges[last]["running"] if last else None))
+    return {"id": top, "ops": inner,
+            "hidden": (inner - {top}) | (set(made) - {outputs[0]}) | absorbed,
+            "operands": operands}
