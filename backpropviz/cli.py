@@ -81,9 +81,10 @@ def _parser() -> argparse.ArgumentParser:
                              "format's extension, in the current directory)")
     render.add_argument("--format", choices=FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: {', '.join(FORMATS)}")
-    render.add_argument("--rankdir", choices=("LR", "RL", "TB", "BT"),
+    render.add_argument("--rankdir", choices=("LR", "RL", "TB", "BT", "book"),
                         help="direction of the data flow (default LR, or with --fit the one "
-                             "that fills the frame best; BT is the book's bottom to top)")
+                             "that fills the frame best); book: as the book draws it, from "
+                             "the inputs at the lower left up to the output at the upper right")
     render.add_argument("--fit", metavar="WxH", type=_frame,
                         help="lay the figure out to fill a frame of W by H pixels, e.g. "
                              "1920x1080 for a slide: direction and folding into rows "
@@ -98,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="only named values as boxes: each run of ops whose results "
                              "have no name drawn as one operator, labelled with what it "
                              "computes")
+    render.add_argument("--symbolic", action="store_true",
+                        help="names only, no numbers, as the book draws its figures")
     render.add_argument("--show-constants", action="store_true",
                         help="draw the gradients and saved marks of constants (the 2 in "
                              "L / 2) too")
@@ -254,6 +257,10 @@ def _check_options(args: argparse.Namespace, fmt: str) -> None:
         raise CommandError(f"--fit lays out figures ({', '.join(DRAW_FORMATS)}, --steps), "
                            f"not {fmt}" + (": the page fits itself to its window"
                                            if fmt == "html" else ""), status=2)
+    if args.symbolic and (fmt not in DRAW_FORMATS or args.steps is not None):
+        raise CommandError("--symbolic draws a figure without numbers "
+                           f"({', '.join(DRAW_FORMATS)}); the steps, the page and the clip "
+                           "show the numbers", status=2)
     if args.no_backward and args.steps is not None:
         raise CommandError("--steps shows the backward pass, which --no-backward leaves out",
                            status=2)
@@ -353,7 +360,8 @@ def _view(G: nx.MultiDiGraph, args: argparse.Namespace) -> nx.MultiDiGraph:
 def _figure_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of a static figure beyond direction, theme and precision."""
     options: dict[str, Any] = {"show_constants": getattr(args, "show_constants", False),
-                               "expand": getattr(args, "expand", False)}
+                               "expand": getattr(args, "expand", False),
+                               "symbolic": getattr(args, "symbolic", False)}
     if getattr(args, "fit", None) is not None:
         options["fit"] = args.fit
         if args.rankdir is None:

@@ -31,6 +31,7 @@ from .ir import IRError, fold_chains, operand_edges, to_networkx, validate
 from .steps import StepState, backward_steps, dead_masks, gradient_history, state_at
 from .style import (
     ARROW_SIZE,
+    BOOK,
     CURRENT_EDGE_PEN,
     CURRENT_OP_PEN,
     DEAD_PEN,
@@ -233,12 +234,14 @@ class _Options:
     wrap: int | tuple[int, ...] = 1
     frame: tuple[int, int] | None = None  # the frame (px) the picture is scaled to fill
     expand: bool = False  # groups drawn open, each in a box, rather than as one op
+    symbolic: bool = False  # names only, no numbers, as the book's figures are
 
 
 def _options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
              forward_only: bool = False, step: int | None = None, legend: bool = True,
              show_constants: bool = False, wrap: int | Sequence[int] = 1,
-             frame: tuple[int, int] | None = None, expand: bool = False) -> _Options:
+             frame: tuple[int, int] | None = None, expand: bool = False,
+             symbolic: bool = False) -> _Options:
     """The drawing options, each checked: every mistake is one DrawError."""
     if rankdir not in RANKDIRS:
         raise DrawError(f"unknown rankdir: {rankdir!r} (must be one of {list(RANKDIRS)})")
@@ -255,7 +258,7 @@ def _options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
     elif isinstance(wrap, bool) or wrap < 1:
         raise DrawError(f"wrap must be a positive number of rows, got {wrap!r}")
     return _Options(rankdir, THEMES[theme], precision, forward_only, step, legend,
-                    show_constants, wrap, frame, expand)
+                    show_constants, wrap, frame, expand, symbolic)
 
 
 def _folded(options: _Options) -> bool:
@@ -266,7 +269,8 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
            precision: int = 4, forward_only: bool = False, step: int | None = None,
            legend: bool = True, show_constants: bool = False,
            wrap: int | Sequence[int] = 1, frame: tuple[int, int] | None = None,
-           expand: bool = False, modules: bool = False, compact: bool = False) -> str:
+           expand: bool = False, modules: bool = False, compact: bool = False,
+           symbolic: bool = False) -> str:
     """DOT text drawing the IR graph ``G`` (validated first).
 
     Graphviz node names and ``id`` attributes are the IR ids; edge ids are
@@ -290,17 +294,44 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     ``expand``, which draws them in a box; with ``modules``, a PyTorch
     model's innermost modules are drawn so too (``model.0``); ``compact``
     also closes every run of ops whose results have no name (views.py).
+    ``symbolic`` draws names only, no numbers, as the book's figures do.
     """
     _validate(G)
     G = drawn_graph(G, expand=expand, modules=modules, compact_view=compact)
     options = _options(rankdir, theme, precision, forward_only, step, legend,
-                       show_constants, wrap, frame, expand)
+                       show_constants, wrap, frame, expand, symbolic)
     try:
         state = state_at(G, step)
     except IRError as error:
         raise DrawError(str(error)) from None
-    pins = _pins(G, options) if _folded(options) else None
-    return _Writer(G, options, state, pins).dot()
+    return _Writer(G, options, state, _placement(G, options)).dot()
+
+
+def _placement(G: nx.MultiDiGraph, options: _Options) -> dict[str, str] | None:
+    """The pinned places of a folded or book-style picture; None for dot's own."""
+    if options.rankdir == BOOK:
+        return _book_pins(G, options)
+    return _pins(G, options) if _folded(options) else None
+
+
+# How far right each point up moves in the book's layout (a shear of dot's bottom-to-top).
+_BOOK_SHEAR = 0.9
+
+
+def _book_pins(G: nx.MultiDiGraph, options: _Options) -> dict[str, str]:
+    """The book's layout: dot's bottom-to-top one, sheared so that each rank up
+    is further right; the edges are routed anew (neato)."""
+    import json
+
+    draft = _Writer(G, replace(options, rankdir="BT", frame=None, wrap=1),
+                    state_at(G, None)).dot().replace('ranksep="0.45"', 'ranksep="0.25"', 1)
+    data = json.loads(run_dot(draft, "json"))
+    pins = {}
+    for obj in data.get("objects", []):
+        if "pos" in obj:
+            x, y = (float(n) for n in obj["pos"].split(",")[:2])
+            pins[obj["name"]] = f"{x + _BOOK_SHEAR * y:.2f},{y:.2f}!"
+    return pins
 
 
 # The gap between the rows (columns) of a folded picture, in points.
@@ -397,7 +428,7 @@ class _Writer:
         self.o = options
         self.t = options.theme
         self.state = state
-        self.show_grads = not options.forward_only
+        self.show_grads = not (options.forward_only or options.symbolic)
         # Constants' gradients and saved marks are left out unless asked for:
         # nobody differentiates with respect to the 2 in L / 2.
         self.plain = set() if options.show_constants else {
@@ -429,7 +460,8 @@ class _Writer:
         t, o = self.t, self.o
         lines = ["digraph backprop {"]
         graph = {
-            "rankdir": o.rankdir, "bgcolor": t.background, "fontname": FONT,
+            "rankdir": "BT" if o.rankdir == BOOK else o.rankdir, "bgcolor": t.background,
+            "fontname": FONT,
             "pad": "0.25", "nodesep": "0.3", "ranksep": "0.45", "newrank": "true",
             "id": "graph", "class": f"backprop theme-{t.name}",
         }
@@ -574,7 +606,7 @@ class _Writer:
         elif node in self.expressions:
             header.append(_font(escape(self.expressions[node]), t.muted, EXPRESSION_PT,
                                 NAME_FONT))
-        if attrs.get("stored") and node not in self.plain:
+        if attrs.get("stored") and node not in self.plain and not o.symbolic:
             classes.append("stored")
             header.append(_font("●", t.saved, MARK_PT))
         is_array = bool(attrs["shape"])
@@ -613,7 +645,8 @@ class _Writer:
         if header:
             span = 3 if partials and is_array else 2 if partials else 1
             rows.append(f'<TR><TD COLSPAN="{span}">{" ".join(header)}</TD></TR>')
-        rows.append("<TR>" + "".join(body) + "</TR>")
+        if not o.symbolic or not header:
+            rows.append("<TR>" + "".join(body) + "</TR>")
         if attrs.get("expected") is not None:
             # Beside the wrong gradient once it is shown; until then its room is kept
             # (in the box's own fill: graphviz has no transparent text), so that
@@ -667,7 +700,8 @@ class _Writer:
                 # A group of the script's is named like a value, in the book's italics.
                 result.update(label=f"<<I>{escape(symbol)}</I>>", fontname=NAME_FONT,
                               fontsize=_pt(NAME_PT if len(symbol) <= 2 else symbol_pt(symbol)))
-        dead = attrs.get("dead")  # only a gate (a ReLU) has it: where it blocks the gradient
+        # only a gate (a ReLU) has it: where it blocks the gradient
+        dead = None if self.o.symbolic else attrs.get("dead")
         if dead is True or (type(dead) is list and np.any(dead)):
             classes.append("dead")
             result.update(color=t.dead_line, style="filled,dashed", penwidth=_pt(DEAD_PEN))
@@ -759,7 +793,7 @@ class _Writer:
             items.append(_font("●", t.dead_line, MARK_PT)
                          + _font(" where the error starts", t.muted, LEGEND_PT))
         stored = self.G.graph.get("stored_bytes")
-        if stored:
+        if stored and not self.o.symbolic:
             note = f" saved for backward: {_bytes(stored)} in all"
             items.append(_font("●", t.saved, MARK_PT) + _font(note, t.muted, LEGEND_PT))
         # What a producer says about the picture (e.g. how another engine's graph was read).
@@ -1029,7 +1063,7 @@ class Fit:
 
     frame: tuple[int, int]
     rankdir: str
-    wrap: int
+    wrap: int | tuple[int, ...]
     scale: float
     number_pt: float  # the smallest number's size in the drawing, in points
     text_pt: float  # the smallest other text's
@@ -1086,7 +1120,8 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     boxed = options.get("expand") and any(attrs.get("group") for _, attrs in G.nodes(data=True))
     depth = max(ranks(G).values(), default=0) + 1
     # (groups drawn open are boxes, which a folding into rows would cut)
-    most = 1 if G.number_of_nodes() > EDGE_LABEL_NODES or boxed else max(1, min(5, depth // 4))
+    most = 1 if (G.number_of_nodes() > EDGE_LABEL_NODES or boxed or rankdir == BOOK) \
+        else max(1, min(5, depth // 4))
     plain = set() if options.get("show_constants") else {
         node for node, role in G.nodes(data="role") if role == "const"}
     drawn_forks = not options.get("forward_only") and fork_edges(G, plain)
@@ -1181,7 +1216,7 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
                     compact_view=options.pop("compact", False))
     checked = _options(**options)
     replay = backward_steps(G)  # once, not once per picture
-    pins = _pins(G, checked) if _folded(checked) else None
+    pins = _placement(G, checked)
     return [Diagram(_Writer(G, replace(checked, step=k), state_at(G, k, replay), pins).dot(), G)
             for k in range(len(replay) + 1)]
 

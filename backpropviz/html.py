@@ -19,6 +19,7 @@ from .formatting import MAX_ITEMS, dead_cells, format_array
 from .ir import operand_edges, result_of
 from .steps import backward_steps, dead_masks
 from .style import LABEL_PT, THEMES, Theme
+from .views import drawn_graph
 
 __all__ = ["Page", "page_data", "render_html", "step_through", "svg_frames", "to_html"]
 
@@ -198,7 +199,9 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     highlighted with its edges, the contributions, the gradients known so
     far) and the chain-rule caption of captions.py; hovering a value shows
     it and its gradient whole. Everything is inline: the page makes no request.
+    A group is one op, as in draw's pictures.
     """
+    G = drawn_graph(G)
     svg, frames, graph_classes = svg_frames(G, rankdir=rankdir, theme=theme,
                                             precision=precision)
     palette = THEMES[theme]

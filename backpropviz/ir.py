@@ -395,8 +395,8 @@ def from_node_link(data: Mapping) -> nx.MultiDiGraph:
 
 # GraphML holds only strings, numbers and booleans, one type per key: these
 # keys are written as JSON text so that a reader gets the arrays back.
-_JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected", "mask")
-_JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes")
+_JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected", "mask", "group", "members")
+_JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes", "module_groups")
 
 
 def to_graphml(G: nx.MultiDiGraph) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 __all__ = [
     "ARROW_SIZE",
+    "BOOK",
     "CURRENT_EDGE_PEN",
     "CURRENT_OP_PEN",
     "DEAD_PEN",
@@ -33,7 +34,11 @@ __all__ = [
     "symbol_pt",
 ]
 
-RANKDIRS = ("LR", "RL", "TB", "BT")
+# Graphviz's four directions, and the book's layout: bottom to top, each rank
+# further right, so that the inputs are at the lower left and the output at
+# the upper right.
+BOOK = "book"
+RANKDIRS = ("LR", "RL", "TB", "BT", BOOK)
 
 # Helvetica resolves to a metric-compatible face everywhere (Nimbus Sans on
 # Linux, Arial on Windows), so the boxes graphviz sizes here fit the text in

@@ -556,7 +556,18 @@ def test_fit_says_when_a_graph_is_too_big_for_the_frame(tmp_path):
     (["--fit", "big"], "WIDTHxHEIGHT"),
     (["--fit", "1920x1080", "-o", "g.json"], "--fit lays out figures"),
     (["--fit", "1920x1080", "-o", "g.html"], "the page fits itself"),
+    (["--symbolic", "-o", "g.html"], "--symbolic draws a figure without numbers"),
+    (["--symbolic", "--steps", "steps"], "--symbolic draws a figure without numbers"),
 ])
-def test_fit_usage_errors(tmp_path, args, message):
+def test_figure_option_usage_errors(tmp_path, args, message):
     assert message in fails(EXAMPLES / "add_mul.py", *args, cwd=tmp_path, status=2)
     assert files(tmp_path) == set()
+
+
+def test_the_book_figure_from_the_command_line(tmp_path):
+    ok(EXAMPLES / "d2l_figure.py", "--rankdir", "book", "--symbolic", "-o", "fig.svg",
+       cwd=tmp_path)
+    ok(EXAMPLES / "d2l_figure.py", "--modules", "--expand", "--compact", "-o", "all.svg",
+       cwd=tmp_path)
+    svg = (tmp_path / "fig.svg").read_text()
+    assert "<title>op" in svg and ">l</text>" in svg and ">s</text>" in svg

@@ -22,6 +22,7 @@ from backpropviz.draw import Diagram, DrawError, draw, render_steps, step_diagra
 from backpropviz.formatting import display_number, format_array, format_number
 from backpropviz.steps import dead_masks
 from backpropviz.style import THEMES
+from backpropviz.views import drawn_graph
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -139,7 +140,8 @@ def test_invalid_graph_is_refused_before_drawing(example):
 @pytest.mark.parametrize(("options", "message"), [
     ({"theme": "sepia"}, "unknown theme: 'sepia' (must be one of ['dark', 'light', "
                          "'transparent'])"),
-    ({"rankdir": "XY"}, "unknown rankdir: 'XY' (must be one of ['LR', 'RL', 'TB', 'BT'])"),
+    ({"rankdir": "XY"},
+     "unknown rankdir: 'XY' (must be one of ['LR', 'RL', 'TB', 'BT', 'book'])"),
     ({"precision": 0}, "precision must be a positive int"),
     ({"step": 3}, "step 3 is out of range (must be an int in 0..2)"),
 ])
@@ -175,7 +177,7 @@ def test_dot_and_svg_are_byte_identical_across_processes():
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_svg_numbers_are_the_irs(example, name):
-    G = example(name)
+    G = drawn_graph(example(name))  # as drawn: a group is one op
     theme = THEMES["light"]
     groups = svg_groups(draw(G).svg)
     for node, attrs in G.nodes(data=True):

@@ -218,3 +218,45 @@ def test_a_graph_too_big_for_the_frame_says_what_helps():
 def test_a_frame_is_width_by_height(frame):
     with pytest.raises(DrawError, match="WIDTHxHEIGHT"):
         parse_frame(frame)
+
+
+# ---------------------------------------------------------------- the book's figure
+
+
+def test_the_book_layout_runs_from_the_lower_left_to_the_upper_right(example):
+    G = example("d2l_figure")
+    placed = layout_of_source(to_dot(G, rankdir="book"))
+    label = {attrs["label"]: node for node, attrs in G.nodes(data=True) if attrs.get("label")}
+    x, J = placed[label["x"]], placed[label["J"]]
+    xs = [p[0] for p in placed.values()]
+    ys = [p[1] for p in placed.values()]
+    # the inputs in the lowest rank at the left, the objective highest at the right
+    assert min(placed[label["W1"]][1], x[1]) == min(ys) and J[1] == max(ys)
+    assert min(placed[label["W1"]][0], x[0]) < min(xs) + 150 and J[0] > max(xs) - 150
+    # every op's result is above it and to its right, as in the book
+    for op, kind in G.nodes(data="kind"):
+        if kind == "op" and op in placed:
+            (result,) = G.successors(op)
+            assert placed[result][1] > placed[op][1] and placed[result][0] > placed[op][0]
+
+
+def test_symbolic_draws_names_only(example):
+    G = example("d2l_figure")
+    diagram = draw(G, rankdir="book", symbolic=True)
+    texts = _svg_texts(diagram.svg)
+    assert not [t for t in texts if re.fullmatch(r"[−\-]?[0-9.]+", t) and t not in "12"]
+    # (1 and 2 are W₁'s and W₂'s subscripts) the book's names and operators are there
+    for name in ("x", "W", "z", "h", "o", "y", "L", "s", "J", "l", "@", "+", "ReLU"):
+        assert name in texts, name
+    assert "●" not in texts and "saved for backward" not in diagram.svg
+
+
+def test_the_book_figure_matches_its_golden_file(example):
+    from test_draw import _check_golden
+
+    G = example("d2l_figure")
+    _check_golden("d2l_figure-book-symbolic.dot", to_dot(G, rankdir="book", symbolic=True))
+    # the figure's operators: the book's six, the loss and the penalty each one
+    ops_drawn = sorted(line.split('label="')[1].split('"')[0] if 'label="' in line else "group"
+                       for line in to_dot(G).splitlines() if 'class="op ' in line)
+    assert len(ops_drawn) == 6

@@ -44,6 +44,7 @@ from ..layout import layout
 from ..script import graph_of_script
 from ..steps import backward_steps, dead_masks, gradient_history
 from ..style import LABEL_PT, THEMES
+from ..views import drawn_graph
 from .mobjects import (
     Z_BADGE,
     Z_FLYING,
@@ -133,6 +134,7 @@ class BackpropScene(MovingCameraScene):
             if self.example is None:
                 raise AnimateError(f"{type(self).__name__} needs a graph or an example script")
             G = self.graph = graph_of_script(self.example, self.roots, quiet=True)
+        G = self.graph = drawn_graph(G)  # a group is one op, as in the pictures
         self.palette = THEMES[self.theme]
         if self.palette.background != "transparent":
             self.camera.background_color = self.palette.background
