@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
 import tempfile
@@ -15,17 +16,18 @@ from typing import Any
 import networkx as nx
 
 from . import __version__
-from .draw import DEFAULT_DOT_TIMEOUT, check_layout, dot_time_limit
+from .draw import DEFAULT_DOT_TIMEOUT, check_layout, dot_time_limit, require_dot
 from .errors import BackpropvizError
 from .files import staged_folder, write_atomically
 from .ir import to_graphml, to_node_link
-from .script import DEFAULT_MAX_NODES, graph_of_script
+from .script import DEFAULT_MAX_NODES, graph_of_script, require_script
 
 __all__ = ["DEFAULT_MAX_NODES", "FORMATS", "main"]
 
 DRAW_FORMATS = ("svg", "png", "pdf", "dot")
 VIDEO_FORMATS = ("mp4", "gif", "webm", "mov")
-FORMATS = (*DRAW_FORMATS, "json", "graphml", "html", *VIDEO_FORMATS)
+EXPORT_FORMATS = ("json", "graphml")
+FORMATS = (*DRAW_FORMATS, *EXPORT_FORMATS, "html", *VIDEO_FORMATS)
 CHECK_FORMATS = (*DRAW_FORMATS, "html")
 
 class CommandError(Exception):
@@ -45,8 +47,13 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0, 1 for a failed run, 2 for usage)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after the first `--` is the script's own sys.argv[1:].
+    script_args = argv[argv.index("--") + 1:] if "--" in argv else []
     try:
-        args = _parser().parse_args(argv)
+        args = _parser().parse_args(argv[:len(argv) - len(script_args) - bool(script_args)]
+                                    if "--" in argv else argv)
+        args.script_args = script_args
         return args.command(args)
     except SystemExit as done:  # --help and --version
         return done.code if isinstance(done.code, int) else 0
@@ -113,9 +120,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="draw the forward pass only: do not run backward and leave "
                              "gradients out")
     render.add_argument("--max-nodes", type=_positive(int), metavar="N",
-                        help="refuse graphs with more than N values and ops (default "
-                             f"{DEFAULT_MAX_NODES}, for videos the animation's limit, "
-                             f"{_video_max_nodes()})")
+                        help="refuse to draw graphs with more than N values and ops "
+                             f"(default {DEFAULT_MAX_NODES}, for videos the animation's "
+                             f"limit, {_video_max_nodes()}; .json and .graphml exports "
+                             "have no limit)")
     render.add_argument("--timeout", type=_positive(float), metavar="S",
                         default=DEFAULT_DOT_TIMEOUT,
                         help="stop graphviz's layout after S seconds and say what to draw "
@@ -183,10 +191,13 @@ def _positive(kind: type) -> Callable[[str], Any]:
 def _render(args: argparse.Namespace) -> int:
     fmt, output = _destination(args)
     _check_options(args, fmt)
-    if args.max_nodes is None:
+    if fmt in EXPORT_FORMATS and args.steps is None:
+        args.max_nodes = math.inf  # the limit is dot's: an export is never laid out
+    elif args.max_nodes is None:
         args.max_nodes = _video_max_nodes() if fmt in VIDEO_FORMATS else DEFAULT_MAX_NODES
-    if not Path(args.script).is_file():
-        raise CommandError(f"no such script: {args.script}")
+    require_script(Path(args.script))
+    if _needs_dot(args, fmt):
+        require_dot()  # before the script runs, not after
     if output not in (None, "-"):
         _check_writable(output)
     if args.steps is not None:
@@ -196,7 +207,7 @@ def _render(args: argparse.Namespace) -> int:
     quiet = contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext()
     with quiet, dot_time_limit(args.timeout):
         G = graph_of_script(args.script, args.roots, backward=not args.no_backward,
-                            max_nodes=args.max_nodes)
+                            max_nodes=args.max_nodes, argv=args.script_args)
         if args.steps is not None or fmt not in ("json", "graphml", "dot"):
             check_layout(G)  # refused now rather than after a minute of dot
         if args.steps is not None:
@@ -230,9 +241,12 @@ def _destination(args: argparse.Namespace) -> tuple[str, Path | str | None]:
     path = Path(args.output)
     if path.is_dir():
         raise CommandError(f"cannot write {args.output}: it is a directory")
+    extension = path.suffix[1:].lower()
+    if args.format and extension in FORMATS and extension != args.format:
+        raise CommandError(f"-o {args.output} is a .{extension} file but --format is "
+                           f"{args.format}: give one of them, or make them agree", status=2)
     if args.format:
         return args.format, path
-    extension = path.suffix[1:].lower()
     if not extension:
         raise CommandError(f"cannot tell the format of {args.output!r} without an extension "
                            f"(one of {list(FORMATS)}); name it e.g. {path.name}.svg or pass "
@@ -241,6 +255,11 @@ def _destination(args: argparse.Namespace) -> tuple[str, Path | str | None]:
         raise CommandError(f"unknown format: {extension!r} (must be one of {list(FORMATS)})",
                            status=2)
     return extension, path
+
+
+def _needs_dot(args: argparse.Namespace, fmt: str) -> bool:
+    """Whether graphviz's dot will run: for every picture, not for an export or DOT text."""
+    return args.steps is not None or fmt not in (*EXPORT_FORMATS, "dot")
 
 
 def _check_options(args: argparse.Namespace, fmt: str) -> None:

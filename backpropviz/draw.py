@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -70,6 +71,7 @@ __all__ = [
     "fit",
     "parse_frame",
     "render_steps",
+    "require_dot",
     "run_dot",
     "step_diagrams",
     "to_dot",
@@ -898,6 +900,16 @@ def check_layout(G: nx.MultiDiGraph) -> None:
             f"longer with --timeout (now {limit:g} s)")
 
 
+_NO_DOT = ("failed to execute 'dot', make sure the Graphviz executables are on your PATH "
+           "(on Debian: apt-get install graphviz)")
+
+
+def require_dot() -> None:
+    """DrawError now, rather than after a script has run, if ``dot`` cannot be found."""
+    if shutil.which("dot") is None:
+        raise DrawError(_NO_DOT)
+
+
 def run_dot(source: str, format: str = "svg") -> bytes:
     """Lay out and render DOT text with the ``dot`` executable, within the time limit.
 
@@ -913,8 +925,7 @@ def run_dot(source: str, format: str = "svg") -> bytes:
         process = subprocess.Popen([*command, f"-T{format}"], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
-        raise DrawError("failed to execute 'dot', make sure the Graphviz executables are "
-                        "on your PATH (on Debian: apt-get install graphviz)") from None
+        raise DrawError(_NO_DOT) from None
     start = time.monotonic()
     data: bytes | None = source.encode("utf-8")
     shown = False

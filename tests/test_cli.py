@@ -479,10 +479,10 @@ def test_torch_imports_are_found_by_the_parser_not_by_the_line(tmp_path):
     G = written_graph(tmp_path / "comma.json")
     assert {G.nodes[v]["label"]: G.nodes[v]["grad"] for v in G
             if G.nodes[v]["kind"] == "value"}["x"] == [2.0, 4.0]
-    assert script_front_end._imports_torch("from torch import nn\n")
-    assert not script_front_end._imports_torch(
-        '"""\nimport torch\n"""\nfrom backpropviz import Value\n')
-    assert not script_front_end._imports_torch("from .torch import x\n")
+    assert script_front_end._imports("from torch import nn\n", "torch")
+    assert not script_front_end._imports(
+        '"""\nimport torch\n"""\nfrom backpropviz import Value\n', "torch")
+    assert not script_front_end._imports("from .torch import x\n", "torch")
 
 
 def test_pytorch_script_without_backward_gets_the_seeds_gradients(tmp_path):
