@@ -24,6 +24,8 @@ system:
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	# The torch on this machine's disk, pinned: the extra's ">=" would fetch the newest.
+	$(PY) -m pip install -q 'torch==2.13.0'
 	$(PY) -m pip install -q -e '.[all,dev]'
 	touch $@
 

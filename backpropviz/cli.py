@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import sys
@@ -19,7 +18,6 @@ from . import __version__
 from .draw import DEFAULT_DOT_TIMEOUT, check_layout, dot_time_limit, require_dot
 from .errors import BackpropvizError
 from .files import staged_folder, write_atomically
-from .ir import to_graphml, to_node_link
 from .script import DEFAULT_MAX_NODES, graph_of_script, require_script
 
 __all__ = ["DEFAULT_MAX_NODES", "FORMATS", "main"]
@@ -69,17 +67,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="backpropviz", description=__doc__.split(": ", 1)[1].strip("."))
+    parser = _Parser(prog="backpropviz",
+                     description=__doc__.split(": ", 1)[1].strip(".").replace("``", ""))
     parser.add_argument("--version", action="version", version=f"backpropviz {__version__}")
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True,
+                                     help="one of these ('backpropviz COMMAND --help' for "
+                                          "its options):")
     render = commands.add_parser(
         "render", help="run a script and draw the graph it computed",
-        description="Run SCRIPT as `python SCRIPT` would, find the graph it computed (its "
+        description="Run SCRIPT as 'python SCRIPT' would, find the graph it computed (its "
                     "outputs, or the ROOTs named), run backward if the script did not, and "
                     "write the picture. The output's extension picks the format.",
-        epilog="example: backpropviz render examples/d2l_mlp.py -o d2l_mlp.pdf --rankdir BT")
+        epilog="example: backpropviz render examples/d2l_mlp.py -o d2l_mlp.pdf --rankdir BT; "
+               "arguments after -- go to the script: backpropviz render train.py -- --lr 0.1")
     render.set_defaults(command=_render)
-    render.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    render.add_argument("script", metavar="SCRIPT",
+                        help="the Python script to run (what follows -- is its sys.argv[1:])")
     render.add_argument("roots", metavar="ROOT", nargs="*", default=[],
                         help="names of the values to draw from (default: the script's "
                              "outputs, the values nothing else in it consumes)")
@@ -136,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     video.add_argument("--speed", type=_positive(float), metavar="X",
                        help="playback speed factor (default 1)")
     check = commands.add_parser(
-        "check", help="grade a hand-written engine: compare its gradients with the reference",
+        "check", help="grade a hand-written engine's gradients against the reference",
         description="Run SCRIPT, take the graph its engine built (a micrograd-style Value "
                     "class, micrograd itself, or backpropviz's), compute the same in the "
                     "reference engine and compare every gradient. Exit 0 when all match; "
@@ -341,12 +344,10 @@ def _check(args: argparse.Namespace) -> int:
 
 def _render_static(G: nx.MultiDiGraph, fmt: str, args: argparse.Namespace) -> bytes:
     """The picture (or export) as bytes, all in memory."""
-    if fmt == "json":
-        return (json.dumps(to_node_link(G), indent=1) + "\n").encode()
-    if fmt == "graphml":
-        return (to_graphml(G) + "\n").encode()
-    from .draw import draw
+    from .draw import IR_FORMATS, draw
 
+    if fmt in IR_FORMATS:
+        return IR_FORMATS[fmt](G).encode()
     G = _view(G, args)
 
     options = {"rankdir": args.rankdir or "LR", "theme": args.theme,

@@ -190,15 +190,17 @@ def _theme_css(theme: Theme) -> str:
     return ":root{" + "".join(f"--{key}:{value};" for key, value in colors.items()) + "}"
 
 
-def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
+def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "light",
             precision: int = 4) -> str:
-    """One self-contained HTML page stepping through the backward pass of ``G``.
+    """One self-contained HTML page stepping through the backward pass of ``G`` (an IR
+    graph, or a Value/Tensor root or roots, named after ``names``, as for ``draw``).
 
     Step k shows draw's picture of step k (the op of backward_order
     highlighted with its edges, the contributions, the gradients known so
     far) and the chain-rule caption of captions.py; hovering a value shows
     it and its gradient whole. Everything is inline: the page makes no request.
     """
+    G = as_graph(G, names)
     svg, frames, graph_classes = svg_frames(G, rankdir=rankdir, theme=theme,
                                             precision=precision)
     palette = THEMES[theme]
@@ -251,8 +253,9 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
 """
 
 
-def render_html(G: nx.MultiDiGraph, path: str | os.PathLike, **options: Any) -> Path:
-    """Write ``to_html(G, **options)`` to ``path`` whole or not at all; return the path."""
+def render_html(G: Any, path: str | os.PathLike, **options: Any) -> Path:
+    """Write ``to_html(G, **options)`` to ``path`` whole or not at all; return the path
+    (``G`` an IR graph or a root, as for ``to_html``)."""
     return write_atomically(path, to_html(G, **options).encode("utf-8"))
 
 
@@ -268,9 +271,12 @@ class Page:
         return (f'<iframe srcdoc="{escape(self.html, quote=True)}" '
                 f'style="width:100%;height:{self.height}px;border:0"></iframe>')
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the page to ``path`` whole or not at all; return the path."""
+    def render(self, path: str | os.PathLike) -> Path:
+        """Write the page to ``path`` whole or not at all; return the path (as
+        ``Diagram.render`` does; ``save`` is the same)."""
         return write_atomically(path, self.html.encode("utf-8"))
+
+    save = render
 
 
 def step_through(graph_or_root: Any, *, names: Any = None, height: int = 560,
