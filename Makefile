@@ -61,6 +61,7 @@ bench: setup
 	$(PY) bench/engine.py
 	$(PY) bench/render.py
 	$(PY) bench/animate.py
+	$(PY) bench/batch.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info media

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import math
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,8 @@ import networkx as nx
 from . import __version__
 from .draw import DEFAULT_DOT_TIMEOUT, check_layout, dot_time_limit, require_dot
 from .errors import BackpropvizError
-from .files import staged_folder, write_atomically
-from .script import DEFAULT_MAX_NODES, graph_of_script, require_script
+from .files import make_folder, staged_folder, write_atomically
+from .script import DEFAULT_MAX_NODES, graph_of_script, imports_torch, require_script
 
 __all__ = ["DEFAULT_MAX_NODES", "FORMATS", "main"]
 
@@ -51,10 +53,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv[:len(argv) - len(script_args) - bool(script_args)]
                                     if "--" in argv else argv)
-        args.script_args = script_args
-        return args.command(args)
     except SystemExit as done:  # --help and --version
         return done.code if isinstance(done.code, int) else 0
+    except CommandError as error:
+        print(f"backpropviz: error: {error}", file=sys.stderr)
+        return error.status
+    args.script_args = script_args
+    return _guarded(lambda: args.command(args))
+
+
+def _guarded(command: Callable[[], int]) -> int:
+    """Run a command; its errors become one line on stderr and an exit status."""
+    try:
+        return command()
     except CommandError as error:
         print(f"backpropviz: error: {error}", file=sys.stderr)
         return error.status
@@ -82,12 +93,16 @@ def _parser() -> argparse.ArgumentParser:
                "arguments after -- go to the script: backpropviz render train.py -- --lr 0.1")
     render.set_defaults(command=_render)
     render.add_argument("script", metavar="SCRIPT",
-                        help="the Python script to run (what follows -- is its sys.argv[1:])")
+                        help="the Python script to run (what follows -- is its sys.argv[1:]); "
+                             "several scripts (a.py b.py ...) are drawn in one call, each "
+                             "into OUT as a folder")
     render.add_argument("roots", metavar="ROOT", nargs="*", default=[],
-                        help="names of the values to draw from (default: the script's "
-                             "outputs, the values nothing else in it consumes)")
+                        help="names of the values to draw from (default: the value the "
+                             "script's last backward() ran from, else its outputs, the values "
+                             "nothing else in it consumes)")
     render.add_argument("-o", "--output", metavar="OUT",
-                        help="output file ('-' for stdout; default: SCRIPT's name with the "
+                        help="output file ('-' for stdout), or a folder (out/) for the "
+                             "picture named after SCRIPT (default: SCRIPT's name with the "
                              "format's extension, in the current directory)")
     render.add_argument("--format", choices=FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: {', '.join(FORMATS)}")
@@ -127,6 +142,9 @@ def _parser() -> argparse.ArgumentParser:
                              f"(default {DEFAULT_MAX_NODES}, for videos the animation's "
                              f"limit, {_video_max_nodes()}; .json and .graphml exports "
                              "have no limit)")
+    render.add_argument("-j", "--jobs", type=_positive(int), metavar="N",
+                        help="with several scripts, how many run at once (default: the "
+                             "number of cores)")
     render.add_argument("--timeout", type=_positive(float), metavar="S",
                         default=DEFAULT_DOT_TIMEOUT,
                         help="stop graphviz's layout after S seconds and say what to draw "
@@ -192,6 +210,11 @@ def _positive(kind: type) -> Callable[[str], Any]:
 
 
 def _render(args: argparse.Namespace) -> int:
+    positionals = [args.script, *args.roots]
+    if len(positionals) > 1 and all(name.endswith(".py") for name in positionals):
+        return _render_many(positionals, args)
+    if args.output not in (None, "-") and _is_folder(args.output):
+        args.output = str(Path(args.output) / f"{Path(args.script).stem}.{args.format or 'svg'}")
     fmt, output = _destination(args)
     _check_options(args, fmt)
     if fmt in EXPORT_FORMATS and args.steps is None:
@@ -230,6 +253,62 @@ def _render(args: argparse.Namespace) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
     return 0
+
+
+def _is_folder(output: str) -> bool:
+    return output.endswith(("/", os.sep)) or Path(output).is_dir()
+
+
+def _render_many(scripts: list[str], args: argparse.Namespace) -> int:
+    """Each script drawn into the folder OUT (default: here), several at once."""
+    from .batch import Task, default_jobs, run_all
+
+    if args.output == "-":
+        raise CommandError("several scripts cannot all go to stdout: give a folder, e.g. "
+                           "-o figures/", status=2)
+    folder = Path(args.output or ".")
+    if folder.exists() and not folder.is_dir():
+        raise CommandError(f"several scripts are drawn into a folder, and {folder} is a file",
+                           status=2)
+    fmt = args.format or "svg"
+    stems: dict[str, str] = {}
+    for name in scripts:
+        other = stems.setdefault(Path(name).stem, name)
+        if other != name:
+            raise CommandError(f"{other} and {name} would both be drawn as "
+                               f"{Path(name).stem}.{fmt}: draw them in separate calls", status=2)
+    _check_options(args, fmt)
+    if _needs_dot(args, fmt):
+        require_dot()
+    make_folder(folder)
+    _preload(scripts)
+    tasks = []
+    for name in scripts:
+        single = argparse.Namespace(**vars(args))
+        single.script, single.roots = name, []
+        single.output = str(folder / f"{Path(name).stem}.{fmt}")
+        if args.steps is not None:
+            single.steps = args.steps / Path(name).stem
+        tasks.append(Task(name, functools.partial(_guarded, functools.partial(_render, single)),
+                          single.output))
+    jobs = min(args.jobs or default_jobs(), len(tasks))
+    started = time.monotonic()
+    outcomes = run_all(tasks, jobs)
+    failed = [outcome.task.label for outcome in outcomes if not outcome.ok]
+    print(f"backpropviz: drew {len(tasks) - len(failed)} of {len(tasks)} scripts into "
+          f"{folder}/ in {time.monotonic() - started:.1f} s ({jobs} at a time)"
+          + (f"; failed: {', '.join(failed)}" if failed else ""), file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _preload(scripts: list[str]) -> None:
+    """Import torch once here, before the scripts are forked, if one of them uses it."""
+    for name in scripts:
+        with contextlib.suppress(OSError):
+            if imports_torch(Path(name).read_text(encoding="utf-8", errors="replace")):
+                with contextlib.suppress(ImportError):
+                    import torch  # noqa: F401
+                return
 
 
 def _destination(args: argparse.Namespace) -> tuple[str, Path | str | None]:

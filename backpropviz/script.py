@@ -32,7 +32,7 @@ from .ir import fold_chains, name_constants, to_networkx, validate
 from .watch import watching
 
 __all__ = ["DEFAULT_MAX_NODES", "ScriptError", "find_roots", "graph_of_script",
-           "require_script", "run_script", "without_gradients"]
+           "imports_torch", "require_script", "run_script", "without_gradients"]
 
 # The drawing's size limit, counted in IR nodes (values and ops). dot's layout
 # time grows faster than linearly with the graph: around this size it still
@@ -175,6 +175,11 @@ def _recording(source: str) -> Iterator[Any]:
 
     with torch_import.capture() as recording:
         yield recording
+
+
+def imports_torch(source: str) -> bool:
+    """Whether the script's source imports torch."""
+    return _imports(source, "torch")
 
 
 def _imports(source: str, package: str) -> bool:
