@@ -979,7 +979,10 @@ class Diagram:
         self._cache: dict[str, bytes] = {}
 
     def __repr__(self) -> str:
-        return f"<Diagram of {self.graph.number_of_nodes()} nodes>"
+        kinds = [kind for _, kind in self.graph.nodes(data="kind")]
+        gradients = "with" if self.graph.graph.get("backward_order") else "without"
+        return (f"<Diagram of {kinds.count('value')} values and {kinds.count('op')} ops, "
+                f"{gradients} gradients; .render('figure.svg') writes it>")
 
     def pipe(self, format: str = "svg") -> bytes:
         """The picture in a graphviz ``format`` (svg, png, pdf, dot...), or the IR:
@@ -1032,7 +1035,7 @@ class Diagram:
         return self.svg
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"image/svg+xml": self.svg}
+        return {"image/svg+xml": self.svg, "text/plain": repr(self)}
 
 
 def as_graph(graph_or_root: Any, names: Mapping[str, Any] | None = None) -> nx.MultiDiGraph:

@@ -31,8 +31,9 @@ from .errors import BackpropvizError
 from .ir import fold_chains, name_constants, to_networkx, validate
 from .watch import watching
 
-__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "find_roots", "graph_of_script",
-           "imports_torch", "require_script", "run_script", "without_gradients"]
+__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "find_roots", "graph_of_namespace",
+           "graph_of_script", "imports_torch", "may_use_another_engine", "recording_for",
+           "require_script", "run_script", "without_gradients"]
 
 # The drawing's size limit, counted in IR nodes (values and ops). dot's layout
 # time grows faster than linearly with the graph: around this size it still
@@ -70,18 +71,32 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
     except OSError as error:
         raise ScriptError(f"cannot read {path}: {error.strerror or error}") from None
     silence = contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()
-    other_engines = not (_imports(source, "torch") or _imports(source, "backpropviz"))
-    with silence, _recording(source) as recording:
-        with watching(script, other_engines=other_engines) as watch:
+    with silence, recording_for(source) as recording:
+        with watching(script, other_engines=may_use_another_engine(source)) as watch:
             namespace = run_script(script, argv)
-        producer = _Producer(watch.names(namespace), recording, max_nodes, watch.roots)
-        # Named roots, else the value backward() was last run from, else the outputs.
-        chosen = (producer.named(roots) if roots else producer.called()
-                  or producer.outputs(script))
-        producer.check_size(chosen)
-        if backward:
-            producer.backward(chosen)
-        G = producer.graph(chosen)
+        return graph_of_namespace(watch.names(namespace), roots, called=watch.roots,
+                                  recording=recording, backward=backward,
+                                  max_nodes=max_nodes, fold=fold, where=script)
+
+
+def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
+                       called: Sequence[Any] = (), recording: Any = None,
+                       backward: bool = True, max_nodes: int = DEFAULT_MAX_NODES,
+                       fold: bool = True, where: str | os.PathLike = "SCRIPT"
+                       ) -> nx.MultiDiGraph:
+    """The IR of the graph in ``namespace`` (a script's names after it ran, a notebook's
+    after a cell), found as ``graph_of_script`` finds it: the ``roots`` named, else
+    ``called`` (what backward() last ran from), else the outputs; ``recording`` is
+    the PyTorch capture the values were made under, if any. ``where`` names the
+    script in advice."""
+    producer = _Producer(namespace, recording, max_nodes, called)
+    # Named roots, else the value backward() was last run from, else the outputs.
+    chosen = (producer.named(roots) if roots else producer.called()
+              or producer.outputs(Path(where)))
+    producer.check_size(chosen)
+    if backward:
+        producer.backward(chosen)
+    G = producer.graph(chosen)
     validate(G)
     name_constants(G, _number_names(namespace, source))
     if fold:
@@ -163,7 +178,7 @@ def without_gradients(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
 
 
 @contextlib.contextmanager
-def _recording(source: str) -> Iterator[Any]:
+def recording_for(source: str) -> Iterator[Any]:
     """For a PyTorch script, the importer's recording of its run; else None."""
     # Without torch installed the script runs as it is: one that needs torch
     # fails on its import (and gets the install hint), one that only tries it
@@ -175,6 +190,12 @@ def _recording(source: str) -> Iterator[Any]:
 
     with torch_import.capture() as recording:
         yield recording
+
+
+def may_use_another_engine(source: str) -> bool:
+    """Whether code may build a micrograd-style graph: it imports neither backpropviz nor
+    torch (only then is another engine's backward() watched, which slows the run)."""
+    return not (_imports(source, "torch") or _imports(source, "backpropviz"))
 
 
 def imports_torch(source: str) -> bool:

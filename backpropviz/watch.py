@@ -27,8 +27,9 @@ _PACKAGE = os.path.dirname(os.path.realpath(__file__))
 class Watch:
     """The last backward() call a script made: its roots and the names around it."""
 
-    def __init__(self, script: str | os.PathLike) -> None:
-        self.script = os.path.realpath(script)
+    def __init__(self, script: str | os.PathLike | None) -> None:
+        # None: code that is not a file (a notebook cell), whose top level is any <module>.
+        self.script = None if script is None else os.path.realpath(script)
         self.calls = 0
         self.roots: tuple = ()
         # The local names of the script's functions at the last call, innermost first.
@@ -63,7 +64,7 @@ class Watch:
         while frame is not None:
             code = frame.f_code
             filename = os.path.realpath(code.co_filename)
-            if code.co_name == "<module>" and filename == self.script:
+            if code.co_name == "<module>" and self.script in (None, filename):
                 break
             if not any(filename.startswith(folder + os.sep) for folder in skipped):
                 found.append(dict(frame.f_locals))
@@ -74,7 +75,8 @@ class Watch:
 
 
 @contextlib.contextmanager
-def watching(script: str | os.PathLike, *, other_engines: bool = False) -> Iterator[Watch]:
+def watching(script: str | os.PathLike | None, *,
+             other_engines: bool = False) -> Iterator[Watch]:
     """Within the block, every backward() call is kept by the Watch yielded.
 
     With ``other_engines``, a ``backward`` method of a micrograd-style class is

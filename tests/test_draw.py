@@ -396,7 +396,11 @@ def test_diagram_renders_formats_atomically(example, tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert png.stat().st_mode & 0o777 == 0o666 & ~umask
-    assert diagram._repr_mimebundle_() == {"image/svg+xml": diagram.svg}
+    bundle = diagram._repr_mimebundle_()
+    assert bundle["image/svg+xml"] == diagram.svg
+    # e = (a + b)c: 4 values (a, b, c and d = a + b, e), 2 ops, by the example's code.
+    assert bundle["text/plain"] == ("<Diagram of 5 values and 2 ops, with gradients; "
+                                    ".render('figure.svg') writes it>")
     assert diagram._repr_svg_() == diagram.svg
 
 
