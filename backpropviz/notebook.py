@@ -85,12 +85,13 @@ def _run(shell: Any, line: str, cell: str) -> Any:
             G = graph_of_namespace(namespace, roots, called=watch.roots, recording=recording,
                                    backward=not args.no_backward,
                                    max_nodes=args.max_nodes or cli.DEFAULT_MAX_NODES,
-                                   where="the cell")
+                                   where="the cell", source=cell)
             if args.output is not None:
                 write_atomically(args.output, cli._render_static(G, fmt, args))
             if args.steps is not None:
                 cli._write_steps(G, args.steps, args)
-    options = {"rankdir": args.rankdir, "theme": args.theme, "precision": args.precision}
+    options = {"rankdir": args.rankdir or "LR", "theme": args.theme,
+               "precision": args.precision}
     if fmt == "html":
         return step_through(G, **options)
-    return draw(G, forward_only=args.no_backward, **options)
+    return draw(G, forward_only=args.no_backward, **{**options, **cli._figure_options(args)})

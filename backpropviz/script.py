@@ -76,19 +76,20 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
             namespace = run_script(script, argv)
         return graph_of_namespace(watch.names(namespace), roots, called=watch.roots,
                                   recording=recording, backward=backward,
-                                  max_nodes=max_nodes, fold=fold, where=script)
+                                  max_nodes=max_nodes, fold=fold, where=script,
+                                  source=source)
 
 
 def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
                        called: Sequence[Any] = (), recording: Any = None,
                        backward: bool = True, max_nodes: int = DEFAULT_MAX_NODES,
-                       fold: bool = True, where: str | os.PathLike = "SCRIPT"
-                       ) -> nx.MultiDiGraph:
+                       fold: bool = True, where: str | os.PathLike = "SCRIPT",
+                       source: str = "") -> nx.MultiDiGraph:
     """The IR of the graph in ``namespace`` (a script's names after it ran, a notebook's
     after a cell), found as ``graph_of_script`` finds it: the ``roots`` named, else
     ``called`` (what backward() last ran from), else the outputs; ``recording`` is
     the PyTorch capture the values were made under, if any. ``where`` names the
-    script in advice."""
+    script in advice; ``source`` is its code (names of plain numbers name constants)."""
     producer = _Producer(namespace, recording, max_nodes, called)
     # Named roots, else the value backward() was last run from, else the outputs.
     chosen = (producer.named(roots) if roots else producer.called()

@@ -11,9 +11,10 @@ The script's path is relative to the page (or, with a leading ``/``, to the
 source folder); the page is rebuilt whenever the script changes, so course
 notes show what their scripts compute now. Options, as on the command line:
 ``:roots:`` (ROOT names, space-separated), ``:rankdir:``, ``:theme:``,
-``:precision:``, ``:format:`` (``svg``, the default, ``png``, or ``html`` for
-the step-through page inline), ``:steps:`` (one picture per backward step, in
-order), and ``:alt:``. A script that gives no picture fails the directive with
+``:precision:``, ``:fit:`` (``1920x1080``: laid out to fill that frame, as
+``--fit``), ``:format:`` (``svg``, the default, ``png``, or ``html`` for the
+step-through page inline, which fits itself to the page), ``:steps:`` (one
+picture per backward step, in order), and ``:alt:``. A script that gives no picture fails the directive with
 the command line's one sentence.
 """
 
@@ -49,6 +50,7 @@ class BackpropvizDirective(SphinxDirective):
         "rankdir": lambda text: _one_of(text, RANKDIRS),
         "theme": lambda text: _one_of(text, sorted(THEMES)),
         "precision": directives.positive_int,
+        "fit": directives.unchanged_required,
         "format": lambda text: _one_of(text, FORMATS),
         "steps": directives.flag,
         "alt": directives.unchanged,
@@ -68,6 +70,10 @@ class BackpropvizDirective(SphinxDirective):
                 page = Page(to_html(G, **options))._repr_html_()
                 return [nodes.raw("", page, format="html")]
             folder = self._folder(script, fmt)
+            if "fit" in self.options:
+                options["fit"] = self.options["fit"]
+                if "rankdir" not in self.options:
+                    options["rankdir"] = None  # the fit chooses, as with --fit
             if "steps" in self.options:
                 paths = render_steps(G, folder, format=fmt, **options)
             else:

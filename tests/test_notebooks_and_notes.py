@@ -98,6 +98,9 @@ def test_sphinx_build_draws_the_scripts_and_follows_their_changes(tmp_path):
         .. backpropviz:: add_mul.py
            :rankdir: BT
            :alt: e = (a + b) c
+
+        .. backpropviz:: add_mul.py
+           :fit: 1280x720
         """)
     script(source / "notes", "week1.rst", """
         Week 1
@@ -121,6 +124,10 @@ def test_sphinx_build_draws_the_scripts_and_follows_their_changes(tmp_path):
     heights = dict(re.findall(r'<g id="(v\d+)" class="node[^"]*">.*?<text[^>]* y="([-\d.]+)"',
                               picture, re.S))
     assert float(heights["v4"]) < float(heights["v0"])
+    # :fit: as --fit: sized in pixels, filling the 1280x720 frame in one direction.
+    width, height = map(float, re.search(r'<svg width="([\d.]+)px" height="([\d.]+)px"',
+                                         (out / "_images" / "add_mul1.svg").read_text()).groups())
+    assert width <= 1280 and height <= 720 and (width == 1280 or height == 720)
     week = (out / "notes" / "week1.html").read_text()
     assert week.count('class="backpropviz" src="../_images/step-') == 3  # the seed, ×, +
     assert week.count('<iframe srcdoc="') == 1
