@@ -14,8 +14,8 @@ notes show what their scripts compute now. Options, as on the command line:
 ``:precision:``, ``:fit:`` (``1920x1080``: laid out to fill that frame, as
 ``--fit``), ``:format:`` (``svg``, the default, ``png``, or ``html`` for the
 step-through page inline, which fits itself to the page), ``:steps:`` (one
-picture per backward step, in order), and ``:alt:``. A script that gives no picture fails the directive with
-the command line's one sentence.
+picture per backward step, in order), and ``:alt:``. A script that gives no
+picture fails the directive with the command line's one sentence.
 """
 
 from __future__ import annotations
