@@ -92,6 +92,8 @@ def _run(shell: Any, line: str, cell: str) -> Any:
                 cli._write_steps(G, args.steps, args)
     options = {"rankdir": args.rankdir or "LR", "theme": args.theme,
                "precision": args.precision}
+    shown = cli._view(G, args)  # as the command line draws it (groups closed...)
     if fmt == "html":
-        return step_through(G, **options)
-    return draw(G, forward_only=args.no_backward, **{**options, **cli._figure_options(args)})
+        return step_through(shown, **options)
+    return draw(shown, forward_only=args.no_backward,
+                **{**options, **cli._figure_options(args)})

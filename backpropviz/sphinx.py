@@ -35,6 +35,7 @@ from .errors import BackpropvizError
 from .html import Page, to_html
 from .script import graph_of_script
 from .style import RANKDIRS, THEMES
+from .views import drawn_graph
 
 __all__ = ["BackpropvizDirective", "setup"]
 
@@ -67,7 +68,7 @@ class BackpropvizDirective(SphinxDirective):
         try:
             G = graph_of_script(script, self.options.get("roots", "").split(), quiet=True)
             if fmt == "html":
-                page = Page(to_html(G, **options))._repr_html_()
+                page = Page(to_html(drawn_graph(G), **options))._repr_html_()
                 return [nodes.raw("", page, format="html")]
             folder = self._folder(script, fmt)
             if "fit" in self.options:
