@@ -24,6 +24,8 @@ system:
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	# The torch on this machine's disk, pinned: the extra's ">=" would fetch the newest.
+	$(PY) -m pip install -q 'torch==2.13.0'
 	$(PY) -m pip install -q -e '.[all,dev]'
 	touch $@
 
@@ -59,6 +61,7 @@ bench: setup
 	$(PY) bench/engine.py
 	$(PY) bench/render.py
 	$(PY) bench/animate.py
+	$(PY) bench/batch.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info media

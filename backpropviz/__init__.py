@@ -54,3 +54,10 @@ __all__ = [
     "to_node_link",
     "validate",
 ]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext backpropviz``: the ``%%backpropviz`` cell magic (backpropviz.notebook)."""
+    from .notebook import load_ipython_extension as load
+
+    load(ipython)

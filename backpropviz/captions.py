@@ -61,16 +61,19 @@ _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "eta", "theta", "lambda"
           "sigma", "tau", "phi", "psi", "omega"}
 
 
-# A name with a trailing index: W1, w1_11, x_in. The picture, the page and the
-# video all set the index as a subscript, split by this one rule.
-_INDEXED_NAME = re.compile(r"([A-Za-z]+)_?([0-9][0-9_]*|_[A-Za-z0-9_]+)?")
+# A name with a trailing index, set as a subscript by the picture, the page and
+# the video alike: letters, then digits (W1, x_1, w1_11: the groups of digits
+# are the index) or an underscore and one letter (x_i, h_t). Any other
+# snake_case name (total_loss, X_train, x_in) is a word, written as it is.
+_INDEXED_NAME = re.compile(r"([A-Za-z]+)(?:_?([0-9]+(?:_[0-9]+)*)|_([A-Za-z]))")
 
 
 def name_parts(label: str) -> tuple[str, str]:
-    """A name's base and subscript: ``W1`` -> ("W", "1"), ``w1_11`` -> ("w", "1,11")."""
+    """A name's base and subscript: ``W1`` -> ("W", "1"), ``w1_11`` -> ("w", "1,11"),
+    ``x_i`` -> ("x", "i"); ``total_loss`` -> ("total_loss", "")."""
     match = _INDEXED_NAME.fullmatch(label)
-    if match and match.group(2):
-        return match.group(1), match.group(2).strip("_").replace("_", ",")
+    if match:
+        return match.group(1), (match.group(2) or match.group(3)).replace("_", ",")
     return label, ""
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
+import functools
+import math
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,17 +17,17 @@ from typing import Any
 import networkx as nx
 
 from . import __version__
-from .draw import DEFAULT_DOT_TIMEOUT, check_layout, dot_time_limit
+from .draw import DEFAULT_DOT_TIMEOUT, check_layout, dot_time_limit, require_dot
 from .errors import BackpropvizError
-from .files import staged_folder, write_atomically
-from .ir import to_graphml, to_node_link
-from .script import DEFAULT_MAX_NODES, graph_of_script
+from .files import make_folder, staged_folder, write_atomically
+from .script import DEFAULT_MAX_NODES, graph_of_script, imports_torch, require_script
 
 __all__ = ["DEFAULT_MAX_NODES", "FORMATS", "main"]
 
 DRAW_FORMATS = ("svg", "png", "pdf", "dot")
 VIDEO_FORMATS = ("mp4", "gif", "webm", "mov")
-FORMATS = (*DRAW_FORMATS, "json", "graphml", "html", *VIDEO_FORMATS)
+EXPORT_FORMATS = ("json", "graphml")
+FORMATS = (*DRAW_FORMATS, *EXPORT_FORMATS, "html", *VIDEO_FORMATS)
 CHECK_FORMATS = (*DRAW_FORMATS, "html")
 
 class CommandError(Exception):
@@ -45,11 +47,25 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0, 1 for a failed run, 2 for usage)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after the first `--` is the script's own sys.argv[1:].
+    script_args = argv[argv.index("--") + 1:] if "--" in argv else []
     try:
-        args = _parser().parse_args(argv)
-        return args.command(args)
+        args = _parser().parse_args(argv[:len(argv) - len(script_args) - bool(script_args)]
+                                    if "--" in argv else argv)
     except SystemExit as done:  # --help and --version
         return done.code if isinstance(done.code, int) else 0
+    except CommandError as error:
+        print(f"backpropviz: error: {error}", file=sys.stderr)
+        return error.status
+    args.script_args = script_args
+    return _guarded(lambda: args.command(args))
+
+
+def _guarded(command: Callable[[], int]) -> int:
+    """Run a command; its errors become one line on stderr and an exit status."""
+    try:
+        return command()
     except CommandError as error:
         print(f"backpropviz: error: {error}", file=sys.stderr)
         return error.status
@@ -62,22 +78,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="backpropviz", description=__doc__.split(": ", 1)[1].strip("."))
+    parser = _Parser(prog="backpropviz",
+                     description=__doc__.split(": ", 1)[1].strip(".").replace("``", ""))
     parser.add_argument("--version", action="version", version=f"backpropviz {__version__}")
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True,
+                                     help="one of these ('backpropviz COMMAND --help' for "
+                                          "its options):")
     render = commands.add_parser(
         "render", help="run a script and draw the graph it computed",
-        description="Run SCRIPT as `python SCRIPT` would, find the graph it computed (its "
+        description="Run SCRIPT as 'python SCRIPT' would, find the graph it computed (its "
                     "outputs, or the ROOTs named), run backward if the script did not, and "
                     "write the picture. The output's extension picks the format.",
-        epilog="example: backpropviz render examples/d2l_mlp.py -o d2l_mlp.pdf --rankdir BT")
+        epilog="example: backpropviz render examples/d2l_mlp.py -o d2l_mlp.pdf --rankdir BT; "
+               "arguments after -- go to the script: backpropviz render train.py -- --lr 0.1")
     render.set_defaults(command=_render)
-    render.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    render.add_argument("script", metavar="SCRIPT",
+                        help="the Python script to run (what follows -- is its sys.argv[1:]); "
+                             "several scripts (a.py b.py ...) are drawn in one call, each "
+                             "into OUT as a folder")
     render.add_argument("roots", metavar="ROOT", nargs="*", default=[],
-                        help="names of the values to draw from (default: the script's "
-                             "outputs, the values nothing else in it consumes)")
+                        help="names of the values to draw from (default: the value the "
+                             "script's last backward() ran from, else its outputs, the values "
+                             "nothing else in it consumes)")
     render.add_argument("-o", "--output", metavar="OUT",
-                        help="output file ('-' for stdout; default: SCRIPT's name with the "
+                        help="output file ('-' for stdout), or a folder (out/) for the "
+                             "picture named after SCRIPT (default: SCRIPT's name with the "
                              "format's extension, in the current directory)")
     render.add_argument("--format", choices=FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: {', '.join(FORMATS)}")
@@ -116,9 +141,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="draw the forward pass only: do not run backward and leave "
                              "gradients out")
     render.add_argument("--max-nodes", type=_positive(int), metavar="N",
-                        help="refuse graphs with more than N values and ops (default "
-                             f"{DEFAULT_MAX_NODES}, for videos the animation's limit, "
-                             f"{_video_max_nodes()})")
+                        help="refuse to draw graphs with more than N values and ops "
+                             f"(default {DEFAULT_MAX_NODES}, for videos the animation's "
+                             f"limit, {_video_max_nodes()}; .json and .graphml exports "
+                             "have no limit)")
+    render.add_argument("-j", "--jobs", type=_positive(int), metavar="N",
+                        help="with several scripts, how many run at once (default: the "
+                             "number of cores)")
     render.add_argument("--timeout", type=_positive(float), metavar="S",
                         default=DEFAULT_DOT_TIMEOUT,
                         help="stop graphviz's layout after S seconds and say what to draw "
@@ -131,7 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     video.add_argument("--speed", type=_positive(float), metavar="X",
                        help="playback speed factor (default 1)")
     check = commands.add_parser(
-        "check", help="grade a hand-written engine: compare its gradients with the reference",
+        "check", help="grade a hand-written engine's gradients against the reference",
         description="Run SCRIPT, take the graph its engine built (a micrograd-style Value "
                     "class, micrograd itself, or backpropviz's), compute the same in the "
                     "reference engine and compare every gradient. Exit 0 when all match; "
@@ -184,12 +213,20 @@ def _positive(kind: type) -> Callable[[str], Any]:
 
 
 def _render(args: argparse.Namespace) -> int:
+    positionals = [args.script, *args.roots]
+    if len(positionals) > 1 and all(name.endswith(".py") for name in positionals):
+        return _render_many(positionals, args)
+    if args.output not in (None, "-") and _is_folder(args.output):
+        args.output = str(Path(args.output) / f"{Path(args.script).stem}.{args.format or 'svg'}")
     fmt, output = _destination(args)
     _check_options(args, fmt)
-    if args.max_nodes is None:
+    if fmt in EXPORT_FORMATS and args.steps is None:
+        args.max_nodes = math.inf  # the limit is dot's: an export is never laid out
+    elif args.max_nodes is None:
         args.max_nodes = _video_max_nodes() if fmt in VIDEO_FORMATS else DEFAULT_MAX_NODES
-    if not Path(args.script).is_file():
-        raise CommandError(f"no such script: {args.script}")
+    require_script(Path(args.script))
+    if _needs_dot(args, fmt):
+        require_dot()  # before the script runs, not after
     if output not in (None, "-"):
         _check_writable(output)
     if args.steps is not None:
@@ -199,7 +236,7 @@ def _render(args: argparse.Namespace) -> int:
     quiet = contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext()
     with quiet, dot_time_limit(args.timeout):
         G = graph_of_script(args.script, args.roots, backward=not args.no_backward,
-                            max_nodes=args.max_nodes)
+                            max_nodes=args.max_nodes, argv=args.script_args)
         if args.steps is not None or fmt not in ("json", "graphml", "dot"):
             check_layout(G)  # refused now rather than after a minute of dot
         if args.steps is not None:
@@ -221,6 +258,62 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_folder(output: str) -> bool:
+    return output.endswith(("/", os.sep)) or Path(output).is_dir()
+
+
+def _render_many(scripts: list[str], args: argparse.Namespace) -> int:
+    """Each script drawn into the folder OUT (default: here), several at once."""
+    from .batch import Task, default_jobs, run_all
+
+    if args.output == "-":
+        raise CommandError("several scripts cannot all go to stdout: give a folder, e.g. "
+                           "-o figures/", status=2)
+    folder = Path(args.output or ".")
+    if folder.exists() and not folder.is_dir():
+        raise CommandError(f"several scripts are drawn into a folder, and {folder} is a file",
+                           status=2)
+    fmt = args.format or "svg"
+    stems: dict[str, str] = {}
+    for name in scripts:
+        other = stems.setdefault(Path(name).stem, name)
+        if other != name:
+            raise CommandError(f"{other} and {name} would both be drawn as "
+                               f"{Path(name).stem}.{fmt}: draw them in separate calls", status=2)
+    _check_options(args, fmt)
+    if _needs_dot(args, fmt):
+        require_dot()
+    make_folder(folder)
+    _preload(scripts)
+    tasks = []
+    for name in scripts:
+        single = argparse.Namespace(**vars(args))
+        single.script, single.roots = name, []
+        single.output = str(folder / f"{Path(name).stem}.{fmt}")
+        if args.steps is not None:
+            single.steps = args.steps / Path(name).stem
+        tasks.append(Task(name, functools.partial(_guarded, functools.partial(_render, single)),
+                          single.output))
+    jobs = min(args.jobs or default_jobs(), len(tasks))
+    started = time.monotonic()
+    outcomes = run_all(tasks, jobs)
+    failed = [outcome.task.label for outcome in outcomes if not outcome.ok]
+    print(f"backpropviz: drew {len(tasks) - len(failed)} of {len(tasks)} scripts into "
+          f"{folder}/ in {time.monotonic() - started:.1f} s ({jobs} at a time)"
+          + (f"; failed: {', '.join(failed)}" if failed else ""), file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _preload(scripts: list[str]) -> None:
+    """Import torch once here, before the scripts are forked, if one of them uses it."""
+    for name in scripts:
+        with contextlib.suppress(OSError):
+            if imports_torch(Path(name).read_text(encoding="utf-8", errors="replace")):
+                with contextlib.suppress(ImportError):
+                    import torch  # noqa: F401
+                return
+
+
 def _destination(args: argparse.Namespace) -> tuple[str, Path | str | None]:
     """The format, and where it goes: a path, '-' for stdout, or None (steps only)."""
     if args.output == "-":
@@ -233,9 +326,12 @@ def _destination(args: argparse.Namespace) -> tuple[str, Path | str | None]:
     path = Path(args.output)
     if path.is_dir():
         raise CommandError(f"cannot write {args.output}: it is a directory")
+    extension = path.suffix[1:].lower()
+    if args.format and extension in FORMATS and extension != args.format:
+        raise CommandError(f"-o {args.output} is a .{extension} file but --format is "
+                           f"{args.format}: give one of them, or make them agree", status=2)
     if args.format:
         return args.format, path
-    extension = path.suffix[1:].lower()
     if not extension:
         raise CommandError(f"cannot tell the format of {args.output!r} without an extension "
                            f"(one of {list(FORMATS)}); name it e.g. {path.name}.svg or pass "
@@ -244,6 +340,11 @@ def _destination(args: argparse.Namespace) -> tuple[str, Path | str | None]:
         raise CommandError(f"unknown format: {extension!r} (must be one of {list(FORMATS)})",
                            status=2)
     return extension, path
+
+
+def _needs_dot(args: argparse.Namespace, fmt: str) -> bool:
+    """Whether graphviz's dot will run: for every picture, not for an export or DOT text."""
+    return args.steps is not None or fmt not in (*EXPORT_FORMATS, "dot")
 
 
 def _check_options(args: argparse.Namespace, fmt: str) -> None:
@@ -329,12 +430,10 @@ def _check(args: argparse.Namespace) -> int:
 
 def _render_static(G: nx.MultiDiGraph, fmt: str, args: argparse.Namespace) -> bytes:
     """The picture (or export) as bytes, all in memory."""
-    if fmt == "json":
-        return (json.dumps(to_node_link(G), indent=1) + "\n").encode()
-    if fmt == "graphml":
-        return (to_graphml(G) + "\n").encode()
-    from .draw import draw
+    from .draw import IR_FORMATS, draw
 
+    if fmt in IR_FORMATS:
+        return IR_FORMATS[fmt](G).encode()
     G = _view(G, args)
 
     options = {"rankdir": args.rankdir or "LR", "theme": args.theme,

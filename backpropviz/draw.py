@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -27,7 +28,7 @@ from .engine import Node
 from .errors import BackpropvizError
 from .files import make_folder, write_atomically
 from .formatting import MAX_ITEMS, display_number, grid_indices
-from .ir import IRError, fold_chains, operand_edges, to_networkx, validate
+from .ir import IRError, fold_chains, operand_edges, to_graphml, to_json, to_networkx, validate
 from .steps import StepState, backward_steps, dead_masks, gradient_history, state_at
 from .style import (
     ARROW_SIZE,
@@ -60,6 +61,8 @@ __all__ = [
     "DEFAULT_DOT_TIMEOUT",
     "EDGE_LABEL_NODES",
     "FORMATS",
+    "GRAPHVIZ_JSON",
+    "RENDER_FORMATS",
     "Diagram",
     "DrawError",
     "Fit",
@@ -71,6 +74,7 @@ __all__ = [
     "fit",
     "parse_frame",
     "render_steps",
+    "require_dot",
     "run_dot",
     "step_diagrams",
     "to_dot",
@@ -82,6 +86,11 @@ FORMATS = ("bmp", "canon", "dot", "gif", "gv", "jpeg", "jpg", "json", "pdf", "pl
 # The ids of the two pieces of an edge that runs through a badge (its
 # contribution at a fork); the badge itself has the edge's id.
 BADGE_IN, BADGE_OUT = "/in", "/out"
+# What a Diagram renders: the IR as the command line exports it (json, graphml),
+# and graphviz's formats, its layout JSON under another name.
+GRAPHVIZ_JSON = "graphviz-json"
+IR_FORMATS = {"json": lambda G: to_json(G) + "\n", "graphml": lambda G: to_graphml(G) + "\n"}
+RENDER_FORMATS = tuple(sorted({*FORMATS, *IR_FORMATS, GRAPHVIZ_JSON}))
 # Edge labels take part in dot's ranking and make layout several times
 # slower; past this many nodes, contributions become external labels,
 # placed after the layout (a graph that big is for zooming, not a slide).
@@ -932,6 +941,16 @@ def check_layout(G: nx.MultiDiGraph) -> None:
             f"longer with --timeout (now {limit:g} s)")
 
 
+_NO_DOT = ("failed to execute 'dot', make sure the Graphviz executables are on your PATH "
+           "(on Debian: apt-get install graphviz)")
+
+
+def require_dot() -> None:
+    """DrawError now, rather than after a script has run, if ``dot`` cannot be found."""
+    if shutil.which("dot") is None:
+        raise DrawError(_NO_DOT)
+
+
 def run_dot(source: str, format: str = "svg") -> bytes:
     """Lay out and render DOT text with the ``dot`` executable, within the time limit.
 
@@ -947,8 +966,7 @@ def run_dot(source: str, format: str = "svg") -> bytes:
         process = subprocess.Popen([*command, f"-T{format}"], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
-        raise DrawError("failed to execute 'dot', make sure the Graphviz executables are "
-                        "on your PATH (on Debian: apt-get install graphviz)") from None
+        raise DrawError(_NO_DOT) from None
     start = time.monotonic()
     data: bytes | None = source.encode("utf-8")
     shown = False
@@ -995,12 +1013,20 @@ class Diagram:
         self._cache: dict[str, bytes] = {}
 
     def __repr__(self) -> str:
-        return f"<Diagram of {self.graph.number_of_nodes()} nodes>"
+        kinds = [kind for _, kind in self.graph.nodes(data="kind")]
+        gradients = "with" if self.graph.graph.get("backward_order") else "without"
+        return (f"<Diagram of {kinds.count('value')} values and {kinds.count('op')} ops, "
+                f"{gradients} gradients; .render('figure.svg') writes it>")
 
     def pipe(self, format: str = "svg") -> bytes:
-        """The picture in a graphviz ``format`` (svg, png, pdf, dot, json...)."""
+        """The picture in a graphviz ``format`` (svg, png, pdf, dot...), or the IR:
+        ``json`` is its node-link JSON and ``graphml`` its GraphML, as on the command
+        line (graphviz's own layout JSON is ``graphviz-json``)."""
         if format not in self._cache:
-            data = run_dot(self.source, format)
+            if format in IR_FORMATS:
+                data = IR_FORMATS[format](self.graph).encode("utf-8")
+            else:
+                data = run_dot(self.source, "json" if format == GRAPHVIZ_JSON else format)
             if format == "svg" and self.fit is not None:
                 # Sized in pixels of the frame it was fitted to (graphviz writes points).
                 data = re.sub(rb'^(<svg width="[0-9.]+)pt" height="([0-9.]+)pt"',
@@ -1013,20 +1039,37 @@ class Diagram:
         return self.pipe("svg").decode("utf-8")
 
     def render(self, path: str | os.PathLike, format: str | None = None) -> Path:
-        """Write the picture to ``path`` (format from its extension) and return the path."""
+        """Write the picture to ``path`` and return the path written (``save`` is the same).
+
+        The format is ``format``, else ``path``'s extension. As with the graphviz
+        package, ``render("graph", format="svg")`` writes ``graph.svg``: the
+        format's extension is added unless ``path`` has it already. A path whose
+        extension names another format is refused.
+        """
         path = Path(path)
+        extension = path.suffix.lstrip(".").lower()
         if format is None:
-            format = path.suffix.lstrip(".").lower()
+            format = extension
             if not format:
                 raise DrawError(f"cannot tell the format of {str(path)!r}: give it an "
-                                f"extension or a format (one of {list(FORMATS)})")
+                                f"extension or a format (one of {list(RENDER_FORMATS)})")
+        elif extension != format.split("-")[-1]:
+            if extension in RENDER_FORMATS:
+                raise DrawError(f"{str(path)!r} is a .{extension} file but the format is "
+                                f"{format!r}: give one of them, or make them agree")
+            path = path.with_name(f"{path.name}.{format.split('-')[-1]}")
+        if format not in RENDER_FORMATS:
+            raise DrawError(f"unknown format: {format!r} (must be one of "
+                            f"{list(RENDER_FORMATS)})")
         return write_atomically(path, self.pipe(format))
+
+    save = render
 
     def _repr_svg_(self) -> str:
         return self.svg
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"image/svg+xml": self.svg}
+        return {"image/svg+xml": self.svg, "text/plain": repr(self)}
 
 
 def as_graph(graph_or_root: Any, names: Mapping[str, Any] | None = None) -> nx.MultiDiGraph:

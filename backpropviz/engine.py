@@ -24,6 +24,7 @@ __all__ = [
     "Tensor",
     "Value",
     "apply",
+    "backward_listeners",
     "can_apply",
     "gradcheck",
     "local_gradients",
@@ -102,6 +103,8 @@ class Node:
         of the steps show.
         """
         seed = self._seed_for(gradient)
+        for listener in backward_listeners:
+            listener(self)
         order = topological_order([self])
         self._seed = seed if self._seed is None else self._seed + seed
         try:
@@ -116,6 +119,11 @@ class Node:
     # How many ops all backward passes so far have processed: ``_step``
     # numbers keep counting across passes, so the tape orders them all.
     _steps_taken = 0
+
+
+# Told of every backward() call, with its root, before the pass runs: how the
+# script front end finds a graph built inside a function (watch.py).
+backward_listeners: list[Callable[[Any], None]] = []
 
 
 def topological_order(roots: Iterable[Node]) -> list[Node]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
-from html import escape
+from html import escape, unescape
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 
 from .captions import differentiated, step_captions, value_names
-from .draw import DrawError, as_graph, edge_id, step_diagrams
+from .draw import DrawError, as_graph, draw, edge_id, step_diagrams
 from .files import write_atomically
 from .formatting import MAX_ITEMS, dead_cells, format_array
 from .ir import operand_edges, result_of
@@ -191,9 +191,10 @@ def _theme_css(theme: Theme) -> str:
     return ":root{" + "".join(f"--{key}:{value};" for key, value in colors.items()) + "}"
 
 
-def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
+def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "light",
             precision: int = 4) -> str:
-    """One self-contained HTML page stepping through the backward pass of ``G``.
+    """One self-contained HTML page stepping through the backward pass of ``G`` (an IR
+    graph, or a Value/Tensor root or roots, named after ``names``, as for ``draw``).
 
     Step k shows draw's picture of step k (the op of backward_order
     highlighted with its edges, the contributions, the gradients known so
@@ -201,7 +202,7 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     it and its gradient whole. Everything is inline: the page makes no request.
     A group is one op, as in draw's pictures.
     """
-    G = drawn_graph(G)
+    G = drawn_graph(as_graph(G, names))
     svg, frames, graph_classes = svg_frames(G, rankdir=rankdir, theme=theme,
                                             precision=precision)
     palette = THEMES[theme]
@@ -254,29 +255,55 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
 """
 
 
-def render_html(G: nx.MultiDiGraph, path: str | os.PathLike, **options: Any) -> Path:
-    """Write ``to_html(G, **options)`` to ``path`` whole or not at all; return the path."""
+def render_html(G: Any, path: str | os.PathLike, **options: Any) -> Path:
+    """Write ``to_html(G, **options)`` to ``path`` whole or not at all; return the path
+    (``G`` an IR graph or a root, as for ``to_html``)."""
     return write_atomically(path, to_html(G, **options).encode("utf-8"))
 
 
 class Page:
-    """A step-through page; in Jupyter it shows inline, in a frame of its own."""
+    """A step-through page; in Jupyter it shows inline, in a frame of its own.
 
-    def __init__(self, html: str, height: int = 560) -> None:
+    ``diagram`` is the static picture offered beside it (the last step: every
+    gradient drawn), for viewers that strip frames or scripts.
+    """
+
+    def __init__(self, html: str, height: int = 560, diagram: Any = None) -> None:
         self.html = html
         self.height = height
+        self.diagram = diagram
+
+    def __repr__(self) -> str:
+        return f"<Page: {self.title()} ({len(self.html) // 1024} KiB of HTML)>"
+
+    def title(self) -> str:
+        """What the page steps through, as its <title> says."""
+        start = self.html.find("<title>") + len("<title>")
+        return unescape(self.html[start:self.html.find("</title>", start)])
 
     def _repr_html_(self) -> str:
         # srcdoc keeps the page's script and styles apart from the notebook's.
         return (f'<iframe srcdoc="{escape(self.html, quote=True)}" '
                 f'style="width:100%;height:{self.height}px;border:0"></iframe>')
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the page to ``path`` whole or not at all; return the path."""
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """The page, the SVG of its last step for viewers that do not show the page
+        (a notebook viewer that strips frames picks the image), and what it is."""
+        bundle = {"text/html": self._repr_html_(), "text/plain": repr(self)}
+        if self.diagram is not None:
+            bundle["image/svg+xml"] = self.diagram.svg
+        return bundle
+
+    def render(self, path: str | os.PathLike) -> Path:
+        """Write the page to ``path`` whole or not at all; return the path (as
+        ``Diagram.render`` does; ``save`` is the same)."""
         return write_atomically(path, self.html.encode("utf-8"))
+
+    save = render
 
 
 def step_through(graph_or_root: Any, *, names: Any = None, height: int = 560,
                  **options: Any) -> Page:
     """The step-through page of an IR graph or of a Value/Tensor root, as a Page."""
-    return Page(to_html(as_graph(graph_or_root, names), **options), height)
+    G = as_graph(graph_or_root, names)
+    return Page(to_html(G, **options), height, draw(G, **options))

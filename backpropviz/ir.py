@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "plain_number",
     "result_of",
     "to_graphml",
+    "to_json",
     "to_networkx",
     "to_node_link",
     "validate",
@@ -379,24 +381,78 @@ def operand_edges(G: nx.MultiDiGraph, op: Any) -> list[tuple[Any, Any, Any]]:
 # ---------------------------------------------------------------- formats
 
 
-def to_node_link(G: nx.MultiDiGraph) -> dict:
-    """The IR as node-link data (networkx's layout, ``edges="edges"``), JSON-ready."""
-    return nx.node_link_data(G, edges="edges")
-
-
-def from_node_link(data: Mapping) -> nx.MultiDiGraph:
-    """The IR back from ``to_node_link`` (or its JSON text, parsed)."""
-    G = nx.node_link_graph(dict(data), directed=True, multigraph=True, edges="edges")
-    for _, attrs in G.nodes(data=True):
-        if "shape" in attrs:
-            attrs["shape"] = tuple(attrs["shape"])
-    return G
-
-
 # GraphML holds only strings, numbers and booleans, one type per key: these
 # keys are written as JSON text so that a reader gets the arrays back.
 _JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected", "mask", "group", "members")
 _JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes", "module_groups")
+
+# Strict JSON has no NaN or infinities: in the IR's numbers they are written as
+# these strings (JavaScript's names for them), which any JSON parser reads.
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_NUMBER_KEYS = {*_JSON_KEYS, "seeds"} - {"shape"}
+
+
+def to_node_link(G: nx.MultiDiGraph) -> dict:
+    """The IR as node-link data (networkx's layout, ``edges="edges"``), ready for strict
+    JSON: a NaN or an infinity in its numbers is the string "NaN", "Infinity" or
+    "-Infinity" (``from_node_link`` reads them back as floats)."""
+    data = nx.node_link_data(G, edges="edges")
+    for item in (*data["nodes"], *data["edges"]):
+        for key in _NUMBER_KEYS.intersection(item):
+            item[key] = _finite_or_named(item[key])
+    if "seeds" in data["graph"]:
+        data["graph"]["seeds"] = _finite_or_named(data["graph"]["seeds"])
+    return data
+
+
+def to_json(G: nx.MultiDiGraph) -> str:
+    """The IR as strict JSON text: ``to_node_link``'s data (what ``-o graph.json`` writes)."""
+    return json.dumps(to_node_link(G), indent=1, allow_nan=False)
+
+
+def from_node_link(data: Mapping | str | bytes) -> nx.MultiDiGraph:
+    """The IR back from ``to_node_link``'s data, or from its JSON text."""
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as error:
+            raise IRError(f"not JSON: {error}") from None
+    if not isinstance(data, Mapping):
+        raise IRError(f"node-link data is a JSON object, got {type(data).__name__}")
+    G = nx.node_link_graph(dict(data), directed=True, multigraph=True, edges="edges")
+    for _, attrs in G.nodes(data=True):
+        if "shape" in attrs:
+            attrs["shape"] = tuple(attrs["shape"])
+    for attrs in (*(a for _, a in G.nodes(data=True)), *(a for *_, a in G.edges(data=True))):
+        for key in _NUMBER_KEYS.intersection(attrs):
+            attrs[key] = _named_to_float(attrs[key])
+    if "seeds" in G.graph:
+        G.graph["seeds"] = _named_to_float(G.graph["seeds"])
+    return G
+
+
+def _finite_or_named(x: Any) -> Any:
+    """Numbers as strict JSON can hold them: non-finite floats by name, at any depth."""
+    if isinstance(x, float):
+        if math.isfinite(x):
+            return x
+        return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
+    if isinstance(x, list):
+        return [_finite_or_named(item) for item in x]
+    if isinstance(x, dict):
+        return {key: _finite_or_named(item) for key, item in x.items()}
+    return x
+
+
+def _named_to_float(x: Any) -> Any:
+    if isinstance(x, str):
+        return NON_FINITE.get(x, x)
+    if isinstance(x, list):
+        return [_named_to_float(item) for item in x]
+    if isinstance(x, dict):
+        return {key: _named_to_float(item) for key, item in x.items()}
+    return x
+
 
 
 def to_graphml(G: nx.MultiDiGraph) -> str:

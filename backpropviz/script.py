@@ -29,9 +29,11 @@ from . import foreign
 from .engine import Node, topological_order
 from .errors import BackpropvizError
 from .ir import fold_chains, name_constants, to_networkx, validate
+from .watch import watching
 
-__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "find_roots", "graph_of_script", "run_script",
-           "without_gradients"]
+__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "find_roots", "graph_of_namespace",
+           "graph_of_script", "imports_torch", "may_use_another_engine", "recording_for",
+           "require_script", "run_script", "without_gradients"]
 
 # The drawing's size limit, counted in IR nodes (values and ops). dot's layout
 # time grows faster than linearly with the graph: around this size it still
@@ -63,21 +65,39 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
     (``ir.fold_chains``).
     """
     script = Path(path)
-    if not script.is_file():
-        raise ScriptError(f"no such script: {path}")
+    require_script(script)
     try:
         source = script.read_text(encoding="utf-8", errors="replace")
     except OSError as error:
         raise ScriptError(f"cannot read {path}: {error.strerror or error}") from None
     silence = contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()
-    with silence, _recording(source) as recording:
-        namespace = run_script(script, argv)
-        producer = _Producer(namespace, recording, max_nodes)
-        chosen = producer.named(roots) if roots else producer.outputs(script)
-        producer.check_size(chosen)
-        if backward:
-            producer.backward(chosen)
-        G = producer.graph(chosen)
+    with silence, recording_for(source) as recording:
+        with watching(script, other_engines=may_use_another_engine(source)) as watch:
+            namespace = run_script(script, argv)
+        return graph_of_namespace(watch.names(namespace), roots, called=watch.roots,
+                                  recording=recording, backward=backward,
+                                  max_nodes=max_nodes, fold=fold, where=script,
+                                  source=source)
+
+
+def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
+                       called: Sequence[Any] = (), recording: Any = None,
+                       backward: bool = True, max_nodes: int = DEFAULT_MAX_NODES,
+                       fold: bool = True, where: str | os.PathLike = "SCRIPT",
+                       source: str = "") -> nx.MultiDiGraph:
+    """The IR of the graph in ``namespace`` (a script's names after it ran, a notebook's
+    after a cell), found as ``graph_of_script`` finds it: the ``roots`` named, else
+    ``called`` (what backward() last ran from), else the outputs; ``recording`` is
+    the PyTorch capture the values were made under, if any. ``where`` names the
+    script in advice; ``source`` is its code (names of plain numbers name constants)."""
+    producer = _Producer(namespace, recording, max_nodes, called)
+    # Named roots, else the value backward() was last run from, else the outputs.
+    chosen = (producer.named(roots) if roots else producer.called()
+              or producer.outputs(Path(where)))
+    producer.check_size(chosen)
+    if backward:
+        producer.backward(chosen)
+    G = producer.graph(chosen)
     validate(G)
     name_constants(G, _number_names(namespace, source))
     if fold:
@@ -100,8 +120,7 @@ def run_script(path: str | os.PathLike, argv: Sequence[str] = ()) -> dict[str, A
     and the working directory are restored afterwards. A script that fails
     prints its own traceback, as python would, and raises ScriptError.
     """
-    if not Path(path).is_file():
-        raise ScriptError(f"no such script: {path}")
+    require_script(Path(path))
     path = str(path)
     saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
     sys.argv = [path, *argv]
@@ -109,8 +128,7 @@ def run_script(path: str | os.PathLike, argv: Sequence[str] = ()) -> dict[str, A
     try:
         return runpy.run_path(path, run_name="__main__")
     except SystemExit as done:
-        raise ScriptError(f"{path} exited (sys.exit({done.code!r})) before its end, "
-                          "so there is no graph to draw") from None
+        return _after_exit(done, path)
     except Exception as error:
         if isinstance(error, ModuleNotFoundError) and error.name == "torch":
             raise ScriptError(_TORCH_MISSING) from None
@@ -121,6 +139,31 @@ def run_script(path: str | os.PathLike, argv: Sequence[str] = ()) -> dict[str, A
         sys.argv = saved_argv
         sys.path[:] = saved_path
         os.chdir(saved_cwd)  # outputs are relative to where the command ran
+
+
+def require_script(script: Path) -> None:
+    """ScriptError unless ``script`` is a file (a directory is called one)."""
+    if script.is_dir():
+        raise ScriptError(f"{script} is a directory, not a script: name a .py file in it")
+    if not script.is_file():
+        raise ScriptError(f"no such script: {script}")
+
+
+def _after_exit(done: SystemExit, path: str) -> dict[str, Any]:
+    """The script's global names after ``sys.exit(0)`` (or ``sys.exit()``): a clean
+    exit, as for python; any other status is the script's failure."""
+    if done.code is None or done.code == 0:
+        tb = done.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_name == "<module>" and code.co_filename == path:
+                return dict(tb.tb_frame.f_globals)
+            tb = tb.tb_next
+    status = done.code if isinstance(done.code, int) else 1
+    if not isinstance(done.code, int):
+        print(done.code, file=sys.stderr)  # python prints sys.exit("message")'s message
+    raise ScriptError(f"{path} exited with status {status}, so there is no graph to "
+                      "draw") from None
 
 
 def without_gradients(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
@@ -136,12 +179,12 @@ def without_gradients(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
 
 
 @contextlib.contextmanager
-def _recording(source: str) -> Iterator[Any]:
+def recording_for(source: str) -> Iterator[Any]:
     """For a PyTorch script, the importer's recording of its run; else None."""
     # Without torch installed the script runs as it is: one that needs torch
     # fails on its import (and gets the install hint), one that only tries it
     # (try: import torch / except ImportError) goes on with the engine.
-    if not _imports_torch(source) or importlib.util.find_spec("torch") is None:
+    if not _imports(source, "torch") or importlib.util.find_spec("torch") is None:
         yield None
         return
     from . import torch_import
@@ -150,8 +193,20 @@ def _recording(source: str) -> Iterator[Any]:
         yield recording
 
 
-def _imports_torch(source: str) -> bool:
-    """Whether the script has an import statement for torch (only then is the importer loaded)."""
+def may_use_another_engine(source: str) -> bool:
+    """Whether code may build a micrograd-style graph: it imports neither backpropviz nor
+    torch (only then is another engine's backward() watched, which slows the run)."""
+    return not (_imports(source, "torch") or _imports(source, "backpropviz"))
+
+
+def imports_torch(source: str) -> bool:
+    """Whether the script's source imports torch."""
+    return _imports(source, "torch")
+
+
+def _imports(source: str, package: str) -> bool:
+    """Whether the script has an import statement for ``package`` (e.g. only then is the
+    torch importer loaded)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -163,7 +218,7 @@ def _imports_torch(source: str) -> bool:
             modules = [node.module or ""]
         else:
             continue
-        if any(module.split(".")[0] == "torch" for module in modules):
+        if any(module.split(".")[0] == package for module in modules):
             return True
     return False
 
@@ -209,10 +264,12 @@ def _print_script_traceback(error: BaseException, path: str) -> None:
 class _Producer:
     """The script's nodes and how to turn them into the IR: the engine's, or PyTorch's."""
 
-    def __init__(self, namespace: dict[str, Any], recording: Any, max_nodes: int) -> None:
+    def __init__(self, namespace: dict[str, Any], recording: Any, max_nodes: int,
+                 called: Sequence[Any] = ()) -> None:
         self.namespace = namespace
         self.recording = recording
         self.max_nodes = max_nodes
+        self.called_roots = tuple(called)  # what the script's last backward() ran from
         self.backward_wanted = False
         self.torch = self.foreign = False
         self.nodes = self._nodes(lambda obj: isinstance(obj, Node))
@@ -237,14 +294,25 @@ class _Producer:
                               "global name (keep the result at top level, e.g. L = ...)")
 
     def _nodes(self, is_node: Callable[[Any], bool]) -> dict[str, Any]:
-        """The nodes in global names, each under its first name."""
+        """The nodes in the script's names, each under its first name; then the roots of
+        its last backward() that have no name, under the name of that call."""
         nodes: dict[str, Any] = {}
         seen: set[int] = set()
         for name, obj in self.namespace.items():
             if not name.startswith("_") and is_node(obj) and id(obj) not in seen:
                 seen.add(id(obj))
                 nodes[name] = obj
+        for root in self.called_roots:
+            if is_node(root) and id(root) not in seen:
+                seen.add(id(root))
+                nodes[f"<root of backward() #{len(seen)}>"] = root
         return nodes
+
+    def called(self) -> dict[str, Any]:
+        """The roots of the script's last backward() call, under their names (if they are
+        of the kind drawn)."""
+        return {name: obj for name, obj in self.nodes.items()
+                if any(obj is root for root in self.called_roots)}
 
     def named(self, names: Sequence[str]) -> dict[str, Any]:
         """The roots named by the caller, each object once."""
@@ -252,8 +320,9 @@ class _Producer:
         for name in names:
             obj = self.namespace.get(name)
             if not any(obj is node for node in self.nodes.values()):
+                named = sorted(name for name in self.nodes if not name.startswith("<"))
                 raise ScriptError(f"unknown root {name!r} (the script's values are: "
-                                  f"{', '.join(sorted(self.nodes))})")
+                                  f"{', '.join(named)})")
             if not any(obj is root for root in roots.values()):
                 roots[name] = obj
         return roots

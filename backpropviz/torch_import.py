@@ -17,6 +17,7 @@ from typing import Any
 import networkx as nx
 
 from . import groups, ops
+from .engine import backward_listeners
 from .errors import BackpropvizError
 from .formatting import changed_note
 
@@ -177,6 +178,10 @@ class Recording:
 
         index = next(self._counter)
         function = _function_name(func)
+        if function == "backward" and args:
+            # loss.backward(), or torch.autograd.backward((loss, ...)): tell who listens.
+            for listener in backward_listeners:
+                listener(*(args[0] if isinstance(args[0], (tuple, list)) else args[:1]))
         flat = tree_flatten((args, kwargs))[0]
         tensors = [x for x in flat if isinstance(x, torch.Tensor)]
         if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):

@@ -125,7 +125,11 @@ def test_tex_compiles(example, tmp_path):
 @pytest.mark.parametrize(("label", "parts", "tex"), [
     ("W1", ("W", "1"), "W_{1}"),
     ("w1_11", ("w", "1,11"), "w_{1,11}"),
-    ("x_in", ("x", "in"), "x_{in}"),
+    ("x_i", ("x", "i"), "x_{i}"),
+    ("x_in", ("x_in", ""), r"\mathrm{x\_in}"),
+    ("total_loss", ("total_loss", ""), r"\mathrm{total\_loss}"),
+    ("X_train", ("X_train", ""), r"\mathrm{X\_train}"),
+    ("h_t", ("h", "t"), "h_{t}"),
     ("W1a", ("W1a", ""), r"\mathrm{W1a}"),
     ("alpha2", ("alpha", "2"), r"\alpha_{2}"),
 ])

@@ -394,11 +394,15 @@ def test_diagram_renders_formats_atomically(example, tmp_path):
     assert png == tmp_path / "e.png" and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert diagram.render(tmp_path / "e.pdf").read_bytes()[:5] == b"%PDF-"
     assert diagram.render(tmp_path / "graph", format="svg").read_text().startswith("<?xml")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.pdf", "e.png", "graph"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.pdf", "e.png", "graph.svg"]
     umask = os.umask(0)
     os.umask(umask)
     assert png.stat().st_mode & 0o777 == 0o666 & ~umask
-    assert diagram._repr_mimebundle_() == {"image/svg+xml": diagram.svg}
+    bundle = diagram._repr_mimebundle_()
+    assert bundle["image/svg+xml"] == diagram.svg
+    # e = (a + b)c: 4 values (a, b, c and d = a + b, e), 2 ops, by the example's code.
+    assert bundle["text/plain"] == ("<Diagram of 5 values and 2 ops, with gradients; "
+                                    ".render('figure.svg') writes it>")
     assert diagram._repr_svg_() == diagram.svg
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import networkx as nx
 
+from ..draw import as_graph
 from ..errors import BackpropvizError
 from ..files import make_folder, move_into_place
 from ..style import THEMES
@@ -57,12 +58,14 @@ def require_manim() -> None:
                            "install it with: pip install 'backpropviz[video]'")
 
 
-def render_video(G: nx.MultiDiGraph, path: str | os.PathLike, *, quality: str = "l",
+def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality: str = "l",
                  phase: str = "both", theme: str = "light", speed: float = 1.0,
                  rankdir: str = "LR", precision: int = 4, progress: bool = True,
                  transparent: bool = False, max_nodes: int = MAX_NODES) -> pathlib.Path:
     """Render the forward and/or backward pass of ``G`` to ``path`` and return the path.
 
+    ``G`` is an IR graph, or a Value/Tensor root or roots named after ``names``
+    (as for ``draw``).
     The format follows the suffix (.mp4 .gif .webm .mov). Subtitles with the
     chain-rule captions go beside it (same name, .srt). The background is
     transparent when ``transparent`` is true or ``theme`` is ``"transparent"``
@@ -70,6 +73,7 @@ def render_video(G: nx.MultiDiGraph, path: str | os.PathLike, *, quality: str = 
     output path and the clip's length are printed to stderr. Nothing is left
     at ``path`` if rendering fails or is interrupted.
     """
+    G = as_graph(G, names)
     target = pathlib.Path(path)
     suffix = check_format(target)
     if quality not in QUALITIES:

@@ -1,0 +1,294 @@
+"""Scripts as people write them: main() behind __name__, arguments, sys.exit, by-products."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+from test_cli import EXAMPLES, fails, files, ok, run, script, written_graph
+
+
+def values(G) -> dict:
+    """Each named value's (data, grad)."""
+    return {attrs["label"]: (attrs["data"], attrs["grad"]) for _, attrs in G.nodes(data=True)
+            if attrs["kind"] == "value" and attrs["label"]}
+
+
+MAIN_ENGINE = """
+    import sys
+
+    from backpropviz import Value
+
+
+    def neuron(x, w, b):
+        z = w * x + b
+        return z.tanh()
+
+
+    def main():
+        steps = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+        x = Value(0.5)
+        w = Value(-1.0, requires_grad=True)
+        b = Value(0.2, requires_grad=True)
+        for _ in range(steps):
+            y = neuron(x, w, b)
+            loss = (y - 1.0) ** 2
+            x.grad = w.grad = b.grad = 0.0
+            loss.backward()
+            w.data -= 0.1 * w.grad
+            b.data -= 0.1 * b.grad
+        print("argv", sys.argv[1:])
+
+
+    if __name__ == "__main__":
+        main()
+    """
+
+
+def _neuron_by_hand(steps: int) -> dict:
+    """The last step's numbers of MAIN_ENGINE, by the chain rule in plain floats."""
+    x, w, b = 0.5, -1.0, 0.2
+    for _ in range(steps):
+        y = math.tanh(w * x + b)
+        dy = 2 * (y - 1.0)
+        dz = dy * (1 - y * y)
+        numbers = {"x": (x, dz * w), "w": (w, dz * x), "b": (b, dz), "y": (y, dy),
+                   "loss": ((y - 1.0) ** 2, 1.0)}
+        w, b = w - 0.1 * dz * x, b - 0.1 * dz
+    return numbers
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_a_graph_inside_main_is_found_from_its_backward_call(steps, tmp_path):
+    script(tmp_path, "lecture.py", MAIN_ENGINE)
+    done = ok("lecture.py", "-o", "g.json", "--", str(steps), cwd=tmp_path)
+    assert done.stdout.decode().split("\n")[0] == f"argv [{str(steps)!r}]"
+    G = written_graph(tmp_path / "g.json")
+    drawn = values(G)
+    # Named after main()'s locals; z died with neuron() before backward ran.
+    assert set(drawn) == {"x", "w", "b", "y", "loss"}
+    for name, (data, grad) in _neuron_by_hand(steps).items():
+        assert drawn[name][0] == pytest.approx(data, rel=1e-12), name
+        assert drawn[name][1] == pytest.approx(grad, rel=1e-12), name
+    (root,) = G.graph["roots"]
+    assert G.nodes[root]["label"] == "loss"
+
+
+def test_script_arguments_after_the_double_dash(tmp_path):
+    script(tmp_path, "args.py", """
+        import argparse, sys
+        from backpropviz import Value
+        parser = argparse.ArgumentParser()
+        parser.add_argument("n", type=int)
+        parser.add_argument("--lr", type=float)
+        options = parser.parse_args()
+        print(sys.argv[1:])
+        a = Value(float(options.n))
+        L = a * options.lr
+        """)
+    done = ok("args.py", "-o", "g.json", "--", "5", "--lr", "0.5", cwd=tmp_path)
+    assert done.stdout.decode().strip() == "['5', '--lr', '0.5']"
+    assert values(written_graph(tmp_path / "g.json"))["L"] == (2.5, 1.0)
+    # A ROOT before the dash is still a root.
+    done = ok("args.py", "L", "-o", "h.json", "--", "2", "--lr", "3", cwd=tmp_path)
+    assert values(written_graph(tmp_path / "h.json"))["a"] == (2.0, 3.0)
+
+
+def test_a_clean_exit_after_the_graph_is_drawn(tmp_path):
+    script(tmp_path, "ends.py", MAIN_ENGINE + "    sys.exit(0)\n")
+    ok("ends.py", "-o", "g.json", cwd=tmp_path)
+    assert values(written_graph(tmp_path / "g.json"))["loss"][1] == 1.0
+    script(tmp_path, "top.py", """
+        import sys
+        from backpropviz import Value
+        a = Value(3.0)
+        b = a * a
+        sys.exit()
+        """)
+    ok("top.py", "-o", "t.json", cwd=tmp_path)
+    assert values(written_graph(tmp_path / "t.json"))["a"] == (3.0, 6.0)
+
+
+def test_a_non_zero_exit_is_the_scripts_failure(tmp_path):
+    script(tmp_path, "three.py", MAIN_ENGINE + "    sys.exit(3)\n")
+    assert fails("three.py", "-o", "g.svg", cwd=tmp_path) == (
+        "backpropviz: error: three.py exited with status 3, so there is no graph to draw")
+    script(tmp_path, "says.py", MAIN_ENGINE + "    sys.exit('no data file')\n")
+    done = run("render", "says.py", cwd=tmp_path)
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 1
+    assert lines[-2:] == ["no data file", "backpropviz: error: says.py exited with status 1, "
+                                          "so there is no graph to draw"]
+    assert files(tmp_path) == {"three.py", "says.py"}
+
+
+def test_a_directory_is_said_to_be_one(tmp_path):
+    (tmp_path / "lectures").mkdir()
+    message = fails("lectures", cwd=tmp_path)
+    assert message == ("backpropviz: error: lectures is a directory, not a script: "
+                       "name a .py file in it")
+
+
+def test_the_value_backward_ran_from_wins_over_by_products(tmp_path):
+    script(tmp_path, "softmax.py", """
+        from backpropviz import Tensor
+        logits = Tensor([1.0, 2.0, 0.5], requires_grad=True)
+        e = logits.exp()
+        probs = e / e.sum()          # kept for printing
+        loss = -(probs * Tensor([0.0, 1.0, 0.0])).sum().log()
+        loss.backward()
+        print(probs.data)
+        """)
+    ok("softmax.py", "-o", "g.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "g.json")
+    (root,) = G.graph["roots"]
+    assert G.nodes[root]["label"] == "loss"
+    # d(-log softmax_1)/d logits = softmax - onehot, by hand.
+    z = [1.0, 2.0, 0.5]
+    total = sum(map(math.exp, z))
+    expected = [math.exp(v) / total - (i == 1) for i, v in enumerate(z)]
+    assert values(G)["logits"][1] == pytest.approx(expected, rel=1e-12)
+
+
+def test_torch_inside_main(tmp_path):
+    torch = pytest.importorskip("torch")
+    script(tmp_path, "course.py", """
+        import torch
+        import torch.nn.functional as F
+
+        def main():
+            X = torch.tensor([[1.0, 2.0], [0.5, -1.0]])
+            target = torch.tensor([0, 1])
+            W = torch.tensor([[0.1, -0.2, 0.3], [0.0, 0.4, -0.1]], requires_grad=True)
+            logits = X @ W
+            probs = F.softmax(logits, dim=1)  # printed, never backward'd from
+            loss = F.cross_entropy(logits, target)
+            loss.backward()
+            print(probs)
+
+        if __name__ == "__main__":
+            main()
+        """)
+    ok("course.py", "-o", "g.json", cwd=tmp_path)
+    drawn = values(written_graph(tmp_path / "g.json"))
+    assert "probs" not in drawn
+    X = torch.tensor([[1.0, 2.0], [0.5, -1.0]], dtype=torch.float64)
+    W = torch.tensor([[0.1, -0.2, 0.3], [0.0, 0.4, -0.1]], dtype=torch.float64,
+                     requires_grad=True)
+    loss = torch.nn.functional.cross_entropy(X @ W, torch.tensor([0, 1]))
+    loss.backward()
+    assert drawn["loss"][0] == pytest.approx(loss.item(), rel=1e-6)
+    assert np.allclose(drawn["W"][1], W.grad.numpy(), rtol=1e-5)
+
+
+STUDENT_ENGINE = """
+    class V:
+        def __init__(self, data, children=(), op=""):
+            self.data, self.grad, self._prev, self._op = data, 0.0, tuple(children), op
+            self._backward = lambda: None
+
+        def __add__(self, other):
+            out = V(self.data + other.data, (self, other), "+")
+            def _backward():
+                self.grad += out.grad
+                other.grad += out.grad
+            out._backward = _backward
+            return out
+
+        def __mul__(self, other):
+            out = V(self.data * other.data, (self, other), "*")
+            def _backward():
+                self.grad += other.data * out.grad
+                other.grad += self.data * out.grad
+            out._backward = _backward
+            return out
+
+        def backward(self, top=True):
+            # recursive, as students write it (right for a tree: no value used twice)
+            if top:
+                self.grad = 1.0
+            self._backward()
+            for child in self._prev:
+                child.backward(top=False)
+
+
+    def main():
+        a, b, c = V(2.0), V(-3.0), V(4.0)
+        d = a * b
+        e = d + c
+        e.backward()
+        print(e.data)
+
+
+    if __name__ == "__main__":
+        main()
+    """
+
+
+def test_another_engines_graph_inside_main(tmp_path):
+    script(tmp_path, "student.py", STUDENT_ENGINE)
+    ok("student.py", "-o", "g.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "g.json")
+    # e = a*b + c: de/da = b, de/db = a, de/dc = 1, by hand; the recursive calls on
+    # the children are not roots.
+    assert values(G) == {"a": (2.0, -3.0), "b": (-3.0, 2.0), "c": (4.0, 1.0),
+                         "d": (-6.0, 1.0), "e": (-2.0, 1.0)}
+    (root,) = G.graph["roots"]
+    assert G.nodes[root]["label"] == "e"
+
+
+def test_micrograd_inside_main(tmp_path):
+    pytest.importorskip("micrograd")
+    script(tmp_path, "mg.py", """
+        from micrograd.engine import Value
+
+        def main():
+            a = Value(2.0)
+            b = Value(-3.0)
+            c = a * b + b ** 2
+            c.backward()
+
+        main()
+        """)
+    ok("mg.py", "-o", "g.json", cwd=tmp_path)
+    drawn = values(written_graph(tmp_path / "g.json"))
+    # dc/da = b = -3, dc/db = a + 2b = -4, by hand.
+    assert (drawn["a"], drawn["b"], drawn["c"]) == ((2.0, -3.0), (-3.0, -4.0), (3.0, 1.0))
+
+
+def test_contradicting_output_and_format_is_refused_before_the_run(tmp_path):
+    script(tmp_path, "loud.py", "print('RAN')\nfrom backpropviz import Value\n"
+                                "a = Value(1.0)\nb = a * a\n")
+    done = run("render", "loud.py", "-o", "x.png", "--format", "svg", cwd=tmp_path)
+    assert done.returncode == 2 and b"RAN" not in done.stdout
+    assert done.stderr.decode().strip() == (
+        "backpropviz: error: -o x.png is a .png file but --format is svg: give one of them, "
+        "or make them agree")
+    assert files(tmp_path) == {"loud.py"}
+    ok("loud.py", "-o", "x.png", "--format", "png", cwd=tmp_path)  # agreeing is fine
+    ok("loud.py", "-o", "x.figure", "--format", "svg", cwd=tmp_path)
+    assert (tmp_path / "x.figure").read_bytes().lstrip().startswith(b"<?xml")
+
+
+def test_max_nodes_limits_drawings_not_exports(tmp_path):
+    ok(EXAMPLES / "d2l_mlp_scalar.py", "--max-nodes", "10", "-o", "x.json", cwd=tmp_path)
+    ok(EXAMPLES / "d2l_mlp_scalar.py", "--max-nodes", "10", "-o", "x.graphml", cwd=tmp_path)
+    assert "more than --max-nodes 10" in fails(EXAMPLES / "d2l_mlp_scalar.py", "--max-nodes",
+                                               "10", "-o", "x.svg", cwd=tmp_path)
+    assert "more than --max-nodes 10" in fails(EXAMPLES / "d2l_mlp_scalar.py", "--max-nodes",
+                                               "10", "-o", "x.dot", cwd=tmp_path)
+
+
+def test_a_missing_dot_is_found_before_the_script_runs(tmp_path):
+    script(tmp_path, "loud.py", "print('RAN')\nfrom backpropviz import Value\n"
+                                "a = Value(1.0)\nb = a * a\n")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    done = run("render", "loud.py", "-o", "x.html", cwd=tmp_path, env=env)
+    assert done.returncode == 1 and b"RAN" not in done.stdout
+    assert "failed to execute 'dot'" in done.stderr.decode()
+    done = run("render", "loud.py", "-o", "x.json", cwd=tmp_path, env=env)
+    assert done.returncode == 0 and b"RAN" in done.stdout
