@@ -17,6 +17,8 @@ from .draw import DrawError, as_graph, edge_id, step_diagrams
 from .files import write_atomically
 from .formatting import MAX_ITEMS, dead_cells, format_array
 from .ir import operand_edges, result_of
+from .memory import timeline
+from .memory_chart import step_meter
 from .steps import backward_steps, dead_masks
 from .style import LABEL_PT, THEMES, Theme
 
@@ -186,7 +188,7 @@ def _theme_css(theme: Theme) -> str:
               "edge": theme.edge, "panel": theme.op_fill, "line": theme.node_line,
               "hl-line": theme.highlight_line, "hl-fill": theme.highlight_fill,
               "label-fill": theme.label_fill, "dead-text": theme.dead_text,
-              "dead-fill": theme.dead_fill}
+              "dead-fill": theme.dead_fill, "saved": theme.saved}
     return ":root{" + "".join(f"--{key}:{value};" for key, value in colors.items()) + "}"
 
 
@@ -207,6 +209,8 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     data["theme"] = {"grad": palette.grad, "deadText": palette.dead_text,
                      "labelPt": LABEL_PT}
     data["graphClasses"] = graph_classes
+    data["memory"] = meter = step_meter(timeline(G), theme=theme)
+    spark = meter.pop("svg")  # drawn in the page, not kept in its data
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
     title = f"backpropviz: the backward pass of {subject}"
     last = len(data["steps"]) - 1
@@ -231,6 +235,12 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
 <div id="step-label"></div>
 <div id="caption" aria-live="polite"></div>
 <div id="rule"></div>
+</section>
+<section id="memory" aria-label="memory kept for backward"{"" if meter["peak"] else " hidden"}>
+{spark}
+<div id="memory-bar" title="bytes kept for backward, of the peak"><div id="memory-fill"></div>
+</div>
+<div id="memory-text" aria-live="polite"></div>
 </section>
 <nav id="controls" aria-label="backward steps">
 <button type="button" id="first" title="first step (Home)">⇤ first</button>

@@ -9,6 +9,7 @@ that SVG by cairosvg, which loads only for them.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -16,14 +17,16 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+import networkx as nx
+
 from .errors import BackpropvizError
 from .files import write_atomically
 from .formatting import byte_size
-from .memory import BACKWARD, FORWARD, INNER, MemoryStep, Timeline
+from .memory import BACKWARD, FORWARD, INNER, MemoryStep, Timeline, timeline, to_json
 from .style import FONT, NAME_FONT, THEMES, Theme
 
 __all__ = ["CHART_FORMATS", "ChartError", "Panel", "Series", "chart_bytes", "growth_svg",
-           "render_chart", "timeline_svg"]
+           "memory_output", "render_chart", "step_meter", "timeline_html", "timeline_svg"]
 
 CHART_FORMATS = ("svg", "png", "pdf")
 WIDTH, HEIGHT = 1920, 1080
@@ -399,7 +402,127 @@ def _x_ticks(x_max: float) -> list[float]:
     return [float(x) for x in range(0, int(x_max) + 1, step)]
 
 
+# ---------------------------------------------------------------- the step-through page
+
+
+def step_meter(line: Timeline, *, theme: str = "light") -> dict:
+    """What the step-through page's memory bar shows at each of its steps, JSON-ready.
+
+    Page step 0 is the end of the forward pass, step k the k-th backward step:
+    ``bytes`` held then, ``fill`` (percent of the peak), ``text``, the value ids
+    ``held`` (highlighted in the graph) and ``freed`` by that step, and
+    ``spark``: the id of the bar of the small whole-timeline chart ``svg``.
+    """
+    peak = line.peak_bytes
+    forward, backward = line.forward, line.backward
+    page_steps = [forward[-1], *backward] if forward else []
+    meter: dict = {"peak": peak, "bytes": [], "fill": [], "text": [], "held": [], "freed": [],
+                   "spark": []}
+    for k, step in enumerate(page_steps):
+        when = "after the forward pass" if k == 0 else f"after backward step {k}"
+        text = f"{when}: {byte_size(step.bytes_held)} kept for backward"
+        text += " (the peak)" if step.bytes_held == peak and peak else \
+            f" (peak {byte_size(peak)})"
+        if step.freed:
+            text += "; freed: " + ", ".join(line.kept[item].name for item in step.freed)
+        meter["bytes"].append(step.bytes_held)
+        meter["fill"].append(round(100 * step.bytes_held / peak, 2) if peak else 0)
+        meter["text"].append(text)
+        meter["held"].append([item for item in step.held if line.kept[item].role != INNER])
+        meter["freed"].append([item for item in step.freed if line.kept[item].role != INNER])
+        meter["spark"].append(f"spark-{step.index}")
+    meter["svg"] = _sparkline(line, THEMES[theme])
+    return meter
+
+
+def _sparkline(line: Timeline, t: Theme, width: int = 240, height: int = 48) -> str:
+    """The whole timeline, small: one bar per step, forward in the text colour, backward in
+    the gradients' (the page outlines the bar of the step it shows)."""
+    count = max(1, len(line.steps))
+    slot = width / count
+    peak = max(1, line.peak_bytes)
+    parts = [f'<svg id="memory-spark" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="bytes kept for backward at every step">']
+    for step in line.steps:
+        h = max(1.0, (height - 4) * step.bytes_held / peak) if step.bytes_held else 0.0
+        color = t.text if step.phase == FORWARD else t.grad
+        x = (step.index - 1) * slot
+        # A slot the page shades for the step it shows, so that an empty bar shows too.
+        parts.append(f'<g id="spark-{step.index}" class="spark-step {step.phase}">'
+                     f"<title>{escape(_step_title(line, step))}: "
+                     f"{escape(byte_size(step.bytes_held))}</title>"
+                     f'<rect class="spark-slot" x="{x:.1f}" y="0" width="{slot:.1f}" '
+                     f'height="{height}" fill="transparent"/>'
+                     f'<rect class="spark-bar" x="{x + 0.5:.1f}" y="{height - 2 - h:.1f}" '
+                     f'width="{max(1.0, slot - 1):.1f}" height="{h:.1f}" fill="{color}"/></g>')
+    parts.append(f'<line x1="0" y1="{height - 1}" x2="{width}" y2="{height - 1}" '
+                 f'stroke="{t.muted}" stroke-width="1"/></svg>')
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------- the page
+
+
+def timeline_html(line: Timeline, *, theme: str = "light", title: str | None = None) -> str:
+    """One self-contained page: the chart (each bar tells what it holds on hover) and a
+    table of the steps, with what each kept and freed."""
+    t = THEMES[theme]
+    heading = title or "Memory kept for the backward pass"
+    rows = []
+    for step in line.steps:
+        names = [line.kept[item].name for item in (step.kept or step.freed)]
+        change = ("keeps " if step.kept else "frees " if step.freed else "") + ", ".join(names)
+        rows.append(f'<tr class="{step.phase}"><td>{step.index}</td><td>{step.phase}</td>'
+                    f"<td>{escape(line.symbols[step.op])} → {escape(line.results[step.op])}"
+                    f"</td><td>{escape(change)}</td>"
+                    f'<td class="bytes">{escape(byte_size(step.bytes_held))}</td></tr>')
+    background = _background(t)
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="backpropviz">
+<title>{escape(heading)}</title>
+<link rel="icon" href="data:,">
+<style>
+body {{ margin: 0; padding: 1em 2vw; background: {background}; color: {t.text};
+  font-family: {FONT}; }}
+svg.memory-chart {{ width: 100%; height: auto; max-height: 92vh; display: block; }}
+g.step:hover rect.kept {{ opacity: 0.8; }}
+table {{ border-collapse: collapse; margin: 1em auto; font-size: 16px; }}
+td, th {{ padding: 0.2em 0.8em; text-align: left; border-bottom: 1px solid {t.node_line}; }}
+tr.backward td {{ color: {t.grad}; }}
+td.bytes {{ text-align: right; font-variant-numeric: tabular-nums; }}
+</style>
+</head>
+<body>
+{timeline_svg(line, theme=theme, title=title)}
+<table>
+<thead><tr><th>step</th><th>pass</th><th>op → result</th><th>change</th><th>held after</th>
+</tr></thead>
+<tbody>
+{chr(10).join(rows)}
+</tbody>
+</table>
+</body>
+</html>
+"""
+
+
 # ---------------------------------------------------------------- files
+
+
+def memory_output(G: nx.MultiDiGraph, fmt: str, *, theme: str = "light",
+                  title: str | None = None) -> bytes:
+    """The memory timeline of ``G`` in ``fmt``: json, html, or a chart (svg, png, pdf)."""
+    line = timeline(G)
+    if fmt == "json":
+        return (json.dumps(to_json(line), indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    if fmt == "html":
+        return timeline_html(line, theme=theme, title=title).encode("utf-8")
+    return chart_bytes(timeline_svg(line, theme=theme, title=title), fmt)
+
 
 
 def chart_bytes(svg: str, fmt: str) -> bytes:
