@@ -152,8 +152,8 @@ def _role_colors(theme: Theme) -> dict[str, tuple[str, str]]:
             "other": activation}
 
 
-_ROLE_WORDS = {"param": "parameters", "other": "inputs and intermediates",
-               INNER: "kept inside an op by autograd"}
+_ROLE_WORDS = {"param": "parameters", "other": "inputs, intermediates",
+               INNER: "inside ops (autograd)"}
 
 
 def _group(role: str) -> str:
@@ -207,8 +207,7 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
             for item in step.held:
                 group = _group(line.kept[item].role)
                 totals[group] = totals.get(group, 0) + line.kept[item].nbytes
-            blocks = [(group, nbytes, group, index)
-                      for index, (group, nbytes) in enumerate(totals.items())]
+            blocks = [(group, nbytes, group, 0) for group, nbytes in totals.items()]
         for role, nbytes, item, index in blocks:
             height = nbytes * scale
             fill = colors[_group(role)][index % 2]
@@ -223,6 +222,15 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
                          _readable_on(fill, t), anchor="middle", italic=by_blocks,
                          extra=' class="block-name"')
             y -= height
+        freed = sum(line.kept[item].nbytes for item in step.freed)
+        if freed:  # what this step let go, as the outline of the blocks it was
+            svg.rect(x + 1, y - freed * scale, bar - 2, freed * scale, "none",
+                     f' class="freed" stroke="{t.muted}" stroke-width="2"'
+                     ' stroke-dasharray="6 5"')
+            names = ", ".join(line.kept[item].name for item in step.freed)
+            if freed * scale >= NAME_PX + 6 and _width(names, NAME_PX) <= bar - 8:
+                svg.text(x + bar / 2, y - freed * scale / 2 + NAME_PX * 0.35, names, NAME_PX,
+                         t.muted, anchor="middle", italic=True, extra=' class="freed-names"')
         if step is peak:
             svg.rect(x - 3, y - 3, bar + 6, bottom - y + 3, "none",
                      f' stroke="{t.highlight_line}" stroke-width="4"')
@@ -292,38 +300,55 @@ def _readable_on(fill: str, theme: Theme) -> str:
 
 
 def _peak_list(svg: _Svg, line: Timeline, colors: dict, x: float, top: float) -> None:
-    """The values held at the peak, named with their bytes, top of the stack first."""
+    """The values held at the peak, named with their bytes, top of the stack first; where
+    there are too many to draw one by one, those of one name together, the most bytes first."""
     t = svg.theme
     peak = line.peak
     assert peak is not None
     svg.text(x, top - 10, "at the peak:", LIST_PX + 2, t.text, bold=True)
     rows = 15
-    held = list(reversed(peak.held))
-    shown = held
-    if len(held) > rows:
-        largest = set(sorted(held, key=lambda item: -line.kept[item].nbytes)[:rows - 1])
-        shown = [item for item in held if item in largest]
     order = {item: index for index, item in enumerate(line.kept)}
+    entries: list[tuple[str, str, int, int]] = []  # name, colour, bytes, how many
+    if len(line.kept) <= MAX_BLOCKS:
+        for item in reversed(peak.held):
+            kept = line.kept[item]
+            entries.append((kept.name, colors[_group(kept.role)][order[item] % 2],
+                            kept.nbytes, 1))
+    else:
+        named: dict[tuple[str, str], list[int]] = {}
+        for item in peak.held:
+            kept = line.kept[item]
+            total = named.setdefault((kept.name, _group(kept.role)), [0, 0])
+            total[0] += kept.nbytes
+            total[1] += 1
+        entries = [(name, colors[group][0], nbytes, count)
+                   for (name, group), (nbytes, count)
+                   in sorted(named.items(), key=lambda entry: -entry[1][0])]
+    shown = entries if len(entries) <= rows else entries[:rows - 1]
     y = top + 30
-    for item in shown:
-        kept = line.kept[item]
-        fill = colors[_group(kept.role)][order[item] % 2 if len(line.kept) <= MAX_BLOCKS else 0]
+    for name, fill, nbytes, count in shown:
         svg.rect(x, y - 20, 26, 26, fill, f' stroke="{t.node_line}" stroke-width="1"')
-        svg.text(x + 38, y, _fit(kept.name, 250, LIST_PX), LIST_PX, t.text, italic=True)
-        svg.text(x + 430, y, byte_size(kept.nbytes), LIST_PX, t.muted, anchor="end")
+        many = f" ×{count}" if count > 1 else ""
+        svg.text(x + 38, y, _fit(name, 250 - _width(many, LIST_PX), LIST_PX) + many, LIST_PX,
+                 t.text, italic=True, extra=' class="peak-value"')
+        svg.text(x + 430, y, byte_size(nbytes), LIST_PX, t.muted, anchor="end")
         y += 38
-    if len(shown) < len(held):
-        rest = [item for item in held if item not in shown]
-        svg.text(x, y, f"… {len(rest)} more: {byte_size(sum(line.kept[i].nbytes for i in rest))}",
+    if len(shown) < len(entries):
+        rest = entries[len(shown):]
+        count = sum(entry[3] for entry in rest)
+        svg.text(x, y, f"… {count} more: {byte_size(sum(entry[2] for entry in rest))}",
                  LIST_PX, t.muted)
         y += 38
     y += 18
-    groups = dict.fromkeys(_group(line.kept[item].role) for item in line.kept)
+    totals: dict[str, int] = {}
+    for role, nbytes in line.bytes_by_role(peak).items():
+        totals[_group(role)] = totals.get(_group(role), 0) + nbytes
     for group in ("param", "other", INNER):
-        if group in groups:
+        if group in totals:
             svg.rect(x, y - 18, 22, 22, colors[group][0],
                      f' stroke="{t.node_line}" stroke-width="1"')
-            svg.text(x + 34, y, _ROLE_WORDS[group], TICK_PX, t.muted)
+            svg.text(x + 34, y, f"{_ROLE_WORDS[group]}: {byte_size(totals[group])}", TICK_PX,
+                     t.muted)
             y += 32
 
 
@@ -355,7 +380,7 @@ def growth_svg(panels: Sequence[Panel], *, title: str, subtitle: str = "",
     svg.text(60, 72, title, TITLE_PX, t.text, bold=True)
     if subtitle:
         svg.text(60, 118, subtitle, SUBTITLE_PX, t.muted)
-    styles = {"training": (t.saved, 5, ""), "parameters": (t.grad, 3, ""),
+    styles = {"training": (t.saved, 5, ""), "parameters": (t.text, 3, ""),
               "inference": (t.muted, 4, "14 10")}
     top_all = max((max(s.values, default=0) for p in panels for s in p.series), default=0)
     ticks, unit, unit_name = _ticks(max(top_all, 1) * 1.05)

@@ -93,7 +93,8 @@ def figure(by_depth, by_batch, path, theme):
         series = [Series("training", [peak for _, peak, _, _ in rows]),
                   Series("of it weights", [weights for _, _, weights, _ in rows], "parameters")]
         if all(inference is not None for *_, inference in rows):
-            series.append(Series("inference, no_grad", [kept for *_, kept in rows],
+            series.append(Series("inference, saved by autograd under no_grad",
+                                 [kept for *_, kept in rows],
                                  "inference"))
         return Panel(title, x_label, [x for x, *_ in rows], series)
 
@@ -101,8 +102,8 @@ def figure(by_depth, by_batch, path, theme):
         [panel(f"peak against depth (batch {BATCH})", "hidden layers", by_depth),
          panel(f"peak against batch (depth {DEPTH})", "examples per batch", by_batch)],
         title="Training keeps the intermediates for backward; inference keeps nothing",
-        subtitle=f"bytes kept for the backward pass at its peak: MLPs of {WIDTH} ReLU units "
-                 "per layer, float64, measured by backpropviz's memory timeline",
+        subtitle=f"the peak of backpropviz's memory timeline of one training step: MLPs of "
+                 f"{WIDTH} ReLU units a layer, no bias, float64",
         theme=theme)
     return render_chart(svg, path)
 

@@ -6,6 +6,7 @@ import importlib.util
 import itertools
 import json
 import re
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -367,3 +368,22 @@ def test_the_memory_command_refuses_bad_input_in_one_line_and_writes_nothing(tmp
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("backpropviz: error:")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.py", "empty.py"]
+
+
+README_LINES = [line.split("#")[0].strip()
+                for block in re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(),
+                                        flags=re.S)
+                for line in block.splitlines() if "backpropviz memory" in line]
+
+
+def test_the_readme_shows_the_memory_command():
+    assert len(README_LINES) >= 2
+
+
+@pytest.mark.parametrize("line", README_LINES)
+def test_the_readmes_memory_commands_run(line, tmp_path):
+    words = shlex.split(line)
+    assert words[:2] == [".venv/bin/backpropviz", "memory"]
+    done = cli("memory", str(ROOT / words[2]), *words[3:], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / words[words.index("-o") + 1]).stat().st_size > 0
