@@ -93,7 +93,7 @@ def figure(by_depth, by_batch, path, theme):
         series = [Series("training", [peak for _, peak, _, _ in rows]),
                   Series("of it weights", [weights for _, _, weights, _ in rows], "parameters")]
         if all(inference is not None for *_, inference in rows):
-            series.append(Series("inference, saved by autograd under no_grad",
+            series.append(Series("inference (no_grad)",
                                  [kept for *_, kept in rows],
                                  "inference"))
         return Panel(title, x_label, [x for x, *_ in rows], series)
