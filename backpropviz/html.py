@@ -22,7 +22,8 @@ from .memory_chart import step_meter
 from .steps import backward_steps, dead_masks
 from .style import LABEL_PT, THEMES, Theme
 
-__all__ = ["Page", "page_data", "render_html", "step_through", "svg_frames", "to_html"]
+__all__ = ["Page", "page_data", "page_head", "render_html", "step_through", "svg_frames",
+           "to_html"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
 ET.register_namespace("", SVG_NS)
@@ -192,6 +193,21 @@ def _theme_css(theme: Theme) -> str:
     return ":root{" + "".join(f"--{key}:{value};" for key, value in colors.items()) + "}"
 
 
+def page_head(title: str, style: str) -> str:
+    """The start of one of our one-file pages, up to its ``<body>``, ``style`` inline."""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="backpropviz">
+<title>{escape(title)}</title>
+<link rel="icon" href="data:,">
+<style>
+{style}</style>
+</head>"""
+
+
 def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
             precision: int = 4) -> str:
     """One self-contained HTML page stepping through the backward pass of ``G``.
@@ -214,18 +230,8 @@ def to_html(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
     title = f"backpropviz: the backward pass of {subject}"
     last = len(data["steps"]) - 1
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="backpropviz">
-<title>{escape(title)}</title>
-<link rel="icon" href="data:,">
-<style>
-{_theme_css(palette)}
-{_asset("html_page.css")}</style>
-</head>
+    style = f'{_theme_css(palette)}\n{_asset("html_page.css")}'
+    return f"""{page_head(title, style)}
 <body class="theme-{palette.name}">
 <div id="bpv" data-step="0" data-steps="{last}">
 <main id="stage">

@@ -501,17 +501,10 @@ def timeline_html(line: Timeline, *, theme: str = "light", title: str | None = N
                     f"<td>{escape(line.symbols[step.op])} → {escape(line.results[step.op])}"
                     f"</td><td>{escape(change)}</td>"
                     f'<td class="bytes">{escape(byte_size(step.bytes_held))}</td></tr>')
+    from .html import page_head  # the page's module, which itself draws this chart
+
     background = _background(t)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="backpropviz">
-<title>{escape(heading)}</title>
-<link rel="icon" href="data:,">
-<style>
-body {{ margin: 0; padding: 1em 2vw; background: {background}; color: {t.text};
+    style = f"""body {{ margin: 0; padding: 1em 2vw; background: {background}; color: {t.text};
   font-family: {FONT}; }}
 svg.memory-chart {{ width: 100%; height: auto; max-height: 92vh; display: block; }}
 g.step:hover rect.kept {{ opacity: 0.8; }}
@@ -519,8 +512,8 @@ table {{ border-collapse: collapse; margin: 1em auto; font-size: 16px; }}
 td, th {{ padding: 0.2em 0.8em; text-align: left; border-bottom: 1px solid {t.node_line}; }}
 tr.backward td {{ color: {t.grad}; }}
 td.bytes {{ text-align: right; font-variant-numeric: tabular-nums; }}
-</style>
-</head>
+"""
+    return f"""{page_head(heading, style)}
 <body>
 {timeline_svg(line, theme=theme, title=title)}
 <table>

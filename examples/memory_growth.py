@@ -108,8 +108,9 @@ def figure(by_depth, by_batch, path, theme):
     return render_chart(svg, path)
 
 
-# The small MLP that `backpropviz memory examples/memory_growth.py` charts.
+# The small MLP that `backpropviz memory examples/memory_growth.py` charts: one training step.
 L = mlp_loss(depth=2, batch=4)
+L.backward()
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
