@@ -6,7 +6,6 @@ import importlib.util
 import itertools
 import json
 import re
-import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -250,6 +249,14 @@ print(json.dumps({"saved": sum(saved.values()), "held": held}))
 """
 
 
+def torch_timeline(tmp_path: Path, name: str) -> tuple[nx.MultiDiGraph, object]:
+    """The IR and the memory timeline of one of TORCH_SCRIPTS, run as the CLI runs it."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(TORCH_SCRIPTS[name])
+    G = graph_of_script(script, quiet=True)
+    return G, timeline(G)
+
+
 def changes(numbers: list[int]) -> list[int]:
     """The numbers with repeats in a row dropped."""
     return [n for i, n in enumerate(numbers) if i == 0 or n != numbers[i - 1]]
@@ -258,12 +265,10 @@ def changes(numbers: list[int]) -> list[int]:
 @needs_torch
 @pytest.mark.parametrize("name", sorted(TORCH_SCRIPTS))
 def test_a_torch_scripts_timeline_is_what_autograd_saved_and_read(tmp_path, name):
-    script = tmp_path / f"{name}.py"
-    script.write_text(TORCH_SCRIPTS[name])
-    done = subprocess.run([sys.executable, "-c", AUTOGRAD_SAYS, str(script)],
+    _, line = torch_timeline(tmp_path, name)
+    done = subprocess.run([sys.executable, "-c", AUTOGRAD_SAYS, str(tmp_path / f"{name}.py")],
                           capture_output=True, text=True, timeout=120, check=True)
     autograd = json.loads(done.stdout)
-    line = timeline(graph_of_script(script, quiet=True))
     assert line.peak_bytes == autograd["saved"] > 0
     # Freed once the last rule reading it has run: the same bytes, step for step. A
     # composite call (cross_entropy: log_softmax, then nll_loss) is one op in the drawing,
@@ -280,10 +285,7 @@ def test_a_torch_scripts_timeline_is_what_autograd_saved_and_read(tmp_path, name
 
 @needs_torch
 def test_nn_linears_saved_weight_counts_at_its_dtype(tmp_path):
-    script = tmp_path / "linear.py"
-    script.write_text(TORCH_SCRIPTS["linear"])
-    G = graph_of_script(script, quiet=True)
-    line = timeline(G)
+    G, line = torch_timeline(tmp_path, "linear")
     names = by_label(G)
     # The second layer's input needs a gradient, so autograd keeps its weight (2×4 float32);
     # the first layer's input does not, so its weight is not kept (only x, for its gradient).
@@ -307,10 +309,7 @@ def test_a_number_autograd_keeps_as_a_tensor_counts_too(example):
 
 @needs_torch
 def test_what_a_composite_keeps_inside_counts_as_its_own(tmp_path):
-    script = tmp_path / "ce.py"
-    script.write_text(TORCH_SCRIPTS["cross_entropy"])
-    G = graph_of_script(script, quiet=True)
-    line = timeline(G)
+    _, line = torch_timeline(tmp_path, "cross_entropy")
     inner = [kept for kept in line.kept.values() if kept.role == "inner"]
     assert [kept.name for kept in inner] == ["inside cross_entropy"]
     # It goes when cross_entropy's rule has run: the first backward step.
@@ -400,21 +399,3 @@ def test_the_memory_command_refuses_bad_input_in_one_line_and_writes_nothing(tmp
     assert done.stderr.strip().splitlines()[-1].startswith("backpropviz: error:")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.py", "empty.py"]
 
-
-README_LINES = [line.split("#")[0].strip()
-                for block in re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(),
-                                        flags=re.S)
-                for line in block.splitlines() if "backpropviz memory" in line]
-
-
-def test_the_readme_shows_the_memory_command():
-    assert len(README_LINES) >= 2
-
-
-@pytest.mark.parametrize("line", README_LINES)
-def test_the_readmes_memory_commands_run(line, tmp_path):
-    words = shlex.split(line)
-    assert words[:2] == [".venv/bin/backpropviz", "memory"]
-    done = cli("memory", str(ROOT / words[2]), *words[3:], cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / words[words.index("-o") + 1]).stat().st_size > 0

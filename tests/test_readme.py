@@ -43,6 +43,24 @@ def test_render_command_runs(line, tmp_path):
         assert (tmp_path / f"{script.stem}.svg").stat().st_size > 0
 
 
+MEMORY_LINES = [line.split("#")[0].strip() for block in _blocks("sh")
+                for line in block.splitlines() if "backpropviz memory" in line]
+
+
+def test_readme_shows_memory_commands():
+    assert len(MEMORY_LINES) >= 2
+
+
+@pytest.mark.parametrize("line", MEMORY_LINES)
+def test_memory_command_runs(line, tmp_path):
+    words = shlex.split(line)
+    assert words[:2] == [".venv/bin/backpropviz", "memory"]
+    result = subprocess.run([str(CLI), "memory", str(ROOT / words[2]), *words[3:]],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / words[words.index("-o") + 1]).stat().st_size > 0
+
+
 def test_python_example_runs(tmp_path):
     (code,) = _blocks("python")
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path,
