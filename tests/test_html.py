@@ -313,7 +313,7 @@ def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example
     ids = {name.text: str(node) for node, name in value_names(G).items()}
     page, _, requests, errors = open_page(browser, tmp_path, G, "memory", width=1920,
                                           height=1080)
-    at_peak = sorted(ids[n] for n in ("W1", "x", "z", "W2", "h", "o − 0", "Σ(o − 0)²", "2"))
+    at_peak = sorted(ids[n] for n in ("W1", "x", "z", "W2", "h", "o − y", "Σ(o − y)²", "2"))
     # After the forward pass all 120 bytes are kept (counted by hand in test_memory).
     state = page.evaluate(READ_MEMORY)
     assert state["text"] == "after the forward pass: 120 bytes kept for backward (the peak)"

@@ -39,7 +39,7 @@ def by_label(G: nx.MultiDiGraph) -> dict:
 def test_the_books_mlp_keeps_what_each_rule_reads_and_frees_it_after_the_last(example):
     # z = W1 x keeps W1 (2×2 float64: 32 B) and x (16 B) for ∂L/∂x = W1ᵀ g, ∂L/∂W1 = g xᵀ;
     # h = ReLU(z) keeps z (16 B) for its gate; o = W2 h keeps W2 (16 B) and h (16 B);
-    # o − 0 keeps nothing; (o − 0)² keeps o − 0 (8 B) for 2(o − 0); Σ keeps nothing;
+    # o − y keeps nothing; (o − y)² keeps o − y (8 B) for 2(o − y); Σ keeps nothing;
     # L = Σ / 2 keeps both its operands (8 B each) for g/2 and −g Σ/2².
     G = example("d2l_mlp")
     names = {node: name for name, node in by_label(G).items()}
@@ -48,13 +48,13 @@ def test_the_books_mlp_keeps_what_each_rule_reads_and_frees_it_after_the_last(ex
                for s in line.forward]
     assert forward == [("matmul", 48, ["W1", "x"]), ("relu", 64, ["z"]),
                        ("matmul", 96, ["W2", "h"]), ("sub", 96, []),
-                       ("pow", 104, ["o − 0"]), ("sum", 104, []),
-                       ("div", 120, ["2", "Σ(o − 0)²"])]
+                       ("pow", 104, ["o − y"]), ("sum", 104, []),
+                       ("div", 120, ["2", "Σ(o − y)²"])]
     # Backward runs the ops in reverse; each value goes once its only reader has run.
     backward = [(G.nodes[s.op]["op"], s.bytes_held, sorted(names[v] for v in s.freed))
                 for s in line.backward]
-    assert backward == [("div", 104, ["2", "Σ(o − 0)²"]), ("sum", 104, []),
-                        ("pow", 96, ["o − 0"]), ("sub", 96, []),
+    assert backward == [("div", 104, ["2", "Σ(o − y)²"]), ("sum", 104, []),
+                        ("pow", 96, ["o − y"]), ("sub", 96, []),
                         ("matmul", 64, ["W2", "h"]), ("relu", 48, ["z"]),
                         ("matmul", 0, ["W1", "x"])]
     assert line.peak_bytes == 120 == G.graph["stored_bytes"]
@@ -303,7 +303,7 @@ def test_a_number_autograd_keeps_as_a_tensor_counts_too(example):
     division = next(op for op, a in G.nodes(data=True) if a.get("op") == "div")
     (two,) = [v for v in G.nodes[division]["saves"] if G.nodes[v]["role"] == "const"]
     assert line.kept[two].nbytes == 8 and G.nodes[two]["data"] == 2.0
-    # The float32 rest as the hooks count it for examples/torch_mlp.py: x 8, h 8, W2 8, o − 0 4.
+    # The float32 rest as the hooks count it for examples/torch_mlp.py: x 8, h 8, W2 8, o − y 4.
     assert line.peak_bytes - 8 == 28
 
 
@@ -371,7 +371,7 @@ def test_the_memory_command_writes_the_json_the_issue_asks_for(tmp_path):
                                                           104, 104, 96, 96, 64, 48, 0]
     assert all(re.fullmatch(r"op\d+", s["op"]) for s in data["steps"])
     assert sorted(data["values"][v]["name"] for v in data["peak"]["values"]) == \
-        sorted(["W1", "x", "z", "W2", "h", "o − 0", "Σ(o − 0)²", "2"])
+        sorted(["W1", "x", "z", "W2", "h", "o − y", "Σ(o − y)²", "2"])
 
 
 @pytest.mark.parametrize("fmt", ["svg", "png", "pdf", "html"])
