@@ -13,7 +13,7 @@ rule keeps that are no drawn value, made inside a composite function).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,10 +119,18 @@ def _value_bytes(attrs: Mapping) -> int:
     return 8 * int(np.prod(attrs.get("shape", ()), dtype=np.int64))  # float64, as the engine
 
 
-def timeline(G: nx.MultiDiGraph) -> Timeline:
+def timeline(G: nx.MultiDiGraph, order: Sequence[Any] | None = None) -> Timeline:
     """The memory timeline of a recorded pass: forward ops in the order they ran, then the
-    backward steps in ``backward_order``."""
+    backward steps in ``backward_order``.
+
+    ``order`` runs the forward ops in another topological order instead (a view
+    that plays them so, as the clip does): the same values, kept in that order.
+    """
     forward_ops = [node for node, kind in G.nodes(data="kind") if kind == "op"]
+    if order is not None:
+        if len(order) != len(forward_ops) or set(order) != set(forward_ops):
+            raise IRError("the forward order must list every op of the graph once")
+        forward_ops = list(order)
     order = G.graph.get("backward_order", [])
     missing = [op for op in order if G.nodes.get(op, {}).get("kind") != "op"]
     if missing:
