@@ -178,10 +178,12 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
     svg.text(left - 110, 72, title or "Memory kept for the backward pass", TITLE_PX, t.text,
              bold=True)
     held_at_peak = len(peak.held)
+    kept_any = line.peak_bytes > 0
     svg.text(left - 110, 118,
              f"peak {byte_size(line.peak_bytes)} after step {peak.index} "
              f"({line.symbols[peak.op]} → {line.results[peak.op]}): {held_at_peak} "
-             f"value{'s' if held_at_peak != 1 else ''} kept, each counted once",
+             f"value{'s' if held_at_peak != 1 else ''} kept, each counted once" if kept_any
+             else "nothing is kept: no backward rule of these ops reads a value",
              SUBTITLE_PX, t.muted)
     _y_axis(svg, left, right, top, bottom, ticks, unit_name)
 
@@ -194,7 +196,7 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
         x = left + (step.index - 1) * slot + (slot - bar) / 2
         what = ", ".join(f"{line.kept[item].name} {byte_size(line.kept[item].nbytes)}"
                          for item in reversed(step.held)) or "nothing"
-        cls = f"step {step.phase}" + (" peak" if step is peak else "")
+        cls = f"step {step.phase}" + (" peak" if step is peak and kept_any else "")
         svg.add(f'<g id="step-{step.index}" class="{cls}" data-op="{escape(str(step.op))}" '
                 f'data-bytes="{step.bytes_held}"><title>{escape(_step_title(line, step))}: '
                 f'{byte_size(step.bytes_held)} kept ({escape(what)})</title>')
@@ -231,19 +233,19 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
             if freed * scale >= NAME_PX + 6 and _width(names, NAME_PX) <= bar - 8:
                 svg.text(x + bar / 2, y - freed * scale / 2 + NAME_PX * 0.35, names, NAME_PX,
                          t.muted, anchor="middle", italic=True, extra=' class="freed-names"')
-        if step is peak:
+        if step is peak and kept_any:
             svg.rect(x - 3, y - 3, bar + 6, bottom - y + 3, "none",
                      f' stroke="{t.highlight_line}" stroke-width="4"')
         svg.add("</g>")
 
-    # The peak: a dashed line across, and its bytes.
-    peak_y = bottom - line.peak_bytes * scale
-    svg.line(left, peak_y, right, peak_y, t.highlight_line, 2.5, dash="10 8")
-    svg.text(right, peak_y - 12, f"peak {byte_size(line.peak_bytes)}", TICK_PX + 2,
-             t.text, anchor="end", bold=True)
-
     _step_labels(svg, line, left, slot, bottom)
-    _peak_list(svg, line, colors, 1450, top)
+    if kept_any:
+        # The peak: a dashed line across, and its bytes; then what makes it up.
+        peak_y = bottom - line.peak_bytes * scale
+        svg.line(left, peak_y, right, peak_y, t.highlight_line, 2.5, dash="10 8")
+        svg.text(right, peak_y - 12, f"peak {byte_size(line.peak_bytes)}", TICK_PX + 2,
+                 t.text, anchor="end", bold=True)
+        _peak_list(svg, line, colors, 1450, top)
     return svg.done()
 
 

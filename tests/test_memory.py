@@ -399,3 +399,14 @@ def test_the_memory_command_refuses_bad_input_in_one_line_and_writes_nothing(tmp
     assert done.stderr.strip().splitlines()[-1].startswith("backpropviz: error:")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.py", "empty.py"]
 
+
+
+def test_a_graph_whose_rules_read_nothing_says_so_and_marks_no_peak():
+    a, b = Value(2.0, label="a"), Value(-1.0, label="b")
+    c = a + b - 3  # add and subtract pass the gradient on without reading a value
+    c.backward()
+    line = timeline(to_networkx(c, names={"a": a, "b": b, "c": c}))
+    assert line.peak_bytes == 0 and line.kept == {}
+    root = ET.fromstring(timeline_svg(line))
+    assert "nothing is kept" in " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
+    assert not [g for g in root.iter(f"{SVG}g") if "peak" in (g.get("class") or "")]
