@@ -26,19 +26,19 @@ DEPTHS, BATCH = range(1, 9), 16
 BATCHES, DEPTH = (1, 2, 4, 8, 16, 32, 64), 4
 
 
-def layer_shapes(depth):
-    """The weight matrices' shapes: depth hidden layers of WIDTH units, then one output."""
-    sizes = [INPUTS] + [WIDTH] * depth + [1]
+def layer_shapes(depth, inputs=INPUTS, width=WIDTH):
+    """The weight matrices' shapes: depth hidden layers of width units, then one output."""
+    sizes = [inputs] + [width] * depth + [1]
     return list(itertools.pairwise(sizes))
 
 
-def mlp_loss(depth, batch, seed=0):
+def mlp_loss(depth, batch, inputs=INPUTS, width=WIDTH, seed=0):
     """The mean squared output of an MLP (ReLU, no bias) on a batch of random inputs."""
     rng = np.random.default_rng(seed)
-    h = Tensor(rng.standard_normal((batch, INPUTS)), label="X")
-    for layer, (fan_in, fan_out) in enumerate(layer_shapes(depth), start=1):
-        W = Tensor(rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in), label=f"W{layer}",
-                   requires_grad=True)
+    h = Tensor(rng.standard_normal((batch, inputs)).round(1), label="X")
+    for layer, (fan_in, fan_out) in enumerate(layer_shapes(depth, inputs, width), start=1):
+        W = Tensor((rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).round(1),
+                   label=f"W{layer}", requires_grad=True)
         h = h @ W
         if layer <= depth:
             h = h.relu()
@@ -108,8 +108,9 @@ def figure(by_depth, by_batch, path, theme):
     return render_chart(svg, path)
 
 
-# The small MLP that `backpropviz memory examples/memory_growth.py` charts: one training step.
-L = mlp_loss(depth=2, batch=4)
+# The small MLP that `backpropviz memory examples/memory_growth.py` charts (and `render`
+# draws): one training step, two hidden layers of 2 units, a batch of 2 examples of 2 inputs.
+L = mlp_loss(depth=2, batch=2, inputs=2, width=2)
 L.backward()
 
 if __name__ == "__main__":
