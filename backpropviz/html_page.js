@@ -127,8 +127,11 @@
     svg.querySelectorAll("g.node.held, g.node.freed").forEach(function (node) {
       node.classList.remove("held", "freed");
     });
-    memory.held[now].forEach(function (id) { byId(id).classList.add("held"); });
-    memory.freed[now].forEach(function (id) { byId(id).classList.add("freed"); });
+    function mark(className) {
+      return function (id) { var node = byId(id); if (node) { node.classList.add(className); } };
+    }
+    memory.held[now].forEach(mark("held"));
+    memory.freed[now].forEach(mark("freed"));
     root.querySelectorAll("#memory-spark .now").forEach(function (bar) {
       bar.classList.remove("now");
     });

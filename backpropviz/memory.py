@@ -7,8 +7,9 @@ dtype), each value counted once however many rules read it. During the
 backward pass a value is released once the last rule that reads it has run.
 A rule that never runs (an op the backward pass did not reach) keeps its
 values to the end. Nothing is recomputed: the bytes are the producer's
-(``nbytes`` on each value; ``inner_bytes`` on a PyTorch op for tensors its
-rule keeps that are no drawn value, made inside a composite function).
+(``nbytes`` on each value; ``inner_bytes`` on an op for what its rule keeps
+that is no drawn value: a PyTorch composite's own tensors, or the values
+inside a group drawn as one op).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from . import ops
 from .captions import value_names
 from .ir import IRError, operand_edges, result_of
 
-__all__ = ["BACKWARD", "FORWARD", "Kept", "MemoryStep", "Timeline", "timeline", "to_json"]
+__all__ = ["BACKWARD", "FORWARD", "Kept", "MemoryStep", "Timeline", "saved_values", "timeline",
+           "to_json", "value_bytes"]
 
 FORWARD, BACKWARD = "forward", "backward"
 INNER = "inner"  # the role of tensors autograd keeps inside an op, drawn as no value
@@ -102,7 +104,7 @@ class Timeline:
         return totals
 
 
-def _saves(G: nx.MultiDiGraph, op: Any) -> list[Any]:
+def saved_values(G: nx.MultiDiGraph, op: Any) -> list[Any]:
     """The values ``op``'s backward rule reads: the producer's record, else the registry's."""
     saves = G.nodes[op].get("saves")
     if saves is not None:
@@ -112,7 +114,8 @@ def _saves(G: nx.MultiDiGraph, op: Any) -> list[Any]:
                               for where in ops.get(G.nodes[op]["op"]).saved(len(operands))))
 
 
-def _value_bytes(attrs: Mapping) -> int:
+def value_bytes(attrs: Mapping) -> int:
+    """The bytes a value kept for backward takes: its producer's ``nbytes``, else float64's."""
     nbytes = attrs.get("nbytes")
     if nbytes:
         return int(nbytes)
@@ -142,9 +145,9 @@ def timeline(G: nx.MultiDiGraph, order: Sequence[Any] | None = None) -> Timeline
     kept_by_op: dict[Any, list[str]] = {}
     for op in forward_ops:
         items = []
-        for value in _saves(G, op):
+        for value in saved_values(G, op):
             attrs = G.nodes[value]
-            facts.setdefault(str(value), (names[value].text, _value_bytes(attrs), attrs["role"],
+            facts.setdefault(str(value), (names[value].text, value_bytes(attrs), attrs["role"],
                                           tuple(attrs["shape"])))
             items.append(str(value))
         inner = int(G.nodes[op].get("inner_bytes") or 0)

@@ -410,3 +410,25 @@ def test_a_graph_whose_rules_read_nothing_says_so_and_marks_no_peak():
     root = ET.fromstring(timeline_svg(line))
     assert "nothing is kept" in " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
     assert not [g for g in root.iter(f"{SVG}g") if "peak" in (g.get("class") or "")]
+
+
+def test_a_group_drawn_as_one_op_keeps_what_its_ops_kept():
+    # The book's MLP with its hidden layer as one group: drawn closed, the layer keeps
+    # W1 and x (still drawn) and z (inside it, 16 bytes); the peak stays 120 bytes.
+    from backpropviz import group
+    from backpropviz.views import drawn_graph
+
+    x = Tensor([1.0, 2.0], label="x")
+    W1 = Tensor([[1.0, -1.0], [0.0, 1.0]], label="W1", requires_grad=True)
+    W2 = Tensor([[2.0, -1.0]], label="W2", requires_grad=True)
+    with group("hidden"):
+        h = (W1 @ x).relu()
+    L = ((W2 @ h) ** 2).sum() / 2
+    L.backward()
+    G = to_networkx(L, names={"x": x, "W1": W1, "W2": W2, "h": h, "L": L})
+    whole, closed = timeline(G), timeline(drawn_graph(G))
+    assert [s.bytes_held for s in closed.forward] == [64, 96, 104, 104, 120]
+    assert closed.peak_bytes == whole.peak_bytes == 120
+    (inner,) = [kept for kept in closed.kept.values() if kept.role == "inner"]
+    assert (inner.name, inner.nbytes) == ("inside hidden", 16)
+    assert [s.bytes_held for s in closed.backward][-1] == 0
