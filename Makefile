@@ -47,6 +47,8 @@ assets: setup
 	$(BPV) render examples/add_mul.py -o assets/add_mul.png
 	$(BPV) render examples/fork.py -o assets/fork.png --theme dark
 	$(BPV) render examples/add_mul.py -o assets/add_mul.gif --quality l
+	$(BPV) memory examples/d2l_mlp.py -o assets/d2l_mlp_memory.png
+	$(PY) examples/memory_growth.py -o assets/memory_growth.png
 	# The capstone's check finds the student's bug: exit status 1 is what is expected.
 	$(BPV) check examples/capstone/forked_neuron.py -o assets/capstone_check.png >/dev/null; \
 		test $$? -eq 1

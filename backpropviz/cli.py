@@ -29,6 +29,7 @@ VIDEO_FORMATS = ("mp4", "gif", "webm", "mov")
 EXPORT_FORMATS = ("json", "graphml")
 FORMATS = (*DRAW_FORMATS, *EXPORT_FORMATS, "html", *VIDEO_FORMATS)
 CHECK_FORMATS = (*DRAW_FORMATS, "html")
+MEMORY_FORMATS = ("svg", "png", "pdf", "html", "json")
 
 class CommandError(Exception):
     """A failed command: one line for stderr, and the exit status."""
@@ -178,6 +179,31 @@ def _parser() -> argparse.ArgumentParser:
                        help="direction of the data flow (default LR)")
     check.add_argument("--theme", choices=("light", "dark", "transparent"), default="light",
                        help="colours and background (default light)")
+    memory = commands.add_parser(
+        "memory", help="chart the bytes the forward pass keeps for the backward pass",
+        description="Run SCRIPT, find its graph as render does, and chart the bytes held for "
+                    "backward after each forward op (the values each backward rule reads, "
+                    "each counted once; for PyTorch, the tensors autograd saved) and after "
+                    "each backward step (a value is freed once the last rule reading it has "
+                    "run), with the peak and the values that make it up.",
+        epilog="example: backpropviz memory examples/d2l_mlp.py -o memory.png")
+    memory.set_defaults(command=_memory)
+    memory.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    memory.add_argument("roots", metavar="ROOT", nargs="*", default=[],
+                        help="names of the values to chart from (default: the script's outputs)")
+    memory.add_argument("-o", "--output", metavar="OUT",
+                        help="output file: .svg .png .pdf (the chart), .html (the chart in a "
+                             "page, with a table of the steps) or .json (the timeline); '-' "
+                             "for stdout; default SCRIPT's name + '_memory.svg'")
+    memory.add_argument("--format", choices=MEMORY_FORMATS, metavar="F",
+                        help=f"output format, instead of OUT's extension: "
+                             f"{', '.join(MEMORY_FORMATS)}")
+    memory.add_argument("--theme", choices=("light", "dark", "transparent"), default="light",
+                        help="colours and background (default light)")
+    memory.add_argument("--max-nodes", type=_positive(int), metavar="N",
+                        default=DEFAULT_MAX_NODES,
+                        help=f"refuse graphs with more than N values and ops (default "
+                             f"{DEFAULT_MAX_NODES})")
     return parser
 
 
@@ -314,15 +340,16 @@ def _preload(scripts: list[str]) -> None:
                 return
 
 
-def _destination(args: argparse.Namespace) -> tuple[str, Path | str | None]:
+def _destination(args: argparse.Namespace, formats: Sequence[str] = FORMATS,
+                 suffix: str = "") -> tuple[str, Path | str | None]:
     """The format, and where it goes: a path, '-' for stdout, or None (steps only)."""
     if args.output == "-":
         return args.format or "svg", "-"
     if args.output is None:
         fmt = args.format or "svg"
-        if args.steps is not None:
+        if getattr(args, "steps", None) is not None:
             return fmt, None
-        return fmt, Path(f"{Path(args.script).stem}.{fmt}")
+        return fmt, Path(f"{Path(args.script).stem}{suffix}.{fmt}")
     path = Path(args.output)
     if path.is_dir():
         raise CommandError(f"cannot write {args.output}: it is a directory")
@@ -334,10 +361,10 @@ def _destination(args: argparse.Namespace) -> tuple[str, Path | str | None]:
         return args.format, path
     if not extension:
         raise CommandError(f"cannot tell the format of {args.output!r} without an extension "
-                           f"(one of {list(FORMATS)}); name it e.g. {path.name}.svg or pass "
+                           f"(one of {list(formats)}); name it e.g. {path.name}.svg or pass "
                            "--format", status=2)
-    if extension not in FORMATS:
-        raise CommandError(f"unknown format: {extension!r} (must be one of {list(FORMATS)})",
+    if extension not in formats:
+        raise CommandError(f"unknown format: {extension!r} (must be one of {list(formats)})",
                            status=2)
     return extension, path
 
@@ -423,6 +450,31 @@ def _check(args: argparse.Namespace) -> int:
         args.precision, args.no_backward = 4, False
         write_atomically(output, _render_static(report.graph, fmt, args))
     return 0 if report.ok else 1
+
+
+# ---------------------------------------------------------------- memory
+
+
+def _memory(args: argparse.Namespace) -> int:
+    """Chart (or export) the memory timeline of the script's recorded pass."""
+    fmt, output = _destination(args, MEMORY_FORMATS, suffix="_memory")
+    if not Path(args.script).is_file():
+        raise CommandError(f"no such script: {args.script}")
+    if output != "-":
+        _check_writable(Path(output))
+    from .memory_chart import memory_output
+
+    to_stdout = output == "-"
+    quiet = contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext()
+    with quiet:
+        G = graph_of_script(args.script, args.roots, max_nodes=args.max_nodes)
+        data = memory_output(G, fmt, theme=args.theme, title=None)
+    if to_stdout:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        write_atomically(output, data)
+    return 0
 
 
 # ---------------------------------------------------------------- outputs

@@ -27,7 +27,7 @@ from .captions import name_parts, value_names
 from .engine import Node
 from .errors import BackpropvizError
 from .files import make_folder, write_atomically
-from .formatting import MAX_ITEMS, display_number, grid_indices
+from .formatting import MAX_ITEMS, byte_size, display_number, grid_indices
 from .ir import IRError, fold_chains, operand_edges, to_graphml, to_json, to_networkx, validate
 from .steps import StepState, backward_steps, dead_masks, gradient_history, state_at
 from .style import (
@@ -803,7 +803,7 @@ class _Writer:
                          + _font(" where the error starts", t.muted, LEGEND_PT))
         stored = self.G.graph.get("stored_bytes")
         if stored and not self.o.symbolic:
-            note = f" saved for backward: {_bytes(stored)} in all"
+            note = f" saved for backward: {byte_size(stored)} in all"
             items.append(_font("●", t.saved, MARK_PT) + _font(note, t.muted, LEGEND_PT))
         # What a producer says about the picture (e.g. how another engine's graph was read).
         notes = self.G.graph.get("notes", [])
@@ -884,14 +884,6 @@ def fold_cuts(G: nx.MultiDiGraph, count: int,
         if window:
             cuts.append(min(window, key=lambda c: (cost[c], abs(extent[c][0] - ideal))))
     return tuple(cuts)
-
-
-def _bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n} bytes"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / (1024 * 1024):.1f} MiB"
 
 
 # ---------------------------------------------------------------- rendering

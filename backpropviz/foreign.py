@@ -544,6 +544,10 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
                     G.add_edge(value_id[kid], oid, key=arg, arg=arg, grad=shares[arg],
                                running=sums[node][arg])
             G.add_edge(oid, vid, key=0)
+            name, _ = graph.ops[node]
+            G.nodes[oid]["saves"] = list(dict.fromkeys(
+                vid if where == "out" else value_id[kids[where]]
+                for where in ops.get(name).saved(len(kids))))
     graph.value_ids = value_id
     G.graph["roots"] = [value_id[root] for root in graph.roots]
     G.graph["backward_order"] = [op_id[node] for node in sorted(processed, key=processed.get)]

@@ -11,6 +11,7 @@ import numpy as np
 __all__ = [
     "MAX_ITEMS",
     "MAX_SLICES",
+    "byte_size",
     "changed_note",
     "dead_cells",
     "display_number",
@@ -24,6 +25,15 @@ MAX_ITEMS = 6  # rows or columns shown of an array before eliding the middle
 MAX_SLICES = 4  # matrices shown of an array of three or more axes
 
 _SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
+
+
+def byte_size(n: int) -> str:
+    """A count of bytes as the legends write it: ``120 bytes``, ``1.5 KiB``, ``2.0 MiB``."""
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / (1024 * 1024):.1f} MiB"
 
 
 def superscript(text: str) -> str:

@@ -17,11 +17,14 @@ from .draw import DrawError, as_graph, draw, edge_id, step_diagrams
 from .files import write_atomically
 from .formatting import MAX_ITEMS, dead_cells, format_array
 from .ir import operand_edges, result_of
+from .memory import timeline
+from .memory_chart import step_meter
 from .steps import backward_steps, dead_masks
 from .style import LABEL_PT, THEMES, Theme
 from .views import drawn_graph
 
-__all__ = ["Page", "page_data", "render_html", "step_through", "svg_frames", "to_html"]
+__all__ = ["Page", "page_data", "page_head", "render_html", "step_through", "svg_frames",
+           "to_html"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
 ET.register_namespace("", SVG_NS)
@@ -187,8 +190,23 @@ def _theme_css(theme: Theme) -> str:
               "edge": theme.edge, "panel": theme.op_fill, "line": theme.node_line,
               "hl-line": theme.highlight_line, "hl-fill": theme.highlight_fill,
               "label-fill": theme.label_fill, "dead-text": theme.dead_text,
-              "dead-fill": theme.dead_fill}
+              "dead-fill": theme.dead_fill, "saved": theme.saved}
     return ":root{" + "".join(f"--{key}:{value};" for key, value in colors.items()) + "}"
+
+
+def page_head(title: str, style: str) -> str:
+    """The start of one of our one-file pages, up to its ``<body>``, ``style`` inline."""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="backpropviz">
+<title>{escape(title)}</title>
+<link rel="icon" href="data:,">
+<style>
+{style}</style>
+</head>"""
 
 
 def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "light",
@@ -211,21 +229,13 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     data["theme"] = {"grad": palette.grad, "deadText": palette.dead_text,
                      "labelPt": LABEL_PT}
     data["graphClasses"] = graph_classes
+    data["memory"] = meter = step_meter(timeline(G), theme=theme)
+    spark = meter.pop("svg")  # drawn in the page, not kept in its data
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
     title = f"backpropviz: the backward pass of {subject}"
     last = len(data["steps"]) - 1
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="backpropviz">
-<title>{escape(title)}</title>
-<link rel="icon" href="data:,">
-<style>
-{_theme_css(palette)}
-{_asset("html_page.css")}</style>
-</head>
+    style = f'{_theme_css(palette)}\n{_asset("html_page.css")}'
+    return f"""{page_head(title, style)}
 <body class="theme-{palette.name}">
 <div id="bpv" data-step="0" data-steps="{last}">
 <main id="stage">
@@ -235,6 +245,12 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 <div id="step-label"></div>
 <div id="caption" aria-live="polite"></div>
 <div id="rule"></div>
+</section>
+<section id="memory" aria-label="memory kept for backward"{"" if meter["peak"] else " hidden"}>
+{spark}
+<div id="memory-bar" title="bytes kept for backward, of the peak"><div id="memory-fill"></div>
+</div>
+<div id="memory-text" aria-live="polite"></div>
 </section>
 <nav id="controls" aria-label="backward steps">
 <button type="button" id="first" title="first step (Home)">⇤ first</button>

@@ -118,11 +118,32 @@
     byId("rule").textContent = step.rule;
   }
 
+  /* The bytes kept for backward after this step, and the values kept, marked in the graph. */
+  function showMemory(now) {
+    var memory = data.memory;
+    if (!memory.bytes.length) { return; }
+    byId("memory-text").textContent = memory.text[now];
+    byId("memory-fill").style.width = memory.fill[now] + "%";
+    svg.querySelectorAll("g.node.held, g.node.freed").forEach(function (node) {
+      node.classList.remove("held", "freed");
+    });
+    function mark(className) {
+      return function (id) { var node = byId(id); if (node) { node.classList.add(className); } };
+    }
+    memory.held[now].forEach(mark("held"));
+    memory.freed[now].forEach(mark("freed"));
+    root.querySelectorAll("#memory-spark .now").forEach(function (bar) {
+      bar.classList.remove("now");
+    });
+    byId(memory.spark[now]).classList.add("now");
+  }
+
   function go(step) {
     var now = Math.max(0, Math.min(last, step));
     drawStep(now);
     showContributions(now);
     showCaption(now);
+    showMemory(now);
     current = now;
     root.setAttribute("data-step", String(now));
     slider.value = String(now);

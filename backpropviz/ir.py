@@ -121,6 +121,9 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
                                grad=plain_number(node._sent[arg]),
                                running=plain_number(node._sums[arg]))
             G.add_edge(oid, vid, key=0)
+            # What this op's backward rule reads, which the forward pass must keep.
+            G.nodes[oid]["saves"] = list(dict.fromkeys(
+                value_id[saved] for saved in saved_for_backward(node)))
 
     G.graph["roots"] = [value_id[root] for root in dict.fromkeys(roots)]
     processed = sorted((node for node in op_id if node._step is not None),
@@ -383,7 +386,8 @@ def operand_edges(G: nx.MultiDiGraph, op: Any) -> list[tuple[Any, Any, Any]]:
 
 # GraphML holds only strings, numbers and booleans, one type per key: these
 # keys are written as JSON text so that a reader gets the arrays back.
-_JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected", "mask", "group", "members")
+_JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected", "mask", "saves", "group",
+              "members")
 _JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes", "module_groups")
 
 # Strict JSON has no NaN or infinities: in the IR's numbers they are written as

@@ -110,7 +110,8 @@ class _Call:
     mask: Any = None  # dropout's kept units (1) and dropped ones (0)
     rate: float | None = None  # dropout's p
     saved: list[tuple[Any, int]] = field(default_factory=list)  # (storage key, nbytes)
-    saved_names: dict[str, int] = field(default_factory=dict)  # "self"/"other" -> nbytes
+    # "self"/"other" -> (storage key, nbytes), for a number autograd saves as a tensor
+    saved_names: dict[str, tuple[Any, int]] = field(default_factory=dict)
     problem: str | None = None
 
 
@@ -338,9 +339,10 @@ class Recording:
                 for tensor in saved if isinstance(saved, (tuple, list)) else (saved,):
                     if isinstance(tensor, torch.Tensor):
                         nbytes = tensor.numel() * tensor.element_size()
-                        call.saved.append((_storage_key(tensor), nbytes))
+                        storage = _storage_key(tensor)
+                        call.saved.append((storage, nbytes))
                         if len(call.nodes) == 1:
-                            call.saved_names[name.removeprefix("_saved_")] = nbytes
+                            call.saved_names[name.removeprefix("_saved_")] = (storage, nbytes)
 
     def _hooked(self, call: _Call, position: int, grad_inputs: tuple,
                 grad_outputs: tuple) -> None:
@@ -556,7 +558,8 @@ class _Builder:
             entries.append(((call.index, 2, -1), "result", call))
         entries.sort(key=lambda entry: entry[0])
 
-        stored = self._stored(calls)
+        saves, inner_bytes = self._saves(calls)
+        stored = {key: nbytes for kept in saves.values() for key, nbytes in kept.items()}
         G = nx.MultiDiGraph()
         value_id: dict[Any, str] = {}
         op_id: dict[_Call, str] = {}
@@ -589,13 +592,17 @@ class _Builder:
         processed.sort(key=lambda call: max(gradients[node].step for node in call.nodes
                                             if node in gradients))
         G.graph["backward_order"] = [op_id[call] for call in processed]
+        for call, oid in op_id.items():
+            G.nodes[oid]["saves"] = [value_id[key] for key in saves[call]]
+            if inner_bytes[call]:
+                G.nodes[oid]["inner_bytes"] = inner_bytes[call]
         self._running_sums(G, processed, sent_by, value_id, op_id)
         # A seed is a gradient that came from outside the drawn graph: the 1
         # that backward() starts with at the loss.
         G.graph["seeds"] = {vid: G.nodes[vid]["grad"] for key, vid in value_id.items()
                             if G.nodes[vid]["grad"] is not None and key not in contributions}
         G.graph["stored_bytes"] = sum(nbytes for _, nbytes in G.nodes(data="nbytes")
-                                      if nbytes is not None)
+                                      if nbytes is not None) + sum(inner_bytes.values())
         notes = [changed_note(G.nodes[vid]["label"], leaf.value, leaf.tensor.detach())
                  for key, vid in value_id.items() if key[0] == "leaf"
                  for leaf in (self.recording._leaves[key[1:]],)
@@ -732,22 +739,49 @@ class _Builder:
         return {"label": label, "data": _plain(value), "grad": _plain(grad),
                 "shape": tuple(value.shape), "role": role}
 
-    def _stored(self, calls: list[_Call]) -> dict[Any, int]:
-        """The values some backward rule of the drawn calls keeps, with the bytes it keeps."""
-        by_storage: dict[Any, int] = {}
+    def _saves(self, calls: list[_Call]) -> tuple[dict[_Call, dict[Any, int]], dict[_Call, int]]:
+        """What each drawn call's backward rules keep: the values (key -> bytes kept), and the
+        bytes of tensors it keeps that are no drawn value (made inside a composite function).
+
+        A saved tensor is a value if its numbers live where the value's do: the
+        call's own result or operands first (a transpose shares its base's
+        numbers), else any value's. A tensor saved twice counts once.
+        """
+        where: dict[Any, Any] = {}  # storage -> value key, for every value of the drawing
         for call in calls:
-            for storage, nbytes in call.saved:
-                by_storage[storage] = max(nbytes, by_storage.get(storage, 0))
-        stored: dict[Any, int] = {}
-        for call in calls:
-            output = self.recording._outputs[call.output]
-            if output.storage in by_storage:
-                stored[("node", call.output)] = by_storage[output.storage]
             for operand in call.operands:
                 if operand.key[0] == "leaf":
-                    storage = self.recording._leaves[operand.key[1:]].storage
-                    if storage in by_storage:
-                        stored[operand.key] = by_storage[storage]
-                elif operand.key[0] == "const" and operand.aten_name in call.saved_names:
-                    stored[operand.key] = call.saved_names[operand.aten_name]
-        return stored
+                    where.setdefault(self.recording._leaves[operand.key[1:]].storage,
+                                     operand.key)
+            where[self.recording._outputs[call.output].storage] = ("node", call.output)
+        saves: dict[_Call, dict[Any, int]] = {}
+        inner_bytes: dict[_Call, int] = {}
+        for call in calls:
+            own = {self.recording._outputs[call.output].storage: ("node", call.output)}
+            for operand in call.operands:
+                if operand.key[0] == "leaf":
+                    own.setdefault(self.recording._leaves[operand.key[1:]].storage, operand.key)
+                elif operand.key[0] == "node":
+                    own.setdefault(self.recording._outputs[operand.key[1]].storage, operand.key)
+            numbers = {storage: operand.key for operand in call.operands
+                       if operand.key[0] == "const" and operand.aten_name in call.saved_names
+                       for storage, _ in (call.saved_names[operand.aten_name],)}
+            kept: dict[Any, int] = {}
+            inner: dict[Any, int] = {}
+            for storage, nbytes in call.saved:
+                key = own.get(storage) or numbers.get(storage) or where.get(storage)
+                if key is None:
+                    inner[storage] = max(nbytes, inner.get(storage, 0))
+                else:
+                    kept[key] = max(nbytes, kept.get(key, 0))
+            saves[call] = kept
+            inner_bytes[call] = sum(inner.values())
+        # A value two calls keep is one tensor: counted with the larger of what they keep.
+        largest: dict[Any, int] = {}
+        for kept in saves.values():
+            for key, nbytes in kept.items():
+                largest[key] = max(nbytes, largest.get(key, 0))
+        for kept in saves.values():
+            for key in kept:
+                kept[key] = largest[key]
+        return saves, inner_bytes

@@ -23,6 +23,7 @@ import numpy as np
 from . import ops
 from .captions import value_names
 from .ir import operand_edges, plain_number, result_of
+from .memory import saved_values, value_bytes
 
 __all__ = ["closed_groups", "compact", "drawn_graph"]
 
@@ -140,7 +141,7 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]]) -> nx.Mult
             H.add_node(node, kind="op", op=ops.GROUP.name, symbol=name,
                        members=sorted(plan["ops"], key=list(G).index),
                        **({"group": G.nodes[node]["group"]} if "group" in G.nodes[node]
-                          else {}))
+                          else {}), **_kept_by(G, plan["ops"], hidden))
         elif node not in hidden:
             H.add_node(node, **attrs)
     for op, kind in G.nodes(data="kind"):
@@ -155,6 +156,17 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]]) -> nx.Mult
         result = result_of(G, op)
         H.add_edge(op, result, key=0, **G.edges[op, result, 0])
     return H
+
+
+def _kept_by(G: nx.MultiDiGraph, inner: Iterable, hidden: set) -> dict[str, Any]:
+    """What the ops ``inner`` keep for backward, as their group op keeps it: the values
+    still drawn (``saves``), and the bytes of those inside the group (``inner_bytes``)."""
+    kept = dict.fromkeys(value for op in sorted(inner, key=list(G).index)
+                         for value in saved_values(G, op))
+    inside = sum(value_bytes(G.nodes[value]) for value in kept if value in hidden)
+    inside += sum(int(G.nodes[op].get("inner_bytes") or 0) for op in inner)
+    return {"saves": [value for value in kept if value not in hidden],
+            **({"inner_bytes": inside} if inside else {})}
 
 
 def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict) -> dict | None:

@@ -132,6 +132,19 @@ def test_forward_phase_alone_needs_no_backward():
     assert scene.captions == []
 
 
+def test_the_meter_shows_the_bytes_kept_after_each_step(example):
+    # The book's MLP, counted by hand in test_memory: 48, 64, 96, 96, 104, 104, 120 as
+    # the forward pass keeps W1 and x, z, W2 and h, o − y, Σ(o − y)² and 2; the backward
+    # pass starts with all 120 and frees them in reverse.
+    G = example("d2l_mlp")
+    scene = dry_run(G)
+    assert scene.meter_shown == [48, 64, 96, 96, 104, 104, 120,
+                                 120, 104, 104, 96, 96, 64, 48, 0]
+    assert scene.meter is None  # the graph is wider than the frame: its overview ends it
+    backward_only = dry_run(G, phase="backward")
+    assert backward_only.meter_shown == [120, 104, 104, 96, 96, 64, 48, 0]
+
+
 def test_unicode_captions_without_latex(monkeypatch, add_mul):
     monkeypatch.setattr("shutil.which", lambda name: None)
     with manim.tempconfig(quiet_config()):
@@ -250,6 +263,19 @@ def test_mp4_frame_shows_the_gradient_in_blue_at_its_node(mp4, add_mul):
     assert blue_pixels(region(grad, before)) == 0
     assert nearest_colour(region(data, after), "#000000") < 60
     assert blue_pixels(region(data, after)) == 0
+
+
+def test_mp4_meter_is_full_when_backward_starts_and_empty_at_the_end(mp4, add_mul):
+    frames, _ = frames_of(mp4)
+    scene = dry_run(add_mul)
+    # e = d·c keeps d and c (16 bytes), all there is; its rule, the first step, frees both.
+    assert scene.meter_shown == [0, 16, 16, 0, 0]
+    assert scene.meter[0].text.replace(" ", "") == "keptforbackward:0bytes"
+    saved = THEMES["light"].saved
+    bar = scene.meter[1][0]  # the track; the camera never moves for add_mul
+    started = next(t for what, _, t in scene.timeline if what == "step")
+    assert nearest_colour(region(bar, frame_at(frames, started + 0.1)), saved) < 40
+    assert nearest_colour(region(bar, frames[-1][1]), saved) > 120
 
 
 def test_gif_render(add_mul, tmp_path):

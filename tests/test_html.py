@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from backpropviz import OutputError, Value, backward_steps, to_networkx
-from backpropviz.captions import step_captions
+from backpropviz.captions import step_captions, value_names
 from backpropviz.draw import DrawError
 from backpropviz.formatting import format_array, format_number
 from backpropviz.html import Page, render_html, step_through, to_html
@@ -295,3 +295,44 @@ def test_step_through_shows_inline_in_a_notebook_and_saves(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's private 0600
+
+
+READ_MEMORY = """() => {
+  const ids = (selector) => [...document.querySelectorAll(selector)].map(g => g.id).sort();
+  const node = document.querySelector('g.node.held > polygon, g.node.held > path');
+  return {text: document.getElementById('memory-text').textContent,
+    held: ids('g.node.held'), freed: ids('g.node.freed'), now: ids('#memory-spark .now'),
+    fill: document.getElementById('memory-fill').getBoundingClientRect().width /
+          document.getElementById('memory-bar').clientWidth,
+    stroke: node ? getComputedStyle(node).stroke : null}; }"""
+
+
+def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example, browser,
+                                                                         tmp_path):
+    G = example("d2l_mlp")
+    ids = {name.text: str(node) for node, name in value_names(G).items()}
+    page, _, requests, errors = open_page(browser, tmp_path, G, "memory", width=1920,
+                                          height=1080)
+    at_peak = sorted(ids[n] for n in ("W1", "x", "z", "W2", "h", "o − y", "Σ(o − y)²", "2"))
+    # After the forward pass all 120 bytes are kept (counted by hand in test_memory).
+    state = page.evaluate(READ_MEMORY)
+    assert state["text"] == "after the forward pass: 120 bytes kept for backward (the peak)"
+    assert state["held"] == at_peak and state["freed"] == []
+    assert state["fill"] == pytest.approx(1, abs=0.01)
+    assert state["now"] == ["spark-7"]  # the last of the 7 forward steps
+    red, green, blue = (int(THEMES["light"].saved[i:i + 2], 16) for i in (1, 3, 5))
+    assert state["stroke"] == f"rgb({red}, {green}, {blue})"
+    for _ in range(5):  # ÷, Σ, x², −, then o = W2 h: W2 and h are read no more
+        page.keyboard.press("ArrowRight")
+    state = page.evaluate(READ_MEMORY)
+    assert state["text"] == ("after backward step 5: 64 bytes kept for backward "
+                             "(peak 120 bytes); freed: W2, h")
+    assert state["held"] == sorted(ids[n] for n in ("W1", "x", "z"))
+    assert state["freed"] == sorted(ids[n] for n in ("W2", "h"))
+    assert state["fill"] == pytest.approx(64 / 120, abs=0.01)
+    assert state["now"] == ["spark-12"]
+    page.keyboard.press("End")
+    state = page.evaluate(READ_MEMORY)
+    assert state["text"].startswith("after backward step 7: 0 bytes")
+    assert state["held"] == [] and state["fill"] == 0 and state["now"] == ["spark-14"]
+    assert errors == [] and all(url.startswith("file:") for url in requests)

@@ -154,6 +154,6 @@ def test_help_is_plain_text_and_lists_each_command_on_one_line(tmp_path):
     top = run("--help", cwd=tmp_path).stdout.decode()
     assert "`" not in top and "`" not in run("render", "--help", cwd=tmp_path).stdout.decode()
     listed = [line.split() for line in top.splitlines() if line.startswith("    ")]
-    assert [words[0] for words in listed] == ["render", "check"]
+    assert [words[0] for words in listed] == ["render", "check", "memory"]
     assert all(len(words) > 3 for words in listed)  # a description on the same line
     assert "render SCRIPT" in top

@@ -17,20 +17,29 @@ def _blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
 
 
-RENDER_LINES = [line.split("#")[0].strip() for block in _blocks("sh")
-                for line in block.splitlines() if "backpropviz render" in line]
+def _command_lines(command: str) -> list[str]:
+    return [line.split("#")[0].strip() for block in _blocks("sh")
+            for line in block.splitlines() if f"backpropviz {command}" in line]
+
+
+RENDER_LINES = _command_lines("render")
+MEMORY_LINES = _command_lines("memory")
 
 
 def test_readme_shows_render_commands():
     assert len(RENDER_LINES) >= 5
 
 
-@pytest.mark.parametrize("line", RENDER_LINES)
+def test_readme_shows_memory_commands():
+    assert len(MEMORY_LINES) >= 2
+
+
+@pytest.mark.parametrize("line", RENDER_LINES + MEMORY_LINES)
 def test_render_command_runs(line, tmp_path):
     words = shlex.split(line)
-    assert words[:2] == [".venv/bin/backpropviz", "render"]
+    assert words[0] == ".venv/bin/backpropviz" and words[1] in ("render", "memory")
     script = ROOT / words[2]
-    result = subprocess.run([str(CLI), "render", str(script), *words[3:]], cwd=tmp_path,
+    result = subprocess.run([str(CLI), words[1], str(script), *words[3:]], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     if "-o" in words:

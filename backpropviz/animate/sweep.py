@@ -12,6 +12,7 @@ import networkx as nx
 import numpy as np
 from manim import (
     DOWN,
+    LEFT,
     RIGHT,
     UP,
     Animation,
@@ -24,6 +25,7 @@ from manim import (
     LaggedStart,
     MoveAlongPath,
     MovingCameraScene,
+    Rectangle,
     ReplacementTransform,
     RoundedRectangle,
     ShowPassingFlash,
@@ -39,8 +41,9 @@ from manim import (
 )
 
 from ..captions import differentiated, partial_name, step_captions, value_names
-from ..formatting import MAX_ITEMS, format_array
+from ..formatting import MAX_ITEMS, byte_size, format_array
 from ..layout import layout
+from ..memory import MemoryStep, timeline
 from ..script import graph_of_script
 from ..steps import backward_steps, dead_masks, gradient_history
 from ..style import LABEL_PT, THEMES
@@ -79,6 +82,8 @@ PAN_MARGIN = 0.6
 # frame with this margin (screen units), the parameters' gradients beneath it,
 # their names set at CAPTION_EM and their numbers at RESULT_EM.
 OVERVIEW_MARGIN, RESULT_GAP, RESULT_EM = 0.35, 0.45, 0.32
+# The memory meter, top right: its bar's width and height (screen units).
+METER_WIDTH, METER_HEIGHT = 2.6, 0.13
 
 
 def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
@@ -166,6 +171,10 @@ class BackpropScene(MovingCameraScene):
             1.0, (self.diagram.width + 2 * PAN_MARGIN) / config.frame_width,
             (self.diagram.height + 2 * PAN_MARGIN) / config.frame_height)
         self.marks: list[VMobject] = []  # this step's highlights, gone at the next
+        # The bytes kept for backward, with the forward ops in the order the clip plays them.
+        self.memory = timeline(G, order=self.forward_order())
+        self.meter: VMobject | None = None
+        self.meter_shown: list[int] = []  # the bytes the meter showed, in order
         # What happened when: ("step", op, start time) for each backward step,
         # ("gradient", value, time) when a value's gradient (or a new sum) is shown.
         self.timeline: list[tuple[str, Any, float]] = []
@@ -274,10 +283,10 @@ class BackpropScene(MovingCameraScene):
         the frame, with the parameters' final gradients set large beneath it."""
         if self.overview == 1:
             return
-        overlay = [m for m in (self.title, self.caption) if m is not None]
+        overlay = [m for m in (self.title, self.caption, self.meter) if m is not None]
         self.clear_marks()
         self.play(*(FadeOut(m) for m in overlay), run_time=self.t(0.4))
-        self.title = self.caption = None
+        self.title = self.caption = self.meter = None
         results = self.result_table()
         below = results.height + RESULT_GAP if results is not None else 0.0
         diagram, margin = self.diagram, 2 * OVERVIEW_MARGIN
@@ -342,13 +351,13 @@ class BackpropScene(MovingCameraScene):
         graph_left = self.diagram.get_left()[0] - PAN_MARGIN
         graph_right = self.diagram.get_right()[0] + PAN_MARGIN
         x = min(max(x, graph_left + half), graph_right - half)
-        overlay = [m for m in (self.title, self.caption) if m is not None]
+        overlay = [m for m in (self.title, self.caption, self.meter) if m is not None]
         if zoomed_out:
             # The title and caption were set for the overview: they go, and
             # the next ones are placed for the new view.
             self.play(frame.animate.scale(config.frame_width / frame.width).move_to([x, 0, 0]),
                       *(FadeOut(m) for m in overlay), run_time=self.t(seconds * 2))
-            self.title = self.caption = None
+            self.title = self.caption = self.meter = None
             return
         shift = np.array([x - frame.get_x(), 0, 0])
         self.play(frame.animate.shift(shift), *(m.animate.shift(shift) for m in overlay),
@@ -380,15 +389,22 @@ class BackpropScene(MovingCameraScene):
                                 for v in leaves), lag_ratio=0.15),
                   run_time=self.t(0.9))
         self._tick()
-        ops = [node for node in nx.topological_sort(G) if G.nodes[node]["kind"] == "op"]
+        ops = self.forward_order()
         if ops:
             self.focus(self._around(ops[0]))
         self.set_title("Forward pass: compute and store each value")
+        kept = {step.op: step for step in self.memory.forward}
         for op in ops:
             self.focus(self._around(op))
             self.forward_op(op)
+            self.show_meter(kept[op])
         self.add_subcaption("forward pass: each op computes its value from its inputs",
                             duration=self.time - start, offset=start - self.time)
+
+    def forward_order(self) -> list:
+        """The ops in the order the forward pass is played."""
+        G = self.graph
+        return [node for node in nx.topological_sort(G) if G.nodes[node]["kind"] == "op"]
 
     def forward_op(self, op: Any) -> None:
         """Values travel into ``op``, it pulses, and its result appears in black."""
@@ -412,6 +428,8 @@ class BackpropScene(MovingCameraScene):
         """The seed at the root, then every op of ``backward_order``."""
         self.focus(list(self.graph.graph.get("seeds", {})))
         self.set_title("Backward pass: the chain rule, from the output back")
+        if self.memory.forward:
+            self.show_meter(self.memory.forward[-1])  # all the forward pass kept
         self.play_seed()
         for step in self.steps:
             self.play_step(step)
@@ -442,6 +460,7 @@ class BackpropScene(MovingCameraScene):
         self.highlight_op(step.op)
         self.play(*self._pending(), run_time=self.t(0.6))
         self.send_gradients(step)
+        self.show_meter(self.memory.backward[step.index - 1])
         self.wait(self.t(0.5))
         self.add_subcaption(self.captions[step.index].text, duration=self.time - start,
                             offset=start - self.time)
@@ -536,6 +555,31 @@ class BackpropScene(MovingCameraScene):
             self.remove(self.title)
         self.title = title
         self.play(FadeIn(title, shift=0.15 * DOWN), run_time=self.t(0.4))
+
+    def show_meter(self, step: MemoryStep) -> None:
+        """The meter, top right: the bytes kept for backward after ``step`` of the memory
+        timeline, in words and as a bar against the peak; set at once (no beat added)."""
+        peak = self.memory.peak_bytes
+        if not peak:
+            return
+        palette = self.palette
+        label = self.store.text(f"kept for backward: {byte_size(step.bytes_held)}", TITLE_EM,
+                                palette.muted)
+        track = Rectangle(width=METER_WIDTH, height=METER_HEIGHT, stroke_color=palette.node_line,
+                          stroke_width=1.5, fill_opacity=0)
+        share = step.bytes_held / peak
+        fill = Rectangle(width=max(share, 1e-3) * METER_WIDTH, height=METER_HEIGHT,
+                         stroke_width=0, fill_color=palette.saved,
+                         fill_opacity=1.0 if share else 0.0)
+        fill.align_to(track, LEFT)
+        meter = VGroup(label, VGroup(track, fill)).arrange(DOWN, buff=0.1, aligned_edge=RIGHT)
+        self.place(meter, config.frame_width / 2 - 0.5 - meter.width / 2,
+                   TITLE_Y - meter.height / 2 + label.height / 2)
+        if self.meter is not None:
+            self.remove(self.meter)
+        self.meter = meter
+        self.meter_shown.append(step.bytes_held)
+        self.add(meter)
 
     def set_caption(self, index: int) -> None:
         """Queue the caption of backward step ``index`` (its rule and its equation)."""
