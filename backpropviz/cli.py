@@ -28,6 +28,7 @@ DRAW_FORMATS = ("svg", "png", "pdf", "dot")
 VIDEO_FORMATS = ("mp4", "gif", "webm", "mov")
 EXPORT_FORMATS = ("json", "graphml")
 FORMATS = (*DRAW_FORMATS, *EXPORT_FORMATS, "html", *VIDEO_FORMATS)
+THEME_NAMES = ("light", "dark", "transparent", "transparent-dark")
 CHECK_FORMATS = (*DRAW_FORMATS, "html")
 MEMORY_FORMATS = ("svg", "png", "pdf", "html", "json")
 
@@ -130,8 +131,9 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--show-constants", action="store_true",
                         help="draw the gradients and saved marks of constants (the 2 in "
                              "L / 2) too")
-    render.add_argument("--theme", choices=("light", "dark", "transparent"), default="light",
-                        help="colours and background (default light)")
+    render.add_argument("--theme", choices=THEME_NAMES, default="light",
+                        help="colours and background (default light; transparent and "
+                             "transparent-dark for light and dark slides)")
     render.add_argument("--precision", type=_positive(int), default=4, metavar="N",
                         help="significant digits of the numbers shown (default 4)")
     render.add_argument("--steps", metavar="DIR", type=Path,
@@ -177,8 +179,9 @@ def _parser() -> argparse.ArgumentParser:
                             f"({', '.join(CHECK_FORMATS)})")
     check.add_argument("--rankdir", choices=("LR", "RL", "TB", "BT"), default="LR",
                        help="direction of the data flow (default LR)")
-    check.add_argument("--theme", choices=("light", "dark", "transparent"), default="light",
-                       help="colours and background (default light)")
+    check.add_argument("--theme", choices=THEME_NAMES, default="light",
+                       help="colours and background (default light; transparent and "
+                             "transparent-dark for light and dark slides)")
     memory = commands.add_parser(
         "memory", help="chart the bytes the forward pass keeps for the backward pass",
         description="Run SCRIPT, find its graph as render does, and chart the bytes held for "
@@ -198,8 +201,9 @@ def _parser() -> argparse.ArgumentParser:
     memory.add_argument("--format", choices=MEMORY_FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: "
                              f"{', '.join(MEMORY_FORMATS)}")
-    memory.add_argument("--theme", choices=("light", "dark", "transparent"), default="light",
-                        help="colours and background (default light)")
+    memory.add_argument("--theme", choices=THEME_NAMES, default="light",
+                        help="colours and background (default light; transparent and "
+                             "transparent-dark for light and dark slides)")
     memory.add_argument("--max-nodes", type=_positive(int), metavar="N",
                         default=DEFAULT_MAX_NODES,
                         help=f"refuse graphs with more than N values and ops (default "

@@ -73,6 +73,7 @@ __all__ = [
     "edge_id",
     "fit",
     "parse_frame",
+    "portable_svg",
     "render_steps",
     "require_dot",
     "run_dot",
@@ -741,7 +742,7 @@ class _Writer:
             texts, indices = _grid_texts(contribution, o.precision)
             html = _array_html(texts, t.grad, t, size=LABEL_PT, indices=indices,
                                dead=self.dead_edges.get(key) if known else None,
-                               widths=_column_widths([texts], LABEL_PT), fill=t.label_fill,
+                               widths=_column_widths([texts], LABEL_PT), fill=_backdrop(t),
                                brackets=type(contribution) is not float
                                and bool(np.ndim(contribution)), hidden=not known)
             classes.append("contribution" if known else "pending-contribution")
@@ -751,7 +752,7 @@ class _Writer:
             else:
                 line = t.grad if known else t.edge
                 badge = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1" '
-                         f'STYLE="ROUNDED" COLOR="{line}" BGCOLOR="{t.label_fill}">'
+                         f'STYLE="ROUNDED" COLOR="{line}"{_bgcolor(t)}>'
                          f"<TR><TD>{html}</TD></TR></TABLE>")
                 result["badge"] = {"id": result["id"], "shape": "plain", "label": f"<{badge}>",
                                    "class": " ".join(["badge", *classes[1:]])}
@@ -792,18 +793,18 @@ class _Writer:
         if self.dead_values or self.dead_edges:
             items.append(f'<TABLE BORDER="0" CELLPADDING="1" CELLSPACING="0">'
                          f'<TR><TD BGCOLOR="{t.dead_fill}">{_font("0", t.dead_text, LEGEND_PT)}'
-                         f'</TD><TD>{_font(" zeroed by " + self.gates(), t.muted, LEGEND_PT)}'
+                         f'</TD><TD>{_font(_GAP + "zeroed by " + self.gates(), t.muted, LEGEND_PT)}'
                          "</TD></TR>"
                          "</TABLE>")
         if any(expected is not None for _, expected in self.G.nodes(data="expected")):
             items.append(_font("wrong gradient", t.dead_text, LEGEND_PT)
-                         + _font(" (the reference's beneath)", t.muted, LEGEND_PT))
+                         + _font(_GAP + "(the reference's beneath)", t.muted, LEGEND_PT))
         if any(flag for _, flag in self.G.nodes(data="error_start")):
             items.append(_font("●", t.dead_line, MARK_PT)
-                         + _font(" where the error starts", t.muted, LEGEND_PT))
+                         + _font(_GAP + "where the error starts", t.muted, LEGEND_PT))
         stored = self.G.graph.get("stored_bytes")
         if stored and not self.o.symbolic:
-            note = f" saved for backward: {byte_size(stored)} in all"
+            note = f"{_GAP}saved for backward: {byte_size(stored)} in all"
             items.append(_font("●", t.saved, MARK_PT) + _font(note, t.muted, LEGEND_PT))
         # What a producer says about the picture (e.g. how another engine's graph was read).
         notes = self.G.graph.get("notes", [])
@@ -818,8 +819,24 @@ class _Writer:
             + '<BR ALIGN="LEFT"/>'.join(_font(escape(line), t.muted, LEGEND_PT)
                                         for line in textwrap.wrap(note, width))
             + '<BR ALIGN="LEFT"/></TD></TR>' for note in notes)
-        return (f'<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="2" '
-                f'BGCOLOR="{t.label_fill}"><TR>{cells}</TR>{rows}</TABLE>>')
+        return (f'<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="2"{_bgcolor(t)}>'
+                f"<TR>{cells}</TR>{rows}</TABLE>>")
+
+
+# The space between a legend's sample and its words: a no-break space, which
+# every SVG renderer keeps (Chromium and cairosvg drop a leading plain one).
+_GAP = "&#160;"
+
+
+def _backdrop(theme: Theme) -> str | None:
+    """What is filled behind free-standing text: nothing on a transparent background
+    (the slide's colour shows), else the theme's label fill."""
+    return None if theme.background == "transparent" else theme.label_fill
+
+
+def _bgcolor(theme: Theme) -> str:
+    backdrop = _backdrop(theme)
+    return f' BGCOLOR="{backdrop}"' if backdrop else ""
 
 
 def fork_edges(G: nx.MultiDiGraph, plain: set) -> set[tuple[Any, Any, Any]]:
@@ -995,6 +1012,21 @@ def run_dot(source: str, format: str = "svg") -> bytes:
     return out
 
 
+_SUBSCRIPT = re.compile(rb'<text ([^>]*?)y="(-?[0-9.]+)"([^>]*?) baseline-shift="sub" '
+                        rb'font-size="([0-9.]+)"')
+
+
+def portable_svg(svg: bytes) -> bytes:
+    """graphviz's SVG, with its subscripts (W₁) set lower and smaller in plain
+    coordinates: cairosvg and other converters ignore ``baseline-shift``."""
+    def lowered(match: re.Match) -> bytes:
+        size = float(match.group(4))
+        y = float(match.group(2)) + 0.3 * size
+        return (b"<text " + match.group(1) + b'y="' + f"{y:.2f}".encode() + b'"'
+                + match.group(3) + b' font-size="' + f"{0.72 * size:.2f}".encode() + b'"')
+    return _SUBSCRIPT.sub(lowered, svg)
+
+
 class Diagram:
     """A drawing: its DOT ``source``, the IR ``graph``, and renders in any format."""
 
@@ -1019,6 +1051,8 @@ class Diagram:
                 data = IR_FORMATS[format](self.graph).encode("utf-8")
             else:
                 data = run_dot(self.source, "json" if format == GRAPHVIZ_JSON else format)
+            if format == "svg":
+                data = portable_svg(data)
             if format == "svg" and self.fit is not None:
                 # Sized in pixels of the frame it was fitted to (graphviz writes points).
                 data = re.sub(rb'^(<svg width="[0-9.]+)pt" height="([0-9.]+)pt"',

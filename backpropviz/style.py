@@ -71,8 +71,10 @@ def symbol_pt(symbol: str) -> float:
 class Theme:
     """The colours of a drawing. Every text colour meets 4.5:1 on the fill under it.
 
-    ``background`` is "transparent" or a colour; where it is transparent,
-    free-standing text (edge labels, the legend) sits on ``label_fill``.
+    ``background`` is "transparent" or a colour. ``label_fill`` is the colour
+    free-standing text (badges, the legend) is made for: drawn under it on a
+    coloured background, and the slide's own colour, assumed that, when the
+    background is transparent.
     """
 
     name: str
@@ -113,5 +115,9 @@ THEMES: dict[str, Theme] = {
         highlight_line="#ffa94d", highlight_fill="#4a3517",
     ),
 }
-# The light theme on no background, for slides with their own colour.
+# The light and dark themes on no background, for slides with their own colour
+# (light slides, dark slides): nothing is filled behind the legend and the
+# contributions; their colours are the light (dark) theme's, made for its background.
 THEMES["transparent"] = replace(THEMES["light"], name="transparent", background="transparent")
+THEMES["transparent-dark"] = replace(THEMES["dark"], name="transparent-dark",
+                                     background="transparent")

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_draw import _check_golden, contrast
 
 from backpropviz import Tensor, Value, to_networkx
 from backpropviz.draw import DrawError, bands, draw, parse_frame, step_diagrams, to_dot
 from backpropviz.layout import layout
+from backpropviz.style import THEMES
 
 EXAMPLE_NAMES = sorted(path.stem for path in
                        (Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
@@ -259,11 +261,66 @@ def test_symbolic_draws_names_only(example):
 
 
 def test_the_book_figure_matches_its_golden_file(example):
-    from test_draw import _check_golden
-
     G = example("d2l_figure")
     _check_golden("d2l_figure-book-symbolic.dot", to_dot(G, rankdir="book", symbolic=True))
     # the figure's operators: the book's six, the loss and the penalty each one
     ops_drawn = sorted(line.split('label="')[1].split('"')[0] if 'label="' in line else "group"
                        for line in to_dot(G).splitlines() if 'class="op ' in line)
     assert len(ops_drawn) == 6
+
+
+# ---------------------------------------------------------------- on a slide's own colour
+
+
+def _slide_colour(theme) -> str:
+    """The colour a theme is drawn on: its background, or for a transparent theme
+    the slide colour it is made for."""
+    return theme.label_fill if theme.background == "transparent" else theme.background
+
+
+@pytest.mark.parametrize("theme", ["transparent", "transparent-dark"])
+def test_a_transparent_theme_fills_nothing_behind_labels_or_the_legend(example, theme):
+    svg = draw(example("d2l_objective"), theme=theme).svg
+    root = ET.fromstring(svg)
+    graph = root.find(f"{SVG_NS}g")
+    filled = []
+    for group in graph:
+        kind = (group.get("class") or "").split()[:1]
+        inside_box = kind == ["node"] and "badge" not in group.get("class")
+        if inside_box or kind == ["edge"]:
+            continue  # a value's box and an op's circle are filled, as on any slide
+        for shape in group.iter():
+            if shape.tag.removeprefix(SVG_NS) in ("polygon", "path", "rect", "ellipse"):
+                fill = shape.get("fill", "none")
+                # (the legend's samples: a parameter's fill, a dead unit's)
+                samples = (THEMES[theme].dead_fill, THEMES[theme].param_fill)
+                if fill not in ("none", "transparent", *samples):
+                    filled.append((group.get("id") or group.get("class"), fill))
+    assert filled == []
+    # the legend and a badge are there, unfilled
+    assert "saved for backward" in svg and 'class="node badge' in svg
+
+
+@pytest.mark.parametrize("theme", ["light", "dark", "transparent", "transparent-dark"])
+def test_edges_and_outlines_stand_out_from_the_slide(example, theme):
+    palette = THEMES[theme]
+    slide = _slide_colour(palette)
+    svg = draw(example("d2l_objective"), theme=theme).svg
+    strokes = set(re.findall(r'<path fill="none" stroke="(#[0-9a-f]{6})"', svg))
+    assert palette.edge in strokes
+    # WCAG's 3:1 for lines and shapes that carry meaning
+    for colour in (palette.edge, palette.node_line, palette.op_line, palette.grad):
+        assert contrast(colour, slide) >= 3, (theme, colour, slide)
+
+
+def test_subscripts_and_legend_gaps_survive_other_renderers(example):
+    svg = draw(example("d2l_objective")).svg
+    assert "baseline-shift" not in svg  # cairosvg ignores it: the subscript is set lower
+    texts = re.findall(r'<text[^>]*y="(-?[0-9.]+)"[^>]*font-size="([0-9.]+)"[^>]*>([^<]*)</text>',
+                       svg)
+    base = next((float(y), float(size)) for y, size, text in texts if text == "W")
+    subscript = next((float(y), float(size)) for y, size, text in texts if text == "1"
+                     and abs(float(y) - base[0]) < 10)
+    assert subscript[0] > base[0] and subscript[1] < base[1]  # lower, smaller
+    # a leading space before words is dropped by Chromium and cairosvg
+    assert not [text for _, _, text in texts if text.startswith(" ") and text.strip()]
