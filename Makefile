@@ -42,8 +42,9 @@ demo: setup
 assets: setup
 	$(BPV) render examples/d2l_mlp.py -o assets/d2l_mlp.svg
 	$(BPV) render examples/d2l_mlp.py -o assets/d2l_mlp.png
-	$(BPV) render examples/d2l_mlp.py -o assets/d2l_mlp_book.png --rankdir BT
-	$(BPV) render examples/d2l_objective.py -o assets/d2l_objective.png
+	$(BPV) render examples/d2l_objective.py -o assets/d2l_objective.png --fit 1920x1080
+	$(BPV) render examples/d2l_figure.py -o assets/d2l_figure_symbolic.png --rankdir book --symbolic
+	$(BPV) render examples/d2l_figure.py -o assets/d2l_figure.png --rankdir book
 	$(BPV) render examples/add_mul.py -o assets/add_mul.png
 	$(BPV) render examples/fork.py -o assets/fork.png --theme dark
 	$(BPV) render examples/add_mul.py -o assets/add_mul.gif --quality l

@@ -1201,11 +1201,17 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     for direction in directions:
         whole, extent = _placed(G, direction, 1, options)
         placed: list[tuple[int | tuple[int, ...], tuple[float, float]]] = [(1, whole)]
+        scale = min(frame[0] / whole[0], frame[1] / whole[1])
         for count in range(2, most + 1):
             cuts = fold_cuts(G, count, extent)
             size, _ = _placed(G, direction, cuts, options) if cuts else (None, None)
-            if size is not None:
-                placed.append((cuts, size))
+            if size is None:
+                continue
+            placed.append((cuts, size))
+            folded = min(frame[0] / size[0], frame[1] / size[1])
+            if folded < scale:
+                break  # more rows only get taller from here
+            scale = folded
         for wrap, (width, height) in placed:
             candidate = Fit(frame, direction, wrap, min(frame[0] / width, frame[1] / height),
                             number_pt, text_pt)

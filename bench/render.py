@@ -15,7 +15,10 @@ loss, built from backpropviz Values, about 1,000 values:
     337-term L2 sum included) and a PyTorch RNN unrolled over 30, 100 and 300
     steps, through the command line: time to SVG and peak memory, beside bare
     ``dot`` on the same DOT (stopped after ``--dot-limit`` seconds), and bare
-    ``dot`` on the DOT the graph would have without folding its sums.
+    ``dot`` on the DOT the graph would have without folding its sums;
+(e) slide figures: the book's objective and a three-layer MLP drawn with
+    ``fit="1920x1080"`` (several layouts tried, the best kept) against the
+    same graph drawn plainly and bare ``dot`` on its DOT.
 """
 
 from __future__ import annotations
@@ -200,6 +203,28 @@ def people_scripts(limit: float) -> None:
                 print(f"      ({message.strip()[:110]}...)")
 
 
+def slide_figures(repeats: int) -> None:
+    from backpropviz.script import graph_of_script
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    print(f"(e) fitted to 1920x1080, wall seconds (medians of {repeats}; ratio to bare dot):")
+    print(f"    {'example':<15} {'bare dot':>9} {'plain':>14} {'--fit':>14}  chosen")
+    for name in ("d2l_objective", "mlp3"):
+        G = graph_of_script(examples / f"{name}.py", quiet=True)
+        source = to_dot(G)
+        bare_dot(source)
+        walls = timed_in_turn([lambda G=G: draw(G).pipe("svg"),
+                               lambda G=G: draw(G, fit="1920x1080").pipe("svg"),
+                               lambda source=source: bare_dot(source)], repeats)
+        plain, fitted, floor = (statistics.median(wall) for wall, _ in walls)
+        plain_ratio = median_ratio(walls[0][0], walls[2][0])
+        fit_ratio = median_ratio(walls[1][0], walls[2][0])
+        chosen = draw(G, fit="1920x1080").fit
+        print(f"    {name:<15} {floor:>8.3f}s {plain:>7.3f}s {plain_ratio:>4.1f}x"
+              f" {fitted:>7.3f}s {fit_ratio:>4.1f}x  {chosen.rankdir}, "
+              f"wrap {chosen.wrap}, numbers {chosen.number_px:.0f} px")
+
+
 def _seconds(value: float | None, limit: float) -> str:
     return f"> {limit:g} s" if value is None else f"{value:.1f} s"
 
@@ -247,6 +272,7 @@ def main() -> None:
         print(f"    {values_of(H):>7} {H.number_of_nodes():>11} {emit:>7.2f}s "
               f"{layout_time:>9.2f}s {emit + layout_time:>7.2f}s {size / 1e6:>7.1f}MB")
     people_scripts(args.dot_limit)
+    slide_figures(args.repeats)
 
 
 if __name__ == "__main__":
