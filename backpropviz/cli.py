@@ -131,9 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--show-constants", action="store_true",
                         help="draw the gradients and saved marks of constants (the 2 in "
                              "L / 2) too")
-    render.add_argument("--theme", choices=THEME_NAMES, default="light",
-                        help="colours and background (default light; transparent and "
-                             "transparent-dark for light and dark slides)")
+    _add_theme(render)
     render.add_argument("--precision", type=_positive(int), default=4, metavar="N",
                         help="significant digits of the numbers shown (default 4)")
     render.add_argument("--steps", metavar="DIR", type=Path,
@@ -179,9 +177,7 @@ def _parser() -> argparse.ArgumentParser:
                             f"({', '.join(CHECK_FORMATS)})")
     check.add_argument("--rankdir", choices=("LR", "RL", "TB", "BT"), default="LR",
                        help="direction of the data flow (default LR)")
-    check.add_argument("--theme", choices=THEME_NAMES, default="light",
-                       help="colours and background (default light; transparent and "
-                             "transparent-dark for light and dark slides)")
+    _add_theme(check)
     memory = commands.add_parser(
         "memory", help="chart the bytes the forward pass keeps for the backward pass",
         description="Run SCRIPT, find its graph as render does, and chart the bytes held for "
@@ -201,14 +197,18 @@ def _parser() -> argparse.ArgumentParser:
     memory.add_argument("--format", choices=MEMORY_FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: "
                              f"{', '.join(MEMORY_FORMATS)}")
-    memory.add_argument("--theme", choices=THEME_NAMES, default="light",
-                        help="colours and background (default light; transparent and "
-                             "transparent-dark for light and dark slides)")
+    _add_theme(memory)
     memory.add_argument("--max-nodes", type=_positive(int), metavar="N",
                         default=DEFAULT_MAX_NODES,
                         help=f"refuse graphs with more than N values and ops (default "
                              f"{DEFAULT_MAX_NODES})")
     return parser
+
+
+def _add_theme(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--theme", choices=THEME_NAMES, default="light",
+                         help="colours and background (default light; transparent and "
+                              "transparent-dark for light and dark slides)")
 
 
 def _video_max_nodes() -> int:

@@ -366,7 +366,7 @@ def _pins(G: nx.MultiDiGraph, options: _Options) -> dict[str, str]:
     def band_of(name: str) -> int:
         if name in band:
             return band[name]
-        return band[name.split("->", 1)[1].rsplit("#", 1)[0]]  # a badge: its edge's head
+        return band[name.split("->", 1)[0]]  # a badge: beside the value that sends it
 
     boxes: dict[int, list[float]] = {}
     places: dict[str, tuple[float, float, int]] = {}
@@ -396,10 +396,14 @@ def _pins(G: nx.MultiDiGraph, options: _Options) -> dict[str, str]:
     pins = {name: f"{x + shift[number][0]:.2f},{y + shift[number][1]:.2f}!"
             for name, (x, y, number) in places.items()}
     names = {obj["_gvid"]: obj["name"] for obj in data.get("objects", []) if "pos" in obj}
+    def crosses(edge: str) -> bool:  # an edge (or the edge a badge is on) between rows
+        tail, rest = edge.split("->", 1)
+        return band_of(tail) != band_of(rest.rsplit("#", 1)[0].split("/")[0])
+
     for line in data.get("edges", []):
-        tail, head = band_of(names[line["tail"]]), band_of(names[line["head"]])
-        if tail != head or "id" not in line:
-            continue
+        if "id" not in line or crosses(line["id"].rsplit("/", 1)[0]):
+            continue  # left for neato to route, both pieces of a badge's edge
+        tail = band_of(names[line["tail"]])
         dx, dy = shift[tail]
         pins[line["id"]] = " ".join(_moved(part, dx, dy) for part in line["pos"].split())
     return pins
@@ -533,7 +537,7 @@ class _Writer:
                 eid = attrs["id"]
                 if self.pins is not None:
                     badge["pos"] = self.pins[eid]
-                nodes[band.get(v, 0)].append(f"{_quote(eid)} {_attrs(badge)};")
+                nodes[band.get(u, 0)].append(f"{_quote(eid)} {_attrs(badge)};")
                 into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
                 edge_lines.append(f"  {_quote(u)} -> {_quote(eid)} "
                                   f"{_attrs(self.pinned(into))};")
