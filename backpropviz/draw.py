@@ -53,7 +53,7 @@ from .style import (
     Theme,
     symbol_pt,
 )
-from .views import drawn_graph
+from .views import drawn_graph, group_path
 
 __all__ = [
     "BADGE_IN",
@@ -567,15 +567,14 @@ class _Writer:
         path_of: dict[Any, tuple] = {}
         for node, attrs in self.G.nodes(data=True):
             if attrs.get("kind") == "op":
-                path_of[node] = tuple(attrs.get("group", ()))
+                path_of[node] = group_path(attrs)
         for node, attrs in self.G.nodes(data=True):
             if attrs.get("kind") == "value":
                 producers = list(self.G._pred[node])
                 if producers:
                     path_of[node] = path_of[producers[0]]
-                else:  # a leaf only one group's ops use (a layer's weight) is in its box
-                    paths = {path_of[op] for op in self.G._succ[node]}
-                    path_of[node] = paths.pop() if len(paths) == 1 else ()
+                else:
+                    path_of[node] = group_path(attrs) or self.module_box(node, attrs, path_of)
         tree: dict = {"nodes": [], "inner": {}}
         for statement in statements:
             name = statement.split(" [", 1)[0].strip('"')
@@ -588,7 +587,7 @@ class _Writer:
 
         def emit(place: dict, indent: str) -> None:
             lines.extend(indent + statement for statement in place["nodes"])
-            for name, inner in place["inner"].items():
+            for (name, _), inner in place["inner"].items():
                 number = next(count)
                 lines.append(f"{indent}subgraph cluster_group{number} {{")
                 lines.append(f"{indent}  graph " + _attrs({
@@ -601,6 +600,16 @@ class _Writer:
 
         emit(tree, "  ")
         return lines
+
+    def module_box(self, node: Any, attrs: dict, path_of: dict) -> tuple:
+        """The box of a leaf made outside every group: its module's, for a torch
+        module's own parameter (``model.0.weight`` in ``model.0``); else none."""
+        paths = {path_of[op] for op in self.G._succ[node]}
+        if len(paths) == 1 and attrs.get("role") == "param" and attrs.get("label"):
+            (path,) = paths
+            if path and attrs["label"].rsplit(".", 1)[0] == path[-1][0]:
+                return path
+        return ()
 
     def pinned(self, attrs: dict[str, str]) -> dict[str, str]:
         """An edge's attributes, with its route if the folded layout keeps it."""
@@ -1125,8 +1134,8 @@ def as_graph(graph_or_root: Any, names: Mapping[str, Any] | None = None) -> nx.M
 # What a slide needs at its full size: numbers this many pixels tall, every
 # other text at least the second figure.
 SLIDE_NUMBER_PX, SLIDE_TEXT_PX = 18.0, 14.0
-# Folding a graph into rows is worth it only when it gains at least this much scale.
-_WRAP_GAIN = 1.08
+# At most this many rows, and no more trying after this many seconds of layouts.
+_MOST_ROWS, _FIT_SECONDS = 8, 8.0
 
 
 @dataclass(frozen=True)
@@ -1140,6 +1149,7 @@ class Fit:
     scale: float
     number_pt: float  # the smallest number's size in the drawing, in points
     text_pt: float  # the smallest other text's
+    numbers: str = "numbers"  # what the smallest main text is: "numbers", or "names"
 
     @property
     def number_px(self) -> float:
@@ -1155,13 +1165,17 @@ class Fit:
         if self.number_px >= SLIDE_NUMBER_PX and self.text_px >= SLIDE_TEXT_PX:
             return None
         width, height = self.frame
-        return (f"at {width}x{height} the numbers are {self.number_px:.0f} px tall (a slide "
-                f"wants {SLIDE_NUMBER_PX:g} and up): draw less of the graph (name a ROOT), "
-                "group its parts with backpropviz.group, or use --compact")
+        advice = ("draw less of the graph (name a ROOT), group its parts with "
+                  "backpropviz.group, or use --compact")
+        if self.rankdir == BOOK:
+            advice += ", or leave --rankdir to --fit"
+        return (f"at {width}x{height} the {self.numbers} are {self.number_px:.1f} px tall "
+                f"(a slide wants {SLIDE_NUMBER_PX:g} and up): {advice}")
 
 
 def parse_frame(frame: Any) -> tuple[int, int]:
     """``"1920x1080"`` or ``(1920, 1080)`` as a pair of positive ints (pixels)."""
+    given = frame
     if isinstance(frame, str):
         parts = frame.lower().replace("×", "x").split("x")
         try:
@@ -1171,7 +1185,7 @@ def parse_frame(frame: Any) -> tuple[int, int]:
     if (not isinstance(frame, tuple) or len(frame) != 2
             or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
                        for n in frame)):
-        raise DrawError(f"a frame is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got {frame!r}")
+        raise DrawError(f"a frame is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got {given!r}")
     return frame
 
 
@@ -1194,39 +1208,43 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     depth = max(ranks(G).values(), default=0) + 1
     # (groups drawn open are boxes, which a folding into rows would cut)
     most = 1 if (G.number_of_nodes() > EDGE_LABEL_NODES or boxed or rankdir == BOOK) \
-        else max(1, min(5, depth // 4))
+        else max(1, min(_MOST_ROWS, depth // 4))
     plain = set() if options.get("show_constants") else {
         node for node, role in G.nodes(data="role") if role == "const"}
-    drawn_forks = not options.get("forward_only") and fork_edges(G, plain)
-    number_pt = min(VALUE_PT, LABEL_PT) if drawn_forks else VALUE_PT
+    symbolic = options.get("symbolic", False)
+    drawn_forks = not (options.get("forward_only") or symbolic) and fork_edges(G, plain)
+    number_pt = NAME_PT if symbolic else min(VALUE_PT, LABEL_PT) if drawn_forks else VALUE_PT
     text_pt = min(LEGEND_PT, EXPRESSION_PT, LONG_SYMBOL_PT)
     options = {**options, "frame": frame}  # laid out as it will be drawn
-    best: Fit | None = None
-    for direction in directions:
-        whole, extent = _placed(G, direction, 1, options)
-        placed: list[tuple[int | tuple[int, ...], tuple[float, float]]] = [(1, whole)]
-        scale = min(frame[0] / whole[0], frame[1] / whole[1])
-        for count in range(2, most + 1):
-            cuts = fold_cuts(G, count, extent)
-            size, _ = _placed(G, direction, cuts, options) if cuts else (None, None)
+    candidates: dict[str, list[Fit]] = {direction: [] for direction in directions}
+    extents: dict[str, dict] = {}
+    started = time.monotonic()
+    # Rows are added, each direction in turn, until a candidate is readable on
+    # the slide (fewer rows are fewer edges running between them), more rows
+    # stop helping, or the time is up (each try is a layout).
+    for count in range(1, most + 1):
+        for direction in directions:
+            tried = candidates[direction]
+            if count > 1 and (not tried or len(tried) < count - 1
+                              or tried[-1].scale < (tried[-2].scale if len(tried) > 1 else 0)):
+                continue
+            if count == 1:
+                size, extents[direction] = _placed(G, direction, 1, options)
+                wrap: int | tuple[int, ...] = 1
+            else:
+                wrap = fold_cuts(G, count, extents[direction])
+                size = _placed(G, direction, wrap, options)[0] if wrap else None
             if size is None:
                 continue
-            placed.append((cuts, size))
-            folded = min(frame[0] / size[0], frame[1] / size[1])
-            if folded < scale:
-                break  # more rows only get taller from here
-            scale = folded
-        for wrap, (width, height) in placed:
-            candidate = Fit(frame, direction, wrap, min(frame[0] / width, frame[1] / height),
-                            number_pt, text_pt)
-            # A folding must gain enough to be worth the edges between rows.
-            rows = 1 if wrap == 1 else len(wrap) + 1
-            best_rows = 1 if best is None or best.wrap == 1 else len(best.wrap) + 1
-            gain = _WRAP_GAIN ** (rows - best_rows)
-            if best is None or candidate.scale > best.scale * gain:
-                best = candidate
-    assert best is not None  # the graph whole is always a candidate
-    return best
+            tried.append(Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
+                             number_pt, text_pt, "names" if symbolic else "numbers"))
+        readable = [fit for tried in candidates.values() for fit in tried if fit.advice is None]
+        if readable:
+            return max(readable, key=lambda fit: fit.scale)
+        if time.monotonic() - started > _FIT_SECONDS:
+            break
+    return max((fit for tried in candidates.values() for fit in tried),
+               key=lambda fit: fit.scale)
 
 
 def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
@@ -1288,7 +1306,7 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     all with one layout (options as draw's)."""
     G = as_graph(graph_or_root, names)
     _validate(G)
-    _fitted(G, fit, options)
+    chosen = _fitted(G, fit, options)
     options.pop("step", None)
     G = drawn_graph(G, expand=options.get("expand", False),
                     modules=options.pop("modules", False),
@@ -1296,8 +1314,11 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     checked = _options(**options)
     replay = backward_steps(G)  # once, not once per picture
     pins = _placement(G, checked)
-    return [Diagram(_Writer(G, replace(checked, step=k), state_at(G, k, replay), pins).dot(), G)
-            for k in range(len(replay) + 1)]
+    diagrams = [Diagram(_Writer(G, replace(checked, step=k), state_at(G, k, replay), pins).dot(),
+                        G) for k in range(len(replay) + 1)]
+    for diagram in diagrams:
+        diagram.fit = chosen
+    return diagrams
 
 
 def render_steps(G: Any, directory: str | os.PathLike, **options: Any) -> list[Path]:

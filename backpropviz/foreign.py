@@ -529,8 +529,10 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
                 attrs["dead"] = dead
             G.add_node(oid, **attrs)
         vid = value_id[node] = f"v{len(value_id)}"
+        # An unnamed leaf is an input: another engine's weights in plain lists look
+        # just like the numbers its ops wrap, and their gradients are the lesson.
         role = ("output" if node in roots else "intermediate" if kids
-                else "param" if node in params else "input" if node in graph.names else "const")
+                else "param" if node in params else "input")
         grad = None if graph.grads is None else graph.grads[node]
         G.add_node(vid, kind="value", label=graph.names.get(node),
                    data=number(node, "data"), grad=grad, shape=(), role=role,

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 from contextlib import ContextDecorator
 from contextvars import ContextVar, Token
 from typing import Any
 
 __all__ = ["current", "group"]
 
-# The groups open now, outermost first: names, or the torch modules being called.
-_open: ContextVar[tuple[Any, ...]] = ContextVar("backpropviz_groups", default=())
+# The groups open now, outermost first: (member, call) pairs, where a member is
+# a group's name or a torch module being called, and the call number tells two
+# entries into the same group apart (a function decorated with @group, called twice).
+_open: ContextVar[tuple[tuple[Any, int], ...]] = ContextVar("backpropviz_groups", default=())
+_calls = itertools.count()
 
 
 class group(ContextDecorator):  # noqa: N801 - used like contextlib's context managers
@@ -31,21 +35,31 @@ class group(ContextDecorator):  # noqa: N801 - used like contextlib's context ma
         return f"group({self.name!r})"
 
     def __enter__(self) -> group:
-        self._tokens.append(_open.set((*_open.get(), self.name)))
+        self._tokens.append(enter(self.name))
         return self
 
     def __exit__(self, *exc: object) -> None:
         _open.reset(self._tokens.pop())
 
 
-def current() -> tuple[Any, ...]:
-    """The groups open now, outermost first."""
+def current() -> tuple[tuple[Any, int], ...]:
+    """The groups open now, outermost first, as (member, call number) pairs."""
     return _open.get()
 
 
 def enter(member: Any) -> Token:
-    """Open a group (a torch module's call); close it with ``leave``."""
-    return _open.set((*_open.get(), member))
+    """Open a group (a name, or a torch module being called); close it with ``leave``."""
+    return _open.set((*_open.get(), (member, next(_calls))))
+
+
+def numbered(paths: Any) -> dict[int, int]:
+    """Call numbers renumbered 0, 1, 2... in the order they first appear in ``paths``
+    (each a sequence of (member, call) pairs), so that an IR is the same in any process."""
+    order: dict[int, int] = {}
+    for path in paths:
+        for _, call in path:
+            order.setdefault(call, len(order))
+    return order
 
 
 def leave(token: Token) -> None:

@@ -14,6 +14,7 @@ from . import ops
 from .engine import Node, saved_for_backward, topological_order
 from .errors import BackpropvizError
 from .formatting import changed_note
+from .groups import numbered
 
 __all__ = [
     "IRError",
@@ -73,6 +74,7 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
             name_of.setdefault(id(obj), name)
 
     order = topological_order(roots)
+    calls = numbered(node._group for node in order)
     root_set = set(roots)
     stored = {saved for node in order for saved in saved_for_backward(node)}
     value_id: dict[Node, str] = {}
@@ -96,7 +98,7 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
             if dead is not None:
                 attrs["dead"] = dead
             if node._group:  # made inside with group(...): drawn as part of one operator
-                attrs["group"] = list(node._group)
+                attrs.update(_group_attrs(node._group, calls))
             G.add_node(oid, **attrs)
         vid = value_id[node] = f"v{len(value_id)}"
         is_stored = node in stored
@@ -112,6 +114,8 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
                    stored=is_stored, nbytes=8 * int(np.size(node.data)) if is_stored else 0)
         if node._passes > 1:
             G.nodes[vid]["passes"] = node._passes  # its gradient sums that many passes
+        if node.op is None and node._group:  # a leaf made inside a group belongs to it
+            G.nodes[vid].update(_group_attrs(node._group, calls))
         if node.op is not None:
             for arg, operand in enumerate(node.operands):
                 if node._sent is None:
@@ -150,6 +154,13 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
 
 
 # ---------------------------------------------------------------- folding
+
+
+def _group_attrs(path: Any, calls: Mapping[int, int]) -> dict[str, list]:
+    """A node's groups as the IR keeps them: their names, outermost first, and
+    which entry into each it was made in (``group_calls``)."""
+    return {"group": [member for member, _ in path],
+            "group_calls": [calls[call] for _, call in path]}
 
 
 def name_constants(G: nx.MultiDiGraph, numbers: Mapping[str, float]) -> nx.MultiDiGraph:
@@ -387,7 +398,7 @@ def operand_edges(G: nx.MultiDiGraph, op: Any) -> list[tuple[Any, Any, Any]]:
 # GraphML holds only strings, numbers and booleans, one type per key: these
 # keys are written as JSON text so that a reader gets the arrays back.
 _JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected", "mask", "saves", "group",
-              "members")
+              "group_calls", "members")
 _JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes", "module_groups")
 
 # Strict JSON has no NaN or infinities: in the IR's numbers they are written as

@@ -537,6 +537,7 @@ class _Builder:
 
     def build(self, roots: tuple) -> nx.MultiDiGraph:
         calls = self._calls_needed(roots)
+        self.calls = groups.numbered(call.group for call in calls)
         root_keys = [("node", root.grad_fn) for root in roots]
 
         # Every IR node gets a place in the order the script made it: a leaf
@@ -705,7 +706,8 @@ class _Builder:
         if call.mask is not None:
             attrs.update(mask=_plain(call.mask), p=call.rate, dead=(call.mask == 0).tolist())
         if call.group:
-            attrs["group"] = [self.group_name(member) for member in call.group]
+            attrs["group"] = [self.group_name(member) for member, _ in call.group]
+            attrs["group_calls"] = [self.calls[number] for _, number in call.group]
         return attrs
 
     def group_name(self, member: Any) -> str:

@@ -25,7 +25,7 @@ from .captions import value_names
 from .ir import operand_edges, plain_number, result_of
 from .memory import saved_values, value_bytes
 
-__all__ = ["closed_groups", "compact", "drawn_graph"]
+__all__ = ["closed_groups", "compact", "drawn_graph", "group_path"]
 
 # How long the expression labelling a compact view's operator may get before
 # its operands become "…".
@@ -36,21 +36,33 @@ def drawn_graph(G: nx.MultiDiGraph, *, expand: bool = False, modules: bool = Fal
                 compact_view: bool = False) -> nx.MultiDiGraph:
     """The graph a picture draws: ``G`` with its groups closed (unless ``expand``),
     PyTorch modules too with ``modules``, and chains of unnamed ops closed with
-    ``compact_view``. ``G`` itself is left as it is."""
-    if expand:
-        return G
+    ``compact_view``. ``G`` itself is left as it is; a view given is drawn as it is
+    (its graph attribute ``view`` says so)."""
+    if expand or G.graph.get("view"):
+        return G  # (a view is drawn as it is)
     view = closed_groups(G, modules=modules)
-    return compact(view) if compact_view else view
+    view = compact(view) if compact_view else view
+    if view is G:
+        return G
+    view.graph["view"] = True
+    return view
 
 
-def _key(path: list, modules: set, close_modules: bool) -> tuple | None:
+def group_path(attrs: dict) -> tuple[tuple[str, int], ...]:
+    """A node's groups, outermost first, each as (name, which entry into it)."""
+    names = attrs.get("group") or ()
+    calls = attrs.get("group_calls") or [0] * len(names)
+    return tuple(zip(names, calls, strict=True))
+
+
+def _key(path: tuple, modules: set, close_modules: bool) -> tuple | None:
     """The group an op is drawn in when closed: its outermost group of the
     script's, or (with ``close_modules``) its innermost torch module."""
-    for depth, name in enumerate(path):
+    for depth, (name, _) in enumerate(path):
         if name not in modules:
-            return tuple(path[:depth + 1])
-        if close_modules and not any(deeper in modules for deeper in path[depth + 1:]):
-            return tuple(path[:depth + 1])
+            return path[:depth + 1]
+        if close_modules and not any(deeper in modules for deeper, _ in path[depth + 1:]):
+            return path[:depth + 1]
     return None
 
 
@@ -62,10 +74,26 @@ def closed_groups(G: nx.MultiDiGraph, *, modules: bool = False) -> nx.MultiDiGra
     members: dict[tuple, list] = {}
     for op, attrs in G.nodes(data=True):
         if attrs.get("kind") == "op" and attrs.get("group") and attrs["op"] != ops.GROUP.name:
-            key = _key(attrs["group"], module_names, modules)
+            key = _key(group_path(attrs), module_names, modules)
             if key is not None:
                 members.setdefault(key, []).append(op)
-    return _closed(G, {key: (key[-1], inner) for key, inner in members.items()})
+    # A group that cannot be one operator (two results used outside) is drawn
+    # open, and the groups inside it are tried in its place.
+    roots = set(G.graph.get("roots", ()))
+    settled: dict[tuple, list] = {}
+    drawn_open = []
+    while members:
+        key, inner = members.popitem()
+        if _plan(G, inner, roots, {}) is not None:
+            settled[key] = inner
+            continue
+        drawn_open.append(key[-1][0])
+        for op in inner:  # its own ops are drawn one by one, its groups tried
+            path = group_path(G.nodes[op])
+            if len(path) > len(key):
+                members.setdefault(path[:len(key) + 1], []).append(op)
+    return _closed(G, {key: (key[-1][0], inner) for key, inner in settled.items()},
+                   drawn_open)
 
 
 def compact(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
@@ -114,15 +142,26 @@ def _expression_of(G: nx.MultiDiGraph, inner: list, names: dict) -> str:
     return value_names(unnamed, longest=_LONGEST)[result_of(G, inner[-1])].text
 
 
-def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]]) -> nx.MultiDiGraph:
-    """``G`` with each ``closing`` entry's ops (name, op ids) drawn as one op."""
+def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
+            drawn_open: list[str] = ()) -> nx.MultiDiGraph:
+    """``G`` with each ``closing`` entry's ops (name, op ids) drawn as one op; the
+    groups ``drawn_open`` are named in a note."""
     roots = set(G.graph.get("roots", ()))
     step_of = {op: k for k, op in enumerate(G.graph.get("backward_order", ()))}
     plans = {}
+    kept_open = list(drawn_open)
     for name, inner in closing.values():
         plan = _plan(G, inner, roots, step_of)
         if plan is not None:
             plans[plan["id"]] = (name, plan)
+        elif len(inner) > 1:
+            kept_open.append(name)
+    notes = [f"the group {name!r} is drawn op by op: it makes more than one value that "
+             "is used outside it, and an operator has one result" for name in kept_open]
+    if any(note not in G.graph.get("notes", []) for note in notes):
+        G = G.copy()
+        G.graph["notes"] = [*G.graph.get("notes", []),
+                            *(note for note in notes if note not in G.graph.get("notes", []))]
     if not plans:
         return G
     hidden = {node for _, plan in plans.values() for node in plan["hidden"]}
@@ -140,8 +179,8 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]]) -> nx.Mult
             name, plan = plans[node]
             H.add_node(node, kind="op", op=ops.GROUP.name, symbol=name,
                        members=sorted(plan["ops"], key=list(G).index),
-                       **({"group": G.nodes[node]["group"]} if "group" in G.nodes[node]
-                          else {}), **_kept_by(G, plan["ops"], hidden))
+                       **{key: G.nodes[node][key] for key in ("group", "group_calls")
+                          if key in G.nodes[node]}, **_kept_by(G, plan["ops"], hidden))
         elif node not in hidden:
             H.add_node(node, **attrs)
     for op, kind in G.nodes(data="kind"):

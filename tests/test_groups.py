@@ -183,3 +183,61 @@ def test_a_drawn_group_is_named_in_italics_and_modules_plainly(example):
     torch_graph = graph_of_script(TORCH_SCRIPTS / "sequential.py", quiet=True)
     assert 'label="model.0"' in to_dot(torch_graph, modules=True)
     assert draw(torch_graph, modules=True).svg.count("model.1") >= 1
+
+
+def test_a_group_entered_twice_is_two_operators():
+    x, w = Value(0.5, label="x"), Value(-2.0, label="w")
+
+    @group("neuron")
+    def neuron(a, b):
+        return (a * b).tanh()
+
+    h1 = neuron(x, w)
+    h1.label = "h1"
+    h2 = neuron(h1, w)
+    h2.label = "h2"
+    h2.backward()
+    view = closed_groups(to_networkx(h2))
+    neurons = [op for op, attrs in view.nodes(data=True) if attrs.get("symbol") == "neuron"]
+    assert len(neurons) == 2
+    assert [view.nodes[result_of(view, op)]["label"] for op in neurons] == ["h1", "h2"]
+    # w's edge into each carries what that call sent it: by hand, d tanh(a·w)/dw = a (1 − tanh²)
+    second = {view.nodes[u]["label"]: view.edges[u, v, k]["grad"]
+              for u, v, k in operand_edges(view, neurons[1])}
+    t1, t2 = np.tanh(-1.0), np.tanh(np.tanh(-1.0) * -2.0)
+    assert second["w"] == pytest.approx(t1 * (1 - t2 ** 2))
+    assert to_dot(to_networkx(h2), expand=True).count("subgraph cluster_group") == 2
+
+
+def test_a_group_that_cannot_be_one_op_is_named_in_a_note_and_its_inner_group_closes():
+    x = Value(0.5, label="x")
+    with group("outer"):
+        a = x * 3.0
+        with group("inner"):
+            b = a.tanh() * 2.0
+    a.label, b.label = "a", "b"
+    c = a + b
+    c.backward()
+    view = closed_groups(to_networkx(c))
+    assert [attrs["symbol"] for _, attrs in view.nodes(data=True)
+            if attrs.get("op") == "group"] == ["inner"]
+    assert any("'outer' is drawn op by op" in note for note in view.graph["notes"])
+
+
+def test_expand_boxes_hold_what_was_made_inside_and_a_modules_own_parameters():
+    a, b = Value(1.0, label="a"), Value(2.0, label="b")
+    with group("prod"):
+        k = Value(3.0, label="k")
+        c = a * b * k
+    c.backward()
+    dot = to_dot(to_networkx(c), expand=True)
+    box = dot[dot.index("subgraph cluster_group"):]
+    inside = box[:box.index("\n  }")]
+    assert '"v2"' in inside and '"v0"' not in inside and '"v1"' not in inside  # k in, a, b out
+    torch_graph = graph_of_script(TORCH_SCRIPTS / "sequential.py", quiet=True)
+    labels = {node: attrs.get("label") for node, attrs in torch_graph.nodes(data=True)}
+    opened = to_dot(torch_graph, expand=True)
+    first = opened[opened.index('label="model.0"') - 200:]
+    first = first[:first.index("\n    }")]
+    ids = {label: node for node, label in labels.items() if label}
+    assert f'"{ids["model.0.weight"]}"' in first and f'"{ids["X"]}"' not in first

@@ -324,3 +324,42 @@ def test_subscripts_and_legend_gaps_survive_other_renderers(example):
     assert subscript[0] > base[0] and subscript[1] < base[1]  # lower, smaller
     # a leading space before words is dropped by Chromium and cairosvg
     assert not [text for _, _, text in texts if text.startswith(" ") and text.strip()]
+
+
+def test_fitted_steps_are_sized_in_pixels_of_the_frame(example):
+    diagrams = step_diagrams(example("d2l_objective"), fit="1280x720")
+    sizes = {re.search(r'<svg width="([0-9.]+)px" height="([0-9.]+)px"', d.svg).groups()
+             for d in diagrams}
+    assert len(sizes) == 1
+    (width, height), = sizes
+    assert float(width) <= 1280.5 and float(height) <= 720.5
+
+
+def test_another_engines_unnamed_weights_keep_their_gradients(tmp_path):
+    from backpropviz.script import graph_of_script
+
+    script = tmp_path / "mine.py"
+    script.write_text(
+        "class V:\n"
+        "    def __init__(self, data, children=()):\n"
+        "        self.data, self.grad, self._prev = data, 0.0, tuple(children)\n"
+        "        self._backward, self._op = (lambda: None), ''\n"
+        "    def __mul__(self, other):\n"
+        "        out = V(self.data * other.data, (self, other)); out._op = '*'\n"
+        "        def _backward():\n"
+        "            self.grad += other.data * out.grad\n"
+        "            other.grad += self.data * out.grad\n"
+        "        out._backward = _backward\n"
+        "        return out\n"
+        "    def backward(self):\n"
+        "        self.grad = 1.0\n"
+        "        for node in (self,):\n"
+        "            node._backward()\n"
+        "weights = [V(3.0)]\n"
+        "x = V(2.0)\n"
+        "out = weights[0] * x\n"
+        "out.backward()\n")
+    G = graph_of_script(script, quiet=True)
+    (weight,) = [node for node, attrs in G.nodes(data=True) if attrs.get("data") == 3.0]
+    assert G.nodes[weight]["role"] != "const" and G.nodes[weight]["grad"] == 2.0
+    assert "has-grad" in _line(to_dot(G), weight)
