@@ -93,8 +93,9 @@ def _tex_escape(text: str) -> str:
     return re.sub(r"([_&%$#{}])", r"\\\1", text)
 
 
-def _number(x: float) -> Name:
-    text = f"{x:g}"
+def _number(x: float, precision: int | None = None) -> Name:
+    """A number as written: ``f"{x:g}"``, or to ``precision`` significant digits."""
+    text = f"{x:g}" if precision is None else f"{x:.{precision}g}"
     return Name(text.replace("-", "−"), text, ATOM if x >= 0 else ops.SUM)
 
 
@@ -145,7 +146,8 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
     return Name(name.text, name.tex, writing.precedence)
 
 
-def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION) -> dict[Any, Name]:
+def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
+                precision: int | None = None) -> dict[Any, Name]:
     """How every value node is written in captions.
 
     A value's label if it has one; an unnamed scalar constant by its number;
@@ -164,7 +166,7 @@ def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION) -> dict[Any,
         producers = list(G.predecessors(node))
         if not producers:
             data = attrs.get("data")
-            names[node] = _number(data) if isinstance(data, (int, float)) \
+            names[node] = _number(data, precision) if isinstance(data, (int, float)) \
                 else Name(str(node), r"\mathrm{" + _tex_escape(str(node)) + "}")
             continue
         op = producers[0]

@@ -449,7 +449,8 @@ class _Writer:
             node for node, role in G.nodes(data="role") if role == "const"}
         # Unnamed values are headed by their expression (o − y), on a slide-sized graph.
         small = G.number_of_nodes() <= EDGE_LABEL_NODES
-        self.expressions = ({node: name.text for node, name in value_names(G).items()
+        self.expressions = ({node: name.text for node, name in
+                             value_names(G, precision=options.precision).items()
                              if G._pred[node]} if small else {})
         dead_values, dead_edges = dead_masks(G) if self.show_grads else ({}, {})
         self.dead_values = dead_values

@@ -256,6 +256,8 @@ class Value(Node):
         # rule runs, because everything that used it was created after it.
         for node in reversed(order):
             upstream = node._upstream
+            if node._passes and node.grad == upstream:
+                node._passes = 0  # .grad was reset (w.grad = 0) since: it holds this pass only
             node._passes += 1
             op = node.op
             if op is None:
@@ -530,6 +532,8 @@ class Tensor(Node):
         for node in reversed(order):
             upstream = node._upstream
             node._upstream = None  # let the array go
+            if node._passes and upstream is not None and np.array_equal(node.grad, upstream):
+                node._passes = 0  # .grad was reset (w.grad = None) since: it holds this pass only
             node._passes += 1
             if node.op is None:
                 node._used = node.data.copy()  # an update may change it in place

@@ -357,3 +357,20 @@ def test_a_torch_networks_buffers_are_named_and_its_saved_weights_counted(tmp_pa
     # (transposed): 3 float32 numbers. The first layer's input is data: not kept.
     assert values["model.3.weight"]["stored"] and values["model.3.weight"]["nbytes"] == 12
     assert not values["model.0.weight"]["stored"]
+
+
+@pytest.mark.parametrize("reset", [True, False])
+def test_a_gradient_reset_between_passes_is_not_called_a_sum_of_passes(reset):
+    w = Value(1.0, label="w", requires_grad=True)
+    for _ in range(3):
+        if reset:
+            w.grad = 0.0
+        loss = (w * 2.0 - 1.0) ** 2
+        loss.backward()
+    G = to_networkx(loss)
+    (node,) = [v for v, label in G.nodes(data="label") if label == "w"]
+    # d/dw (2w − 1)² = 4 (2w − 1) = 4 at w = 1, each pass: 4 after a reset, else 3 · 4
+    assert G.nodes[node]["grad"] == (4.0 if reset else 12.0)
+    notes = " ".join(G.graph.get("notes", []))
+    assert ("the 3 backward passes" in notes) == (not reset)
+    assert G.nodes[node].get("passes", 1) == (1 if reset else 3)
