@@ -487,7 +487,8 @@ class _Writer:
             graph.update(pad="0.1", nodesep="0.18", ranksep="0.28")
         if o.frame is not None:
             # Scaled (up or down) to fill the frame; one point is one pixel.
-            graph.update(size=f"{o.frame[0] / 72:.4f},{o.frame[1] / 72:.4f}!", dpi="72")
+            graph.update(size=f"{o.frame[0] / 72:.4f},{o.frame[1] / 72:.4f}!", dpi="72",
+                         margin="0")  # (a PDF page has none around it then)
         if self.external_labels:
             graph["forcelabels"] = "true"
             # Measured on unrolled loops and micrograd's demo network (bench/render.py):

@@ -540,8 +540,14 @@ def test_fit_writes_a_figure_the_size_of_the_frame(tmp_path):
     done = ok(EXAMPLES / "d2l_objective.py", "--fit", "1920x1080", "-o", "slide.svg",
               cwd=tmp_path)
     assert b"note:" not in done.stderr  # readable at that size: nothing to say
-    assert re.search(rb'<svg width="1920px" height="[0-9.]+px"',
-                     (tmp_path / "slide.svg").read_bytes())
+    svg_size = re.search(rb'<svg width="1920px" height="([0-9.]+)px"',
+                         (tmp_path / "slide.svg").read_bytes())
+    assert svg_size
+    ok(EXAMPLES / "d2l_objective.py", "--fit", "1920x1080", "-o", "slide.pdf", cwd=tmp_path)
+    pdf = (tmp_path / "slide.pdf").read_bytes()
+    box = re.search(rb"MediaBox\s*\[\s*0 0 ([0-9.]+) ([0-9.]+)", pdf)
+    assert float(box.group(1)) == 1920 and float(box.group(2)) == pytest.approx(
+        float(svg_size.group(1)), abs=1)  # the page is the frame's width, no margin
 
 
 def test_fit_says_when_a_graph_is_too_big_for_the_frame(tmp_path):
