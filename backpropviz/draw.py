@@ -718,10 +718,14 @@ class _Writer:
         if not ops.get(attrs["op"]).commutative:
             # Keep operands in argument order (first on top in LR) where it matters.
             result["ordering"] = "in"
+        if len(symbol) > 4:  # a long name or an expression: an oval, not a huge circle
+            result.update(shape="ellipse", width="0.42", height="0.42")
         if attrs["op"] == ops.GROUP.name:
-            if len(symbol) > 4:  # a long name or an expression: an oval, not a huge circle
-                result.update(shape="ellipse", width="0.42", height="0.42")
-            if symbol not in self.G.graph.get("module_groups", ()):
+            kind = self.G.graph.get("module_classes", {}).get(symbol)
+            if kind:  # a torch module: its path, and its class beneath
+                result.update(label=f"<{escape(symbol)}<BR/>"
+                              f"{_font(escape(kind), t.muted, LABEL_PT)}>", shape="ellipse")
+            elif symbol not in self.G.graph.get("module_groups", ()):
                 # A group of the script's is named like a value, in the book's italics.
                 result.update(label=f"<<I>{escape(symbol)}</I>>", fontname=NAME_FONT,
                               fontsize=_pt(NAME_PT if len(symbol) <= 2 else symbol_pt(symbol)))

@@ -399,7 +399,8 @@ def operand_edges(G: nx.MultiDiGraph, op: Any) -> list[tuple[Any, Any, Any]]:
 # keys are written as JSON text so that a reader gets the arrays back.
 _JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected", "mask", "saves", "group",
               "group_calls", "members")
-_JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes", "module_groups")
+_JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes", "module_groups",
+                    "module_classes")
 
 # Strict JSON has no NaN or infinities: in the IR's numbers they are written as
 # these strings (JavaScript's names for them), which any JSON parser reads.

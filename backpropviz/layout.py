@@ -23,7 +23,7 @@ class NodeBox:
     y: float
     width: float
     height: float
-    shape: str  # "box" for values, "circle" for ops
+    shape: str  # "box" for values, "circle" for ops (an oval, for a long symbol)
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def parse_layout(data: dict) -> Layout:
         result.nodes[obj.get("id", obj["name"])] = NodeBox(
             x=x, y=y, width=float(obj["width"]) * POINTS_PER_INCH,
             height=float(obj["height"]) * POINTS_PER_INCH,
-            shape="circle" if obj.get("shape") == "circle" else "box")
+            shape="circle" if obj.get("shape") in ("circle", "ellipse") else "box")
     pieces = []
     into: dict[Any, list] = {}
     for edge in data.get("edges", []):

@@ -518,7 +518,7 @@ class _Builder:
         self.recording = recording
         self.name_of: dict[Any, str] = {}
         self.module_name: dict[int, str] = {}  # id(module) -> "model.0"
-        self.modules: set[str] = set()  # the groups that are module calls
+        self.modules: dict[str, str] = {}  # the groups that are module calls: their classes
         module = getattr(sys.modules.get("torch.nn"), "Module", ())
         for name, obj in (names or {}).items():
             if name.startswith("_"):
@@ -588,6 +588,7 @@ class _Builder:
         G.graph["roots"] = [value_id[key] for key in dict.fromkeys(root_keys)]
         if self.modules:
             G.graph["module_groups"] = sorted(self.modules)
+            G.graph["module_classes"] = dict(sorted(self.modules.items()))
         gradients = self.recording._gradients
         processed = [call for call in calls if any(node in gradients for node in call.nodes)]
         processed.sort(key=lambda call: max(gradients[node].step for node in call.nodes
@@ -715,7 +716,7 @@ class _Builder:
         if isinstance(member, str):
             return member
         name = self.module_name.get(id(member), type(member).__name__)
-        self.modules.add(name)
+        self.modules[name] = type(member).__name__
         return name
 
     def _tensor_value(self, key: Any) -> Any:

@@ -181,7 +181,8 @@ def test_a_drawn_group_is_named_in_italics_and_modules_plainly(example):
     G, _ = objective(grouped=True)
     assert "<I>l</I>" in to_dot(G) and "<I>s</I>" in to_dot(G)
     torch_graph = graph_of_script(TORCH_SCRIPTS / "sequential.py", quiet=True)
-    assert 'label="model.0"' in to_dot(torch_graph, modules=True)
+    module_level = to_dot(torch_graph, modules=True)
+    assert "model.0<BR/>" in module_level and ">Linear</FONT>" in module_level  # path, class
     assert draw(torch_graph, modules=True).svg.count("model.1") >= 1
 
 
