@@ -72,7 +72,8 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     _, dead_edges = dead_masks(G)
     contributions = {}
     for u, v, key, grad in G.edges(keys=True, data="grad"):
-        if grad is not None:
+        # (a constant's share is left out, as draw leaves out its gradient)
+        if grad is not None and G.nodes[u].get("role") != "const":
             entry: dict[str, Any] = {"cells": _drawn(grad, precision)}
             if (u, v, key) in dead_edges:
                 entry["dead"] = dead_cells(dead_edges[u, v, key])

@@ -62,7 +62,7 @@ def expected_states(G) -> list[dict]:
             "op": [order[index - 1]],
             "grads": {v: drawn(g) for v, g in step.grads.items() if v not in constants},
             "edges": {f"{u}->{v}#{k}": drawn(G.edges[u, v, k]["grad"]) for u, v, k in shown
-                      if G.edges[u, v, k]["grad"] is not None},
+                      if G.edges[u, v, k]["grad"] is not None and u not in constants},
             "caption": captions[index].text,
         })
     return states
