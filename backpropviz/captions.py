@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .formatting import superscript
+from .formatting import display_number, superscript
 from .ir import operand_edges
 from .ops import ATOM, POSTFIX
 from .steps import backward_steps
@@ -35,11 +35,16 @@ class Caption:
 
     ``text`` is Unicode ("∂L/∂h = W2ᵀ · ∂L/∂o"), ``tex`` the same equation for
     MathTex, and ``rule`` a one-line plain description of the local rule.
+    ``worked`` is the step with its numbers, one line per equation, in
+    Unicode: the rule, the engine's numbers put in, the contribution it
+    recorded ("∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3"), and at a fork the running
+    sum before and after ("∂L/∂x = 2 + (−3) = −1").
     """
 
     text: str
     tex: str
     rule: str
+    worked: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,12 @@ class Name:
     tex: str
     precedence: int = 4
 
+
+# A worked caption writes out the numbers of operands of at most this many
+# entries, and results of at most RESULT_ENTRIES; larger ones are read on the
+# picture's boxes and edges.
+SMALL_ENTRIES = 6
+RESULT_ENTRIES = 12
 
 # Unnamed values are written as the expression that made them, as long as that
 # stays short; past this many characters the operands become "…".
@@ -197,13 +208,18 @@ def partial_name(top: Name, value: Name) -> Name:
     that ∂L/∂(a²) cannot be read as (∂L/∂a)²."""
     below = _wrap(value, ATOM)
     return Name(f"∂{top.text}/∂{below.text}",
-                rf"\frac{{\partial {top.tex}}}{{\partial {value.tex}}}", ops.PRODUCT)
+                rf"\frac{{\partial {top.tex}}}{{\partial {below.tex}}}", ops.PRODUCT)
+
+
+def _plain(text: str, tex: str, rule: str) -> Caption:
+    """A caption whose equation has no numbers to put in: its worked line is itself."""
+    return Caption(text, tex, rule, (text,))
 
 
 def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Caption:
     seeds = G.graph.get("seeds", {})
     if not seeds:
-        return Caption("forward pass only (no backward record)",
+        return _plain("forward pass only (no backward record)",
                        r"\text{forward pass only}", "the graph was not differentiated")
     if G.graph.get("entered"):
         # Backward started at a value beyond the drawing: the gradient enters here.
@@ -211,7 +227,7 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
                  f"{_number(float(seed)).text if np.ndim(seed) == 0 else 'the gradient'}"
                  for root, seed in seeds.items()]
         texs = [rf"{partial_name(top, names[root]).tex} = \text{{given}}" for root in seeds]
-        return Caption(",  ".join(texts) + " (from beyond the drawing)", r",\quad ".join(texs),
+        return _plain(",  ".join(texts) + " (from beyond the drawing)", r",\quad ".join(texs),
                        "the backward pass started at a later value; its gradient enters "
                        "the drawing here")
     texts, texs = [], []
@@ -224,7 +240,7 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
         partial = partial_name(top, top if len(seeds) == 1 else names[root])
         texts.append(f"{partial.text} = {seed_name.text}")
         texs.append(f"{partial.tex} = {seed_name.tex}")
-    return Caption(",  ".join(texts), r",\quad ".join(texs),
+    return _plain(",  ".join(texts), r",\quad ".join(texs),
                    f"seed: the gradient of {top.text} with respect to itself is 1")
 
 
@@ -258,13 +274,88 @@ def _local(attrs: Mapping, arg: int, args: list[Name], result: Name, upstream: N
     return rhs
 
 
-def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
+def number_text(x: Any, precision: int = 4) -> str:
+    """A recorded number as a worked caption writes it: ``−3``, a vector as the
+    column the picture draws (``[1; −2]``), a matrix by rows (``[2, −1; 0, 1]``)."""
+    array = np.asarray(x, dtype=np.float64)
+    if array.ndim == 0:
+        return display_number(float(array), precision)
+    if array.ndim == 1:
+        return "[" + "; ".join(display_number(v, precision) for v in array) + "]"
+    if array.ndim == 2:
+        return "[" + "; ".join(", ".join(display_number(v, precision) for v in row)
+                               for row in array) + "]"
+    return "[" + "; ".join(number_text(inner, precision) for inner in array) + "]"
+
+
+def _factor(x: Any, precision: int) -> Name:
+    """A number as a factor: a negative scalar in parentheses, ``(−3)``."""
+    text = number_text(x, precision)
+    return Name(f"({text})" if text.startswith("−") else text, text)
+
+
+def _size(x: Any) -> int:
+    return int(np.size(x)) if x is not None else 0
+
+
+def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
+                    names: Mapping[Any, Name], size_ratio: int, broadcast: bool,
+                    precision: int) -> str | None:
+    """The registry's numbers template of ``edge``'s derivative, filled with the
+    numbers the IR recorded; None where an operand is too large to write out."""
+    u, op, _ = edge
+    attrs = G.nodes[op]
+    form = ops.get(attrs["op"]).form(len(step.edges))
+    arg = G.edges[edge]["arg"]
+    template = _template(form.numbers[arg])
+    operands = [G.nodes[w]["data"] for w, _, _ in step.edges]
+    recorded = {"a": operands[0], "b": operands[1] if len(operands) > 1 else None,
+                "r": G.nodes[step.result]["data"], "g": upstream,
+                "m": attrs.get("mask"), "p": attrs.get("p")}
+    used = set(template.get_identifiers())
+    if any(recorded[k] is None or _size(recorded[k]) > SMALL_ENTRIES
+           for k in recorded if k in used or (k == "a" and "a_pow" in used)):
+        return None
+    fields = {k: _factor(v, precision).text for k, v in recorded.items()
+              if k in used or (k == "a" and "a_pow" in used)}
+    tensor = any(np.ndim(v) > 0 for v in (*operands, recorded["r"]))
+    fields.update(dot="⊙" if tensor else "·", k=str(size_ratio),
+                  R=_wrap(names[step.result], ATOM).text, X=_wrap(names[u], ATOM).text)
+    exponent = attrs.get("exponent")
+    if "n" in used or "a_pow" in used:
+        if exponent is None:
+            return None
+        fields["n"] = _number(exponent).text
+        less = exponent - 1
+        a = _factor(operands[0], precision).text  # (−3), [1; 2] or 3: each takes a power
+        fields["a_pow"] = a if less == 1 else a + superscript(f"{less:g}")
+    text = template.substitute(fields)
+    return f"Σ({text})" if broadcast else text
+
+
+def _worked_line(left: Name, sign: str, rhs: Name, product: str | None, contribution: Any,
+                 precision: int) -> str:
+    """``∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3``: the numbers, then what was recorded."""
+    line = f"{left.text} {sign} {rhs.text}"
+    result = number_text(contribution, precision) if _size(contribution) <= RESULT_ENTRIES \
+        else None
+    if product is not None and product not in (result, f"({result})", rhs.text):
+        line += f" = {product}"
+    if result is not None:
+        line += f" = {result}"
+    return line
+
+
+def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
     """One Caption per step: step 0 is the seed, step k the k-th op of backward_order.
 
     Each caption gives, for every operand the op sends a gradient to, the
     chain rule as the book writes it (``∂L/∂h = W2ᵀ · ∂L/∂o``); a value that
     already had a gradient (a fork) gets ``+=``. Scalar constants are left out
     of the equation: nobody differentiates with respect to the 2 in ``L / 2``.
+    Its worked lines put in the numbers the IR recorded (operands' ``data``,
+    the upstream gradient, each edge's ``grad`` and ``running``), written with
+    ``precision`` significant digits; nothing is computed here.
     """
     names = value_names(G)
     top = differentiated(G, names)
@@ -273,18 +364,28 @@ def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
     # last pass, which the steps show, adds to it (+=) from its first share on.
     had_gradient = set(G.graph.get("seeds", {})) | {
         v for v, passes in G.nodes(data="passes") if passes and passes > 1}
+    # Each value's running sum as the steps reach it: its number before a fork adds to it.
+    running: dict[Any, Any] = dict(G.graph.get("seeds", {}))
+    for v, passes in G.nodes(data="passes"):
+        if passes and passes > 1:
+            running.setdefault(v, None)  # earlier passes' sum: not recorded
     for step in backward_steps(G):
         op_attrs = G.nodes[step.op]
         spec = ops.get(op_attrs["op"])
         result_attrs = G.nodes[step.result]
         upstream = partial_name(top, names[step.result])
+        upstream_number = step.grads.get(step.result)
         args = [names[u] for u, _, _ in step.edges]
-        wanted = [edge for edge in step.edges
-                  if G.edges[edge].get("grad") is not None
-                  and G.nodes[edge[0]].get("role") != "const"]
-        texts, texs = [], []
-        for u, _, key in wanted:
-            arg = G.edges[u, step.op, key]["arg"]
+        texts, texs, worked = [], [], []
+        for u, v, key in step.edges:
+            edge = G.edges[u, v, key]
+            if edge.get("grad") is None:
+                continue
+            before = running.get(u)
+            running[u] = edge.get("running")
+            if G.nodes[u].get("role") == "const":
+                continue
+            arg = edge["arg"]
             shape = tuple(G.nodes[u].get("shape", ()))
             result_shape = tuple(result_attrs.get("shape", ()))
             size_ratio = max(1, int(np.prod(shape)) // max(1, int(np.prod(result_shape))))
@@ -298,6 +399,15 @@ def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
             texts.append(f"{left.text} {sign} {rhs.text}")
             tex_sign = r"\mathrel{+}=" if sign == "+=" else "="
             texs.append(f"{left.tex} {tex_sign} {rhs.tex}")
+            product = None if upstream_number is None else _worked_product(
+                G, step, (u, v, key), upstream_number, names, size_ratio, broadcast, precision)
+            worked.append(_worked_line(left, sign, rhs, product, edge["grad"], precision))
+            if sign == "+=" and before is not None and edge.get("running") is not None \
+                    and _size(before) <= RESULT_ENTRIES:
+                # The running sum before this contribution, and after (the engine's).
+                worked.append(f"{left.text} = {number_text(before, precision)} + "
+                              f"{_factor(edge['grad'], precision).text} = "
+                              f"{number_text(edge['running'], precision)}")
         # Constants left out of the equation still hold a gradient from now on.
         had_gradient.update(u for u, v, key in step.edges
                             if G.edges[u, v, key].get("grad") is not None)
@@ -308,5 +418,6 @@ def step_captions(G: nx.MultiDiGraph) -> list[Caption]:
             rule += "; a value used twice adds up its gradients (+=)"
         if not texts:
             texts, texs = [f"{spec.name}: no gradient to pass on"], [r"\text{no gradient}"]
-        captions.append(Caption(",  ".join(texts), r",\quad ".join(texs), rule))
+            worked = list(texts)
+        captions.append(Caption(",  ".join(texts), r",\quad ".join(texs), rule, tuple(worked)))
     return captions

@@ -19,7 +19,11 @@ operands in parentheses unless they are a name or a number (for a postfix
 sign: ``(Bᵀ)ᵀ``), ``$k`` how many entries a
 reduction averaged; for an op known only by name, ``$args`` are all its
 operands and ``$x`` the one differentiated; ``$terms`` are all operands
-joined by " + " (a folded chain of additions).
+joined by " + " (a folded chain of additions). A form's ``numbers`` templates
+are filled with the numbers the engine recorded instead (``$a``, ``$b``,
+``$r``, ``$g``, ``$n``, ``$k``, dropout's mask ``$m`` and rate ``$p``), and
+with names only where no number stands for a factor (``$R``, ``$X``: the
+result and the operand of a derivative nothing recorded).
 
 How to add an op, e.g. ``sqrt``:
 
@@ -29,7 +33,8 @@ How to add an op, e.g. ``sqrt``:
    the calculus in a comment (d√a/da = 1/(2√a)).
 2. Here: an ``Op("sqrt", ...)`` record in ``_OPS`` with its symbol, its
    ``Form`` (expression, derivative, saved values), the rule in words and
-   the torch node name (``"Sqrt"``).
+   the torch node name (``"Sqrt"``); the form's ``numbers`` is the derivative
+   as its numbers fill it (``"$g / (2 $dot $r)"``): a test fails without it.
 
 Nothing else in the program needs to change: captions, pictures, the page,
 the video, the memory count and the importer read it from here.
@@ -100,13 +105,15 @@ class Form:
     """An op with a given number of operands: how it is written and differentiated.
 
     ``derivatives[i]`` is ``(text, tex)`` of ∂L/∂(operand i) in terms of
-    ``$g``; ``saved`` are what its backward rule reads: operand positions, or
-    ``"out"`` for the op's own result.
+    ``$g``; ``numbers[i]`` is the same product as the engine's numbers fill it
+    (``$b $dot $g`` -> ``(−3) · 1``); ``saved`` are what its backward rule
+    reads: operand positions, or ``"out"`` for the op's own result.
     """
 
     expression: Writing
     derivatives: tuple[tuple[str, str], ...]
     saved: tuple[int | str, ...] = ()
+    numbers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,19 +158,21 @@ class Op:
         found = self.forms.get(arity)
         if found is None and ANY in self.forms:
             many = self.forms[ANY]
-            found = Form(many.expression, many.derivatives * arity, many.saved)
+            found = Form(many.expression, many.derivatives * arity, many.saved,
+                         many.numbers * arity)
         return found or _generic_form(self.name, arity)
 
     def saved(self, arity: int) -> tuple[int | str, ...]:
         return self.form(arity).saved
 
     def symbol_for(self, exponent: float | None = None) -> str:
-        """The circle's symbol; a power shows its exponent (``x²``, ``x⁻¹``)."""
+        """The circle's symbol; a power shows its exponent on a blank (``(·)²``,
+        ``(·)⁻¹``), so that it cannot be read as a variable x."""
         if self.exponent_at is None:
             return self.symbol
         if exponent is None:
-            return "xʸ"
-        return "x" + superscript(_exponent_text(exponent))
+            return self.symbol
+        return "(·)" + superscript(_exponent_text(exponent))
 
 
 def _exponent_text(exponent: float) -> str:
@@ -175,8 +184,9 @@ def _function(text: str, tex: str) -> Writing:
     return Writing(f"{text}($a)", tex + r"\left($a\right)")
 
 
-def _unary(expression: Writing, text: str, tex: str, saved: tuple = ()) -> dict[int, Form]:
-    return {1: Form(expression, ((text, tex),), saved)}
+def _unary(expression: Writing, text: str, tex: str, numbers: str,
+           saved: tuple = ()) -> dict[int, Form]:
+    return {1: Form(expression, ((text, tex),), saved, (numbers,))}
 
 
 def _relu_gate(data: Any) -> Any:
@@ -185,21 +195,22 @@ def _relu_gate(data: Any) -> Any:
 
 _OPS = [
     Op("add", "+", {2: Form(Writing("$a + $b", "$a + $b", SUM, (0, SUM)),
-                            (("$g", "$g"), ("$g", "$g"))),
-                    ANY: Form(Writing("$terms", "$terms", SUM), (("$g", "$g"),))},
+                            (("$g", "$g"), ("$g", "$g")), numbers=("$g", "$g")),
+                    ANY: Form(Writing("$terms", "$terms", SUM), (("$g", "$g"),),
+                              numbers=("$g",))},
        "add passes the gradient through unchanged",
        commutative=True, broadcasts=True, verb="add", torch_nodes=("Add",), chains=True,
        number_operands=True,
        tags=('+',)),
     Op("sub", "−", {2: Form(Writing("$a − $b", "$a - $b", SUM, (0, PRODUCT)),
-                            (("$g", "$g"), ("−$g", "-$g")))},
+                            (("$g", "$g"), ("−$g", "-$g")), numbers=("$g", "−$g"))},
        "subtract passes the gradient to the first input and its negative to the second",
        broadcasts=True, verb="subtract", torch_nodes=("Sub", "Rsub"),
        torch_functions=("subtract",), number_operands=True,
        tags=('-', '−')),
     Op("mul", "×", {2: Form(Writing("$a$dot$b", "$a $dot $b", PRODUCT, (PRODUCT, POSTFIX)),
                             (("$b $dot $g", "$b $dot $g"), ("$a $dot $g", "$a $dot $g")),
-                            saved=(0, 1))},
+                            saved=(0, 1), numbers=("$b $dot $g", "$a $dot $g"))},
        "multiply scales the gradient by the other input",
        commutative=True, broadcasts=True, verb="multiply", torch_nodes=("Mul",),
        torch_functions=("multiply",), number_operands=True,
@@ -207,83 +218,96 @@ _OPS = [
     Op("div", "÷", {2: Form(Writing("$a / $b", "$a / $b", PRODUCT, (PRODUCT, POSTFIX)),
                             (("$g / $b", "$g / $b"),
                              ("−$g $dot $a / $b²", "-$g $dot $a / $b^{2}")),
-                            saved=(0, 1))},
+                            saved=(0, 1), numbers=("$g / $b", "−$g $dot $a / $b²"))},
        "divide scales the gradient by 1/b, and by −a/b² for the divisor",
        broadcasts=True, verb="divide", torch_nodes=("Div",),
        torch_functions=("truediv", "true_divide", "divide"), number_operands=True,
        tags=('/', '÷')),
-    Op("pow", "xʸ", {
+    Op("pow", "(·)ʸ", {
         # a ** n with a number n: the exponent is an attribute, not an operand.
         1: Form(Writing("$a$n_sup", "$a^{$n}", POSTFIX, (ATOM,)),
-                (("$n $a_pow $dot $g", r"$n \, $a_pow $dot $g"),), saved=(0,)),
+                (("$n $a_pow $dot $g", r"$n \, $a_pow $dot $g"),), saved=(0,),
+                numbers=("$n · $a_pow $dot $g",)),
         2: Form(Writing("$a^$b", "$a^{$b}", POSTFIX, (ATOM, ATOM)),
                 (("$b $a^($b − 1) $dot $g", r"$b \, $a^{$b - 1} $dot $g"),
-                 ("ln $a $r $dot $g", r"\ln $a \, $r $dot $g")), saved=(0, 1, "out"))},
-       "power multiplies the gradient by n aⁿ⁻¹",
+                 ("ln $a $r $dot $g", r"\ln $a \, $r $dot $g")), saved=(0, 1, "out"),
+                numbers=("$b $dot $a^($b − 1) $dot $g", "ln $a $dot $r $dot $g"))},
+       "power multiplies the gradient by the exponent times the input to one power less",
        broadcasts=True, verb="raise", torch_nodes=("Pow",), torch_functions=("square",),
        number_operands=True, exponent_at=1),
-    Op("neg", "−", _unary(Writing("−$a", "-$a", SUM, (PRODUCT,)), "−$g", "-$g"),
+    Op("neg", "−", _unary(Writing("−$a", "-$a", SUM, (PRODUCT,)), "−$g", "-$g",
+                         "−$g"),
        "negation flips the sign of the gradient",
        torch_nodes=("Neg",), torch_functions=("negative",),
        tags=('neg', '-', '−')),
     Op("matmul", "@", {2: Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),
                                (("$g · ${b_atom}ᵀ", r"$g \, $b_atom^\top"),
-                                ("${a_atom}ᵀ · $g", r"$a_atom^\top $g")), saved=(0, 1))},
+                                ("${a_atom}ᵀ · $g", r"$a_atom^\top $g")), saved=(0, 1),
+                               numbers=("$g · ${b}ᵀ", "${a}ᵀ · $g"))},
        "matmul multiplies the gradient by the transpose of the other factor",
        flow=ROWS_COLUMNS, torch_nodes=("Mv", "Mm", "Bmm", "Dot", "Matmul"),
        tags=('@',)),
     Op("relu", "ReLU", _unary(_function("ReLU", r"\mathrm{ReLU}"),
                               # The book's order: the upstream gradient, gated by φ'(z) = 1[z > 0].
-                              "$g $dot 1[$a>0]", r"$g $dot \mathbf{1}[$a > 0]", saved=(0,)),
+                              "$g $dot 1[$a>0]", r"$g $dot \mathbf{1}[$a > 0]",
+                              "$g $dot 1[$a > 0]", saved=(0,)),
        "ReLU gates the gradient: it passes where the input is positive and stops elsewhere",
        gate=_relu_gate, gate_note="dead units (input ≤ 0) pass nothing", gate_name="a dead ReLU",
        torch_nodes=("Relu",),
        tags=('ReLU', 'relu')),
     Op("dropout", "dropout", _unary(_function("dropout", r"\mathrm{dropout}"),
-                                    "$g $dot m / (1 − p)", r"$g $dot m / (1 - p)"),
+                                    "$g $dot m / (1 − p)", r"$g $dot m / (1 - p)",
+                                    "$g $dot $m / (1 − $p)"),
        "dropout passes the gradient to the units it kept (m = 1), times 1/(1 − p), and none "
        "to those it dropped", masked=True, gate_note="dropped units pass nothing",
        gate_name="dropout", torch_functions=("dropout", "feature_dropout"),
        tags=("dropout",)),
     Op("tanh", "tanh", _unary(_function("tanh", r"\tanh"),
                               "(1 − $r²) $dot $g", r"\left(1 - $r^{2}\right) $dot $g",
-                              saved=("out",)),
+                              "(1 − $r²) $dot $g", saved=("out",)),
        "tanh multiplies the gradient by 1 − tanh²", torch_nodes=("Tanh",),
        tags=('tanh',)),
     Op("exp", "exp", _unary(_function("exp", r"\exp"), "$r $dot $g", "$r $dot $g",
-                            saved=("out",)),
+                            "$r $dot $g", saved=("out",)),
        "exp multiplies the gradient by its own result", torch_nodes=("Exp",),
        tags=('exp',)),
-    Op("log", "log", _unary(_function("log", r"\log"), "$g / $a", "$g / $a", saved=(0,)),
+    Op("log", "log", _unary(_function("log", r"\log"), "$g / $a", "$g / $a", "$g / $a",
+                            saved=(0,)),
        "log divides the gradient by its input", torch_nodes=("Log",),
        tags=('log',)),
     Op("sigmoid", "σ", _unary(_function("σ", r"\sigma"), "$r(1 − $r) $dot $g",
-                              r"$r\left(1 - $r\right) $dot $g", saved=("out",)),
+                              r"$r\left(1 - $r\right) $dot $g", "$r $dot (1 − $r) $dot $g",
+                              saved=("out",)),
        "sigmoid multiplies the gradient by σ(1 − σ)", torch_nodes=("Sigmoid",),
        tags=('sigmoid', 'σ')),
     Op("sqrt", "√", _unary(Writing("√$a", r"\sqrt{$a}", POSTFIX, (ATOM,)),
-                           "$g / (2 $r)", r"$g / \left(2 \, $r\right)", saved=("out",)),
+                           "$g / (2 $r)", r"$g / \left(2 \, $r\right)", "$g / (2 $dot $r)",
+                           saved=("out",)),
        "square root divides the gradient by twice its result", torch_nodes=("Sqrt",),
        tags=('sqrt', '√')),
-    Op("square", "x²", _unary(Writing("${a}²", "$a^{2}", POSTFIX, (ATOM,)),
-                              "2 $a $dot $g", r"2 \, $a $dot $g", saved=(0,)),
-       "square multiplies the gradient by 2a"),
+    Op("square", "(·)²", _unary(Writing("${a}²", "$a^{2}", POSTFIX, (ATOM,)),
+                                "2 $a $dot $g", r"2 \, $a $dot $g", "2 · $a $dot $g",
+                                saved=(0,)),
+       "square multiplies the gradient by twice its input"),
     Op("sqnorm", "‖·‖²", _unary(Writing("‖$a‖²", r"\|$a\|^{2}", POSTFIX, (0,)),
-                                "2 $a $dot $g", r"2 \, $a $dot $g", saved=(0,)),
-       "the squared norm multiplies the gradient by 2a"),
+                                "2 $a $dot $g", r"2 \, $a $dot $g",
+                                "2 · $a $dot $g", saved=(0,)),
+       "the squared norm multiplies the gradient by twice its input"),
     Op("sum", "Σ", _unary(Writing("Σ$a", r"\sum $a", PRODUCT, (POSTFIX,)),
-                          "$g · 1", r"$g \cdot \mathbf{1}"),
+                          "$g · 1", r"$g \cdot \mathbf{1}", "$g · 1"),
        "sum copies the gradient to every entry", torch_nodes=("Sum",)),
     Op("mean", "mean", _unary(_function("mean", r"\mathrm{mean}"),
-                              "$g · 1 / $k", r"$g \cdot \mathbf{1} / $k"),
+                              "$g · 1 / $k", r"$g \cdot \mathbf{1} / $k",
+                              "$g · 1 / $k"),
        "mean copies the gradient to every entry, divided by their count",
        torch_nodes=("Mean",)),
     Op("transpose", "ᵀ", _unary(Writing("${a}ᵀ", r"$a^\top", POSTFIX, (ATOM,)),
-                                "($g)ᵀ", r"\left($g\right)^\top"),
+                                "($g)ᵀ", r"\left($g\right)^\top", "(${g})ᵀ"),
        "transpose transposes the gradient",
        torch_nodes=("T", "Transpose"), torch_functions=("permute",)),
     Op("getitem", "[ ]", _unary(Writing("$a[…]", r"$a[\ldots]", POSTFIX, (ATOM,)),
-                                "$g at […], 0 elsewhere", r"$g \text{ at } [\ldots]"),
+                                "$g at […], 0 elsewhere", r"$g \text{ at } [\ldots]",
+                                "$g at […], 0 elsewhere"),
        "indexing sends the gradient back to the picked entries",
        torch_nodes=("Select", "Index", "Slice")),
 ]
@@ -293,12 +317,19 @@ _BY_TORCH_NODE = {node: op.name for op in _OPS for node in op.torch_nodes}
 _BY_TORCH_FUNCTION = {function: op.name for op in _OPS for function in op.torch_functions}
 
 
+# An op whose local derivative no number records (one known only by name, a
+# group of ops): the upstream gradient's number, the derivative by its names
+# ($R the result, $X the operand), then the contribution the engine recorded.
+_UNRECORDED = "∂$R/∂$X · $g"
+
+
 @functools.lru_cache(maxsize=256)
 def _generic_form(name: str, arity: int) -> Form:
     """An op known only by name: ``name(a, b)``, and ∂r/∂x · g for each operand x."""
     tex_name = r"\mathrm{" + name.replace("_", r"\_") + "}"
     return Form(Writing(f"{name}($args)", tex_name + r"\left($args\right)"),
-                ((r"∂$r/∂$x · $g", r"\frac{\partial $r}{\partial $x} $g"),) * arity)
+                ((r"∂$r/∂$x · $g", r"\frac{\partial $r}{\partial $x} $g"),) * arity,
+                numbers=(_UNRECORDED,) * arity)
 
 
 @functools.lru_cache(maxsize=256)
@@ -310,7 +341,8 @@ def _unknown(name: str) -> Op:
 # ops inside: not an op of the engine's, so not among names(); $name is the
 # group's name, drawn in its circle.
 GROUP = Op("group", "", {ANY: Form(Writing("$name($args)", r"\mathrm{$name}\left($args\right)"),
-                                   (("∂$r/∂$x · $g", r"\frac{\partial $r}{\partial $x} $g"),))},
+                                   (("∂$r/∂$x · $g", r"\frac{\partial $r}{\partial $x} $g"),),
+                                   numbers=(_UNRECORDED,))},
            "a group passes back to each input the gradients its ops sent there, summed",
            flow=WHOLE)
 

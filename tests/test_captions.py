@@ -6,6 +6,7 @@ import pathlib
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 from backpropviz import Tensor, Value, backward_steps, from_node_link, to_networkx, to_node_link
@@ -142,3 +143,146 @@ def test_the_caption_and_the_picture_split_a_name_alike(label, parts, tex):
     assert value_names(G)["v0"].tex == tex
     base, sub = parts
     assert f"<I>{base}</I>" + (f"<SUB>{sub}</SUB>" if sub else "") in to_dot(G)
+
+
+# Every op of the registry, built by the engine on small operands, with the
+# derivative of its result (summed, so that the root is a scalar) by hand.
+def _pair(a, b):
+    return Tensor(a, label="a"), Tensor(b, label="b")
+
+
+_BUILDS = {
+    "add": lambda: (lambda a, b: a + b)(*_pair([1.0, 2.0], [3.0, -4.0])),
+    "sub": lambda: (lambda a, b: a - b)(*_pair([1.0, 2.0], [3.0, -4.0])),
+    "mul": lambda: (lambda a, b: a * b)(*_pair([1.0, 2.0], [3.0, -4.0])),
+    "div": lambda: (lambda a, b: a / b)(*_pair([1.0, 2.0], [4.0, -2.0])),
+    "pow": lambda: Tensor([3.0, -1.0], label="a") ** 3,
+    "neg": lambda: -Tensor([3.0, -1.0], label="a"),
+    "matmul": lambda: (lambda a, b: a @ b)(*_pair([[1.0, 2.0]], [3.0, -4.0])),
+    "relu": lambda: Tensor([3.0, -1.0], label="a").relu(),
+    "dropout": lambda: Tensor([3.0, -1.0, 2.0], label="a").dropout(0.5, seed=1),
+    "tanh": lambda: Tensor([0.5, -1.0], label="a").tanh(),
+    "exp": lambda: Tensor([0.5, -1.0], label="a").exp(),
+    "log": lambda: Tensor([0.5, 2.0], label="a").log(),
+    "sigmoid": lambda: Tensor([0.5, -1.0], label="a").sigmoid(),
+    "sqrt": lambda: Tensor([4.0, 9.0], label="a").sqrt(),
+    "square": lambda: Tensor([3.0, -1.0], label="a").square(),
+    "sqnorm": lambda: Tensor([3.0, -1.0], label="a").sqnorm(),
+    "sum": lambda: Tensor([3.0, -1.0], label="a").sum(),
+    "mean": lambda: Tensor([3.0, -1.0], label="a").mean(),
+    "transpose": lambda: Tensor([[3.0, -1.0]], label="a").T,
+    "getitem": lambda: Tensor([3.0, -1.0, 2.0], label="a")[1],
+}
+
+
+def test_every_registry_op_has_a_numbers_template_for_every_operand():
+    from backpropviz import ops
+    for name in ops.names():
+        op = ops.get(name)
+        for arity, form in op.forms.items():
+            assert len(form.numbers) == len(form.derivatives), (name, arity)
+            assert all(template.strip() for template in form.numbers), (name, arity)
+    assert set(_BUILDS) == set(ops.names()), "a registry op the caption test does not build"
+
+
+@pytest.mark.parametrize("name", sorted(_BUILDS))
+def test_every_op_is_worked_with_the_engines_numbers(name):
+    from backpropviz import ops
+    from backpropviz.captions import number_text
+    result = _BUILDS[name]()
+    result.label = "r"
+    out = result.sum() if result.data.ndim else result * 1.0
+    out.label = "L"
+    out.backward()
+    G = to_networkx(out)
+    (op,) = [v for v, a in G.nodes(data=True) if a["kind"] == "op" and a["op"] == name]
+    step = next(s for s in backward_steps(G) if s.op == op)
+    worked = step_captions(G)[step.index].worked
+    # The upstream gradient dL/dr is 1 everywhere (r summed, or times 1).
+    for u, _, key in step.edges:
+        edge = G.edges[u, op, key]
+        label = G.nodes[u]["label"]
+        (line,) = [line for line in worked if line.startswith(f"∂L/∂{label} =")]
+        assert "$" not in line and line.count("=") >= 2, line
+        # The last number is the contribution the engine recorded...
+        assert line.endswith(" = " + number_text(edge["grad"])), line
+        # ...which is what the op's derivative gives by finite differences.
+        data = np.asarray(G.nodes[u]["data"], dtype=float)
+        numeric = np.zeros_like(data)
+        for index in np.ndindex(data.shape):
+            numeric[index] = _finite_difference(name, G, op, u, index)
+        assert np.allclose(edge["grad"], numeric, atol=1e-4), (line, numeric)
+        # The numbers put in are the recorded operands and result the template names.
+        template = ops.get(name).form(len(step.edges)).numbers[edge["arg"]]
+        operands = {"a": step.edges[0][0], "b": step.edges[-1][0], "r": step.result}
+        for field, value in operands.items():
+            if "$" + field in template or "${" + field + "}" in template:
+                assert number_text(G.nodes[value]["data"]) in line, (field, line)
+
+
+def _finite_difference(name, G, op, u, index, h=1e-6):
+    """d(sum of the op's result)/d(operand u at index), re-running the op on numpy."""
+    operands = [np.asarray(G.nodes[w]["data"], dtype=float) for w, _, _ in
+                sorted(G.in_edges(op, keys=True), key=lambda e: G.edges[e]["arg"])]
+    which = [w for w, _, _ in sorted(G.in_edges(op, keys=True),
+                                     key=lambda e: G.edges[e]["arg"])].index(u)
+    attrs = G.nodes[op]
+    mask = np.asarray(attrs.get("mask", 1.0))
+    functions = {
+        "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+        "div": lambda a, b: a / b, "pow": lambda a: a ** attrs.get("exponent"),
+        "neg": lambda a: -a, "matmul": lambda a, b: a @ b, "relu": lambda a: np.maximum(a, 0),
+        "dropout": lambda a: a * mask / (1 - attrs.get("p", 0)), "tanh": np.tanh,
+        "exp": np.exp, "log": np.log, "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
+        "sqrt": np.sqrt, "square": np.square, "sqnorm": lambda a: np.sum(a * a),
+        "sum": np.sum, "mean": np.mean, "transpose": lambda a: a.T,
+        "getitem": lambda a: a[1]}
+
+    def total(shift):
+        moved = [x.copy() for x in operands]
+        moved[which][index] += shift
+        return float(np.sum(functions[name](*moved)))
+    return (total(h) - total(-h)) / (2 * h)
+
+
+def test_the_books_example_with_its_numbers(example):
+    # SEED.md: e = (a + b) c at a = 2, b = 1, c = −3; ∂e/∂d = c = −3, ∂e/∂c = d = 3.
+    worked = [caption.worked for caption in step_captions(example("add_mul"))]
+    assert worked[0] == ("∂e/∂e = 1",)
+    assert worked[1] == ("∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3", "∂e/∂c = d · ∂e/∂e = 3 · 1 = 3")
+    assert worked[2] == ("∂e/∂a = ∂e/∂d = −3", "∂e/∂b = ∂e/∂d = −3")
+
+
+def test_a_fork_shows_its_running_sum_before_and_after(example):
+    # J = L + s: ∂J/∂W2 = λ W2 = [0.2, −0.1] through s first, then ∂J/∂o hᵀ =
+    # (−2)[0, 2] = [0, −4] through the loss (by hand, SEED.md's objective).
+    lines = [line for caption in step_captions(example("d2l_objective"))
+             for line in caption.worked]
+    assert "∂J/∂W2 += ∂J/∂o · hᵀ = [−2] · [0; 2]ᵀ = [0, −4]" in lines
+    assert "∂J/∂W2 = [0.2, −0.1] + [0, −4] = [0.2, −4.1]" in lines
+    assert "∂J/∂z = ∂J/∂h ⊙ 1[z>0] = [−4; 2] ⊙ 1[[−1; 2] > 0] = [0; 2]" in lines
+
+
+def test_large_operands_leave_the_numbers_to_the_picture():
+    W = Tensor(np.arange(12.0).reshape(3, 4), label="W", requires_grad=True)
+    x = Tensor(np.ones(4), label="x")
+    L = (W @ x).sum()
+    L.label = "L"
+    L.backward()
+    captions = step_captions(to_networkx(L))
+    lines = [line for caption in captions for line in caption.worked]
+    # W (12 entries) is not written out, but the gradient it sends x is: Wᵀ 1,
+    # the column sums of W by hand.
+    assert "∂L/∂x = Wᵀ · ∂L/∂(W x) = [12; 15; 18; 21]" in lines
+    # Where the operands are small, their numbers are: ∂L/∂W = 1 xᵀ.
+    assert ("∂L/∂W = ∂L/∂(W x) · xᵀ = [1; 1; 1] · [1; 1; 1; 1]ᵀ = "
+            "[1, 1, 1, 1; 1, 1, 1, 1; 1, 1, 1, 1]") in lines
+
+
+def test_groups_and_compact_views_are_worked_too(example):
+    from backpropviz.views import drawn_graph
+    G = example("d2l_figure")
+    for view in (drawn_graph(G), drawn_graph(G, compact_view=True)):
+        lines = [line for caption in step_captions(view) for line in caption.worked]
+        # The group s = λ/2 (‖W1‖² + ‖W2‖²) sends λ W1 back: its number, recorded.
+        assert "∂J/∂W1 = ∂s/∂W1 · ∂J/∂s = ∂s/∂W1 · 1 = [0.1, −0.1; 0, 0.1]" in lines

@@ -393,7 +393,7 @@ def test_micrograd_attributes_for_its_drawing_code():
     b = a * a
     c = b + 1
     assert b._prev == {a} and c._prev == {b, c.operands[1]}
-    assert (a._op, b._op, c._op, (a ** 2)._op) == ("", "×", "+", "x²")
+    assert (a._op, b._op, c._op, (a ** 2)._op) == ("", "×", "+", "(·)²")
 
 
 # ---------------------------------------------------------------- the record
@@ -636,8 +636,8 @@ def test_saved_for_backward_of_the_mlp(example_names):
 
 def test_power_symbols_for_any_exponent():
     symbols = [(Value(2.0) ** e)._op for e in (2, -1, 0.5, math.inf, math.nan)]
-    assert symbols == ["x²", "x⁻¹", "x⁰·⁵", "xinf", "xnan"]
-    assert (Value(2.0) ** Value(3.0))._op == "xʸ"
+    assert symbols == ["(·)²", "(·)⁻¹", "(·)⁰·⁵", "(·)inf", "(·)nan"]
+    assert (Value(2.0) ** Value(3.0))._op == "(·)ʸ"
 
 
 def test_an_op_without_a_rule_is_a_clear_error():

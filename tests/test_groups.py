@@ -100,7 +100,7 @@ def test_expand_draws_each_group_open_in_a_box():
     assert "cluster" not in closed and 'class="op group"' in closed
     assert opened.count("subgraph cluster_group") == 2
     assert 'label="l"' in opened and 'label="s"' in opened and "op group" not in opened
-    assert 'label="x²"' in opened and 'label="x²"' not in closed
+    assert 'label="(·)²"' in opened and 'label="(·)²"' not in closed
 
 
 def test_groups_nest_and_the_outermost_is_drawn():

@@ -322,7 +322,7 @@ def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example
     assert state["now"] == ["spark-7"]  # the last of the 7 forward steps
     red, green, blue = (int(THEMES["light"].saved[i:i + 2], 16) for i in (1, 3, 5))
     assert state["stroke"] == f"rgb({red}, {green}, {blue})"
-    for _ in range(5):  # ÷, Σ, x², −, then o = W2 h: W2 and h are read no more
+    for _ in range(5):  # ÷, Σ, (·)², −, then o = W2 h: W2 and h are read no more
         page.keyboard.press("ArrowRight")
     state = page.evaluate(READ_MEMORY)
     assert state["text"] == ("after backward step 5: 64 bytes kept for backward "

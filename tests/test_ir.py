@@ -304,7 +304,7 @@ def test_seed_numbers_in_the_ir(graphs):
     relu = next(op for op, name in G.nodes(data="op") if name == "relu")
     assert G.nodes[relu]["dead"] == [True, False]
     power = next(op for op, name in G.nodes(data="op") if name == "pow")
-    assert G.nodes[power]["exponent"] == 2.0 and G.nodes[power]["symbol"] == "x²"
+    assert G.nodes[power]["exponent"] == 2.0 and G.nodes[power]["symbol"] == "(·)²"
 
 
 def test_grad_is_none_before_backward(capsys):
