@@ -23,7 +23,7 @@ import networkx as nx
 import numpy as np
 
 from . import foreign, ops
-from .captions import name_parts, value_names
+from .captions import Caption, name_parts, step_captions, value_names
 from .engine import Node
 from .errors import BackpropvizError
 from .files import make_folder, write_atomically
@@ -314,7 +314,9 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
         state = state_at(G, step)
     except IRError as error:
         raise DrawError(str(error)) from None
-    return _Writer(G, options, state, _placement(G, options)).dot()
+    band = step_bands(G, options.theme, precision)[step] if step is not None and legend \
+        and not (forward_only or symbolic) and G.graph.get("backward_order") else None
+    return _Writer(G, options, state, _placement(G, options), band).dot()
 
 
 def _placement(G: nx.MultiDiGraph, options: _Options) -> dict[str, str] | None:
@@ -434,8 +436,9 @@ class _Writer:
     """Builds the DOT text of one picture."""
 
     def __init__(self, G: nx.MultiDiGraph, options: _Options, state: StepState,
-                 pins: Mapping[str, str] | None = None) -> None:
+                 pins: Mapping[str, str] | None = None, band: str | None = None) -> None:
         self.G = G
+        self.band = band  # the step's caption band (step_bands), above the legend
         # Where a folded picture's nodes and edges go (see _pins): given, the
         # DOT places them there, for neato -n2 to route the rest.
         self.pins = pins
@@ -498,6 +501,8 @@ class _Writer:
         if o.step is not None:
             graph["class"] += f" step-{o.step}"
         legend = self.legend_html() if o.legend else None
+        if self.band is not None:
+            legend = _with_band(self.band, legend)
         if legend:
             graph.update(label=legend, labelloc="b", labeljust="l")
         lines.append("  graph " + _attrs(graph) + ";")
@@ -541,10 +546,12 @@ class _Writer:
                     badge["pos"] = self.pins[eid]
                 nodes[band.get(u, 0)].append(f"{_quote(eid)} {_attrs(badge)};")
                 into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
+                out = {key: value for key, value in attrs.items()
+                       if key not in ("dir", "arrowtail")}  # the backward arrow ends at u
                 edge_lines.append(f"  {_quote(u)} -> {_quote(eid)} "
                                   f"{_attrs(self.pinned(into))};")
                 edge_lines.append(f"  {_quote(eid)} -> {_quote(v)} "
-                                  f"{_attrs(self.pinned({**attrs, 'id': eid + BADGE_OUT}))};")
+                                  f"{_attrs(self.pinned({**out, 'id': eid + BADGE_OUT}))};")
         if band and self.pins is None:
             # Each row (or column) a cluster of its own; an edge from one to the
             # next does not rank its head after its tail, so each row starts anew.
@@ -778,6 +785,11 @@ class _Writer:
         if key in self.state.current_edges:
             classes.append("current")
             result.update(color=t.highlight_line, penwidth=_pt(CURRENT_EDGE_PEN))
+            if attrs.get("grad") is not None and self.show_grads:
+                # The gradient flows back: beside the highlight a blue line, its
+                # arrowhead at the operand (graphviz: the head takes the first colour).
+                result.update(color=f"{t.highlight_line}:{t.grad}", dir="both",
+                              arrowtail="normal")
             if "badge" in result:
                 result["badge"]["class"] += " current"
         elif u == self.state.current:
@@ -1307,9 +1319,10 @@ def _fitted(G: nx.MultiDiGraph, frame: Any, options: dict[str, Any]) -> Fit | No
 
 
 def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
-                  fit: Any = None, **options: Any) -> list[Diagram]:
+                  fit: Any = None, captions: bool = True, **options: Any) -> list[Diagram]:
     """One Diagram per state of the backward pass: step 0 (the seed) to the last op,
-    all with one layout (options as draw's)."""
+    all with one layout (options as draw's), each with its caption band (step_bands)
+    unless not ``captions`` (the page, which sets the caption beside the picture)."""
     G = as_graph(graph_or_root, names)
     _validate(G)
     chosen = _fitted(G, fit, options)
@@ -1320,11 +1333,79 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     checked = _options(**options)
     replay = backward_steps(G)  # once, not once per picture
     pins = _placement(G, checked)
-    diagrams = [Diagram(_Writer(G, replace(checked, step=k), state_at(G, k, replay), pins).dot(),
-                        G) for k in range(len(replay) + 1)]
+    bands = step_bands(G, checked.theme, checked.precision) if captions and checked.legend \
+        and not (checked.forward_only or checked.symbolic) else [None] * (len(replay) + 1)
+    diagrams = [Diagram(_Writer(G, replace(checked, step=k), state_at(G, k, replay), pins,
+                                bands[k]).dot(), G)
+                for k in range(len(replay) + 1)]
     for diagram in diagrams:
         diagram.fit = chosen
     return diagrams
+
+
+# A step picture's caption band: lines wrap at this many characters, and
+# every step's band has as many lines, and the width, of the largest, so that
+# all the steps keep one layout.
+BAND_CHARS = 76
+_BAND_EM = 0.62  # a character's width in a band, in ems (generous: its cell's minimum)
+
+
+def _band_lines(caption: Caption) -> list[str]:
+    """A caption's worked lines, each broken before an " = " past BAND_CHARS."""
+    lines = []
+    for line in caption.worked:
+        parts = line.split(" = ")
+        current = parts[0]
+        for part in parts[1:]:
+            if len(current) + 3 + len(part) > BAND_CHARS:
+                lines.append(current)
+                current = "    = " + part
+            else:
+                current += " = " + part
+        lines.append(current)
+    return lines
+
+
+def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
+               precision: int = 4) -> list[str]:
+    """The caption band of every step picture of the drawn graph ``G``: step k of
+    n, the rule, the equations with the engine's numbers (captions.py), and a
+    key to the step's highlight; HTML-like labels, one size for all."""
+    t = THEMES[theme] if isinstance(theme, str) else theme
+    captions = step_captions(G, precision)
+    lines = [_band_lines(caption) for caption in captions]
+    height = max(len(step) for step in lines)
+    widest = max([len(caption.rule) + 16 for caption in captions]
+                 + [len(line) for step in lines for line in step])
+    width = int(min(widest, BAND_CHARS + 8) * _BAND_EM * VALUE_PT)
+    key = (f'<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="1"><TR>'
+           f'<TD BORDER="1" COLOR="{t.highlight_line}" BGCOLOR="{t.highlight_fill}" '
+           'STYLE="ROUNDED">'
+           f'{_font(" this step ", t.text, LEGEND_PT)}</TD>'
+           f'<TD>{_font(" its op and edges,   ", t.muted, LEGEND_PT)}</TD>'
+           f'<TD>{_font("◀ blue", t.grad, LEGEND_PT)}</TD>'
+           f'<TD>{_font(": the gradients it sends back to the inputs", t.muted, LEGEND_PT)}</TD>'
+           "</TR></TABLE>")
+    bands = []
+    last = len(captions) - 1
+    for k, (caption, step) in enumerate(zip(captions, lines, strict=True)):
+        rows = [f'<B>{_font(f"step {k} of {last}", t.text, LEGEND_PT)}</B>'
+                + _font(escape("  " + caption.rule), t.muted, LEGEND_PT)]
+        rows += [_font(escape(line), t.text, VALUE_PT) for line in step]
+        rows += [_font("&#160;", t.text, VALUE_PT)] * (height - len(step))
+        rows.append(key)
+        cells = "".join(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{row}</TD></TR>' for row in rows)
+        bands.append(f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="1" WIDTH="{width}" '
+                     f'BGCOLOR="{t.label_fill}">{cells}</TABLE>')
+    return bands
+
+
+def _with_band(band: str, legend: str | None) -> str:
+    """A graph label: the step's caption band, and the legend (if any) beneath it."""
+    rows = f'<TR><TD ALIGN="LEFT">{band}</TD></TR>'
+    if legend:
+        rows += f'<TR><TD ALIGN="LEFT">{legend[1:-1]}</TD></TR>'
+    return f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0">{rows}</TABLE>>'
 
 
 def render_steps(G: Any, directory: str | os.PathLike, **options: Any) -> list[Path]:

@@ -150,7 +150,8 @@ def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     way (it sizes the gradient slots for the final values), so swapping these
     groups into the step-0 picture redraws step k exactly.
     """
-    diagrams = step_diagrams(G, rankdir=rankdir, theme=theme, precision=precision)
+    diagrams = step_diagrams(G, rankdir=rankdir, theme=theme, precision=precision,
+                             captions=False)  # the page sets the caption beside it
     root, graph, first = _parts(diagrams[0].svg)
     for attribute in ("width", "height"):
         root.attrib.pop(attribute, None)

@@ -1,0 +1,90 @@
+"""The static step views (--steps, to_dot(step=k)): each carries its caption band,
+with the engine's numbers, and shows the gradient flowing back on its edges."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from backpropviz.draw import step_diagrams, to_dot
+from backpropviz.html import to_html
+from backpropviz.style import THEMES
+from tests.test_slides import layout_of_source
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _texts(svg: str) -> list[str]:
+    return ["".join(text.itertext()) for text in ET.fromstring(svg).iter(f"{SVG}text")]
+
+
+def test_each_step_svg_carries_its_caption_with_numbers(example):
+    # SEED.md: e = (a + b) c at a = 2, b = 1, c = −3.
+    diagrams = step_diagrams(example("add_mul"))
+    assert len(diagrams) == 3
+    seed, multiply, add = (_texts(diagram.svg) for diagram in diagrams)
+    assert "step 0 of 2" in seed and "∂e/∂e = 1" in seed
+    assert "step 1 of 2" in multiply
+    assert "∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3" in multiply
+    assert "∂e/∂c = d · ∂e/∂e = 3 · 1 = 3" in multiply
+    assert any(text.strip().startswith("multiply scales") for text in multiply)
+    assert "∂e/∂a = ∂e/∂d = −3" in add and "∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3" not in add
+    # The key to the highlight is in every step after the seed.
+    assert all(any("sends back" in text for text in _texts(d.svg)) for d in diagrams[1:])
+
+
+def test_a_single_step_drawing_carries_the_same_band(example):
+    G = example("add_mul")
+    assert "(−3) · 1 = −3" in to_dot(G, step=1)
+    assert "(−3) · 1 = −3" not in to_dot(G)  # the final picture has no step
+    assert "step 1 of" not in to_dot(G, step=1, legend=False)
+
+
+def test_the_band_keeps_one_layout_for_every_step(example):
+    # Captions of different lengths (one line at the seed, three at a fork) must
+    # not move a box: every band is as large as the largest.
+    diagrams = step_diagrams(example("d2l_objective"))
+    first = layout_of_source(diagrams[0].source)
+    for diagram in diagrams[1:]:
+        assert layout_of_source(diagram.source) == first
+
+
+def _arrowheads(svg: str) -> dict[str, list[str]]:
+    """Each edge group's arrowhead fills, by the edge's id."""
+    heads = {}
+    for group in ET.fromstring(svg).iter(f"{SVG}g"):
+        if "edge" in (group.get("class") or "").split():
+            heads[group.get("id")] = [polygon.get("fill")
+                                      for polygon in group.iter(f"{SVG}polygon")]
+    return heads
+
+
+def test_the_gradient_flows_back_in_blue_on_the_steps_edges(example):
+    G = example("add_mul")
+    theme = THEMES["light"]
+    diagrams = step_diagrams(G)
+    for k, diagram in enumerate(diagrams):
+        heads = _arrowheads(diagram.svg)
+        current = {edge_id for edge_id in heads
+                   if re.search(r"\bcurrent\b", _class_of(diagram.svg, edge_id))}
+        for edge_id, fills in heads.items():
+            backward = theme.grad in fills
+            operand_of_step = edge_id in current and "->op" in edge_id
+            # A blue arrowhead (pointing into the operand) exactly on the step's
+            # operand edges; the orange one still points forward into the op.
+            assert backward == operand_of_step, (k, edge_id, fills)
+            if backward:
+                assert theme.highlight_line in fills
+        assert (k == 0) == (not any(theme.grad in fills for fills in heads.values()))
+
+
+def _class_of(svg: str, element_id: str) -> str:
+    for group in ET.fromstring(svg).iter(f"{SVG}g"):
+        if group.get("id") == element_id:
+            return group.get("class") or ""
+    return ""
+
+
+def test_the_page_sets_the_caption_beside_the_picture_not_in_it(example):
+    page = to_html(example("add_mul"))
+    assert "step 1 of 2" not in page
