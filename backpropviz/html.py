@@ -54,7 +54,8 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     ``grads`` (every value with a gradient so far: its running sum, whole,
     formatted as drawn), ``updated`` and ``accumulated`` (the values this step
     changed, and those of them that already had a gradient: ``+=``), and the
-    chain-rule ``caption`` and ``rule`` of captions.py. ``values`` and ``ops``
+    chain-rule ``caption`` (its worked lines, with the engine's numbers, one a
+    line) and ``rule`` of captions.py. ``values`` and ``ops``
     describe the nodes for the tooltips; ``contributions`` holds each operand
     edge's contribution as drawn (and its dead-ReLU cells).
     """
@@ -82,7 +83,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     seeds = G.graph.get("seeds", {})
     states = [{"op": None, "result": None, "edges": [], "updated": [], "accumulated": [],
                "grads": {str(v): _full(g, precision) for v, g in seeds.items()},
-               "caption": captions[0].text, "rule": captions[0].rule}]
+               "caption": "\n".join(captions[0].worked), "rule": captions[0].rule}]
     for step, caption in zip(backward_steps(G), captions[1:], strict=True):
         states.append({
             "op": str(step.op), "result": str(step.result),
@@ -90,7 +91,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             "updated": [str(v) for v in step.updated],
             "accumulated": [str(v) for v in step.accumulated],
             "grads": {str(v): _full(g, precision) for v, g in step.grads.items()},
-            "caption": caption.text, "rule": caption.rule,
+            "caption": "\n".join(caption.worked), "rule": caption.rule,
         })
     return {"values": values, "ops": ops, "contributions": contributions, "steps": states}
 

@@ -219,7 +219,8 @@ _OPS = [
                             (("$g / $b", "$g / $b"),
                              ("−$g $dot $a / $b²", "-$g $dot $a / $b^{2}")),
                             saved=(0, 1), numbers=("$g / $b", "−$g $dot $a / $b²"))},
-       "divide scales the gradient by 1/b, and by −a/b² for the divisor",
+       "divide sends the dividend the gradient over the divisor, and the divisor minus "
+       "the gradient times dividend / divisor²",
        broadcasts=True, verb="divide", torch_nodes=("Div",),
        torch_functions=("truediv", "true_divide", "divide"), number_operands=True,
        tags=('/', '÷')),

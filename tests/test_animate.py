@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import re
 import subprocess
@@ -57,6 +58,10 @@ def fork(example):
 # e = d·c with d = a + b, and c = b·b with b = a + a (each operand twice).
 ADD_MUL_CAPTIONS = ["∂e/∂e = 1", "∂e/∂d = c · ∂e/∂e,  ∂e/∂c = d · ∂e/∂e",
                     "∂e/∂a = ∂e/∂d,  ∂e/∂b = ∂e/∂d"]
+# The same with the book's numbers (SEED.md: a = 2, b = 1, c = −3, d = 3).
+ADD_MUL_WORKED = [["∂e/∂e = 1"],
+                  ["∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3", "∂e/∂c = d · ∂e/∂e = 3 · 1 = 3"],
+                  ["∂e/∂a = ∂e/∂d = −3", "∂e/∂b = ∂e/∂d = −3"]]
 FORK_CAPTIONS = ["∂c/∂c = 1", "∂c/∂b = b · ∂c/∂c,  ∂c/∂b += b · ∂c/∂c",
                  "∂c/∂a = ∂c/∂b,  ∂c/∂a += ∂c/∂b"]
 
@@ -237,8 +242,13 @@ def test_mp4_duration_size_and_subtitles(mp4, add_mul):
     assert duration == pytest.approx(scene.time, abs=0.15)
     entries = srt_entries(mp4.with_suffix(".srt"))
     texts = [text for _, _, text in entries]
-    assert texts[1:] == ADD_MUL_CAPTIONS
+    # The first cue is the header on screen; then each step's rule and its numbers.
+    assert texts[0] == "Forward pass: compute and store each value"
+    assert [text.splitlines()[1:] for text in texts[1:]] == ADD_MUL_WORKED
     assert all(start < end <= duration + 0.1 for start, end, _ in entries)
+    # Cue for cue, the .srt is the clip's caption text, at the times it was shown.
+    assert [(round(start, 1), text) for start, _, text in entries] == \
+        [(round(start, 1), text) for start, text in scene.cues]
 
 
 def test_mp4_frame_shows_the_gradient_in_blue_at_its_node(mp4, add_mul):
@@ -376,3 +386,57 @@ def test_dead_marks_land_on_their_entries_when_an_array_is_shortened():
     (mark,) = table.dead_marks
     last_row = table.entries[-1]
     assert abs(mark.get_center()[1] - last_row.get_center()[1]) < 1e-6
+
+
+class _Watched(BackpropScene):
+    """A scene that keeps, after each backward step, the texts in its caption region."""
+
+    def play_step(self, step):
+        super().play_step(step)
+        self.__dict__.setdefault("shown", []).append(
+            [part.text for part in self.caption if isinstance(part, manim.Text)])
+        self.__dict__.setdefault("notes", []).extend(
+            mark for mark in self.marks
+            if isinstance(mark, manim.Text) and mark.text.startswith("deadunit"))
+
+
+def test_a_backward_step_shows_the_captions_numbers_as_text(add_mul):
+    with manim.tempconfig(quiet_config(dry_run=True)):
+        scene = _Watched(add_mul)
+        scene.render()
+    # manim's Text keeps its string without spaces.
+    multiply, add = scene.shown
+    assert "∂e/∂d=c·∂e/∂e=(−3)·1=−3" in multiply and "∂e/∂c=d·∂e/∂e=3·1=3" in multiply
+    assert "∂e/∂a=∂e/∂d=−3" in add
+    # What is on screen is the step's cue, line for line.
+    cues = [text for _, text in scene.cues]
+    for shown, cue in zip(scene.shown, cues[2:], strict=True):
+        assert shown == [line.replace(" ", "") for line in cue.splitlines()]
+
+
+def test_each_caption_stays_long_enough_to_be_read(example):
+    from backpropviz.animate.sweep import HOLD_FLOOR, READING_CPS
+    scene = dry_run(example("d2l_mlp"))
+    cues = [*scene.cues, (scene.time, "")]
+    seen = set()
+    for (start, text), (end, _) in itertools.pairwise(cues[1:]):
+        rule, _, rest = text.partition("\n")
+        words = rest if rule in seen else text
+        seen.add(rule)
+        # (manim rounds each wait to whole frames: 1/15 s at low quality)
+        assert end - start >= max(HOLD_FLOOR, len(words) / READING_CPS) - 1 / 15, text
+    # The forward pass, which has no caption to read, is quicker than the backward story.
+    forward = cues[1][0] - cues[0][0]
+    backward = scene.time - cues[1][0]
+    assert forward < backward / 2
+
+
+def test_the_dead_unit_note_has_a_cue_and_clears_every_box(example):
+    with manim.tempconfig(quiet_config(dry_run=True)):
+        scene = _Watched(example("d2l_mlp"))
+        scene.render()
+    cue = next(text for _, text in scene.cues if "ReLU gates" in text)
+    assert cue.endswith("dead unit 1: gradient stops")
+    from backpropviz.animate.sweep import _overlap
+    (note,) = scene.notes
+    assert not any(_overlap(note, box.frame) for box in scene.diagram.values.values())

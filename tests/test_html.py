@@ -53,7 +53,7 @@ def expected_states(G) -> list[dict]:
             if len(sent) >= 2:
                 forks |= sent
     states = [{"op": [], "grads": {v: drawn(g) for v, g in G.graph["seeds"].items()},
-               "edges": {}, "caption": captions[0].text}]
+               "edges": {}, "caption": "\n".join(captions[0].worked)}]
     processed: set = set()
     for index, step in enumerate(backward_steps(G), start=1):
         processed |= set(step.edges)
@@ -63,7 +63,7 @@ def expected_states(G) -> list[dict]:
             "grads": {v: drawn(g) for v, g in step.grads.items() if v not in constants},
             "edges": {f"{u}->{v}#{k}": drawn(G.edges[u, v, k]["grad"]) for u, v, k in shown
                       if G.edges[u, v, k]["grad"] is not None and u not in constants},
-            "caption": captions[index].text,
+            "caption": "\n".join(captions[index].worked),
         })
     return states
 

@@ -29,6 +29,7 @@ from manim import (
     ReplacementTransform,
     RoundedRectangle,
     ShowPassingFlash,
+    Square,
     Succession,
     SurroundingRectangle,
     Transform,
@@ -40,7 +41,7 @@ from manim import (
     rate_functions,
 )
 
-from ..captions import differentiated, partial_name, step_captions, value_names
+from ..captions import differentiated, number_text, partial_name, step_captions, value_names
 from ..formatting import MAX_ITEMS, byte_size, format_array
 from ..layout import layout
 from ..memory import MemoryStep, timeline
@@ -84,6 +85,14 @@ PAN_MARGIN = 0.6
 OVERVIEW_MARGIN, RESULT_GAP, RESULT_EM = 0.35, 0.45, 0.32
 # The memory meter, top right: its bar's width and height (screen units).
 METER_WIDTH, METER_HEIGHT = 2.6, 0.13
+# Pacing: a caption stays until it can be read at READING_CPS characters a
+# second, and never less than HOLD_FLOOR seconds; the forward pass, which has
+# no caption to read, plays at FORWARD_PACE of the backward's speed's times.
+# A rule read once (add passes the gradient...) is known at a glance after.
+READING_CPS, HOLD_FLOOR, FORWARD_PACE = 17.0, 2.0, 0.6
+# The caption block (rule, then the worked equations): at most this tall.
+CAPTION_HEIGHT = 1.55
+WORKED_EM = 0.3
 
 
 def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
@@ -148,8 +157,7 @@ class BackpropScene(MovingCameraScene):
         self.steps = backward_steps(G) if self.backward else []
         self.captions = step_captions(G) if self.backward else []
         self.results = parameter_results(G) if self.backward else []
-        self.store.typeset([(c.tex, c.text) for c in self.captions]
-                           + [(tex, text) for _, tex, text in self.results], CAPTION_EM,
+        self.store.typeset([(tex, text) for _, tex, text in self.results], CAPTION_EM,
                            self.palette.text)
         self.dead_values, self.dead_edges = dead_masks(G) if self.backward else ({}, {})
         shown = gradient_history(G) if self.backward else {}
@@ -171,6 +179,13 @@ class BackpropScene(MovingCameraScene):
             1.0, (self.diagram.width + 2 * PAN_MARGIN) / config.frame_width,
             (self.diagram.height + 2 * PAN_MARGIN) / config.frame_height)
         self.marks: list[VMobject] = []  # this step's highlights, gone at the next
+        # The text of the caption region as shown (the .srt cue of the beat), and
+        # a note added to it during the beat (a dead unit).
+        self.caption_text = ""
+        self.cue_notes: list[str] = []
+        self.rules_read: set[str] = set()
+        # Every cue as the clip shows it: (start, text), in order.
+        self.cues: list[tuple[float, str]] = []
         # The bytes kept for backward, with the forward ops in the order the clip plays them.
         self.memory = timeline(G, order=self.forward_order())
         self.meter: VMobject | None = None
@@ -301,10 +316,19 @@ class BackpropScene(MovingCameraScene):
         self.play(frame.animate.scale(zoom * config.frame_width / frame.width).move_to(center),
                   run_time=self.t(1.2))
         if results is not None:
+            start = self.time
             self.place(results, 0, below / 2 - diagram.height / zoom / 2 - RESULT_GAP
                        - results.height / 2)
             self.caption = results
             self.play(FadeIn(results, shift=0.1 * UP), run_time=self.t(0.6))
+            self.caption_text = self.results_text()
+            self.hold(start)
+            self.cue(self.caption_text, start)
+
+    def results_text(self) -> str:
+        """The overview's results in words, as its cue: "∂L/∂W1 = [...]", one a line."""
+        return "\n".join(f"{text} {number_text(self.graph.nodes[node]['grad'], self.precision)}"
+                         for node, _, text in self.results)
 
     def result_table(self) -> VGroup | None:
         """The parameters' final gradients in a row, "∂L/∂W1 = [...]" each, in screen
@@ -392,14 +416,14 @@ class BackpropScene(MovingCameraScene):
         ops = self.forward_order()
         if ops:
             self.focus(self._around(ops[0]))
-        self.set_title("Forward pass: compute and store each value")
+        header = "Forward pass: compute and store each value"
+        self.set_title(header)
         kept = {step.op: step for step in self.memory.forward}
         for op in ops:
             self.focus(self._around(op))
             self.forward_op(op)
             self.show_meter(kept[op])
-        self.add_subcaption("forward pass: each op computes its value from its inputs",
-                            duration=self.time - start, offset=start - self.time)
+        self.cue(header, start)
 
     def forward_order(self) -> list:
         """The ops in the order the forward pass is played."""
@@ -412,15 +436,16 @@ class BackpropScene(MovingCameraScene):
         incoming = [diagram.edges[e] for e in G.in_edges(op, keys=True)]
         (result_edge,) = G.out_edges(op, keys=True)
         result = result_edge[1]
-        dots = [self._pulse(edge.forward_path(), palette.text, 0.7) for edge in incoming]
+        pace = FORWARD_PACE
+        dots = [self._pulse(edge.forward_path(), palette.text, 0.7 * pace) for edge in incoming]
         ring = self._ring(diagram.ops[op], palette.text, fill=None).set_z_index(Z_MARK)
         label = diagram.values[result].data_label()
-        self.play(Succession(_parallel(dots, self.t(0.7)),
+        self.play(Succession(_parallel(dots, self.t(0.7 * pace)),
                              FadeIn(ring, scale=1.25, rate_func=rate_functions.there_and_back,
-                                    run_time=self.t(0.35)),
+                                    run_time=self.t(0.35 * pace)),
                              self._pulse(diagram.edges[result_edge].forward_path(),
-                                         palette.text, 0.35),
-                             FadeIn(label, scale=1.3, run_time=self.t(0.4))))
+                                         palette.text, 0.35 * pace),
+                             FadeIn(label, scale=1.3, run_time=self.t(0.4 * pace))))
         self.remove(ring)
         self._tick()
 
@@ -445,9 +470,8 @@ class BackpropScene(MovingCameraScene):
             labels.extend([self.mark_value(value, label), FadeIn(label, scale=1.6)])
         self.play(*self._pending(), *labels, run_time=self.t(0.9))
         self.timeline.extend(("gradient", value, self.time) for value in self.grad_labels)
-        self.wait(self.t(0.6))
-        self.add_subcaption(self.captions[0].text, duration=self.time - start,
-                            offset=start - self.time)
+        self.hold(start)
+        self.cue(self.caption_text, start)
         self._tick()
 
     def play_step(self, step: Any) -> None:
@@ -461,10 +485,26 @@ class BackpropScene(MovingCameraScene):
         self.play(*self._pending(), run_time=self.t(0.6))
         self.send_gradients(step)
         self.show_meter(self.memory.backward[step.index - 1])
-        self.wait(self.t(0.5))
-        self.add_subcaption(self.captions[step.index].text, duration=self.time - start,
-                            offset=start - self.time)
+        self.hold(start)
+        self.cue("\n".join([self.caption_text, *self.cue_notes]), start)
         self._tick()
+
+    def hold(self, start: float) -> None:
+        """Wait until the caption shown since ``start`` (and its notes) can be read:
+        its length at READING_CPS, at least HOLD_FLOOR seconds, at the scene's speed."""
+        text = "\n".join([self.caption_text, *self.cue_notes])
+        first, _, rest = text.partition("\n")
+        if rest and first in self.rules_read:
+            text = rest
+        self.rules_read.add(first)
+        needed = self.t(max(HOLD_FLOOR, len(text) / READING_CPS))
+        self.wait(max(self.t(0.3), needed - (self.time - start)))
+
+    def cue(self, text: str, start: float) -> None:
+        """The subtitle of the beat since ``start``: ``text``, the words on screen."""
+        self.cues.append((start, text))
+        self.cue_notes = []
+        self.add_subcaption(text, duration=self.time - start, offset=start - self.time)
 
     def send_gradients(self, step: Any) -> None:
         """Blue pulses run each operand edge against the arrow; the operands' gradients
@@ -549,8 +589,20 @@ class BackpropScene(MovingCameraScene):
 
     def set_title(self, text: str) -> None:
         """The phase title, top left, muted."""
-        title = self.store.text(text, TITLE_EM, self.palette.muted)
-        self.place(title, -config.frame_width / 2 + 0.5 + title.width / 2, TITLE_Y)
+        palette = self.palette
+        words = self.store.text(text, TITLE_EM, palette.muted)
+        # The key to the colours: numbers in black (the theme's text) are values,
+        # in blue gradients.
+        key = VGroup(Square(0.16, fill_color=palette.text, fill_opacity=1, stroke_width=0),
+                     self.store.text("value", TITLE_EM * 0.85, palette.text),
+                     Square(0.16, fill_color=palette.grad, fill_opacity=1, stroke_width=0),
+                     self.store.text("gradient", TITLE_EM * 0.85, palette.grad))
+        key.arrange(RIGHT, buff=0.1)
+        key[2].shift(0.25 * RIGHT)
+        key[3].shift(0.25 * RIGHT)
+        title = VGroup(words, key).arrange(DOWN, buff=0.1, aligned_edge=LEFT)
+        self.place(title, -config.frame_width / 2 + 0.5 + title.width / 2,
+                   TITLE_Y + words.height / 2 - title.height / 2)
         if self.title is not None:
             self.remove(self.title)
         self.title = title
@@ -584,15 +636,14 @@ class BackpropScene(MovingCameraScene):
     def set_caption(self, index: int) -> None:
         """Queue the caption of backward step ``index`` (its rule and its equation)."""
         caption = self.captions[index]
-        equation = self.store.math(caption.tex, caption.text, CAPTION_EM, self.palette.text)
-        if equation.width > CAPTION_WIDTH:
-            equation.scale(CAPTION_WIDTH / equation.width)
-        self.place(equation, 0, CAPTION_Y)
         rule = self.store.text(caption.rule, RULE_EM, self.palette.muted)
-        if rule.width > CAPTION_WIDTH:
-            rule.scale(CAPTION_WIDTH / rule.width)
-        self.place(rule, 0, RULE_Y)
-        new = VGroup(rule, equation)
+        # The equations with the engine's numbers, one a line, as the page and
+        # the step pictures write them; the .srt cue is these very lines.
+        lines = [self.store.text(line, WORKED_EM, self.palette.text) for line in caption.worked]
+        new = VGroup(rule, *lines).arrange(DOWN, buff=0.12)
+        new.scale(min(1.0, CAPTION_WIDTH / new.width, CAPTION_HEIGHT / new.height))
+        self.place(new, 0, RULE_Y + 0.2 - new.height / 2)
+        self.caption_text = "\n".join([caption.rule, *caption.worked])
         if self.caption is not None:
             self.remove(self.caption)
         self.caption = new
@@ -693,9 +744,17 @@ class BackpropScene(MovingCameraScene):
         dead = np.asarray(op.attrs["dead"], dtype=bool)
         units = ", ".join(str(i + 1) for i in np.flatnonzero(dead.ravel()))
         s = self.diagram.scale_factor
-        note = self.store.text(f"dead unit {units}: gradient stops", LABEL_PT * s,
-                               self.palette.dead_text)
-        note.next_to(op.circle, DOWN, buff=4 * s).set_z_index(Z_BADGE)
+        words = f"dead unit {units}: gradient stops"
+        note = self.store.text(words, LABEL_PT * s, self.palette.dead_text)
+        boxes = [box.frame for box in self.diagram.values.values()]
+        # Beneath the op, or above it, as near as it is clear of every box.
+        for away in range(16):
+            side = DOWN if away % 2 == 0 else UP
+            note.next_to(op.circle, side, buff=(4 + 6 * (away // 2)) * s)
+            if not any(_overlap(note, box) for box in boxes):
+                break
+        note.set_z_index(Z_BADGE)
+        self.cue_notes.append(words)
         self.marks.append(note)
         return FadeIn(note, shift=2 * s * UP)
 
@@ -734,6 +793,12 @@ class _Travel(Animation):
         where = self.rate_func(alpha)
         self.mobject.move_to(self.path.point_from_proportion(where))
         self.mobject.set_opacity(min(1.0, 6 * alpha, 6 * (1 - alpha)))
+
+
+def _overlap(a: VMobject, b: VMobject) -> bool:
+    """Whether the bounding boxes of ``a`` and ``b`` meet."""
+    return not (a.get_right()[0] < b.get_left()[0] or b.get_right()[0] < a.get_left()[0]
+                or a.get_top()[1] < b.get_bottom()[1] or b.get_top()[1] < a.get_bottom()[1])
 
 
 def _parallel(animations: Sequence[Any], seconds: float) -> Any:
