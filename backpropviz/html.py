@@ -142,7 +142,7 @@ def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, str]]
 
 
 def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
-               precision: int = 4) -> tuple[str, dict[str, list], list[str]]:
+               precision: int = 4, fit: Any = None) -> tuple[str, dict[str, list], list[str]]:
     """draw's picture of every backward step, stored small.
 
     Returns the SVG of step 0; for each node or edge group that changes at
@@ -151,7 +151,7 @@ def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     way (it sizes the gradient slots for the final values), so swapping these
     groups into the step-0 picture redraws step k exactly.
     """
-    diagrams = step_diagrams(G, rankdir=rankdir, theme=theme, precision=precision,
+    diagrams = step_diagrams(G, rankdir=rankdir, theme=theme, precision=precision, fit=fit,
                              captions=False)  # the page sets the caption beside it
     root, graph, first = _parts(diagrams[0].svg)
     for attribute in ("width", "height"):
@@ -212,8 +212,13 @@ def page_head(title: str, style: str) -> str:
 </head>"""
 
 
+# The stage of the page in a 1280x720 window (less the caption and the controls):
+# the drawing is laid out (folded, if that shows it larger) to fill it.
+PAGE_FRAME = "1240x500"
+
+
 def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "light",
-            precision: int = 4) -> str:
+            precision: int = 4, fit: Any = PAGE_FRAME) -> str:
     """One self-contained HTML page stepping through the backward pass of ``G`` (an IR
     graph, or a Value/Tensor root or roots, named after ``names``, as for ``draw``).
 
@@ -221,11 +226,13 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     highlighted with its edges, the contributions, the gradients known so
     far) and the chain-rule caption of captions.py; hovering a value shows
     it and its gradient whole. Everything is inline: the page makes no request.
-    A group is one op, as in draw's pictures.
+    A group is one op, as in draw's pictures. The drawing is laid out for
+    the ``fit`` frame (draw's ``fit``: folded if that shows it larger; None:
+    as draw lays it out), and fills the window; it zooms and pans.
     """
     G = drawn_graph(as_graph(G, names))
     svg, frames, graph_classes = svg_frames(G, rankdir=rankdir, theme=theme,
-                                            precision=precision)
+                                            precision=precision, fit=fit)
     palette = THEMES[theme]
     data = page_data(G, precision=precision)
     data["frames"] = frames
@@ -263,6 +270,9 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 <button type="button" id="last" title="last step (End)">last ⇥</button>
 <input type="range" id="slider" min="0" max="{last}" value="0" step="1" aria-label="step">
 <output id="counter" for="slider">0 / {last}</output>
+<button type="button" id="fit" title="fit to the window (0); zoom: wheel, pinch; pan: drag">⤢ fit
+</button>
+<button type="button" id="fullscreen" title="full screen (F)">⛶ full screen</button>
 </nav>
 <div id="tooltip" role="tooltip" hidden></div>
 </div>

@@ -138,7 +138,10 @@
     byId(memory.spark[now]).classList.add("now");
   }
 
-  function go(step) {
+  /* Step `step`; the address follows (#step=N, a new history entry, so that Back
+   * returns to the step before), unless the step came from the address itself
+   * (how = "address") or from playing (one entry for the whole play). */
+  function go(step, how) {
     var now = Math.max(0, Math.min(last, step));
     drawStep(now);
     showContributions(now);
@@ -148,6 +151,101 @@
     root.setAttribute("data-step", String(now));
     slider.value = String(now);
     counter.textContent = now + " / " + last;
+    var hash = "#step=" + now;
+    if (how !== "address" && window.location.hash !== hash) {
+      if (how === "play") { history.replaceState(null, "", hash); }
+      else { history.pushState(null, "", hash); }
+    }
+  }
+
+  function stepInAddress() {
+    var found = /step=(\d+)/.exec(window.location.hash);
+    return found ? Number(found[1]) : 0;
+  }
+  window.addEventListener("popstate", function () { stop(); go(stepInAddress(), "address"); });
+  window.addEventListener("hashchange", function () {
+    if (stepInAddress() !== current) { stop(); go(stepInAddress(), "address"); }
+  });
+
+  /* The view: the drawing fitted to the stage (its own viewBox; the browser re-fits
+   * it as the window changes), zoomed and panned by moving that viewBox. */
+  var stage = byId("stage");
+  var box = svg.viewBox.baseVal;
+  var fitted = { x: box.x, y: box.y, w: box.width, h: box.height };
+  var view = { x: fitted.x, y: fitted.y, w: fitted.w, h: fitted.h };
+  function setView(next) {
+    view = next;
+    svg.setAttribute("viewBox", [view.x, view.y, view.w, view.h].map(function (n) {
+      return n.toFixed(2);
+    }).join(" "));
+    root.classList.toggle("zoomed", Math.abs(view.w - fitted.w) > 1e-6 * fitted.w ||
+      Math.abs(view.x - fitted.x) > 1e-3 || Math.abs(view.y - fitted.y) > 1e-3);
+  }
+  function fit() { setView({ x: fitted.x, y: fitted.y, w: fitted.w, h: fitted.h }); }
+  function pointAt(clientX, clientY) {
+    var point = svg.createSVGPoint();
+    point.x = clientX; point.y = clientY;
+    return point.matrixTransform(svg.getScreenCTM().inverse());
+  }
+  /* Zoom by `factor` (> 1: in) keeping the point under (clientX, clientY) in place. */
+  function zoomAt(clientX, clientY, factor) {
+    var p = pointAt(clientX, clientY);
+    var w = Math.max(fitted.w / 40, Math.min(fitted.w * 2, view.w / factor));
+    var k = view.w / w;
+    setView({ x: p.x - (p.x - view.x) / k, y: p.y - (p.y - view.y) / k, w: w, h: view.h / k });
+  }
+  function panBy(dxScreen, dyScreen) {
+    var scale = svg.getScreenCTM().a;
+    setView({ x: view.x - dxScreen / scale, y: view.y - dyScreen / scale, w: view.w, h: view.h });
+  }
+  function zoomCentre(factor) {
+    var rect = svg.getBoundingClientRect();
+    zoomAt(rect.left + rect.width / 2, rect.top + rect.height / 2, factor);
+  }
+  stage.addEventListener("wheel", function (event) {
+    event.preventDefault();
+    // A trackpad's pinch arrives as a wheel with ctrlKey, in finer steps.
+    var speed = event.ctrlKey ? 0.01 : 0.0015;
+    zoomAt(event.clientX, event.clientY, Math.exp(-event.deltaY * speed));
+  }, { passive: false });
+  var pointers = {};  // pointer id -> last client position: one drags, two pinch
+  function spread() {
+    var ids = Object.keys(pointers);
+    var a = pointers[ids[0]], b = pointers[ids[1]];
+    return { d: Math.hypot(a.x - b.x, a.y - b.y), x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 };
+  }
+  stage.addEventListener("pointerdown", function (event) {
+    if (event.button !== 0) { return; }
+    pointers[event.pointerId] = { x: event.clientX, y: event.clientY };
+    stage.setPointerCapture(event.pointerId);
+    stage.classList.add("dragging");
+  });
+  stage.addEventListener("pointermove", function (event) {
+    var before = pointers[event.pointerId];
+    if (!before) { return; }
+    var count = Object.keys(pointers).length;
+    var was = count === 2 ? spread() : null;
+    pointers[event.pointerId] = { x: event.clientX, y: event.clientY };
+    if (count === 1) {
+      panBy(event.clientX - before.x, event.clientY - before.y);
+    } else if (count === 2) {
+      var now = spread();
+      panBy(now.x - was.x, now.y - was.y);
+      if (was.d > 0) { zoomAt(now.x, now.y, now.d / was.d); }
+    }
+    tooltip.hidden = true;
+  });
+  function release(event) {
+    delete pointers[event.pointerId];
+    if (!Object.keys(pointers).length) { stage.classList.remove("dragging"); }
+  }
+  stage.addEventListener("pointerup", release);
+  stage.addEventListener("pointercancel", release);
+  stage.addEventListener("dblclick", fit);
+
+  function fullScreen() {
+    if (document.fullscreenElement) { document.exitFullscreen(); }
+    else if (root.requestFullscreen) { root.requestFullscreen(); }
   }
 
   function stop() {
@@ -162,7 +260,7 @@
     playButton.textContent = "❚❚ pause";
     root.classList.add("playing");
     timer = setInterval(function () {
-      if (current >= last) { stop(); } else { go(current + 1); }
+      if (current >= last) { stop(); } else { go(current + 1, "play"); }
     }, 1500);
   }
 
@@ -174,7 +272,9 @@
     prev: function () { jump(current - 1); },
     play: toggle,
     next: function () { jump(current + 1); },
-    last: function () { jump(last); }
+    last: function () { jump(last); },
+    fit: fit,
+    fullscreen: fullScreen
   };
   Object.keys(actions).forEach(function (id) {
     byId(id).addEventListener("click", function (event) {
@@ -197,6 +297,10 @@
       case " ": case "Spacebar": toggle(); break;
       case "Home": actions.first(); break;
       case "End": actions.last(); break;
+      case "f": case "F": fullScreen(); break;
+      case "0": fit(); break;
+      case "+": case "=": zoomCentre(1.25); break;
+      case "-": zoomCentre(0.8); break;
       default: handled = false;
     }
     if (handled) { event.preventDefault(); }
@@ -276,6 +380,5 @@
   });
   svg.addEventListener("mouseleave", function () { tooltip.hidden = true; });
 
-  var start = /step=(\d+)/.exec(window.location.hash);
-  go(start ? Number(start[1]) : 0);
+  go(stepInAddress(), "address");
 }());
