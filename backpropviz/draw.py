@@ -1401,10 +1401,20 @@ def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
 
 
 def _with_band(band: str, legend: str | None) -> str:
-    """A graph label: the step's caption band, and the legend (if any) beneath it."""
+    """A graph label: the step's caption band, and the legend (if any) beneath it.
+
+    Graphviz stretches a table to its cell: the legend's row ends in an empty
+    cell about as wide as the band is wider than the legend (its text measured
+    roughly), so that the legend keeps its own spacing.
+    """
     rows = f'<TR><TD ALIGN="LEFT">{band}</TD></TR>'
     if legend:
-        rows += f'<TR><TD ALIGN="LEFT">{legend[1:-1]}</TD></TR>'
+        width = int(re.search(r'WIDTH="(\d+)"', band).group(1))
+        text = re.sub(r"<[^>]*>", "", legend)
+        cells = legend.count("<TD")
+        spare = max(1, width - int(len(text) * 0.5 * LEGEND_PT + 22 * cells))
+        rows += (f'<TR><TD ALIGN="LEFT"><TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR>'
+                 f'<TD>{legend[1:-1]}</TD><TD WIDTH="{spare}"></TD></TR></TABLE></TD></TR>')
     return f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0">{rows}</TABLE>>'
 
 

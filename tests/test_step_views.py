@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from backpropviz.draw import step_diagrams, to_dot
 from backpropviz.html import to_html
 from backpropviz.style import THEMES
@@ -88,3 +90,16 @@ def _class_of(svg: str, element_id: str) -> str:
 def test_the_page_sets_the_caption_beside_the_picture_not_in_it(example):
     page = to_html(example("add_mul"))
     assert "step 1 of 2" not in page
+
+
+def test_the_band_leaves_the_legend_its_own_spacing(example):
+    from backpropviz.draw import draw
+
+    def gap(svg: str) -> float:
+        found = dict((text, float(x)) for x, text in re.findall(
+            r'<text[^>]*x="([\d.]+)"[^>]*>(value|gradient)</text>', svg))
+        return found["gradient"] - found["value"]
+
+    for name in ("add_mul", "d2l_objective"):
+        G = example(name)
+        assert gap(draw(G, step=1).svg) == pytest.approx(gap(draw(G).svg), abs=20)
