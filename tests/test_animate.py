@@ -440,3 +440,17 @@ def test_the_dead_unit_note_has_a_cue_and_clears_every_box(example):
     from backpropviz.animate.sweep import _overlap
     (note,) = scene.notes
     assert not any(_overlap(note, box.frame) for box in scene.diagram.values.values())
+
+
+def test_the_closing_overview_is_readable_at_480p(example):
+    # mlp3 has six parameters: in one row their digits would be 8 px tall at 480p.
+    scene = dry_run(example("mlp3"))
+    assert scene.overview > 1 and scene.caption is not None
+    digits = [entry for line in scene.caption for part in line for entry in part[1].entries
+              if entry.text.strip("−.").isdigit()]
+    assert len(digits) >= 6
+    smallest = min(entry.height for entry in digits) / scene.camera.frame.height * 480
+    assert smallest >= 12
+    # Its cue gives every parameter's gradient in words.
+    start, cue = scene.cues[-1]
+    assert cue.count("∂L/∂") == len(scene.results) and start < scene.time

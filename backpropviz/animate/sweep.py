@@ -83,6 +83,7 @@ PAN_MARGIN = 0.6
 # frame with this margin (screen units), the parameters' gradients beneath it,
 # their names set at CAPTION_EM and their numbers at RESULT_EM.
 OVERVIEW_MARGIN, RESULT_GAP, RESULT_EM = 0.35, 0.45, 0.32
+RESULTS_HEIGHT = 3.6  # at most this much of the frame's 8 units goes to the results
 # The memory meter, top right: its bar's width and height (screen units).
 METER_WIDTH, METER_HEIGHT = 2.6, 0.13
 # Pacing: a caption stays until it can be read at READING_CPS characters a
@@ -331,7 +332,7 @@ class BackpropScene(MovingCameraScene):
                          for node, _, text in self.results)
 
     def result_table(self) -> VGroup | None:
-        """The parameters' final gradients in a row, "∂L/∂W1 = [...]" each, in screen
+        """The parameters' final gradients in lines, "∂L/∂W1 = [...]" each, in screen
         units as ``place`` takes them; None if the graph has no parameters."""
         if not self.results:
             return None
@@ -344,10 +345,20 @@ class BackpropScene(MovingCameraScene):
                          dead=self.dead_values.get(node), dead_color=palette.dead_text,
                          dead_fill=palette.dead_fill)
             parts.append(VGroup(name, grad).arrange(RIGHT, buff=0.3 * RESULT_EM))
-        row = VGroup(*parts).arrange(RIGHT, buff=2.5 * RESULT_EM)
-        if row.width > CAPTION_WIDTH:
-            row.scale(CAPTION_WIDTH / row.width)
-        return row
+        # As many to a line as fit the caption's width at their size (digits of
+        # 12 px and more at 480p); only a table taller than RESULTS_HEIGHT shrinks.
+        gap, lines, line, width = 2.5 * RESULT_EM, [], [], 0.0
+        for part in parts:
+            if line and width + gap + part.width > CAPTION_WIDTH:
+                lines.append(line)
+                line, width = [], 0.0
+            width += (gap if line else 0.0) + part.width
+            line.append(part)
+        lines.append(line)
+        table = VGroup(*(VGroup(*line).arrange(RIGHT, buff=gap) for line in lines))
+        table.arrange(DOWN, buff=0.3)
+        table.scale(min(1.0, CAPTION_WIDTH / table.width, RESULTS_HEIGHT / table.height))
+        return table
 
     def focus(self, nodes: Sequence[Any], seconds: float = 0.6) -> None:
         """Pan the camera (with the title and caption) until ``nodes`` are in view.
