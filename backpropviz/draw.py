@@ -335,8 +335,7 @@ def _book_pins(G: nx.MultiDiGraph, options: _Options) -> dict[str, str]:
     is further right; the edges are routed anew (neato)."""
     import json
 
-    draft = _Writer(G, replace(options, rankdir="BT", frame=None, wrap=1),
-                    state_at(G, None)).dot().replace('ranksep="0.45"', 'ranksep="0.25"', 1)
+    draft = _Writer(G, replace(options, frame=None, wrap=1), state_at(G, None)).dot()
     data = json.loads(run_dot(draft, "json"))
     pins = {}
     for obj in data.get("objects", []):
@@ -448,8 +447,7 @@ class _Writer:
         self.show_grads = not (options.forward_only or options.symbolic)
         # Constants' gradients and saved marks are left out unless asked for:
         # nobody differentiates with respect to the 2 in L / 2.
-        self.plain = set() if options.show_constants else {
-            node for node, role in G.nodes(data="role") if role == "const"}
+        self.plain = _plain_constants(G, options.show_constants)
         # Unnamed values are headed by their expression (o − y), on a slide-sized graph.
         small = G.number_of_nodes() <= EDGE_LABEL_NODES
         self.expressions = ({node: name.text for node, name in
@@ -488,6 +486,8 @@ class _Writer:
         if o.frame is not None or _folded(o):
             # Closer together, and less margin, for a figure that is to fill a frame.
             graph.update(pad="0.1", nodesep="0.18", ranksep="0.28")
+        if o.rankdir == BOOK:
+            graph["ranksep"] = "0.25"  # its ranks climb a diagonal: they need less room
         if o.frame is not None:
             # Scaled (up or down) to fill the frame; one point is one pixel.
             graph.update(size=f"{o.frame[0] / 72:.4f},{o.frame[1] / 72:.4f}!", dpi="72",
@@ -870,6 +870,13 @@ def _bgcolor(theme: Theme) -> str:
     return f' BGCOLOR="{backdrop}"' if backdrop else ""
 
 
+def _plain_constants(G: nx.MultiDiGraph, show_constants: bool) -> set:
+    """The constants drawn without their gradient and saved mark (all, unless shown)."""
+    if show_constants:
+        return set()
+    return {node for node, role in G.nodes(data="role") if role == "const"}
+
+
 def fork_edges(G: nx.MultiDiGraph, plain: set) -> set[tuple[Any, Any, Any]]:
     """The edges of forks: a value (not in ``plain``) that sends gradients back
     along two or more edges. Each shows its contribution; the value their sum."""
@@ -1227,8 +1234,7 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     # (groups drawn open are boxes, which a folding into rows would cut)
     most = 1 if (G.number_of_nodes() > EDGE_LABEL_NODES or boxed or rankdir == BOOK) \
         else max(1, min(_MOST_ROWS, depth // 4))
-    plain = set() if options.get("show_constants") else {
-        node for node, role in G.nodes(data="role") if role == "const"}
+    plain = _plain_constants(G, options.get("show_constants", False))
     symbolic = options.get("symbolic", False)
     drawn_forks = not (options.get("forward_only") or symbolic) and fork_edges(G, plain)
     number_pt = NAME_PT if symbolic else min(VALUE_PT, LABEL_PT) if drawn_forks else VALUE_PT

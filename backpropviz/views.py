@@ -14,6 +14,7 @@ group instead.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -84,7 +85,7 @@ def closed_groups(G: nx.MultiDiGraph, *, modules: bool = False) -> nx.MultiDiGra
     drawn_open = []
     while members:
         key, inner = members.popitem()
-        if _plan(G, inner, roots, {}) is not None:
+        if len(_outputs(G, set(inner), roots)) == 1:
             settled[key] = inner
             continue
         drawn_open.append(key[-1][0])
@@ -148,10 +149,11 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
     groups ``drawn_open`` are named in a note."""
     roots = set(G.graph.get("roots", ()))
     step_of = {op: k for k, op in enumerate(G.graph.get("backward_order", ()))}
+    position = {node: k for k, node in enumerate(G)}
     plans = {}
     kept_open = list(drawn_open)
     for name, inner in closing.values():
-        plan = _plan(G, inner, roots, step_of)
+        plan = _plan(G, inner, roots, step_of, position)
         if plan is not None:
             plans[plan["id"]] = (name, plan)
         elif len(inner) > 1:
@@ -167,20 +169,21 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
     hidden = {node for _, plan in plans.values() for node in plan["hidden"]}
     H = nx.MultiDiGraph()
     H.graph.update(G.graph)
-    order = []
+    drawn_as = {op: gid for gid, (_, plan) in plans.items() for op in plan["ops"]}
+    order: dict[Any, None] = {}
     for op in G.graph.get("backward_order", ()):
-        drawn = next((gid for gid, (_, plan) in plans.items() if op in plan["ops"]), op)
-        if drawn in order:
-            order.remove(drawn)  # a group's step is when its last op is done
-        order.append(drawn)
-    H.graph["backward_order"] = order
+        drawn = drawn_as.get(op, op)
+        order.pop(drawn, None)  # a group's step is when its last op is done
+        order[drawn] = None
+    H.graph["backward_order"] = list(order)
     for node, attrs in G.nodes(data=True):
         if node in plans:
             name, plan = plans[node]
             H.add_node(node, kind="op", op=ops.GROUP.name, symbol=name,
-                       members=sorted(plan["ops"], key=list(G).index),
+                       members=sorted(plan["ops"], key=position.get),
                        **{key: G.nodes[node][key] for key in ("group", "group_calls")
-                          if key in G.nodes[node]}, **_kept_by(G, plan["ops"], hidden))
+                          if key in G.nodes[node]},
+                       **_kept_by(G, sorted(plan["ops"], key=position.get), hidden))
         elif node not in hidden:
             H.add_node(node, **attrs)
     for op, kind in G.nodes(data="kind"):
@@ -198,23 +201,28 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
 
 
 def _kept_by(G: nx.MultiDiGraph, inner: Iterable, hidden: set) -> dict[str, Any]:
-    """What the ops ``inner`` keep for backward, as their group op keeps it: the values
-    still drawn (``saves``), and the bytes of those inside the group (``inner_bytes``)."""
-    kept = dict.fromkeys(value for op in sorted(inner, key=list(G).index)
-                         for value in saved_values(G, op))
+    """What the ops ``inner`` (in graph order) keep for backward, as their group op keeps
+    it: the values still drawn (``saves``), and the bytes of those inside (``inner_bytes``)."""
+    kept = dict.fromkeys(value for op in inner for value in saved_values(G, op))
     inside = sum(value_bytes(G.nodes[value]) for value in kept if value in hidden)
     inside += sum(int(G.nodes[op].get("inner_bytes") or 0) for op in inner)
     return {"saves": [value for value in kept if value not in hidden],
             **({"inner_bytes": inside} if inside else {})}
 
 
-def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict) -> dict | None:
+def _outputs(G: nx.MultiDiGraph, inner: set, roots: set) -> list:
+    """The values the ops ``inner`` make that are used outside them (or are roots)."""
+    return [v for v in map(functools.partial(result_of, G), inner)
+            if v in roots or any(w not in inner for w in G._succ[v])]
+
+
+def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict,
+          position: dict) -> dict | None:
     """How the ops ``inner`` are drawn as one: None if they make more than one
     value that is used outside them (a group op has one result)."""
     inner = set(inner)
     made = {result_of(G, op): op for op in inner}
-    outputs = [v for v, op in made.items()
-               if v in roots or any(w not in inner for w in G.successors(v))]
+    outputs = _outputs(G, inner, roots)
     if len(outputs) != 1:
         return None
     top = made[outputs[0]]
@@ -223,7 +231,7 @@ def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict) -> dic
                 if u not in made and not G._pred[u] and G.nodes[u].get("role") == "const"
                 and not G.nodes[u].get("label") and set(G.successors(u)) <= inner}
     entering: dict[Any, list] = {}
-    for op in sorted(inner, key=list(G).index):
+    for op in sorted(inner, key=position.get):
         for edge in operand_edges(G, op):
             if edge[0] not in made and edge[0] not in absorbed:
                 entering.setdefault(edge[0], []).append(edge)
