@@ -293,31 +293,53 @@ def _first_wrong_op(graph: foreign.ForeignGraph, reference: dict, report: Report
             return
 
 
-def disagreements(G: nx.MultiDiGraph) -> list[str]:
+def disagreements(G: nx.MultiDiGraph, ir: nx.MultiDiGraph | None = None) -> list[str]:
     """Where a picture does not agree with itself: each drawn op whose forward the
     reference engine knows, whose drawn result is not the op of its drawn operands.
 
-    An empty list is a picture whose every op adds up (to 1e-5 relative, as
-    float32 numbers from PyTorch do in float64); an index and ops the engine
-    does not have are passed over.
+    A drawn group (views.py) is checked by running its ops, from the IR ``ir`` it
+    was drawn from, on its drawn operands. An empty list is a picture whose every
+    op adds up (to 1e-5 relative, as float32 numbers from PyTorch do in float64);
+    an index and ops the engine does not have are passed over.
     """
     found = []
     for op_id, attrs in G.nodes(data=True):
-        if attrs["kind"] != "op" or not can_apply(attrs["op"]):
+        if attrs["kind"] != "op":
             continue
-        data = [G.nodes[u]["data"] for u, _, _ in operand_edges(G, op_id)]
-        scalar = all(isinstance(x, float) for x in data)
-        operands = [Value(x) if scalar else Tensor(x) for x in data]
+        args = [u for u, _, _ in operand_edges(G, op_id)]  # a + a: a twice
+        data = {u: G.nodes[u]["data"] for u in args}
+        if attrs["op"] == ops.GROUP.name:
+            if ir is None or not all(can_apply(ir.nodes[m]["op"]) for m in attrs["members"]):
+                continue
+            steps = [(ir.nodes[m], [u for u, _, _ in operand_edges(ir, m)], result_of(ir, m))
+                     for m in attrs["members"]]
+            known = {**data, **{u: ir.nodes[u]["data"] for _, args, _ in steps for u in args
+                                if u not in data and not ir._pred[u]}}  # numbers inside
+        elif can_apply(attrs["op"]):
+            steps = [(attrs, args, result_of(G, op_id))]
+            known = data
+        else:
+            continue
         try:
-            result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"))
-        except (EngineError, TypeError, ValueError):
+            for step_attrs, args, made in steps:
+                known[made] = _applied(step_attrs, [known[u] for u in args])
+        except (EngineError, TypeError, ValueError, KeyError):
             found.append(f"{op_id} ({attrs['op']}): the reference cannot apply it to its "
                          "drawn operands")
             continue
+        result = known[steps[-1][2]]
         drawn = np.asarray(G.nodes[result_of(G, op_id)]["data"], dtype=np.float64)
-        if drawn.shape != np.shape(result.data) or not np.allclose(
-                drawn, result.data, rtol=1e-5, atol=1e-6, equal_nan=True):
+        if drawn.shape != np.shape(result) or not np.allclose(
+                drawn, result, rtol=1e-5, atol=1e-6, equal_nan=True):
             found.append(f"{op_id} ({attrs['op']}): drawn {drawn.tolist()}, but its drawn "
-                         f"operands give {np.asarray(result.data).tolist()}")
+                         f"operands give {np.asarray(result).tolist()}")
     return found
+
+
+def _applied(attrs: dict, data: list) -> Any:
+    """The reference engine's result of the op ``attrs`` on numbers ``data``."""
+    scalar = all(isinstance(x, float) for x in data)
+    operands = [Value(x) if scalar else Tensor(x) for x in data]
+    result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis")).data
+    return float(result) if scalar else np.asarray(result).tolist()
 

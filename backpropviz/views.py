@@ -180,7 +180,9 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
         if node in plans:
             name, plan = plans[node]
             H.add_node(node, kind="op", op=ops.GROUP.name, symbol=name,
-                       members=sorted(plan["ops"], key=position.get),
+                       # the IR's ops, a group's inside it (a compact run may hold one)
+                       members=[member for op in sorted(plan["ops"], key=position.get)
+                                for member in G.nodes[op].get("members", [op])],
                        **{key: G.nodes[node][key] for key in ("group", "group_calls")
                           if key in G.nodes[node]},
                        **_kept_by(G, sorted(plan["ops"], key=position.get), hidden))

@@ -242,3 +242,22 @@ def test_expand_boxes_hold_what_was_made_inside_and_a_modules_own_parameters():
     first = first[:first.index("\n    }")]
     ids = {label: node for node, label in labels.items() if label}
     assert f'"{ids["model.0.weight"]}"' in first and f'"{ids["X"]}"' not in first
+
+
+@pytest.mark.parametrize("name", ["d2l_figure", "d2l_objective", "mlp3", "d2l_mlp_scalar"])
+def test_every_drawn_operator_agrees_with_its_drawn_operands(example, name):
+    from backpropviz.check import disagreements
+
+    G = example(name)
+    for kind, view in (("groups", closed_groups(G)), ("compact", compact(closed_groups(G)))):
+        grouped = [op for op, attrs in view.nodes(data=True) if attrs.get("op") == "group"]
+        # the book's figure has groups of its own; every compact view has some
+        assert bool(grouped) == (kind == "compact" or name == "d2l_figure")
+        assert disagreements(view, ir=G) == []
+        for op in grouped:  # a group's result is checked by running its ops: it can fail
+            tampered = view.copy()
+            result = result_of(tampered, op)
+            tampered.nodes[result]["data"] = (np.asarray(tampered.nodes[result]["data"])
+                                              + 1.0).tolist()
+            assert any(found.startswith(f"{op} (group)")
+                       for found in disagreements(tampered, ir=G)), op
