@@ -454,3 +454,12 @@ def test_the_closing_overview_is_readable_at_480p(example):
     # Its cue gives every parameter's gradient in words.
     start, cue = scene.cues[-1]
     assert cue.count("∂L/∂") == len(scene.results) and start < scene.time
+
+
+def test_a_constant_gets_no_gradient_in_the_clip_as_in_the_pictures(example):
+    G = example("d2l_mlp")  # o - y with y = 0, and the 2 of "/ 2"
+    scene = dry_run(G)
+    constants = {node for node, role in G.nodes(data="role") if role == "const"}
+    assert constants and not constants & set(scene.grad_labels)
+    assert {node for node in G if G.nodes[node].get("kind") == "value"
+            and G.nodes[node]["role"] != "const"} <= set(scene.grad_labels)

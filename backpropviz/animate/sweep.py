@@ -521,7 +521,9 @@ class BackpropScene(MovingCameraScene):
         """Blue pulses run each operand edge against the arrow; the operands' gradients
         appear; at a fork the new contribution is added (+=) to the old gradient."""
         G, diagram, palette = self.graph, self.diagram, self.palette
-        sending = [(u, v, k) for u, v, k in step.edges if G.edges[u, v, k].get("grad") is not None]
+        # (a constant's share is not shown, as the pictures do not show its gradient)
+        sending = [(u, v, k) for u, v, k in step.edges if G.edges[u, v, k].get("grad") is not None
+                   and G.nodes[u].get("role") != "const"]
         op_node = diagram.ops[step.op]
         pulses, stops = [], []
         for edge in sending:
