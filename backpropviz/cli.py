@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Everything after the first `--` is the script's own sys.argv[1:].
     script_args = argv[argv.index("--") + 1:] if "--" in argv else []
     try:
-        args = _parser().parse_args(argv[:len(argv) - len(script_args) - bool(script_args)]
+        args = build_parser().parse_args(argv[:len(argv) - len(script_args) - bool(script_args)]
                                     if "--" in argv else argv)
     except SystemExit as done:  # --help and --version
         return done.code if isinstance(done.code, int) else 0
@@ -79,7 +79,8 @@ def _guarded(command: Callable[[], int]) -> int:
         return 130
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command and option (the docs' CLI reference is made from it)."""
     parser = _Parser(prog="backpropviz",
                      description=__doc__.split(": ", 1)[1].strip(".").replace("``", ""))
     parser.add_argument("--version", action="version", version=f"backpropviz {__version__}")

@@ -22,13 +22,13 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from . import foreign, ops
+from . import ops
 from .captions import Caption, name_parts, step_captions, value_names
-from .engine import Node
-from .errors import BackpropvizError
+from .errors import DrawError
 from .files import make_folder, write_atomically
 from .formatting import MAX_ITEMS, byte_size, display_number, grid_indices
-from .ir import IRError, fold_chains, operand_edges, to_graphml, to_json, to_networkx, validate
+from .ir import IRError, operand_edges, to_graphml, to_json, validate
+from .script import as_graph
 from .steps import StepState, backward_steps, dead_masks, gradient_history, state_at
 from .style import (
     ARROW_SIZE,
@@ -66,7 +66,6 @@ __all__ = [
     "Diagram",
     "DrawError",
     "Fit",
-    "as_graph",
     "check_layout",
     "dot_time_limit",
     "draw",
@@ -99,10 +98,6 @@ EDGE_LABEL_NODES = 150
 # dot's settings for a graph past that size: fewer network-simplex and
 # crossing-minimisation iterations, straight edges.
 LARGE_GRAPH = {"nslimit": "0.2", "mclimit": "0.02", "splines": "line"}
-
-
-class DrawError(BackpropvizError):
-    """Why a graph could not be drawn or rendered, in one sentence."""
 
 
 def _pt(points: float) -> str:
@@ -1134,24 +1129,6 @@ class Diagram:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"image/svg+xml": self.svg, "text/plain": repr(self)}
-
-
-def as_graph(graph_or_root: Any, names: Mapping[str, Any] | None = None) -> nx.MultiDiGraph:
-    """An IR graph as it is, or the IR of a Value/Tensor root or a list of roots (with
-    its chains of additions folded, as the command line draws it)."""
-    if isinstance(graph_or_root, nx.MultiDiGraph):
-        return graph_or_root
-    if isinstance(graph_or_root, Node):
-        return fold_chains(to_networkx(graph_or_root, names=names))
-    if isinstance(graph_or_root, Sequence) and graph_or_root and all(
-            isinstance(root, Node) for root in graph_or_root):
-        return fold_chains(to_networkx(*graph_or_root, names=names))
-    roots = graph_or_root if isinstance(graph_or_root, Sequence) else [graph_or_root]
-    if roots and all(map(foreign.looks_like_node, roots)):  # a micrograd-style engine's
-        return fold_chains(foreign.from_objects(*roots, names=names))
-    raise DrawError(f"draw needs an IR graph, a Value or Tensor (or a node of an engine "
-                    f"like micrograd's: .data, .grad and children), or a list of them, got "
-                    f"{type(graph_or_root).__name__}")
 
 
 # ---------------------------------------------------------------- fitting a frame

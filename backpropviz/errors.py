@@ -6,7 +6,7 @@ names the problem and, where there is one, the fix.
 
 from __future__ import annotations
 
-__all__ = ["BackpropvizError", "OutputError"]
+__all__ = ["BackpropvizError", "DrawError", "OutputError"]
 
 
 class BackpropvizError(Exception):
@@ -15,3 +15,7 @@ class BackpropvizError(Exception):
 
 class OutputError(BackpropvizError):
     """A file or folder that could not be written."""
+
+
+class DrawError(BackpropvizError):
+    """Why a graph could not be drawn or rendered, in one sentence."""

@@ -13,12 +13,13 @@ from typing import Any
 import networkx as nx
 
 from .captions import differentiated, step_captions, value_names
-from .draw import DrawError, as_graph, draw, edge_id, step_diagrams
+from .draw import DrawError, draw, edge_id, step_diagrams
 from .files import write_atomically
 from .formatting import MAX_ITEMS, dead_cells, format_array
 from .ir import operand_edges, result_of
 from .memory import timeline
 from .memory_chart import step_meter
+from .script import as_graph
 from .steps import backward_steps, dead_masks
 from .style import LABEL_PT, THEMES, Theme
 from .views import drawn_graph

@@ -59,7 +59,7 @@ def backpropviz_magic(line: str, cell: str) -> Any:
 
 def _run(shell: Any, line: str, cell: str) -> Any:
     try:
-        args = cli._parser().parse_args(["render", "<cell>", *shlex.split(line)])
+        args = cli.build_parser().parse_args(["render", "<cell>", *shlex.split(line)])
     except SystemExit:  # --help: argparse printed it
         return None
     fmt = args.format or (Path(args.output).suffix[1:].lower() if args.output else "svg")

@@ -27,11 +27,11 @@ import networkx as nx
 
 from . import foreign
 from .engine import Node, topological_order
-from .errors import BackpropvizError
+from .errors import BackpropvizError, DrawError
 from .ir import fold_chains, name_constants, to_networkx, validate
 from .watch import watching
 
-__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "find_roots", "graph_of_namespace",
+__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "as_graph", "find_roots", "graph_of_namespace",
            "graph_of_script", "imports_torch", "may_use_another_engine", "recording_for",
            "require_script", "run_script", "without_gradients"]
 
@@ -434,3 +434,21 @@ class _Producer:
         if not self.torch and not self.foreign:
             order = topological_order(roots.values())
             self._check_size(len(order) + sum(node.op is not None for node in order))
+
+
+def as_graph(graph_or_root: Any, names: Mapping[str, Any] | None = None) -> nx.MultiDiGraph:
+    """An IR graph as it is, or the IR of a Value/Tensor root or a list of roots (with
+    its chains of additions folded, as the command line draws it)."""
+    if isinstance(graph_or_root, nx.MultiDiGraph):
+        return graph_or_root
+    if isinstance(graph_or_root, Node):
+        return fold_chains(to_networkx(graph_or_root, names=names))
+    if isinstance(graph_or_root, Sequence) and graph_or_root and all(
+            isinstance(root, Node) for root in graph_or_root):
+        return fold_chains(to_networkx(*graph_or_root, names=names))
+    roots = graph_or_root if isinstance(graph_or_root, Sequence) else [graph_or_root]
+    if roots and all(map(foreign.looks_like_node, roots)):  # a micrograd-style engine's
+        return fold_chains(foreign.from_objects(*roots, names=names))
+    raise DrawError(f"draw needs an IR graph, a Value or Tensor (or a node of an engine "
+                    f"like micrograd's: .data, .grad and children), or a list of them, got "
+                    f"{type(graph_or_root).__name__}")

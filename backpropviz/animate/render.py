@@ -11,9 +11,9 @@ from typing import Any
 
 import networkx as nx
 
-from ..draw import as_graph
 from ..errors import BackpropvizError
 from ..files import make_folder, move_into_place
+from ..script import as_graph
 from ..style import THEMES
 
 __all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "AnimateError", "render_video"]
