@@ -1,8 +1,8 @@
 """backpropviz: record a computation and its backward pass, then draw and animate it."""
 
-from .draw import Diagram, DrawError, draw, render_steps
+from .diagram import Diagram, draw, render_steps
 from .engine import EngineError, GradcheckResult, Tensor, Value, gradcheck, saved_for_backward
-from .errors import BackpropvizError, OutputError
+from .errors import BackpropvizError, DrawError, OutputError
 from .groups import group
 from .html import Page, render_html, step_through, to_html
 from .ir import (

@@ -17,9 +17,9 @@ from typing import Any
 import networkx as nx
 
 from . import __version__
-from .draw import DEFAULT_DOT_TIMEOUT, check_layout, dot_time_limit, require_dot
 from .errors import BackpropvizError
 from .files import make_folder, staged_folder, write_atomically
+from .graphviz import DEFAULT_DOT_TIMEOUT, check_layout, dot_time_limit, require_dot
 from .script import DEFAULT_MAX_NODES, graph_of_script, imports_torch, require_script
 
 __all__ = ["DEFAULT_MAX_NODES", "FORMATS", "main"]
@@ -219,7 +219,8 @@ def _video_max_nodes() -> int:
 
 
 def _frame(text: str) -> tuple[int, int]:
-    from .draw import DrawError, parse_frame
+    from .errors import DrawError
+    from .fitting import parse_frame
 
     try:
         return parse_frame(text)
@@ -487,7 +488,7 @@ def _memory(args: argparse.Namespace) -> int:
 
 def _render_static(G: nx.MultiDiGraph, fmt: str, args: argparse.Namespace) -> bytes:
     """The picture (or export) as bytes, all in memory."""
-    from .draw import IR_FORMATS, draw
+    from .diagram import IR_FORMATS, draw
 
     if fmt in IR_FORMATS:
         return IR_FORMATS[fmt](G).encode()
@@ -552,7 +553,7 @@ def _render_video(G: nx.MultiDiGraph, fmt: str, output: Path | None,
 
 def _write_steps(G: nx.MultiDiGraph, directory: Path, args: argparse.Namespace) -> None:
     """One SVG per backward step into ``directory``, moved in only once all are drawn."""
-    from .draw import render_steps
+    from .diagram import render_steps
 
     with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
         options = {"rankdir": args.rankdir or "LR", **_figure_options(args)}

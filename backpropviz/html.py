@@ -13,7 +13,9 @@ from typing import Any
 import networkx as nx
 
 from .captions import differentiated, step_captions, value_names
-from .draw import DrawError, draw, edge_id, step_diagrams
+from .diagram import draw, step_diagrams
+from .dot import edge_id
+from .errors import DrawError
 from .files import write_atomically
 from .formatting import MAX_ITEMS, dead_cells, format_array
 from .ir import operand_edges, result_of

@@ -8,7 +8,9 @@ from typing import Any
 
 import networkx as nx
 
-from .draw import DrawError, run_dot, to_dot
+from .errors import DrawError
+from .figure import to_dot
+from .graphviz import run_dot
 
 __all__ = ["EdgePath", "Layout", "NodeBox", "layout", "parse_layout"]
 

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from . import cli
-from .draw import dot_time_limit, draw
+from .diagram import draw
 from .errors import BackpropvizError
 from .files import write_atomically
+from .graphviz import dot_time_limit
 from .html import step_through
 from .script import (
     find_roots,

@@ -30,7 +30,7 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 from . import __version__
-from .draw import draw, render_steps
+from .diagram import draw, render_steps
 from .errors import BackpropvizError
 from .html import Page, to_html
 from .script import graph_of_script

@@ -40,7 +40,8 @@ import graphviz
 import networkx as nx
 
 from backpropviz import Value, to_networkx
-from backpropviz.draw import draw, to_dot
+from backpropviz.diagram import draw
+from backpropviz.figure import to_dot
 
 
 def mlp_graph(hidden: list[int], seed: int = 0) -> nx.MultiDiGraph:

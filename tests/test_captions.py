@@ -11,7 +11,7 @@ import pytest
 
 from backpropviz import Tensor, Value, backward_steps, from_node_link, to_networkx, to_node_link
 from backpropviz.captions import Caption, name_parts, step_captions, value_names
-from backpropviz.draw import to_dot
+from backpropviz.figure import to_dot
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 

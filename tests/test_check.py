@@ -143,7 +143,7 @@ def test_tuple_children_and_negation_pass(script):
 
 def test_the_expected_gradient_appears_with_the_gradient_in_the_step_views(monkeypatch):
     from backpropviz.check import check_script
-    from backpropviz.draw import draw
+    from backpropviz.diagram import draw
 
     monkeypatch.setenv("ENGINE", "Overwrites")
     monkeypatch.chdir(ENGINES)

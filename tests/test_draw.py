@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 
 from backpropviz import OutputError, Value, backward_steps, to_networkx
-from backpropviz.draw import Diagram, DrawError, draw, render_steps, step_diagrams, to_dot
+from backpropviz.diagram import Diagram, draw, render_steps, step_diagrams
+from backpropviz.errors import DrawError
+from backpropviz.figure import to_dot
 from backpropviz.formatting import display_number, format_array, format_number
 from backpropviz.steps import dead_masks
 from backpropviz.style import THEMES
@@ -153,7 +155,7 @@ def test_bad_options_are_one_clear_sentence(example, options, message):
 
 _TWICE = """
 import hashlib
-from backpropviz.draw import draw
+from backpropviz.diagram import draw
 from backpropviz.script import graph_of_script
 d = draw(graph_of_script({script!r}, quiet=True), step=5)
 print(hashlib.sha256(d.source.encode()).hexdigest(), hashlib.sha256(d.pipe("svg")).hexdigest())

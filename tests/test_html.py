@@ -13,7 +13,7 @@ import pytest
 
 from backpropviz import OutputError, Value, backward_steps, to_networkx
 from backpropviz.captions import step_captions, value_names
-from backpropviz.draw import DrawError
+from backpropviz.errors import DrawError
 from backpropviz.formatting import format_array, format_number
 from backpropviz.html import Page, render_html, step_through, to_html
 from backpropviz.style import THEMES

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from backpropviz import backward_steps
-from backpropviz.draw import BADGE_IN, BADGE_OUT, draw
+from backpropviz.diagram import draw
+from backpropviz.dot import BADGE_IN, BADGE_OUT
 from backpropviz.layout import Layout, layout
 from backpropviz.views import drawn_graph
 

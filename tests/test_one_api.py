@@ -12,7 +12,7 @@ import pytest
 from test_cli import ROOT, ok, run, script
 
 from backpropviz import Diagram, Page, Value, draw, from_node_link, render_html, step_through
-from backpropviz.draw import DrawError
+from backpropviz.errors import DrawError
 from backpropviz.html import to_html
 from backpropviz.ir import IRError
 

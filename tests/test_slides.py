@@ -14,7 +14,11 @@ import pytest
 from test_draw import _check_golden, contrast
 
 from backpropviz import Tensor, Value, to_networkx
-from backpropviz.draw import DrawError, bands, draw, parse_frame, step_diagrams, to_dot
+from backpropviz.diagram import draw, step_diagrams
+from backpropviz.errors import DrawError
+from backpropviz.figure import to_dot
+from backpropviz.fitting import parse_frame
+from backpropviz.folding import bands
 from backpropviz.layout import layout
 from backpropviz.style import THEMES
 
@@ -198,7 +202,7 @@ def test_a_long_graph_is_folded_into_rows_in_reading_order(example):
 
 def layout_of_source(source: str) -> dict[str, tuple[float, float]]:
     """Node centres of a DOT source as graphviz lays it out (y up)."""
-    from backpropviz.draw import run_dot
+    from backpropviz.graphviz import run_dot
 
     data = json.loads(run_dot(source, "json"))
     return {obj["name"]: tuple(float(n) for n in obj["pos"].split(",")[:2])

@@ -8,7 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from backpropviz.draw import step_diagrams, to_dot
+from backpropviz.diagram import step_diagrams
+from backpropviz.figure import to_dot
 from backpropviz.html import to_html
 from backpropviz.style import THEMES
 from tests.test_slides import layout_of_source
@@ -93,7 +94,7 @@ def test_the_page_sets_the_caption_beside_the_picture_not_in_it(example):
 
 
 def test_the_band_leaves_the_legend_its_own_spacing(example):
-    from backpropviz.draw import draw
+    from backpropviz.diagram import draw
 
     def gap(svg: str) -> float:
         found = dict((text, float(x)) for x, text in re.findall(

@@ -1,0 +1,173 @@
+"""A drawing and its files: ``draw``, the step pictures, and the Diagram that renders any format."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from .dot import Writer, dot_options, validated
+from .errors import DrawError
+from .figure import to_dot
+from .files import make_folder, write_atomically
+from .fitting import Fit, fit
+from .graphviz import FORMATS, portable_svg, run_dot
+from .ir import to_graphml, to_json
+from .placement import placement
+from .script import as_graph
+from .step_bands import step_bands
+from .steps import backward_steps, state_at
+from .views import drawn_graph
+
+__all__ = [
+    "GRAPHVIZ_JSON",
+    "IR_FORMATS",
+    "RENDER_FORMATS",
+    "Diagram",
+    "draw",
+    "render_steps",
+    "step_diagrams",
+]
+
+
+# What a Diagram renders: the IR as the command line exports it (json, graphml),
+# and graphviz's formats, its layout JSON under another name.
+GRAPHVIZ_JSON = "graphviz-json"
+IR_FORMATS = {"json": lambda G: to_json(G) + "\n", "graphml": lambda G: to_graphml(G) + "\n"}
+RENDER_FORMATS = tuple(sorted({*FORMATS, *IR_FORMATS, GRAPHVIZ_JSON}))
+
+
+class Diagram:
+    """A drawing: its DOT ``source``, the IR ``graph``, and renders in any format."""
+
+    def __init__(self, source: str, graph: nx.MultiDiGraph) -> None:
+        self.source = source
+        self.graph = graph
+        self.fit: Fit | None = None  # how it fills its frame, if it was fitted to one
+        self._cache: dict[str, bytes] = {}
+
+    def __repr__(self) -> str:
+        kinds = [kind for _, kind in self.graph.nodes(data="kind")]
+        gradients = "with" if self.graph.graph.get("backward_order") else "without"
+        return (f"<Diagram of {kinds.count('value')} values and {kinds.count('op')} ops, "
+                f"{gradients} gradients; .render('figure.svg') writes it>")
+
+    def pipe(self, format: str = "svg") -> bytes:
+        """The picture in a graphviz ``format`` (svg, png, pdf, dot...), or the IR:
+        ``json`` is its node-link JSON and ``graphml`` its GraphML, as on the command
+        line (graphviz's own layout JSON is ``graphviz-json``)."""
+        if format not in self._cache:
+            if format in IR_FORMATS:
+                data = IR_FORMATS[format](self.graph).encode("utf-8")
+            else:
+                data = run_dot(self.source, "json" if format == GRAPHVIZ_JSON else format)
+            if format == "svg":
+                data = portable_svg(data)
+            if format == "svg" and self.fit is not None:
+                # Sized in pixels of the frame it was fitted to (graphviz writes points).
+                data = re.sub(rb'^(<svg width="[0-9.]+)pt" height="([0-9.]+)pt"',
+                              rb'\1px" height="\2px"', data, count=1, flags=re.M)
+            self._cache[format] = data
+        return self._cache[format]
+
+    @property
+    def svg(self) -> str:
+        return self.pipe("svg").decode("utf-8")
+
+    def render(self, path: str | os.PathLike, format: str | None = None) -> Path:
+        """Write the picture to ``path`` and return the path written (``save`` is the same).
+
+        The format is ``format``, else ``path``'s extension. As with the graphviz
+        package, ``render("graph", format="svg")`` writes ``graph.svg``: the
+        format's extension is added unless ``path`` has it already. A path whose
+        extension names another format is refused.
+        """
+        path = Path(path)
+        extension = path.suffix.lstrip(".").lower()
+        if format is None:
+            format = extension
+            if not format:
+                raise DrawError(f"cannot tell the format of {str(path)!r}: give it an "
+                                f"extension or a format (one of {list(RENDER_FORMATS)})")
+        elif extension != format.split("-")[-1]:
+            if extension in RENDER_FORMATS:
+                raise DrawError(f"{str(path)!r} is a .{extension} file but the format is "
+                                f"{format!r}: give one of them, or make them agree")
+            path = path.with_name(f"{path.name}.{format.split('-')[-1]}")
+        if format not in RENDER_FORMATS:
+            raise DrawError(f"unknown format: {format!r} (must be one of "
+                            f"{list(RENDER_FORMATS)})")
+        return write_atomically(path, self.pipe(format))
+
+    save = render
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"image/svg+xml": self.svg, "text/plain": repr(self)}
+
+
+def draw(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
+         fit: Any = None, **options: Any) -> Diagram:
+    """A Diagram of an IR graph, or of the graph behind a Value or Tensor root.
+
+    ``options`` are to_dot's. ``fit="1920x1080"`` lays the graph out to fill
+    that frame (direction and folding chosen unless ``rankdir`` is given) and
+    sizes the picture to it; the Diagram's ``fit`` tells how (and, as
+    ``fit.advice``, what to do if it is too small to read there).
+    """
+    G = as_graph(graph_or_root, names)
+    chosen = _fitted(G, fit, options)
+    diagram = Diagram(to_dot(G, **options), G)
+    diagram.fit = chosen
+    return diagram
+
+
+def _fitted(G: nx.MultiDiGraph, frame: Any, options: dict[str, Any]) -> Fit | None:
+    """Fit ``G`` to ``frame`` (if any), setting the options that draw it so."""
+    if frame is None:
+        return None
+    options.pop("frame", None)
+    chosen = fit(G, frame, **options)
+    options.update(rankdir=chosen.rankdir, wrap=chosen.wrap, frame=chosen.frame)
+    return chosen
+
+
+def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
+                  fit: Any = None, captions: bool = True, **options: Any) -> list[Diagram]:
+    """One Diagram per state of the backward pass: step 0 (the seed) to the last op,
+    all with one layout (options as draw's), each with its caption band (step_bands)
+    unless not ``captions`` (the page, which sets the caption beside the picture)."""
+    G = as_graph(graph_or_root, names)
+    validated(G)
+    chosen = _fitted(G, fit, options)
+    options.pop("step", None)
+    G = drawn_graph(G, expand=options.get("expand", False),
+                    modules=options.pop("modules", False),
+                    compact_view=options.pop("compact", False))
+    checked = dot_options(**options)
+    replay = backward_steps(G)  # once, not once per picture
+    pins = placement(G, checked)
+    bands = step_bands(G, checked.theme, checked.precision) if captions and checked.legend \
+        and not (checked.forward_only or checked.symbolic) else [None] * (len(replay) + 1)
+    diagrams = [Diagram(Writer(G, replace(checked, step=k), state_at(G, k, replay), pins,
+                                bands[k]).dot(), G)
+                for k in range(len(replay) + 1)]
+    for diagram in diagrams:
+        diagram.fit = chosen
+    return diagrams
+
+
+def render_steps(G: Any, directory: str | os.PathLike, **options: Any) -> list[Path]:
+    """Write step-000.svg, step-001.svg... into ``directory``; return the paths."""
+    format = options.pop("format", "svg")
+    directory = make_folder(directory)
+    diagrams = step_diagrams(G, **options)
+    return [diagram.render(directory / f"step-{k:03d}.{format}", format=format)
+            for k, diagram in enumerate(diagrams)]

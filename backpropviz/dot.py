@@ -1,0 +1,737 @@
+"""The DOT writer: the text graphviz lays out for one picture of the IR, pins and bands given."""
+
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from html import escape
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from . import ops
+from .captions import name_parts, value_names
+from .errors import DrawError
+from .folding import bands
+from .formatting import MAX_ITEMS, byte_size, display_number, grid_indices
+from .ir import IRError, operand_edges, validate
+from .steps import StepState, dead_masks, gradient_history
+from .style import (
+    ARROW_SIZE,
+    BOOK,
+    CURRENT_EDGE_PEN,
+    CURRENT_OP_PEN,
+    DEAD_PEN,
+    EDGE_PEN,
+    EXPRESSION_PT,
+    FONT,
+    LABEL_PT,
+    LEGEND_PT,
+    MARK_PT,
+    NAME_FONT,
+    NAME_PT,
+    NODE_PEN,
+    RANKDIRS,
+    RESULT_EDGE_PEN,
+    THEMES,
+    VALUE_PT,
+    Theme,
+    symbol_pt,
+)
+from .views import group_path
+
+__all__ = [
+    "BADGE_IN",
+    "BADGE_OUT",
+    "EDGE_LABEL_NODES",
+    "LARGE_GRAPH",
+    "DotOptions",
+    "Writer",
+    "dot_options",
+    "edge_id",
+    "folded",
+    "font",
+    "fork_edges",
+    "plain_constants",
+    "validated",
+    "with_band",
+]
+
+
+# The ids of the two pieces of an edge that runs through a badge (its
+# contribution at a fork); the badge itself has the edge's id.
+BADGE_IN, BADGE_OUT = "/in", "/out"
+
+
+# Edge labels take part in dot's ranking and make layout several times
+# slower; past this many nodes, contributions become external labels,
+# placed after the layout (a graph that big is for zooming, not a slide).
+EDGE_LABEL_NODES = 150
+# dot's settings for a graph past that size: fewer network-simplex and
+# crossing-minimisation iterations, straight edges.
+LARGE_GRAPH = {"nslimit": "0.2", "mclimit": "0.02", "splines": "line"}
+
+
+def _pt(points: float) -> str:
+    """A size as DOT text: ``14`` for 14.0, ``2.6`` for 2.6."""
+    return f"{points:g}"
+
+
+# ---------------------------------------------------------------- DOT
+
+
+def _quote(text: str) -> str:
+    if "\\" in text or '"' in text:
+        text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def _attrs(attrs: Mapping[str, str]) -> str:
+    parts = []
+    for key, value in attrs.items():
+        if key in ("label", "xlabel") and value.startswith("<") and value.endswith(">"):
+            parts.append(f"{key}={value}")
+        else:
+            parts.append(f"{key}={_quote(value)}")
+    return "[" + " ".join(parts) + "]"
+
+
+def font(text: str, color: str, size: float | None = None, face: str | None = None) -> str:
+    extra = f' POINT-SIZE="{size:g}"' if size else ""
+    extra += f' FACE="{face}"' if face else ""
+    return f'<FONT COLOR="{color}"{extra}>{text}</FONT>'
+
+
+def _name_html(name: str, theme: Theme) -> str:
+    """A name in the book's style: ``W1`` as an italic W with subscript 1."""
+    base, sub = name_parts(name)
+    body = f"<I>{escape(base)}</I>" + (f"<SUB>{escape(sub)}</SUB>" if sub else "")
+    return font(body, theme.text, NAME_PT, NAME_FONT)
+
+
+@lru_cache(maxsize=1 << 16)
+def _scalar_text(x: float, precision: int) -> str:
+    # A number recurs: a value's last running sum is its gradient, and every
+    # picture of a backward pass shows the same numbers again.
+    return display_number(x, precision)
+
+
+def _grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]]]:
+    """The texts of a number or array as laid out, and the array index of each cell."""
+    if type(x) is float:  # the common case, a scalar Value: no numpy on the way
+        return [[_scalar_text(x, precision)]], [[()]]
+    array = np.asarray(x, dtype=np.float64)
+    grid = grid_indices(array.shape, MAX_ITEMS)
+    texts = [[cell if isinstance(cell, str) else display_number(array[cell], precision)
+              for cell in row] for row in grid]
+    return texts, [[None if isinstance(cell, str) else cell for cell in row] for row in grid]
+
+
+# Advance widths of Helvetica's glyphs, per 1000 units of the font size, for
+# what numbers are made of; any other character counts as a full em.
+_ADVANCE = {**dict.fromkeys("0123456789e", 556), ".": 278, "\u2212": 584, "+": 584,
+            "n": 556, "a": 556, "i": 222, "f": 278, " ": 278}
+
+
+def _column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
+    """Minimum cell widths (points) that fit every grid's texts, column by column.
+
+    A gradient cell is sized for every number it will ever show (partial sums
+    and the final one), so the layout is the same at every backward step.
+    """
+    widths: list[float] = []
+    for grid in grids:
+        for row in grid:
+            for column, text in enumerate(row):
+                width = _advance(text) * size / 1000
+                if column == len(widths):
+                    widths.append(width)
+                widths[column] = max(widths[column], width)
+    # 8% for hinting and kerning, then the cell's padding on both sides.
+    return [math.ceil(width * 1.08) + 2 * _PADDING + 1 for width in widths]
+
+
+_PADDING = 2
+
+
+@lru_cache(maxsize=1 << 16)
+def _advance(text: str) -> int:
+    """The advance width of ``text`` in thousandths of the font size."""
+    return sum(_ADVANCE.get(c, 1000) for c in text)
+
+
+def _array_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = VALUE_PT,
+                indices: list[list[Any]] | None = None, dead: np.ndarray | None = None,
+                widths: list[int] | None = None, fill: str | None = None,
+                brackets: bool = False, hidden: bool = False) -> str:
+    """A grid of numbers in ``color``, bracketed if an array; dead entries marked.
+
+    ``hidden`` keeps the grid's size but shows nothing: a gradient not yet
+    computed at this backward step.
+    """
+    rows = []
+    for r, row in enumerate(texts):
+        cells = []
+        for c, text in enumerate(row):
+            width = f' WIDTH="{widths[c]}"' if widths else ""
+            index = indices[r][c] if indices else None
+            body = " " if hidden or not text else escape(text)
+            if not hidden and dead is not None and index is not None and dead[index]:
+                cells.append(f'<TD ALIGN="RIGHT"{width} BGCOLOR="{theme.dead_fill}">'
+                             f"{font(body, theme.dead_text, size)}</TD>")
+            else:
+                # Numbers right, ellipses centred, a slice's "[0,1]" left.
+                align = "RIGHT" if index is not None else "LEFT" if text[:1] == "[" else "CENTER"
+                cells.append(f'<TD ALIGN="{align}"{width}>{font(body, color, size)}</TD>')
+        rows.append(cells)
+    if brackets:
+        # Thin rules on the outer sides of a narrow first and last column.
+        line = "transparent" if hidden else color
+        span = f'ROWSPAN="{len(rows)}" WIDTH="4" BORDER="1" COLOR="{line}"'
+        rows[0] = [f'<TD {span} SIDES="LTB"></TD>', *rows[0], f'<TD {span} SIDES="RTB"></TD>']
+    bg = f' BGCOLOR="{fill}"' if fill and not hidden else ""
+    # A little air between the columns of a matrix.
+    spacing = 2 if len(texts[0]) > 1 else 0
+    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{spacing}" '
+            f'CELLPADDING="{_PADDING}"{bg}>'
+            + "".join("<TR>" + "".join(cells) + "</TR>" for cells in rows) + "</TABLE>")
+
+
+@dataclass(frozen=True)
+class DotOptions:
+    rankdir: str
+    theme: Theme
+    precision: int
+    forward_only: bool
+    step: int | None
+    legend: bool
+    show_constants: bool = False
+    # Rows (LR, RL) or columns (TB, BT) a long graph is folded into: how many, or
+    # the ranks where the second, third... begin.
+    wrap: int | tuple[int, ...] = 1
+    frame: tuple[int, int] | None = None  # the frame (px) the picture is scaled to fill
+    expand: bool = False  # groups drawn open, each in a box, rather than as one op
+    symbolic: bool = False  # names only, no numbers, as the book's figures are
+
+
+def dot_options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
+             forward_only: bool = False, step: int | None = None, legend: bool = True,
+             show_constants: bool = False, wrap: int | Sequence[int] = 1,
+             frame: tuple[int, int] | None = None, expand: bool = False,
+             symbolic: bool = False) -> DotOptions:
+    """The drawing options, each checked: every mistake is one DrawError."""
+    if rankdir not in RANKDIRS:
+        raise DrawError(f"unknown rankdir: {rankdir!r} (must be one of {list(RANKDIRS)})")
+    if theme not in THEMES:
+        raise DrawError(f"unknown theme: {theme!r} (must be one of {sorted(THEMES)})")
+    if isinstance(precision, bool) or not isinstance(precision, int) or precision < 1:
+        raise DrawError(f"precision must be a positive int of significant digits, "
+                        f"got {precision!r}")
+    if not isinstance(wrap, int):
+        wrap = tuple(sorted(set(wrap)))
+        if not all(isinstance(cut, int) and cut > 0 for cut in wrap):
+            raise DrawError(f"wrap is a number of rows or the ranks where rows begin "
+                            f"(positive ints), got {wrap!r}")
+    elif isinstance(wrap, bool) or wrap < 1:
+        raise DrawError(f"wrap must be a positive number of rows, got {wrap!r}")
+    return DotOptions(rankdir, THEMES[theme], precision, forward_only, step, legend,
+                    show_constants, wrap, frame, expand, symbolic)
+
+
+def folded(options: DotOptions) -> bool:
+    return bool(options.wrap) if isinstance(options.wrap, tuple) else options.wrap > 1
+
+
+def edge_id(u: Any, v: Any, key: Any) -> str:
+    """The id of an edge in the DOT, the SVG and the layout: ``"u->v#key"``."""
+    return f"{u}->{v}#{key}"
+
+
+def validated(G: nx.MultiDiGraph) -> None:
+    try:
+        validate(G)
+    except IRError as error:
+        raise DrawError(f"cannot draw an invalid graph: {error}") from None
+
+
+class Writer:
+    """Builds the DOT text of one picture."""
+
+    def __init__(self, G: nx.MultiDiGraph, options: DotOptions, state: StepState,
+                 pins: Mapping[str, str] | None = None, band: str | None = None) -> None:
+        self.G = G
+        self.band = band  # the step's caption band (step_bands), above the legend
+        # Where a folded picture's nodes and edges go (see _pins): given, the
+        # DOT places them there, for neato -n2 to route the rest.
+        self.pins = pins
+        self.o = options
+        self.t = options.theme
+        self.state = state
+        self.show_grads = not (options.forward_only or options.symbolic)
+        # Constants' gradients and saved marks are left out unless asked for:
+        # nobody differentiates with respect to the 2 in L / 2.
+        self.plain = plain_constants(G, options.show_constants)
+        # Unnamed values are headed by their expression (o − y), on a slide-sized graph.
+        small = G.number_of_nodes() <= EDGE_LABEL_NODES
+        self.expressions = ({node: name.text for node, name in
+                             value_names(G, precision=options.precision).items()
+                             if G._pred[node]} if small else {})
+        dead_values, dead_edges = dead_masks(G) if self.show_grads else ({}, {})
+        self.dead_values = dead_values
+        self.dead_edges = dead_edges
+        # Every gradient a value shows at some step: its seed, then each
+        # running sum (the last is its final gradient). Cells are sized for all.
+        self.partials = gradient_history(G) if self.show_grads else {}
+        if self.show_grads:
+            # A gradient no recorded step made (another engine's whose steps
+            # could not be watched) is still drawn, as its only number.
+            for value, grad in G.nodes(data="grad"):
+                if grad is not None and value not in self.partials:
+                    self.partials[value] = [grad]
+            for value in self.plain:
+                self.partials.pop(value, None)
+        # A fork: a value that sends gradients back along two or more edges.
+        # Each edge then shows its contribution, and the node shows their sum.
+        self.external_labels = G.number_of_nodes() > EDGE_LABEL_NODES
+        self.fork_edges = fork_edges(G, self.plain) if self.show_grads else set()
+
+    def dot(self) -> str:
+        t, o = self.t, self.o
+        lines = ["digraph backprop {"]
+        graph = {
+            "rankdir": "BT" if o.rankdir == BOOK else o.rankdir, "bgcolor": t.background,
+            "fontname": FONT,
+            "pad": "0.25", "nodesep": "0.3", "ranksep": "0.45", "newrank": "true",
+            "id": "graph", "class": f"backprop theme-{t.name}",
+        }
+        if self.pins is not None:
+            graph.update(layout="neato", splines="true")
+        if o.frame is not None or folded(o):
+            # Closer together, and less margin, for a figure that is to fill a frame.
+            graph.update(pad="0.1", nodesep="0.18", ranksep="0.28")
+        if o.rankdir == BOOK:
+            graph["ranksep"] = "0.25"  # its ranks climb a diagonal: they need less room
+        if o.frame is not None:
+            # Scaled (up or down) to fill the frame; one point is one pixel.
+            graph.update(size=f"{o.frame[0] / 72:.4f},{o.frame[1] / 72:.4f}!", dpi="72",
+                         margin="0")  # (a PDF page has none around it then)
+        if self.external_labels:
+            graph["forcelabels"] = "true"
+            # Measured on unrolled loops and micrograd's demo network (bench/render.py):
+            # past this size dot's network simplex and spline routing take minutes;
+            # bounded, with straight edges, the same layout takes seconds.
+            graph.update(LARGE_GRAPH)
+        if o.step is not None:
+            graph["class"] += f" step-{o.step}"
+        legend = self.legend_html() if o.legend else None
+        if self.band is not None:
+            legend = with_band(self.band, legend)
+        if legend:
+            graph.update(label=legend, labelloc="b", labeljust="l")
+        lines.append("  graph " + _attrs(graph) + ";")
+        lines.append("  node " + _attrs({"fontname": FONT, "fontsize": _pt(VALUE_PT),
+                                         "fontcolor": t.text, "penwidth": _pt(NODE_PEN)})
+                     + ";")
+        lines.append("  edge " + _attrs({"fontname": FONT, "fontsize": _pt(LABEL_PT),
+                                         "color": t.edge, "arrowsize": _pt(ARROW_SIZE),
+                                         "penwidth": _pt(EDGE_PEN)}) + ";")
+        band = bands(self.G, o.wrap) if folded(o) else {}
+        nodes: dict[int, list[str]] = {}
+        for node, attrs in self.G.nodes(data=True):
+            node_attrs = (self.value_node(node, attrs) if attrs["kind"] == "value"
+                          else self.op_node(node, attrs))
+            if self.pins is not None:
+                node_attrs["pos"] = self.pins[node]
+            nodes.setdefault(band.get(node, 0), []).append(
+                f"{_quote(node)} {_attrs(node_attrs)};")
+        # Each op's operand edges in argument order, then its result edge:
+        # ordering="in" keeps that order on the page.
+        edge_lines = []
+        pred, succ = self.G._pred, self.G._succ  # networkx's own dicts, read only
+        for op, kind in self.G.nodes(data="kind"):
+            if kind != "op":
+                continue
+            edges = operand_edges(self.G, op)
+            edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
+            for u, v, k in edges:
+                attrs = self.edge(u, v, k, pred[v][u][k])
+                if band and band[u] != band[v]:
+                    attrs["constraint"] = "false"
+                badge = attrs.pop("badge", None)
+                if badge is None:
+                    edge_lines.append(f"  {_quote(u)} -> {_quote(v)} "
+                                      f"{_attrs(self.pinned(attrs))};")
+                    continue
+                # A contribution is a badge on its own edge: the edge runs into it
+                # and on out of it, so it cannot be read as another edge's.
+                eid = attrs["id"]
+                if self.pins is not None:
+                    badge["pos"] = self.pins[eid]
+                nodes[band.get(u, 0)].append(f"{_quote(eid)} {_attrs(badge)};")
+                into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
+                out = {key: value for key, value in attrs.items()
+                       if key not in ("dir", "arrowtail")}  # the backward arrow ends at u
+                edge_lines.append(f"  {_quote(u)} -> {_quote(eid)} "
+                                  f"{_attrs(self.pinned(into))};")
+                edge_lines.append(f"  {_quote(eid)} -> {_quote(v)} "
+                                  f"{_attrs(self.pinned({**out, 'id': eid + BADGE_OUT}))};")
+        if band and self.pins is None:
+            # Each row (or column) a cluster of its own; an edge from one to the
+            # next does not rank its head after its tail, so each row starts anew.
+            for number, statements in sorted(nodes.items()):
+                lines.append(f"  subgraph cluster_row{number} {{")
+                lines.append("    graph " + _attrs({"id": f"row{number}", "style": "invis",
+                                                     "margin": "6"}) + ";")
+                lines.extend("    " + statement for statement in statements)
+                lines.append("  }")
+        elif o.expand:
+            lines.extend(self.boxed_groups(nodes.get(0, [])))
+        else:
+            lines.extend("  " + statement for number in sorted(nodes)
+                         for statement in nodes[number])
+        lines.extend(edge_lines)
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def boxed_groups(self, statements: list[str]) -> list[str]:
+        """The node statements, each group's (and its values') in a box of its own,
+        boxes nested as the groups are."""
+        path_of: dict[Any, tuple] = {}
+        for node, attrs in self.G.nodes(data=True):
+            if attrs.get("kind") == "op":
+                path_of[node] = group_path(attrs)
+        for node, attrs in self.G.nodes(data=True):
+            if attrs.get("kind") == "value":
+                producers = list(self.G._pred[node])
+                if producers:
+                    path_of[node] = path_of[producers[0]]
+                else:
+                    path_of[node] = group_path(attrs) or self.module_box(node, attrs, path_of)
+        tree: dict = {"nodes": [], "inner": {}}
+        for statement in statements:
+            name = statement.split(" [", 1)[0].strip('"')
+            place = tree
+            for part in path_of.get(name, ()):
+                place = place["inner"].setdefault(part, {"nodes": [], "inner": {}})
+            place["nodes"].append(statement)
+        lines: list[str] = []
+        count = iter(range(1 << 30))
+
+        def emit(place: dict, indent: str) -> None:
+            lines.extend(indent + statement for statement in place["nodes"])
+            for (name, _), inner in place["inner"].items():
+                number = next(count)
+                lines.append(f"{indent}subgraph cluster_group{number} {{")
+                lines.append(f"{indent}  graph " + _attrs({
+                    "id": f"group{number}", "class": "group", "label": str(name),
+                    "labeljust": "l", "style": "rounded,dashed", "color": self.t.muted,
+                    "fontcolor": self.t.muted, "fontsize": _pt(LEGEND_PT), "margin": "10",
+                }) + ";")
+                emit(inner, indent + "  ")
+                lines.append(f"{indent}}}")
+
+        emit(tree, "  ")
+        return lines
+
+    def module_box(self, node: Any, attrs: dict, path_of: dict) -> tuple:
+        """The box of a leaf made outside every group: its module's, for a torch
+        module's own parameter (``model.0.weight`` in ``model.0``); else none."""
+        paths = {path_of[op] for op in self.G._succ[node]}
+        if len(paths) == 1 and attrs.get("role") == "param" and attrs.get("label"):
+            (path,) = paths
+            if path and attrs["label"].rsplit(".", 1)[0] == path[-1][0]:
+                return path
+        return ()
+
+    def pinned(self, attrs: dict[str, str]) -> dict[str, str]:
+        """An edge's attributes, with its route if the folded layout keeps it."""
+        if self.pins is not None and attrs["id"] in self.pins:
+            attrs["pos"] = self.pins[attrs["id"]]
+        return attrs
+
+    # -------------------------------------------------------- nodes
+
+    def value_node(self, node: Any, attrs: dict) -> dict[str, str]:
+        t, o = self.t, self.o
+        fill = t.param_fill if attrs["role"] == "param" else t.node_fill
+        classes = ["value", attrs["role"]]
+        header = []
+        if attrs["label"]:
+            header.append(_name_html(attrs["label"], t))
+        elif node in self.expressions:
+            header.append(font(escape(self.expressions[node]), t.muted, EXPRESSION_PT,
+                                NAME_FONT))
+        if attrs.get("stored") and node not in self.plain and not o.symbolic:
+            classes.append("stored")
+            header.append(font("●", t.saved, MARK_PT))
+        is_array = bool(attrs["shape"])
+        texts, indices = _grid_texts(attrs["data"], o.precision)
+        body = [f"<TD>{_array_html(texts, t.text, t, brackets=is_array)}</TD>"]
+        rule = t.node_line
+        partials = self.partials.get(node)
+        if partials:
+            known = node in self.state.grads
+            grad = self.state.grads[node] if known else partials[-1]
+            grad_texts, _ = _grid_texts(grad, o.precision)
+            widths = _column_widths([_grid_texts(p, o.precision)[0] for p in partials],
+                                    VALUE_PT)
+            dead = self.dead_mask_now(node, grad) if known else None
+            classes.append("has-grad" if known else "pending-grad")
+            if dead is not None:
+                classes.append("dead")
+            updated = node in self.state.updated
+            # A gradient that `backpropviz check` found wrong: in red, the
+            # reference's number under it.
+            wrong = attrs.get("expected") is not None
+            if wrong:
+                classes.append("wrong")
+            grad_html = _array_html(grad_texts, t.dead_text if wrong else t.grad, t,
+                                    indices=indices, dead=dead,
+                                    widths=widths, brackets=is_array, hidden=not known,
+                                    fill=t.highlight_fill if updated else None)
+            # Value and gradient side by side: a rule between two numbers, a
+            # gap between two bracketed arrays.
+            if is_array:
+                body.append(f'<TD WIDTH="6"></TD><TD>{grad_html}</TD>')
+            else:
+                body.append(f"<VR/><TD>{grad_html}</TD>")
+                rule = t.node_line if known else "transparent"
+        rows = []
+        if header:
+            span = 3 if partials and is_array else 2 if partials else 1
+            rows.append(f'<TR><TD COLSPAN="{span}">{" ".join(header)}</TD></TR>')
+        if not o.symbolic or not header:
+            rows.append("<TR>" + "".join(body) + "</TR>")
+        if attrs.get("expected") is not None:
+            # Beside the wrong gradient once it is shown; until then its room is kept
+            # (in the box's own fill: graphviz has no transparent text), so that
+            # every step has the same layout.
+            span = 3 if partials and is_array else 2 if partials else 1
+            expected = _grid_texts(attrs["expected"], o.precision)[0]
+            colour = t.dead_text if node in self.state.grads else fill
+            rows.append(f'<TR><TD COLSPAN="{span}" ALIGN="RIGHT">'
+                        + font("expected " + ", ".join(cell for row in expected for cell in row),
+                                colour, LEGEND_PT) + "</TD></TR>")
+        label = (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1" '
+                 f'COLOR="{rule}">' + "".join(rows) + "</TABLE>>")
+        return {"id": str(node), "class": " ".join(classes), "shape": "box",
+                "style": "rounded,filled", "fillcolor": fill, "color": t.node_line,
+                "margin": "0.08,0.04", "label": label}
+
+    def dead_mask_now(self, node: Any, grad: Any) -> np.ndarray | None:
+        """The dead-ReLU mask of a value's gradient as shown now, if any entry is dead."""
+        if not self.dead_edges or (grad != 0 if type(grad) is float else np.all(grad)):
+            return None
+        final = self.dead_values.get(node)
+        if final is None:
+            # Part way through the backward pass a running sum may still be
+            # all dead contributions even if later ones revive it.
+            masks = [self.dead_edges.get(edge) for edge in self.G.out_edges(node, keys=True)
+                     if edge in self.state.processed]
+            if not masks or any(mask is None for mask in masks):
+                return None
+            final = masks[0]
+            for mask in masks[1:]:
+                final = final & mask
+        if type(grad) is float:  # a zero scalar: dead where its mask says so
+            return final if final else None
+        dead = final & (np.asarray(grad, dtype=np.float64) == 0)
+        return dead if dead.any() else None
+
+    def op_node(self, node: Any, attrs: dict) -> dict[str, str]:
+        t = self.t
+        symbol = attrs["symbol"]
+        classes = ["op", attrs["op"]]
+        result = {"id": str(node), "shape": "circle", "style": "filled",
+                  "fillcolor": t.op_fill, "color": t.op_line, "width": "0.42",
+                  "margin": "0.04", "fontsize": _pt(symbol_pt(symbol)), "label": symbol}
+        if not ops.get(attrs["op"]).commutative:
+            # Keep operands in argument order (first on top in LR) where it matters.
+            result["ordering"] = "in"
+        if len(symbol) > 4:  # a long name or an expression: an oval, not a huge circle
+            result.update(shape="ellipse", width="0.42", height="0.42")
+        if attrs["op"] == ops.GROUP.name:
+            kind = self.G.graph.get("module_classes", {}).get(symbol)
+            if kind:  # a torch module: its path, and its class beneath
+                result.update(label=f"<{escape(symbol)}<BR/>"
+                              f"{font(escape(kind), t.muted, LABEL_PT)}>", shape="ellipse")
+            elif symbol not in self.G.graph.get("module_groups", ()):
+                # A group of the script's is named like a value, in the book's italics.
+                result.update(label=f"<<I>{escape(symbol)}</I>>", fontname=NAME_FONT,
+                              fontsize=_pt(NAME_PT if len(symbol) <= 2 else symbol_pt(symbol)))
+        # only a gate (a ReLU) has it: where it blocks the gradient
+        dead = None if self.o.symbolic else attrs.get("dead")
+        if dead is True or (type(dead) is list and np.any(dead)):
+            classes.append("dead")
+            result.update(color=t.dead_line, style="filled,dashed", penwidth=_pt(DEAD_PEN))
+        if attrs.get("error_start"):  # where `backpropviz check` found the error starts
+            classes.append("error-start")
+            result.update(color=t.dead_line, fillcolor=t.dead_fill, penwidth=_pt(CURRENT_OP_PEN))
+        if node == self.state.current:
+            classes.append("current")
+            result.update(color=t.highlight_line, fillcolor=t.highlight_fill,
+                          penwidth=_pt(CURRENT_OP_PEN))
+        result["class"] = " ".join(classes)
+        return result
+
+    # -------------------------------------------------------- edges
+
+    def edge(self, u: Any, v: Any, k: Any, attrs: dict) -> dict[str, str]:
+        t, o = self.t, self.o
+        result = {"id": edge_id(u, v, k)}
+        classes = ["operand" if "arg" in attrs else "result"]
+        key = (u, v, k)
+        if key in self.state.processed:
+            classes.append("processed")
+        if key in self.fork_edges:
+            # Contributions at a fork, each on its own edge (the node shows
+            # their sum); kept in place, empty, until the edge is processed.
+            contribution = attrs["grad"]
+            known = key in self.state.processed
+            texts, indices = _grid_texts(contribution, o.precision)
+            html = _array_html(texts, t.grad, t, size=LABEL_PT, indices=indices,
+                               dead=self.dead_edges.get(key) if known else None,
+                               widths=_column_widths([texts], LABEL_PT), fill=_backdrop(t),
+                               brackets=type(contribution) is not float
+                               and bool(np.ndim(contribution)), hidden=not known)
+            classes.append("contribution" if known else "pending-contribution")
+            if self.external_labels:
+                # Past slide size, a label placed after the layout keeps dot fast.
+                result["xlabel"] = f"<{html}>"
+            else:
+                line = t.grad if known else t.edge
+                badge = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1" '
+                         f'STYLE="ROUNDED" COLOR="{line}"{_bgcolor(t)}>'
+                         f"<TR><TD>{html}</TD></TR></TABLE>")
+                result["badge"] = {"id": result["id"], "shape": "plain", "label": f"<{badge}>",
+                                   "class": " ".join(["badge", *classes[1:]])}
+        if key in self.state.current_edges:
+            classes.append("current")
+            result.update(color=t.highlight_line, penwidth=_pt(CURRENT_EDGE_PEN))
+            if attrs.get("grad") is not None and self.show_grads:
+                # The gradient flows back: beside the highlight a blue line, its
+                # arrowhead at the operand (graphviz: the head takes the first colour).
+                result.update(color=f"{t.highlight_line}:{t.grad}", dir="both",
+                              arrowtail="normal")
+            if "badge" in result:
+                result["badge"]["class"] += " current"
+        elif u == self.state.current:
+            # The op's result edge: the gradient that enters the current op.
+            classes.append("current")
+            result.update(color=t.highlight_line, penwidth=_pt(RESULT_EDGE_PEN), style="dashed")
+        result["class"] = " ".join(classes)
+        return result
+
+    # -------------------------------------------------------- legend
+
+    def gates(self) -> str:
+        """What zeroed gradients in this picture: "a dead ReLU", "dropout"…"""
+        names = sorted({ops.get(op).gate_name for _, op, dead in
+                        ((n, a.get("op"), a.get("dead")) for n, a in self.G.nodes(data=True))
+                        if dead is not None and op is not None and ops.get(op).gate_name})
+        return " or ".join(names) or "a gate"
+
+    def legend_html(self) -> str | None:
+        """A key to the colours; the same at every backward step."""
+        t = self.t
+        items = [font("value", t.text, LEGEND_PT)]
+        if any(role == "param" for _, role in self.G.nodes(data="role")):
+            items.append(f'<TABLE BORDER="1" CELLBORDER="0" COLOR="{t.node_line}" '
+                         f'CELLPADDING="2" CELLSPACING="0" BGCOLOR="{t.param_fill}" '
+                         f'STYLE="ROUNDED"><TR><TD>'
+                         f'{font("parameter", t.text, LEGEND_PT)}</TD></TR></TABLE>')
+        if self.partials:
+            items.append(font("gradient", t.grad, LEGEND_PT))
+        if self.fork_edges:
+            items.append(font("on an edge: its part of a sum at a fork", t.grad, LEGEND_PT))
+        if self.dead_values or self.dead_edges:
+            items.append(f'<TABLE BORDER="0" CELLPADDING="1" CELLSPACING="0">'
+                         f'<TR><TD BGCOLOR="{t.dead_fill}">{font("0", t.dead_text, LEGEND_PT)}'
+                         f'</TD><TD>{font(_GAP + "zeroed by " + self.gates(), t.muted, LEGEND_PT)}'
+                         "</TD></TR>"
+                         "</TABLE>")
+        if any(expected is not None for _, expected in self.G.nodes(data="expected")):
+            items.append(font("wrong gradient", t.dead_text, LEGEND_PT)
+                         + font(_GAP + "(the reference's beneath)", t.muted, LEGEND_PT))
+        if any(flag for _, flag in self.G.nodes(data="error_start")):
+            items.append(font("●", t.dead_line, MARK_PT)
+                         + font(_GAP + "where the error starts", t.muted, LEGEND_PT))
+        stored = self.G.graph.get("stored_bytes")
+        if stored and not self.o.symbolic:
+            note = f"{_GAP}saved for backward: {byte_size(stored)} in all"
+            items.append(font("●", t.saved, MARK_PT) + font(note, t.muted, LEGEND_PT))
+        # What a producer says about the picture (e.g. how another engine's graph was read).
+        notes = self.G.graph.get("notes", [])
+        if len(items) == 1 and not notes:
+            return None
+        cells = "".join(f"<TD>{item}</TD>" for item in items)
+        # Notes wrap to the key's width (in characters, roughly), so that they
+        # do not stretch it.
+        width = max(48, sum(len(re.sub(r"<[^>]*>", "", item)) + 4 for item in items))
+        rows = "".join(
+            f'<TR><TD COLSPAN="{len(items)}" ALIGN="LEFT">'
+            + '<BR ALIGN="LEFT"/>'.join(font(escape(line), t.muted, LEGEND_PT)
+                                        for line in textwrap.wrap(note, width))
+            + '<BR ALIGN="LEFT"/></TD></TR>' for note in notes)
+        return (f'<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="2"{_bgcolor(t)}>'
+                f"<TR>{cells}</TR>{rows}</TABLE>>")
+
+
+# The space between a legend's sample and its words: a no-break space, which
+# every SVG renderer keeps (Chromium and cairosvg drop a leading plain one).
+_GAP = "&#160;"
+
+
+def _backdrop(theme: Theme) -> str | None:
+    """What is filled behind free-standing text: nothing on a transparent background
+    (the slide's colour shows), else the theme's label fill."""
+    return None if theme.background == "transparent" else theme.label_fill
+
+
+def _bgcolor(theme: Theme) -> str:
+    backdrop = _backdrop(theme)
+    return f' BGCOLOR="{backdrop}"' if backdrop else ""
+
+
+def plain_constants(G: nx.MultiDiGraph, show_constants: bool) -> set:
+    """The constants drawn without their gradient and saved mark (all, unless shown)."""
+    if show_constants:
+        return set()
+    return {node for node, role in G.nodes(data="role") if role == "const"}
+
+
+def fork_edges(G: nx.MultiDiGraph, plain: set) -> set[tuple[Any, Any, Any]]:
+    """The edges of forks: a value (not in ``plain``) that sends gradients back
+    along two or more edges. Each shows its contribution; the value their sum."""
+    sent: dict[Any, list] = {}
+    for u, targets in G._succ.items():
+        if u in plain:
+            continue
+        for v, keyed in targets.items():
+            for k, attrs in keyed.items():
+                if attrs.get("grad") is not None:
+                    sent.setdefault(u, []).append((u, v, k))
+    return {edge for edges in sent.values() if len(edges) >= 2 for edge in edges}
+
+
+def with_band(band: str, legend: str | None) -> str:
+    """A graph label: the step's caption band, and the legend (if any) beneath it.
+
+    Graphviz stretches a table to its cell: the legend's row ends in an empty
+    cell about as wide as the band is wider than the legend (its text measured
+    roughly), so that the legend keeps its own spacing.
+    """
+    rows = f'<TR><TD ALIGN="LEFT">{band}</TD></TR>'
+    if legend:
+        width = int(re.search(r'WIDTH="(\d+)"', band).group(1))
+        text = re.sub(r"<[^>]*>", "", legend)
+        cells = legend.count("<TD")
+        spare = max(1, width - int(len(text) * 0.5 * LEGEND_PT + 22 * cells))
+        rows += (f'<TR><TD ALIGN="LEFT"><TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR>'
+                 f'<TD>{legend[1:-1]}</TD><TD WIDTH="{spare}"></TD></TR></TABLE></TD></TR>')
+    return f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0">{rows}</TABLE>>'

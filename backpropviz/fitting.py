@@ -1,0 +1,164 @@
+"""Fitting a frame: the direction and folding that show a graph largest in W x H pixels."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from .dot import EDGE_LABEL_NODES, fork_edges, plain_constants, validated
+from .errors import DrawError
+from .figure import to_dot
+from .folding import fold_cuts, ranks
+from .graphviz import run_dot
+from .style import BOOK, EXPRESSION_PT, LABEL_PT, LEGEND_PT, LONG_SYMBOL_PT, NAME_PT, VALUE_PT
+from .views import drawn_graph
+
+__all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit", "parse_frame"]
+
+
+# ---------------------------------------------------------------- fitting a frame
+
+# What a slide needs at its full size: numbers this many pixels tall, every
+# other text at least the second figure.
+SLIDE_NUMBER_PX, SLIDE_TEXT_PX = 18.0, 14.0
+# At most this many rows, and no more trying after this many seconds of layouts.
+_MOST_ROWS, _FIT_SECONDS = 8, 8.0
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How a picture fills a frame: the direction and folding chosen, and the
+    ``scale`` (pixels of the frame per point of the drawing)."""
+
+    frame: tuple[int, int]
+    rankdir: str
+    wrap: int | tuple[int, ...]
+    scale: float
+    number_pt: float  # the smallest number's size in the drawing, in points
+    text_pt: float  # the smallest other text's
+    numbers: str = "numbers"  # what the smallest main text is: "numbers", or "names"
+
+    @property
+    def number_px(self) -> float:
+        return self.number_pt * self.scale
+
+    @property
+    def text_px(self) -> float:
+        return self.text_pt * self.scale
+
+    @property
+    def advice(self) -> str | None:
+        """None if the picture is slide-readable in its frame; else what to do."""
+        if self.number_px >= SLIDE_NUMBER_PX and self.text_px >= SLIDE_TEXT_PX:
+            return None
+        width, height = self.frame
+        advice = ("draw less of the graph (name a ROOT), group its parts with "
+                  "backpropviz.group, or use --compact")
+        if self.rankdir == BOOK:
+            advice += ", or leave --rankdir to --fit"
+        return (f"at {width}x{height} the {self.numbers} are {self.number_px:.1f} px tall "
+                f"(a slide wants {SLIDE_NUMBER_PX:g} and up): {advice}")
+
+
+def parse_frame(frame: Any) -> tuple[int, int]:
+    """``"1920x1080"`` or ``(1920, 1080)`` as a pair of positive ints (pixels)."""
+    given = frame
+    if isinstance(frame, str):
+        parts = frame.lower().replace("×", "x").split("x")
+        try:
+            frame = tuple(int(part) for part in parts)
+        except ValueError:
+            frame = ()
+    if (not isinstance(frame, tuple) or len(frame) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                       for n in frame)):
+        raise DrawError(f"a frame is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got {given!r}")
+    return frame
+
+
+def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
+        **options: Any) -> Fit:
+    """The layout that shows ``G`` largest in ``frame`` (e.g. ``"1920x1080"``).
+
+    Tries the direction given (or left to right and top to bottom) with the
+    graph whole and folded into 2, 3 or 4 rows (columns top to bottom), each
+    laid out by dot; a folding whose rows dot did not stack in order is
+    dropped. ``options`` are to_dot's (theme, precision...).
+    """
+    frame = parse_frame(frame)
+    validated(G)
+    directions = [rankdir] if rankdir else ["LR", "TB"]
+    G = drawn_graph(G, expand=options.get("expand", False),
+                    modules=options.get("modules", False),
+                    compact_view=options.get("compact", False))
+    boxed = options.get("expand") and any(attrs.get("group") for _, attrs in G.nodes(data=True))
+    depth = max(ranks(G).values(), default=0) + 1
+    # (groups drawn open are boxes, which a folding into rows would cut)
+    most = 1 if (G.number_of_nodes() > EDGE_LABEL_NODES or boxed or rankdir == BOOK) \
+        else max(1, min(_MOST_ROWS, depth // 4))
+    plain = plain_constants(G, options.get("show_constants", False))
+    symbolic = options.get("symbolic", False)
+    drawn_forks = not (options.get("forward_only") or symbolic) and fork_edges(G, plain)
+    number_pt = NAME_PT if symbolic else min(VALUE_PT, LABEL_PT) if drawn_forks else VALUE_PT
+    text_pt = min(LEGEND_PT, EXPRESSION_PT, LONG_SYMBOL_PT)
+    options = {**options, "frame": frame}  # laid out as it will be drawn
+    candidates: dict[str, list[Fit]] = {direction: [] for direction in directions}
+    extents: dict[str, dict] = {}
+    started = time.monotonic()
+    # Rows are added, each direction in turn, until a candidate is readable on
+    # the slide (fewer rows are fewer edges running between them), more rows
+    # stop helping, or the time is up (each try is a layout).
+    for count in range(1, most + 1):
+        for direction in directions:
+            tried = candidates[direction]
+            if count > 1 and (not tried or len(tried) < count - 1
+                              or tried[-1].scale < (tried[-2].scale if len(tried) > 1 else 0)):
+                continue
+            if count == 1:
+                size, extents[direction] = _placed(G, direction, 1, options)
+                wrap: int | tuple[int, ...] = 1
+            else:
+                wrap = fold_cuts(G, count, extents[direction])
+                size = _placed(G, direction, wrap, options)[0] if wrap else None
+            if size is None:
+                continue
+            tried.append(Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
+                             number_pt, text_pt, "names" if symbolic else "numbers"))
+        readable = [fit for tried in candidates.values() for fit in tried if fit.advice is None]
+        if readable:
+            return max(readable, key=lambda fit: fit.scale)
+        if time.monotonic() - started > _FIT_SECONDS:
+            break
+    return max((fit for tried in candidates.values() for fit in tried),
+               key=lambda fit: fit.scale)
+
+
+def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
+            options: Mapping[str, Any]) -> tuple[tuple[float, float] | None, dict]:
+    """The size (points, with the pad) of the picture as laid out (None for a
+    folding dot cannot route), and each rank's span along the flow."""
+    try:
+        data = json.loads(run_dot(to_dot(G, rankdir=rankdir, wrap=wrap, **options), "json"))
+    except DrawError:
+        if wrap == 1:
+            raise
+        return None, {}  # dot cannot route some foldings ("triangulation failed")
+    x0, y0, x1, y1 = (float(n) for n in data["bb"].split(","))
+    pad = 2 * float(data.get("pad", 0.25)) * 72
+    rank = ranks(G)
+    extent: dict[int, tuple[float, float]] = {}
+    along = 0 if rankdir in ("LR", "RL") else 1
+    sign = -1.0 if rankdir in ("RL", "TB") else 1.0  # graphviz's y is up
+    for obj in data.get("objects", []):
+        if "pos" in obj and obj["name"] in rank:
+            centre = sign * float(obj["pos"].split(",")[along])
+            half = float(obj["width" if along == 0 else "height"]) * 36
+            lo, hi = extent.get(rank[obj["name"]], (math.inf, -math.inf))
+            extent[rank[obj["name"]]] = (min(lo, centre - half), max(hi, centre + half))
+    return (x1 - x0 + pad, y1 - y0 + pad), extent

@@ -1,0 +1,158 @@
+"""Running graphviz: ``dot`` under a time limit, its formats, and its SVG made portable."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import networkx as nx
+
+from .errors import DrawError
+
+__all__ = [
+    "DEFAULT_DOT_TIMEOUT",
+    "FORMATS",
+    "PIECES_PER_MINUTE",
+    "check_layout",
+    "dot_time_limit",
+    "layout_pieces",
+    "portable_svg",
+    "require_dot",
+    "run_dot",
+]
+
+
+# The graphviz output formats we offer (all in every graphviz build with cairo).
+FORMATS = ("bmp", "canon", "dot", "gif", "gv", "jpeg", "jpg", "json", "pdf", "plain",
+           "png", "ps", "svg", "tif", "tiff", "xdot")
+
+
+# ---------------------------------------------------------------- rendering
+
+
+# How long dot may take to lay out one picture, in seconds: past this it is
+# stopped and the drawing refused with advice, so that nothing hangs.
+DEFAULT_DOT_TIMEOUT = 60.0
+_dot_timeout: ContextVar[float] = ContextVar("dot_timeout", default=DEFAULT_DOT_TIMEOUT)
+
+
+@contextmanager
+def dot_time_limit(seconds: float) -> Iterator[None]:
+    """Within the block, every ``dot`` run is stopped after ``seconds``."""
+    token = _dot_timeout.set(seconds)
+    try:
+        yield
+    finally:
+        _dot_timeout.reset(token)
+
+
+# dot splits an edge that spans k ranks into k pieces and orders them all;
+# measured (bench/render.py), 90,000 pieces take about 20 s, 800,000 minutes.
+# Past this many per minute of the time limit a drawing is refused at once.
+PIECES_PER_MINUTE = 200_000
+
+
+def layout_pieces(G: nx.MultiDiGraph) -> int:
+    """How many edge pieces dot will lay out: each edge's span in ranks (depth from
+    the inputs), less one, summed. A parameter used at every step of an unrolled
+    loop spans the whole loop, again and again."""
+    depth: dict[Any, int] = {}
+    for node in nx.topological_sort(G):
+        depth[node] = max((depth[u] + 1 for u in G._pred[node]), default=0)
+    return sum(max(0, depth[v] - depth[u] - 1) for u, v in G.edges())
+
+
+def check_layout(G: nx.MultiDiGraph) -> None:
+    """DrawError, at once, for a graph dot cannot lay out within the time limit."""
+    pieces = layout_pieces(G)
+    limit = _dot_timeout.get()
+    if pieces > PIECES_PER_MINUTE * limit / 60:
+        raise DrawError(
+            f"graphviz would need minutes for this graph: its edges span {pieces:,} ranks in "
+            "all (a value used by ops far apart, such as a weight shared by every step of an "
+            "unrolled loop); draw fewer steps, name a ROOT nearer the output, or give dot "
+            f"longer with --timeout (now {limit:g} s)")
+
+
+_NO_DOT = ("failed to execute 'dot', make sure the Graphviz executables are on your PATH "
+           "(on Debian: apt-get install graphviz)")
+
+
+def require_dot() -> None:
+    """DrawError now, rather than after a script has run, if ``dot`` cannot be found."""
+    if shutil.which("dot") is None:
+        raise DrawError(_NO_DOT)
+
+
+def run_dot(source: str, format: str = "svg") -> bytes:
+    """Lay out and render DOT text with the ``dot`` executable, within the time limit.
+
+    On a terminal, a run that takes more than a few seconds says how long it
+    has been going; one that reaches the limit is stopped (DrawError).
+    """
+    if format not in FORMATS:
+        raise DrawError(f"unknown format: {format!r} (must be one of {list(FORMATS)})")
+    limit = _dot_timeout.get()
+    try:
+        # A folded picture has its places in the DOT: neato -n2 keeps them.
+        command = ["neato", "-n2"] if 'layout="neato"' in source[:2000] else ["dot"]
+        process = subprocess.Popen([*command, f"-T{format}"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except FileNotFoundError:
+        raise DrawError(_NO_DOT) from None
+    start = time.monotonic()
+    data: bytes | None = source.encode("utf-8")
+    shown = False
+    try:
+        while True:
+            waited = time.monotonic() - start
+            try:
+                out, err = process.communicate(data, timeout=max(0.05, min(1.0, limit - waited)))
+                break
+            except subprocess.TimeoutExpired:
+                data = None  # the input is sent once
+                waited = time.monotonic() - start
+                if waited >= limit:
+                    raise DrawError(
+                        f"dot did not finish the layout within {limit:g} s, so it was stopped; "
+                        "draw a smaller graph (name a ROOT nearer the inputs, or fewer steps "
+                        "of a loop), or give it longer with --timeout") from None
+                if waited > 3 and sys.stderr.isatty():
+                    sys.stderr.write(f"\rlaying out with dot: {waited:.0f} s "
+                                     f"(stopped at {limit:g} s)")
+                    sys.stderr.flush()
+                    shown = True
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        if shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+    if process.returncode != 0:
+        message = err.decode("utf-8", "replace").strip().splitlines()
+        raise DrawError(f"dot failed with exit status {process.returncode}: "
+                        f"{message[0] if message else 'no message'}")
+    return out
+
+
+_SUBSCRIPT = re.compile(rb'<text ([^>]*?)y="(-?[0-9.]+)"([^>]*?) baseline-shift="sub" '
+                        rb'font-size="([0-9.]+)"')
+
+
+def portable_svg(svg: bytes) -> bytes:
+    """graphviz's SVG, with its subscripts (W₁) set lower and smaller in plain
+    coordinates: cairosvg and other converters ignore ``baseline-shift``."""
+    def lowered(match: re.Match) -> bytes:
+        size = float(match.group(4))
+        y = float(match.group(2)) + 0.3 * size
+        return (b"<text " + match.group(1) + b'y="' + f"{y:.2f}".encode() + b'"'
+                + match.group(3) + b' font-size="' + f"{0.72 * size:.2f}".encode() + b'"')
+    return _SUBSCRIPT.sub(lowered, svg)

@@ -1,0 +1,113 @@
+"""Pinned layouts: a folded picture's rows in reading order, and the book's sheared one."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import networkx as nx
+
+from .dot import DotOptions, Writer, folded
+from .folding import bands
+from .graphviz import run_dot
+from .steps import state_at
+from .style import BOOK
+
+__all__ = ["placement"]
+
+
+def placement(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str] | None:
+    """The pinned places of a folded or book-style picture; None for dot's own."""
+    if options.rankdir == BOOK:
+        return _book_pins(G, options)
+    return _pins(G, options) if folded(options) else None
+
+
+# How far right each point up moves in the book's layout (a shear of dot's bottom-to-top).
+_BOOK_SHEAR = 0.9
+
+
+def _book_pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
+    """The book's layout: dot's bottom-to-top one, sheared so that each rank up
+    is further right; the edges are routed anew (neato)."""
+    draft = Writer(G, replace(options, frame=None, wrap=1), state_at(G, None)).dot()
+    data = json.loads(run_dot(draft, "json"))
+    pins = {}
+    for obj in data.get("objects", []):
+        if "pos" in obj:
+            x, y = (float(n) for n in obj["pos"].split(",")[:2])
+            pins[obj["name"]] = f"{x + _BOOK_SHEAR * y:.2f},{y:.2f}!"
+    return pins
+
+
+# The gap between the rows (columns) of a folded picture, in points.
+_ROW_GAP = 18.0
+
+
+def _pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
+    """Where each node and edge of a folded picture goes.
+
+    dot lays the rows (clusters) out in one run, but stacks them in an order
+    of its own; here they are put in reading order: rows top to bottom, left
+    aligned (right for RL); columns left to right, top aligned (bottom for
+    BT). An edge within a row keeps dot's route; one between rows is left for
+    neato to route.
+    """
+    draft = Writer(G, replace(options, frame=None), state_at(G, None)).dot()
+    data = json.loads(run_dot(draft, "json"))
+    band = bands(G, options.wrap)
+
+    def band_of(name: str) -> int:
+        if name in band:
+            return band[name]
+        return band[name.split("->", 1)[0]]  # a badge: beside the value that sends it
+
+    boxes: dict[int, list[float]] = {}
+    places: dict[str, tuple[float, float, int]] = {}
+    for obj in data.get("objects", []):
+        if "pos" not in obj:
+            continue
+        x, y = (float(n) for n in obj["pos"].split(",")[:2])
+        half_w, half_h = float(obj["width"]) * 36, float(obj["height"]) * 36
+        number = band_of(obj["name"])
+        places[obj["name"]] = (x, y, number)
+        box = boxes.setdefault(number, [math.inf, math.inf, -math.inf, -math.inf])
+        box[:] = [min(box[0], x - half_w), min(box[1], y - half_h),
+                  max(box[2], x + half_w), max(box[3], y + half_h)]
+    across = options.rankdir in ("LR", "RL")
+    shift: dict[int, tuple[float, float]] = {}
+    edge = 0.0  # rows: the next row's top (y down from 0); columns: the next left side
+    for number in sorted(boxes):
+        x0, y0, x1, y1 = boxes[number]
+        if across:
+            dx = -x0 if options.rankdir == "LR" else -x1
+            shift[number] = (dx, -edge - y1)
+            edge += (y1 - y0) + _ROW_GAP
+        else:
+            dy = -y1 if options.rankdir == "TB" else -y0
+            shift[number] = (edge - x0, dy)
+            edge += (x1 - x0) + _ROW_GAP
+    pins = {name: f"{x + shift[number][0]:.2f},{y + shift[number][1]:.2f}!"
+            for name, (x, y, number) in places.items()}
+    names = {obj["_gvid"]: obj["name"] for obj in data.get("objects", []) if "pos" in obj}
+    def crosses(edge: str) -> bool:  # an edge (or the edge a badge is on) between rows
+        tail, rest = edge.split("->", 1)
+        return band_of(tail) != band_of(rest.rsplit("#", 1)[0].split("/")[0])
+
+    for line in data.get("edges", []):
+        if "id" not in line or crosses(line["id"].rsplit("/", 1)[0]):
+            continue  # left for neato to route, both pieces of a badge's edge
+        tail = band_of(names[line["tail"]])
+        dx, dy = shift[tail]
+        pins[line["id"]] = " ".join(_moved(part, dx, dy) for part in line["pos"].split())
+    return pins
+
+
+def _moved(part: str, dx: float, dy: float) -> str:
+    """One point of a graphviz edge ``pos`` ("x,y", "e,x,y" or "s,x,y"), moved."""
+    prefix = ""
+    if part[:2] in ("e,", "s,"):
+        prefix, part = part[:2], part[2:]
+    x, y = (float(n) for n in part.split(","))
+    return f"{prefix}{x + dx:.2f},{y + dy:.2f}"
