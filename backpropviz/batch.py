@@ -18,9 +18,13 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["Outcome", "Task", "default_jobs", "run_all"]
+from .errors import UsageError
+from .files import make_folder
+
+__all__ = ["Outcome", "Task", "default_jobs", "draw_many", "run_all"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +149,46 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def draw_many(scripts: Sequence[str], folder: Path, fmt: str,
+              draw_one: Callable[[str, Path], int], jobs: int | None = None) -> int:
+    """Each script drawn into ``folder`` as ``<its name>.<fmt>`` by ``draw_one(script,
+    output)``, ``jobs`` at a time; a line as each ends and one at the end. Returns 1 if
+    any failed, else 0."""
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"several scripts are drawn into a folder, and {folder} is a file")
+    stems: dict[str, str] = {}
+    for name in scripts:
+        other = stems.setdefault(Path(name).stem, name)
+        if other != name:
+            raise UsageError(f"{other} and {name} would both be drawn as "
+                             f"{Path(name).stem}.{fmt}: draw them in separate calls")
+    make_folder(folder)
+    _preload(scripts)
+    tasks = [Task(name, _bound(draw_one, name, folder / f"{Path(name).stem}.{fmt}"),
+                  str(folder / f"{Path(name).stem}.{fmt}")) for name in scripts]
+    jobs = min(jobs or default_jobs(), len(tasks))
+    started = time.monotonic()
+    outcomes = run_all(tasks, jobs)
+    failed = [outcome.task.label for outcome in outcomes if not outcome.ok]
+    print(f"backpropviz: drew {len(tasks) - len(failed)} of {len(tasks)} scripts into "
+          f"{folder}/ in {time.monotonic() - started:.1f} s ({jobs} at a time)"
+          + (f"; failed: {', '.join(failed)}" if failed else ""), file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _bound(draw_one: Callable[[str, Path], int], script: str, output: Path) -> Callable[[], int]:
+    return lambda: draw_one(script, output)
+
+
+def _preload(scripts: Sequence[str]) -> None:
+    """Import torch once here, before the scripts are forked, if one of them uses it."""
+    from .script import imports_torch
+
+    for name in scripts:
+        with contextlib.suppress(OSError):
+            if imports_torch(Path(name).read_text(encoding="utf-8", errors="replace")):
+                with contextlib.suppress(ImportError):
+                    import torch  # noqa: F401
+                return

@@ -13,11 +13,11 @@ import networkx as nx
 
 from .dot import Writer, dot_options, validated
 from .errors import DrawError
+from .exports import EXPORTS, export
 from .figure import to_dot
 from .files import make_folder, write_atomically
 from .fitting import Fit, fit
 from .graphviz import FORMATS, portable_svg, run_dot
-from .ir import to_graphml, to_json
 from .placement import placement
 from .script import as_graph
 from .step_bands import step_bands
@@ -26,7 +26,6 @@ from .views import drawn_graph
 
 __all__ = [
     "GRAPHVIZ_JSON",
-    "IR_FORMATS",
     "RENDER_FORMATS",
     "Diagram",
     "draw",
@@ -38,8 +37,7 @@ __all__ = [
 # What a Diagram renders: the IR as the command line exports it (json, graphml),
 # and graphviz's formats, its layout JSON under another name.
 GRAPHVIZ_JSON = "graphviz-json"
-IR_FORMATS = {"json": lambda G: to_json(G) + "\n", "graphml": lambda G: to_graphml(G) + "\n"}
-RENDER_FORMATS = tuple(sorted({*FORMATS, *IR_FORMATS, GRAPHVIZ_JSON}))
+RENDER_FORMATS = tuple(sorted({*FORMATS, *EXPORTS, GRAPHVIZ_JSON}))
 
 
 class Diagram:
@@ -62,8 +60,8 @@ class Diagram:
         ``json`` is its node-link JSON and ``graphml`` its GraphML, as on the command
         line (graphviz's own layout JSON is ``graphviz-json``)."""
         if format not in self._cache:
-            if format in IR_FORMATS:
-                data = IR_FORMATS[format](self.graph).encode("utf-8")
+            if format in EXPORTS:
+                data = export(self.graph, format)
             else:
                 data = run_dot(self.source, "json" if format == GRAPHVIZ_JSON else format)
             if format == "svg":

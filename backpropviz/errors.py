@@ -6,7 +6,7 @@ names the problem and, where there is one, the fix.
 
 from __future__ import annotations
 
-__all__ = ["BackpropvizError", "DrawError", "OutputError"]
+__all__ = ["BackpropvizError", "DrawError", "Note", "OutputError", "UsageError"]
 
 
 class BackpropvizError(Exception):
@@ -19,3 +19,12 @@ class OutputError(BackpropvizError):
 
 class DrawError(BackpropvizError):
     """Why a graph could not be drawn or rendered, in one sentence."""
+
+
+class UsageError(BackpropvizError):
+    """Options that cannot be used, or not together (the command line exits with 2)."""
+
+
+class Note(UserWarning):
+    """Something worth knowing about an output that was made (e.g. a figure too
+    small to read in its frame); the command line prints it as a note."""

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .errors import OutputError
 
-__all__ = ["make_folder", "move_into_place", "staged_folder", "write_atomically"]
+__all__ = ["make_folder", "move_into_place", "require_writable", "require_writable_folder",
+           "staged_folder", "write_atomically"]
 
 
 def write_atomically(path: str | os.PathLike, data: bytes) -> Path:
@@ -101,3 +102,27 @@ def staged_folder(directory: Path, stale: str) -> Iterator[Path]:
 
 def _output_error(path: Path, error: OSError) -> OutputError:
     return OutputError(f"cannot write {path}: {error.strerror or error}")
+
+
+def require_writable(path: str | os.PathLike) -> None:
+    """OutputError now, before a script runs rather than after, if ``path`` cannot be
+    written."""
+    path = Path(path)
+    folder = path.parent
+    if path.is_dir():
+        raise OutputError(f"cannot write {path}: it is a directory")
+    if not folder.is_dir():
+        raise OutputError(f"cannot write {path}: no such directory {str(folder)!r}")
+    if not os.access(folder, os.W_OK):
+        raise OutputError(f"cannot write {path}: permission denied")
+
+
+def require_writable_folder(directory: str | os.PathLike, what: str = "steps") -> None:
+    """OutputError now if ``what`` cannot be written into the folder ``directory``
+    (made if missing)."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise OutputError(f"cannot write {what} into {directory}: it is not a directory")
+    existing = next((p for p in (directory, *directory.parents) if p.exists()), Path("."))
+    if not os.access(existing, os.W_OK):
+        raise OutputError(f"cannot write {what} into {directory}: permission denied")

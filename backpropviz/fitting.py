@@ -16,10 +16,11 @@ from .errors import DrawError
 from .figure import to_dot
 from .folding import fold_cuts, ranks
 from .graphviz import run_dot
+from .options import parse_frame
 from .style import BOOK, EXPRESSION_PT, LABEL_PT, LEGEND_PT, LONG_SYMBOL_PT, NAME_PT, VALUE_PT
 from .views import drawn_graph
 
-__all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit", "parse_frame"]
+__all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit"]
 
 
 # ---------------------------------------------------------------- fitting a frame
@@ -64,22 +65,6 @@ class Fit:
             advice += ", or leave --rankdir to --fit"
         return (f"at {width}x{height} the {self.numbers} are {self.number_px:.1f} px tall "
                 f"(a slide wants {SLIDE_NUMBER_PX:g} and up): {advice}")
-
-
-def parse_frame(frame: Any) -> tuple[int, int]:
-    """``"1920x1080"`` or ``(1920, 1080)`` as a pair of positive ints (pixels)."""
-    given = frame
-    if isinstance(frame, str):
-        parts = frame.lower().replace("×", "x").split("x")
-        try:
-            frame = tuple(int(part) for part in parts)
-        except ValueError:
-            frame = ()
-    if (not isinstance(frame, tuple) or len(frame) != 2
-            or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
-                       for n in frame)):
-        raise DrawError(f"a frame is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got {given!r}")
-    return frame
 
 
 def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,

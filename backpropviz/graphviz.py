@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 
 from .errors import DrawError
+from .options import DEFAULT_DOT_TIMEOUT
 
 __all__ = [
     "DEFAULT_DOT_TIMEOUT",
@@ -37,9 +38,9 @@ FORMATS = ("bmp", "canon", "dot", "gif", "gv", "jpeg", "jpg", "json", "pdf", "pl
 # ---------------------------------------------------------------- rendering
 
 
-# How long dot may take to lay out one picture, in seconds: past this it is
-# stopped and the drawing refused with advice, so that nothing hangs.
-DEFAULT_DOT_TIMEOUT = 60.0
+# How long dot may take to lay out one picture (options.DEFAULT_DOT_TIMEOUT
+# unless set): past this it is stopped and the drawing refused with advice,
+# so that nothing hangs.
 _dot_timeout: ContextVar[float] = ContextVar("dot_timeout", default=DEFAULT_DOT_TIMEOUT)
 
 

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
-from . import cli
-from .diagram import draw
-from .errors import BackpropvizError
-from .files import write_atomically
-from .graphviz import dot_time_limit
-from .html import step_through
+from .cli import build_parser, options_of
+from .errors import BackpropvizError, UsageError
+from .files import require_writable
+from .options import CLIP, format_of, kind_of
+from .output import show, write, write_steps
 from .script import (
+    DEFAULT_MAX_NODES,
     find_roots,
     graph_of_namespace,
     may_use_another_engine,
@@ -53,22 +52,27 @@ def backpropviz_magic(line: str, cell: str) -> Any:
     shell = get_ipython()
     try:
         return _run(shell, line, cell)
-    except (BackpropvizError, cli.CommandError) as error:
+    except BackpropvizError as error:
         print(f"backpropviz: error: {error}", file=sys.stderr)
         return None
 
 
 def _run(shell: Any, line: str, cell: str) -> Any:
     try:
-        args = cli.build_parser().parse_args(["render", "<cell>", *shlex.split(line)])
+        args = build_parser().parse_args(["render", "<cell>", *shlex.split(line)])
     except SystemExit:  # --help: argparse printed it
         return None
-    fmt = args.format or (Path(args.output).suffix[1:].lower() if args.output else "svg")
-    if args.output == "-" or fmt in cli.VIDEO_FORMATS or fmt not in cli.FORMATS:
-        raise cli.CommandError(f"a cell shows a picture or a page, not {args.output or fmt}; "
-                               "write videos and other files from the command line")
+    try:
+        fmt = format_of(args.output, args.format)
+    except UsageError:
+        fmt = None
+    if args.output == "-" or fmt is None or kind_of(fmt) == CLIP:
+        raise UsageError(f"a cell shows a picture or a page, not {args.output or fmt}; "
+                         "write videos and other files from the command line")
+    options = options_of(args)
+    options.check(fmt, steps=args.steps is not None)
     if args.output is not None:
-        cli._check_writable(Path(args.output))
+        require_writable(args.output)
     before = {name: id(obj) for name, obj in shell.user_ns.items()}
     with recording_for(cell) as recording:
         with watching(None, other_engines=may_use_another_engine(cell)) as watch:
@@ -82,19 +86,13 @@ def _run(shell: Any, line: str, cell: str) -> Any:
             assigned = {name: obj for name, obj in shell.user_ns.items()
                         if before.get(name) != id(obj)}
             roots = list(find_roots(assigned, script="the cell"))
-        with dot_time_limit(args.timeout):
-            G = graph_of_namespace(namespace, roots, called=watch.roots, recording=recording,
-                                   backward=not args.no_backward,
-                                   max_nodes=args.max_nodes or cli.DEFAULT_MAX_NODES,
-                                   where="the cell", source=cell)
-            if args.output is not None:
-                write_atomically(args.output, cli._render_static(G, fmt, args))
-            if args.steps is not None:
-                cli._write_steps(G, args.steps, args)
-    options = {"rankdir": args.rankdir or "LR", "theme": args.theme,
-               "precision": args.precision}
-    shown = cli._view(G, args)  # as the command line draws it (groups closed...)
-    if fmt == "html":
-        return step_through(shown, **options)
-    return draw(shown, forward_only=args.no_backward,
-                **{**options, **cli._figure_options(args)})
+        G = graph_of_namespace(namespace, roots, called=watch.roots, recording=recording,
+                               backward=not options.forward_only,
+                               max_nodes=args.max_nodes or DEFAULT_MAX_NODES,
+                               where="the cell", source=cell)
+    if args.output is not None:
+        write(G, args.output, options, format=fmt)
+    if args.steps is not None:
+        write_steps(G, args.steps, options)
+    # As the command line draws it (groups closed...): the page, or the picture.
+    return show(G, options, format="html" if fmt == "html" else "svg")

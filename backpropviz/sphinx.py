@@ -9,11 +9,13 @@ In ``conf.py``: ``extensions = ["backpropviz.sphinx"]`` (Jupyter Book: under
 
 The script's path is relative to the page (or, with a leading ``/``, to the
 source folder); the page is rebuilt whenever the script changes, so course
-notes show what their scripts compute now. Options, as on the command line:
-``:roots:`` (ROOT names, space-separated), ``:rankdir:``, ``:theme:``,
-``:precision:``, ``:fit:`` (``1920x1080``: laid out to fill that frame, as
-``--fit``), ``:format:`` (``svg``, the default, ``png``, or ``html`` for the
-step-through page inline, which fits itself to the page), ``:steps:`` (one
+notes show what their scripts compute now. Options, as on the command line
+(the same declaration, ``backpropviz.options.Options``): ``:rankdir:``,
+``:theme:``, ``:precision:``, ``:fit:`` (``1920x1080``: laid out to fill that
+frame), the flags ``:expand:``, ``:modules:``, ``:compact:``, ``:symbolic:``,
+``:show-constants:`` and ``:forward-only:``; and ``:roots:`` (ROOT names,
+space-separated), ``:format:`` (``svg``, the default, ``png``, or ``html`` for
+the step-through page inline, which fits itself to the page), ``:steps:`` (one
 picture per backward step, in order), and ``:alt:``. A script that gives no
 picture fails the directive with the command line's one sentence.
 """
@@ -30,16 +32,27 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 from . import __version__
-from .diagram import draw, render_steps
 from .errors import BackpropvizError
-from .html import Page, to_html
+from .options import FIGURE, KINDS, PAGE, Options, option_fields
+from .output import show, write, write_steps
 from .script import graph_of_script
-from .style import RANKDIRS, THEMES
-from .views import drawn_graph
 
 __all__ = ["BackpropvizDirective", "setup"]
 
-FORMATS = ("svg", "png", "html")
+# What a page of the docs can show: a picture, or the step-through page inline.
+FORMATS = tuple(fmt for fmt in (*KINDS[FIGURE], *KINDS[PAGE]) if fmt in ("svg", "png", "html"))
+
+
+def _spec(field: Any) -> Any:
+    """A directive option for an Options field: a flag, a choice, or a value."""
+    if field.type in ("bool", bool):
+        return directives.flag
+    choices = field.metadata["argparse"].get("choices")
+    if choices:
+        return lambda text: _one_of(text, choices)
+    if field.name == "precision":
+        return directives.positive_int
+    return directives.unchanged_required
 
 
 class BackpropvizDirective(SphinxDirective):
@@ -47,11 +60,9 @@ class BackpropvizDirective(SphinxDirective):
 
     required_arguments = 1
     option_spec = {  # noqa: RUF012 (docutils reads it from the class)
+        **{field.name.replace("_", "-"): _spec(field) for field in option_fields()
+           if field.name not in ("timeout", "quality", "phase", "speed")},
         "roots": directives.unchanged,
-        "rankdir": lambda text: _one_of(text, RANKDIRS),
-        "theme": lambda text: _one_of(text, sorted(THEMES)),
-        "precision": directives.positive_int,
-        "fit": directives.unchanged_required,
         "format": lambda text: _one_of(text, FORMATS),
         "steps": directives.flag,
         "alt": directives.unchanged,
@@ -61,30 +72,35 @@ class BackpropvizDirective(SphinxDirective):
         relative, script = self.env.relfn2path(self.arguments[0], self.env.docname)
         self.env.note_dependency(relative)  # the page is rebuilt when the script changes
         fmt = self.options.get("format", "svg")
-        options = {"rankdir": self.options.get("rankdir", "LR"),
-                   "theme": self.options.get("theme", "light"),
-                   "precision": self.options.get("precision", 4)}
         alt = self.options.get("alt", f"the graph of {self.arguments[0]}")
         try:
-            G = graph_of_script(script, self.options.get("roots", "").split(), quiet=True)
+            options = self._options()
+            options.check(fmt, steps="steps" in self.options)
+            G = graph_of_script(script, self.options.get("roots", "").split(), quiet=True,
+                                backward=not options.forward_only)
             if fmt == "html":
-                page = Page(to_html(drawn_graph(G), **options))._repr_html_()
+                page = show(G, options, format="html")._repr_html_()
                 return [nodes.raw("", page, format="html")]
             folder = self._folder(script, fmt)
-            if "fit" in self.options:
-                options["fit"] = self.options["fit"]
-                if "rankdir" not in self.options:
-                    options["rankdir"] = None  # the fit chooses, as with --fit
             if "steps" in self.options:
-                paths = render_steps(G, folder, format=fmt, **options)
+                paths = write_steps(G, folder, options, format=fmt)
             else:
-                paths = [draw(G, **options).render(folder / f"{Path(script).stem}.{fmt}")]
+                paths = [write(G, folder / f"{Path(script).stem}.{fmt}", options)]
         except BackpropvizError as error:
             raise self.error(f"backpropviz: {self.arguments[0]}: {error}") from None
         page_folder = Path(self.env.doc2path(self.env.docname)).parent
         return [nodes.image(uri=os.path.relpath(path, page_folder), alt=alt,
                             classes=["backpropviz"]) for path in paths]
 
+    def _options(self) -> Options:
+        """The directive's options as the library's (flags given are true)."""
+        given: dict[str, Any] = {}
+        for field in option_fields():
+            name = field.name.replace("_", "-")
+            if name in self.options:
+                value = self.options[name]
+                given[field.name] = True if value is None else value
+        return Options(**given)
     def _folder(self, script: str, fmt: str) -> Path:
         """Where this picture is drawn: a folder of the build's own, named by the
         script, its text and the options (the builder copies images from there)."""

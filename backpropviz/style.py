@@ -96,6 +96,11 @@ class Theme:
     highlight_line: str  # the op of the current backward step and its edges
     highlight_fill: str  # under the op and the gradients the step changed
 
+    @property
+    def transparent(self) -> bool:
+        """Whether nothing is filled behind the picture (the slide's colour shows)."""
+        return self.background == "transparent"
+
 
 THEMES: dict[str, Theme] = {
     "light": Theme(

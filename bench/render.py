@@ -39,9 +39,10 @@ from pathlib import Path
 import graphviz
 import networkx as nx
 
-from backpropviz import Value, to_networkx
+from backpropviz import Value
 from backpropviz.diagram import draw
 from backpropviz.figure import to_dot
+from backpropviz.ir import to_networkx
 
 
 def mlp_graph(hidden: list[int], seed: int = 0) -> nx.MultiDiGraph:

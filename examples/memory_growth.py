@@ -18,7 +18,8 @@ import itertools
 
 import numpy as np
 
-from backpropviz import Tensor, to_networkx
+from backpropviz import Tensor
+from backpropviz.ir import to_networkx
 from backpropviz.memory import timeline
 
 INPUTS, WIDTH = 16, 32  # input features, hidden units per layer

@@ -19,9 +19,10 @@ av = pytest.importorskip("av")
 
 import manim  # noqa: E402
 
-from backpropviz import Value, to_networkx  # noqa: E402
+from backpropviz import Value  # noqa: E402
 from backpropviz.animate import AnimateError, render_video  # noqa: E402
 from backpropviz.animate.sweep import BackpropScene  # noqa: E402
+from backpropviz.ir import to_networkx  # noqa: E402
 from backpropviz.layout import layout  # noqa: E402
 from backpropviz.style import THEMES  # noqa: E402
 

@@ -9,9 +9,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from backpropviz import Tensor, Value, backward_steps, from_node_link, to_networkx, to_node_link
+from backpropviz import Tensor, Value
 from backpropviz.captions import Caption, name_parts, step_captions, value_names
 from backpropviz.figure import to_dot
+from backpropviz.ir import from_node_link, to_networkx, to_node_link
+from backpropviz.steps import backward_steps
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 

@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backpropviz import OutputError, Value, backward_steps, to_networkx
+from backpropviz import Value
 from backpropviz.diagram import Diagram, draw, render_steps, step_diagrams
-from backpropviz.errors import DrawError
+from backpropviz.errors import DrawError, OutputError
 from backpropviz.figure import to_dot
 from backpropviz.formatting import display_number, format_array, format_number
-from backpropviz.steps import dead_masks
+from backpropviz.ir import to_networkx
+from backpropviz.steps import backward_steps, dead_masks
 from backpropviz.style import THEMES
 from backpropviz.views import drawn_graph
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from backpropviz import EngineError, Tensor, Value, engine, gradcheck, saved_for_backward
+from backpropviz import Tensor, Value, engine, gradcheck
+from backpropviz.engine import EngineError, saved_for_backward
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PROPERTY = settings(max_examples=100, deadline=None,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from backpropviz import Value, draw, validate
+from backpropviz import Value, draw
 from backpropviz.foreign import from_objects
-from backpropviz.ir import from_node_link
+from backpropviz.ir import from_node_link, validate
 from backpropviz.steps import backward_steps
 
 ENGINES = Path(__file__).resolve().parent / "engines"

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backpropviz import Tensor, Value, group, to_networkx
+from backpropviz import Tensor, Value, group
 from backpropviz.captions import step_captions
 from backpropviz.diagram import draw, step_diagrams
 from backpropviz.figure import to_dot
-from backpropviz.ir import from_node_link, operand_edges, result_of, to_node_link
+from backpropviz.ir import from_node_link, operand_edges, result_of, to_networkx, to_node_link
 from backpropviz.script import graph_of_script
 from backpropviz.views import closed_groups, compact
 

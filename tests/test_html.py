@@ -11,11 +11,13 @@ import re
 import numpy as np
 import pytest
 
-from backpropviz import OutputError, Value, backward_steps, to_networkx
+from backpropviz import Value
 from backpropviz.captions import step_captions, value_names
-from backpropviz.errors import DrawError
+from backpropviz.errors import DrawError, OutputError
 from backpropviz.formatting import format_array, format_number
 from backpropviz.html import Page, render_html, step_through, to_html
+from backpropviz.ir import to_networkx
+from backpropviz.steps import backward_steps
 from backpropviz.style import THEMES
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"

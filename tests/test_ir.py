@@ -12,20 +12,18 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from backpropviz import (
+from backpropviz import Tensor, Value
+from backpropviz.engine import Node, topological_order
+from backpropviz.ir import (
     IRError,
-    Tensor,
-    Value,
-    backward_steps,
     from_graphml,
     from_node_link,
-    gradient_history,
     to_graphml,
     to_networkx,
     to_node_link,
     validate,
 )
-from backpropviz.engine import Node, topological_order
+from backpropviz.steps import backward_steps, gradient_history
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_EXAMPLES = sorted(path.name for path in (ROOT / "examples").glob("*.py")
@@ -82,7 +80,7 @@ def test_ids_and_attributes_do_not_depend_on_what_ran_before(graphs, engine_grap
 
 SCRIPT = """
 import json, runpy, sys
-from backpropviz import to_networkx, to_node_link
+from backpropviz.ir import to_networkx, to_node_link
 namespace = runpy.run_path(sys.argv[1])
 G = to_networkx(namespace[sys.argv[2]], names=namespace)
 print(json.dumps(to_node_link(G), sort_keys=True))

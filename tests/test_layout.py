@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from backpropviz import backward_steps
 from backpropviz.diagram import draw
 from backpropviz.dot import BADGE_IN, BADGE_OUT
 from backpropviz.layout import Layout, layout
+from backpropviz.steps import backward_steps
 from backpropviz.views import drawn_graph
 
 ROOT = Path(__file__).resolve().parent.parent

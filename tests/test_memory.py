@@ -15,8 +15,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from backpropviz import Tensor, Value, to_networkx
-from backpropviz.ir import from_graphml, from_node_link, to_graphml, to_node_link
+from backpropviz import Tensor, Value
+from backpropviz.ir import from_graphml, from_node_link, to_graphml, to_networkx, to_node_link
 from backpropviz.memory import BACKWARD, FORWARD, timeline, to_json
 from backpropviz.memory_chart import chart_bytes, growth_svg, timeline_svg
 from backpropviz.script import graph_of_script

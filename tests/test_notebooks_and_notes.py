@@ -11,7 +11,8 @@ import textwrap
 import pytest
 from test_cli import EXAMPLES, script
 
-from backpropviz import Value, draw, step_through
+from backpropviz import Value, draw
+from backpropviz.html import step_through
 
 
 def test_the_page_offers_a_static_picture_and_says_what_it_is():

@@ -11,10 +11,11 @@ import sys
 import pytest
 from test_cli import ROOT, ok, run, script
 
-from backpropviz import Diagram, Page, Value, draw, from_node_link, render_html, step_through
+from backpropviz import Value, draw
+from backpropviz.diagram import Diagram
 from backpropviz.errors import DrawError
-from backpropviz.html import to_html
-from backpropviz.ir import IRError
+from backpropviz.html import Page, render_html, step_through, to_html
+from backpropviz.ir import IRError, from_node_link
 
 
 def fork() -> dict:

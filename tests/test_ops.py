@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backpropviz import Tensor, Value, draw, gradcheck, ops, to_networkx
+from backpropviz import Tensor, Value, draw, gradcheck, ops
 from backpropviz.captions import step_captions
 from backpropviz.engine import _TENSOR_RULES, _VALUE_RULES
+from backpropviz.ir import to_networkx
 
 PACKAGE = Path(__file__).resolve().parent.parent / "backpropviz"
 

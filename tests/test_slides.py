@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 from test_draw import _check_golden, contrast
 
-from backpropviz import Tensor, Value, to_networkx
+from backpropviz import Tensor, Value
 from backpropviz.diagram import draw, step_diagrams
-from backpropviz.errors import DrawError
+from backpropviz.errors import UsageError
 from backpropviz.figure import to_dot
-from backpropviz.fitting import parse_frame
 from backpropviz.folding import bands
+from backpropviz.ir import to_networkx
 from backpropviz.layout import layout
+from backpropviz.options import parse_frame
 from backpropviz.style import THEMES
 
 EXAMPLE_NAMES = sorted(path.stem for path in
@@ -229,7 +230,7 @@ def test_a_graph_too_big_for_the_frame_says_what_helps():
 
 @pytest.mark.parametrize("frame", ["1920", "axb", "0x100", "1920x1080x3"])
 def test_a_frame_is_width_by_height(frame):
-    with pytest.raises(DrawError, match="WIDTHxHEIGHT"):
+    with pytest.raises(UsageError, match="WIDTHxHEIGHT"):
         parse_frame(frame)
 
 

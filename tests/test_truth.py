@@ -13,19 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backpropviz import (
-    Tensor,
-    Value,
-    backward_steps,
-    draw,
-    gradient_history,
-    graph_of_script,
-    to_networkx,
-    validate,
-)
+from backpropviz import Tensor, Value, draw, graph_of_script
 from backpropviz.captions import step_captions
 from backpropviz.check import disagreements
-from backpropviz.ir import fold_chains, operand_edges
+from backpropviz.ir import fold_chains, operand_edges, to_networkx, validate
+from backpropviz.steps import backward_steps, gradient_history
 
 
 def same_float(a: float, b: float) -> bool:

@@ -1,0 +1,278 @@
+"""One options type for every output, and the table of outputs: which format is which kind."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .style import RANKDIRS, THEMES
+
+__all__ = [
+    "ALPHA_FORMATS",
+    "CLIP",
+    "DEFAULT_DOT_TIMEOUT",
+    "EXPORT",
+    "FIGURE",
+    "FORMATS",
+    "KINDS",
+    "MEMORY_FORMATS",
+    "PAGE",
+    "PHASES",
+    "QUALITIES",
+    "Options",
+    "format_of",
+    "kind_of",
+    "option_fields",
+    "parse_frame",
+]
+
+# What each output format is: a figure (graphviz), the IR itself (never laid
+# out), the step-through page, or the clip (manim).
+FIGURE, EXPORT, PAGE, CLIP = "figure", "export", "page", "clip"
+KINDS: dict[str, tuple[str, ...]] = {
+    FIGURE: ("svg", "png", "pdf", "dot"),
+    EXPORT: ("json", "graphml"),
+    PAGE: ("html",),
+    CLIP: ("mp4", "gif", "webm", "mov"),
+}
+FORMATS = tuple(fmt for formats in KINDS.values() for fmt in formats)
+# What `backpropviz memory` writes: the chart, a page with its table, the timeline.
+MEMORY_FORMATS = ("svg", "png", "pdf", "html", "json")
+# The clip formats that keep an alpha channel (a transparent theme needs one).
+ALPHA_FORMATS = ("webm", "mov")
+# manim's qualities by the letter of its -q flag, and the passes a clip shows.
+QUALITIES = {"l": "low_quality", "m": "medium_quality", "h": "high_quality",
+             "p": "production_quality", "k": "fourk_quality"}
+PHASES = ("forward", "backward", "both")
+# How long dot may lay out one picture, in seconds, unless told otherwise.
+DEFAULT_DOT_TIMEOUT = 60.0
+
+
+def kind_of(fmt: str) -> str:
+    """The kind of output ``fmt`` is (FIGURE, EXPORT, PAGE or CLIP)."""
+    for kind, formats in KINDS.items():
+        if fmt in formats:
+            return kind
+    raise UsageError(f"unknown format: {fmt!r} (must be one of {list(FORMATS)})")
+
+
+def format_of(path: str | Path | None, format: str | None = None,
+              formats: Sequence[str] = FORMATS, what: str = "") -> str:
+    """The format of an output (``what`` it is, for the messages): ``format`` if
+    given, else ``path``'s extension; a path whose extension names another format
+    is refused."""
+    unknown = f"unknown format{' for ' + what if what else ''}"
+    extension = Path(path).suffix[1:].lower() if path not in (None, "-") else ""
+    if format is not None:
+        if format not in formats:
+            raise UsageError(f"{unknown}: {format!r} (must be one of {list(formats)})")
+        if extension in FORMATS and extension != format:
+            raise UsageError(f"-o {path} is a .{extension} file but --format is {format}: "
+                             "give one of them, or make them agree")
+        return format
+    if path in (None, "-"):
+        return "svg"
+    if not extension:
+        raise UsageError(f"cannot tell the format of {str(path)!r} without an extension "
+                         f"(one of {list(formats)}); name it e.g. {Path(path).name}.svg or "
+                         "pass --format")
+    if extension not in formats:
+        raise UsageError(f"{unknown}: {extension!r} (must be one of {list(formats)})")
+    return extension
+
+
+def parse_frame(frame: Any) -> tuple[int, int]:
+    """``"1920x1080"`` or ``(1920, 1080)`` as a pair of positive ints (pixels)."""
+    given = frame
+    if isinstance(frame, str):
+        parts = frame.lower().replace("×", "x").split("x")
+        try:
+            frame = tuple(int(part) for part in parts)
+        except ValueError:
+            frame = ()
+    if isinstance(frame, list):
+        frame = tuple(frame)
+    if (not isinstance(frame, tuple) or len(frame) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                       for n in frame)):
+        raise UsageError(f"a frame is WIDTHxHEIGHT in pixels, e.g. 1920x1080, got {given!r}")
+    return frame
+
+
+def _option(help: str, flag: str | None = None, **argparse: Any) -> Any:
+    """A field's declaration for the adapters: its help, its flag and argparse's keywords."""
+    return {"help": help, "flag": flag, "argparse": argparse}
+
+
+@dataclass(frozen=True)
+class Options:
+    """How an output is made; the same for every output, each writer reading its part.
+
+    The command line, the notebook magic and the Sphinx directive translate
+    their arguments into this; ``backpropviz.write`` takes it. Every field has
+    a default that draws the book's figure as the command line does.
+    """
+
+    rankdir: str | None = field(default=None, metadata=_option(
+        "direction of the data flow (default LR, or with --fit the one that fills the frame "
+        "best); book: as the book draws it, from the inputs at the lower left up to the "
+        "output at the upper right", choices=RANKDIRS))
+    theme: str = field(default="light", metadata=_option(
+        "colours and background (default light; transparent and transparent-dark for light "
+        "and dark slides)", choices=tuple(THEMES)))
+    precision: int = field(default=4, metadata=_option(
+        "significant digits of the numbers shown (default 4)", metavar="N"))
+    fit: tuple[int, int] | None = field(default=None, metadata=_option(
+        "lay the figure out to fill a frame of W by H pixels, e.g. 1920x1080 for a slide: "
+        "direction and folding into rows chosen, the picture sized to it (SVG, PNG, PDF, "
+        "--steps)", metavar="WxH"))
+    expand: bool = field(default=False, metadata=_option(
+        "draw each group (backpropviz.group) opened, its ops in a box, rather than as one "
+        "operator"))
+    modules: bool = field(default=False, metadata=_option(
+        "draw a PyTorch model at module level: each innermost module (model.0, model.1...) "
+        "as one operator"))
+    compact: bool = field(default=False, metadata=_option(
+        "only named values as boxes: each run of ops whose results have no name drawn as "
+        "one operator, labelled with what it computes"))
+    symbolic: bool = field(default=False, metadata=_option(
+        "names only, no numbers, as the book draws its figures"))
+    show_constants: bool = field(default=False, metadata=_option(
+        "draw the gradients and saved marks of constants (the 2 in L / 2) too"))
+    forward_only: bool = field(default=False, metadata=_option(
+        "draw the forward pass only: do not run backward and leave gradients out",
+        flag="--no-backward"))
+    timeout: float = field(default=DEFAULT_DOT_TIMEOUT, metadata=_option(
+        "stop graphviz's layout after S seconds and say what to draw instead (default "
+        f"{DEFAULT_DOT_TIMEOUT:g})", metavar="S"))
+    quality: str | None = field(default=None, metadata=_option(
+        "manim's quality: l 480p15 (default), m 720p30, h 1080p60, k 4K",
+        choices=("l", "m", "h", "k")))
+    phase: str | None = field(default=None, metadata=_option(
+        "which passes to animate (default both)", choices=PHASES))
+    speed: float | None = field(default=None, metadata=_option(
+        "playback speed factor (default 1)", metavar="X"))
+    # Not options of the adapters: what the command line sets for a clip.
+    progress: bool = False
+    max_nodes: float | None = None
+
+    def __post_init__(self) -> None:
+        _one_of("rankdir", self.rankdir, RANKDIRS, optional=True)
+        _one_of("theme", self.theme, sorted(THEMES))
+        _one_of("quality", self.quality, tuple(QUALITIES), optional=True)
+        _one_of("phase", self.phase, PHASES, optional=True)
+        if isinstance(self.precision, bool) or not isinstance(self.precision, int) \
+                or self.precision < 1:
+            raise UsageError(f"precision must be a positive int of significant digits, "
+                             f"got {self.precision!r}")
+        for name in ("timeout", "speed"):
+            number = getattr(self, name)
+            if number is not None and not (isinstance(number, int | float) and number > 0):
+                raise UsageError(f"{name} must be a positive number, got {number!r}")
+        if self.fit is not None:
+            object.__setattr__(self, "fit", parse_frame(self.fit))
+
+    def replace(self, **changes: Any) -> Options:
+        """These options with some changed (each checked again)."""
+        unknown = sorted(set(changes) - {f.name for f in fields(self)})
+        if unknown:
+            raise UsageError(f"unknown option: {unknown[0]!r} (must be one of "
+                             f"{sorted(f.name for f in fields(self))})")
+        return replace(self, **changes)
+
+    # -------------------------------------------------------- what each writer reads
+
+    def view(self) -> dict[str, bool]:
+        """views.drawn_graph's keywords: groups open or closed, modules, compact."""
+        return {"expand": self.expand, "modules": self.modules, "compact_view": self.compact}
+
+    def figure(self) -> dict[str, Any]:
+        """draw's and step_diagrams' keywords (the view is drawn already)."""
+        options: dict[str, Any] = {
+            "rankdir": self.rankdir or "LR", "theme": self.theme, "precision": self.precision,
+            "forward_only": self.forward_only, "show_constants": self.show_constants,
+            "expand": self.expand, "symbolic": self.symbolic}
+        if self.fit is not None:
+            options["fit"] = self.fit
+            if self.rankdir is None:
+                options["rankdir"] = None  # the fit chooses
+        return options
+
+    def page(self) -> dict[str, Any]:
+        """to_html's keywords."""
+        return {"rankdir": self.rankdir or "LR", "theme": self.theme,
+                "precision": self.precision}
+
+    def clip(self) -> dict[str, Any]:
+        """render_video's keywords."""
+        clip: dict[str, Any] = {
+            "quality": self.quality or "l", "speed": self.speed or 1.0,
+            "phase": "forward" if self.forward_only else (self.phase or "both"),
+            "theme": self.theme, "rankdir": self.rankdir or "LR",
+            "precision": self.precision, "progress": self.progress}
+        if self.max_nodes is not None:
+            clip["max_nodes"] = self.max_nodes
+        return clip
+
+    def node_limit(self, fmt: str, default: int, steps: bool = False) -> float:
+        """The most values and ops drawn in ``fmt``: ``max_nodes`` if set; none for an
+        export, which is never laid out; the clip's own limit for a clip."""
+        if kind_of(fmt) == EXPORT and not steps:
+            return math.inf
+        if self.max_nodes is not None:
+            return self.max_nodes
+        if kind_of(fmt) == CLIP:
+            from .animate.render import MAX_NODES
+
+            return MAX_NODES
+        return default
+
+    # -------------------------------------------------------- usage errors
+
+    def check(self, fmt: str, *, steps: bool = False) -> None:
+        """UsageError for options that do not go together with ``fmt`` (and --steps),
+        caught before any script runs."""
+        kind = kind_of(fmt)
+        given = [f"--{name}" for name in ("quality", "phase", "speed")
+                 if getattr(self, name) is not None]
+        if given and kind != CLIP:
+            raise UsageError(f"{', '.join(given)}: for videos only "
+                             f"({', '.join(KINDS[CLIP])}), not for {fmt}")
+        if self.fit is not None and kind != FIGURE and not steps:
+            raise UsageError(f"--fit lays out figures ({', '.join(KINDS[FIGURE])}, --steps), "
+                             f"not {fmt}" + (": the page fits itself to its window"
+                                             if kind == PAGE else ""))
+        if self.symbolic and (kind != FIGURE or steps):
+            raise UsageError("--symbolic draws a figure without numbers "
+                             f"({', '.join(KINDS[FIGURE])}); the steps, the page and the clip "
+                             "show the numbers")
+        if self.forward_only and steps:
+            raise UsageError("--steps shows the backward pass, which --no-backward leaves out")
+        if self.forward_only and self.phase not in (None, "forward"):
+            raise UsageError(f"--phase {self.phase} animates the backward pass, which "
+                             "--no-backward leaves out")
+        if kind == CLIP:
+            if THEMES[self.theme].transparent and fmt not in ALPHA_FORMATS:
+                raise UsageError(f"--theme {self.theme} needs a video format with an alpha "
+                                 f"channel ({', '.join('.' + f for f in ALPHA_FORMATS)}), "
+                                 f"not .{fmt}")
+            from .animate.render import require_manim
+
+            require_manim()
+
+
+def _one_of(name: str, value: Any, choices: Sequence[str], optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if value not in choices:
+        raise UsageError(f"unknown {name}: {value!r} (must be one of {list(choices)})")
+
+
+def option_fields() -> list[Any]:
+    """The fields the adapters offer (those declared with help), in order."""
+    return [f for f in fields(Options) if f.metadata]
+

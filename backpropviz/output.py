@@ -1,0 +1,167 @@
+"""Every output through one call: figures, DOT, IR exports, steps, the page, the clip, memory.
+
+``write(graph, "fig.svg")`` writes what the path's extension (or ``format``)
+names and returns the path; ``render`` gives the same bytes without a file;
+``write_steps`` one picture per backward step; ``show`` the object a notebook
+displays. Each takes an ``Options`` (or its fields as keywords) and a graph:
+an IR graph, or the roots of one (a Value, a Tensor, another engine's node).
+The command line, the notebook magic and the Sphinx directive only translate
+their arguments into these calls.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from .errors import Note
+from .files import staged_folder, write_atomically
+from .graphviz import check_layout, dot_time_limit
+from .options import (
+    CLIP,
+    EXPORT,
+    FIGURE,
+    KINDS,
+    MEMORY_FORMATS,
+    PAGE,
+    Options,
+    format_of,
+    kind_of,
+)
+from .script import as_graph
+from .views import drawn_graph
+
+__all__ = ["render", "render_memory", "show", "write", "write_memory",
+           "write_steps"]
+
+
+def _options(options: Options | None, changes: Mapping[str, Any]) -> Options:
+    options = options or Options()
+    return options.replace(**changes) if changes else options
+
+
+def view(G: nx.MultiDiGraph, options: Options) -> nx.MultiDiGraph:
+    """The graph as drawn: groups closed (unless ``expand``), modules, compact runs."""
+    return drawn_graph(G, **options.view())
+
+
+def write(graph_or_root: Any, path: str | os.PathLike, options: Options | None = None, *,
+          format: str | None = None, names: Mapping[str, Any] | None = None,
+          **changes: Any) -> Path:
+    """Write the output ``path``'s extension (or ``format``) names; return the path.
+
+    The file is written whole or not at all. A clip writes its subtitles
+    (``.srt``) beside it.
+    """
+    options = _options(options, changes)
+    fmt = format_of(path, format)
+    G = as_graph(graph_or_root, names)
+    if kind_of(fmt) == CLIP:
+        from .animate import render_video
+
+        with dot_time_limit(options.timeout):
+            check_layout(G)
+            return render_video(view(G, options), path, **options.clip())
+    return write_atomically(path, render(G, fmt, options))
+
+
+def render(graph_or_root: Any, format: str = "svg", options: Options | None = None, *,
+           names: Mapping[str, Any] | None = None, **changes: Any) -> bytes:
+    """The output ``format`` names, as bytes (a clip through a temporary file).
+
+    A figure too small to read in its ``fit`` frame is made all the same, with
+    a warning (``backpropviz.errors.Note``) that says what helps.
+    """
+    options = _options(options, changes)
+    G = as_graph(graph_or_root, names)
+    kind = kind_of(format)
+    if kind == EXPORT:
+        from .exports import export
+
+        return export(G, format)
+    with dot_time_limit(options.timeout):
+        if format != "dot":
+            check_layout(G)  # refused now rather than after a minute of dot
+        if kind == CLIP:
+            from .animate import render_video
+
+            with tempfile.TemporaryDirectory() as folder:
+                clip = options.replace(progress=False).clip()
+                return render_video(view(G, options), Path(folder) / f"clip.{format}",
+                                    **clip).read_bytes()
+        if kind == PAGE:
+            from .html import to_html
+
+            return to_html(view(G, options), **options.page()).encode("utf-8")
+        diagram = _diagram(G, options)
+        return diagram.source.encode("utf-8") if format == "dot" else diagram.pipe(format)
+
+
+def _diagram(G: nx.MultiDiGraph, options: Options) -> Any:
+    from .diagram import draw
+
+    diagram = draw(view(G, options), **options.figure())
+    if diagram.fit is not None and diagram.fit.advice:
+        warnings.warn(diagram.fit.advice, Note, stacklevel=3)
+    return diagram
+
+
+def write_steps(graph_or_root: Any, directory: str | os.PathLike,
+                options: Options | None = None, *, format: str = "svg",
+                names: Mapping[str, Any] | None = None, **changes: Any) -> list[Path]:
+    """``step-000.svg``, ``step-001.svg``… in ``directory``, one per state of the
+    backward pass, all with one layout; moved in only once every one is drawn
+    (older step files there are replaced). Returns the paths."""
+    from .diagram import render_steps
+
+    options = _options(options, changes)
+    format = format_of(None, format, KINDS[FIGURE])
+    G = as_graph(graph_or_root, names)
+    with dot_time_limit(options.timeout):
+        check_layout(G)
+        with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
+            written = render_steps(view(G, options), staging, format=format,
+                                   **options.figure())
+    return [Path(directory) / path.name for path in written]
+
+
+def show(graph_or_root: Any, options: Options | None = None, *, format: str = "svg",
+         names: Mapping[str, Any] | None = None, **changes: Any) -> Any:
+    """What a notebook shows: a Diagram (``format`` a figure's), or the step-through
+    Page (``html``), drawn as ``write`` draws it."""
+    options = _options(options, changes)
+    format = format_of(None, format, (*KINDS[FIGURE], *KINDS[PAGE]))
+    G = as_graph(graph_or_root, names)
+    with dot_time_limit(options.timeout):
+        if kind_of(format) == PAGE:
+            from .html import step_through
+
+            return step_through(view(G, options), **options.page())
+        return _diagram(G, options)
+
+
+def render_memory(graph_or_root: Any, format: str = "svg", options: Options | None = None,
+                  *, names: Mapping[str, Any] | None = None, **changes: Any) -> bytes:
+    """The memory timeline of the graph (``backpropviz memory``) as bytes: a chart
+    (svg, png, pdf), a page with the table of its steps (html) or the timeline (json)."""
+    from .memory_chart import memory_output
+
+    options = _options(options, changes)
+    format = format_of(None, format, MEMORY_FORMATS)
+    return memory_output(as_graph(graph_or_root, names), format, theme=options.theme,
+                         title=None)
+
+
+def write_memory(graph_or_root: Any, path: str | os.PathLike, options: Options | None = None,
+                 *, format: str | None = None, names: Mapping[str, Any] | None = None,
+                 **changes: Any) -> Path:
+    """Write the memory timeline (``render_memory``) to ``path``; return the path."""
+    fmt = format_of(path, format, MEMORY_FORMATS)
+    return write_atomically(path, render_memory(graph_or_root, fmt, options, names=names,
+                                                **changes))
