@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := graphviz libcairo2-dev libpango1.0-dev pkg-config chromium chromium-driver
 TEX_PACKAGES := texlive-latex-base texlive-latex-extra dvisvgm
 
-.PHONY: setup system demo test lint assets bench clean
+.PHONY: setup system demo test lint assets bench clean docs
 
 setup: system $(VENV)/.installed
 
@@ -59,6 +59,11 @@ lint: setup
 
 test: lint
 	$(PY) -m pytest -q -n 2
+
+# The documentation, its figures drawn by the tool as it is built; warnings are errors.
+docs: setup
+	$(PY) -m sphinx -W -q -b html docs docs/_build/html
+	@echo "wrote docs/_build/html/index.html"
 
 bench: setup
 	$(PY) bench/engine.py
