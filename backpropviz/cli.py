@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import sys
 import warnings
@@ -16,17 +15,16 @@ from . import __version__
 from .errors import BackpropvizError, Note, UsageError
 from .options import (
     CLIP,
-    EXPORT,
     FIGURE,
     FORMATS,
     KINDS,
     MEMORY_FORMATS,
     PAGE,
-    Options,
+    add_arguments,
     format_of,
-    kind_of,
-    option_fields,
-    parse_frame,
+    from_arguments,
+    needs_dot,
+    positive,
 )
 
 __all__ = ["build_parser", "main"]
@@ -123,20 +121,20 @@ def build_parser() -> argparse.ArgumentParser:
                              "format's extension, in the current directory)")
     render.add_argument("--format", choices=FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: {', '.join(FORMATS)}")
-    add_options(render, lambda name: name not in _CLIP_OPTIONS)
+    add_arguments(render, lambda name: name not in _CLIP_OPTIONS)
     render.add_argument("--steps", metavar="DIR", type=Path,
                         help="also write one SVG per backward step into DIR, numbered so "
                              "they sort (with --steps, the single drawing is written only "
                              "if -o is given)")
-    render.add_argument("--max-nodes", type=_positive(int), metavar="N",
+    render.add_argument("--max-nodes", type=positive(int), metavar="N",
                         help="refuse to draw graphs with more than N values and ops "
                              f"(default {DEFAULT_MAX_NODES}, for videos the animation's "
                              f"limit, {CLIP_MAX_NODES}; .json, .graphml and .txt exports "
                              "have no limit)")
-    render.add_argument("-j", "--jobs", type=_positive(int), metavar="N",
+    render.add_argument("-j", "--jobs", type=positive(int), metavar="N",
                         help="with several scripts, how many run at once (default: the "
                              "number of cores)")
-    add_options(render.add_argument_group(f"videos ({', '.join(KINDS[CLIP])})"),
+    add_arguments(render.add_argument_group(f"videos ({', '.join(KINDS[CLIP])})"),
                 lambda name: name in _CLIP_OPTIONS)
     check = commands.add_parser(
         "check", help="grade a hand-written engine's gradients against the reference",
@@ -155,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
                             f"({', '.join(_CHECK_FORMATS)})")
     check.add_argument("--rankdir", choices=("LR", "RL", "TB", "BT"), default="LR",
                        help="direction of the data flow (default LR)")
-    add_options(check, lambda name: name == "theme")
+    add_arguments(check, lambda name: name == "theme")
     memory = commands.add_parser(
         "memory", help="chart the bytes the forward pass keeps for the backward pass",
         description="Run SCRIPT, find its graph as render does, and chart the bytes held for "
@@ -175,8 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_argument("--format", choices=MEMORY_FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: "
                              f"{', '.join(MEMORY_FORMATS)}")
-    add_options(memory, lambda name: name == "theme")
-    memory.add_argument("--max-nodes", type=_positive(int), metavar="N",
+    add_arguments(memory, lambda name: name == "theme")
+    memory.add_argument("--max-nodes", type=positive(int), metavar="N",
                         default=DEFAULT_MAX_NODES,
                         help=f"refuse graphs with more than N values and ops (default "
                              f"{DEFAULT_MAX_NODES})")
@@ -184,49 +182,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _CHECK_FORMATS = (*KINDS[FIGURE], *KINDS[PAGE])
-
-
-def add_options(parser: Any, wanted: Callable[[str], bool]) -> None:
-    """The Options fields ``wanted`` as arguments, each declared once (options.py)."""
-    for field in option_fields():
-        if not wanted(field.name):
-            continue
-        meta = field.metadata
-        flag = meta["flag"] or "--" + field.name.replace("_", "-")
-        keywords = {"dest": field.name, "help": meta["help"], **meta["argparse"]}
-        if field.type in ("bool", bool):
-            parser.add_argument(flag, action="store_true", **keywords)
-            continue
-        parse = {"precision": _positive(int), "timeout": _positive(float),
-                 "speed": _positive(float), "fit": _frame}.get(field.name)
-        parser.add_argument(flag, type=parse, default=field.default, **keywords)
-
-
-def options_of(args: argparse.Namespace, **changes: Any) -> Options:
-    """The Options the parsed arguments give."""
-    given = {field.name: getattr(args, field.name) for field in dataclasses.fields(Options)
-             if hasattr(args, field.name)}
-    return Options(**{**given, **changes})
-
-
-def _frame(text: str) -> tuple[int, int]:
-    try:
-        return parse_frame(text)
-    except UsageError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _positive(kind: type) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            number = kind(text)
-        except ValueError:
-            what = "an integer" if kind is int else "a number"
-            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
-        if not number > 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return number
-    return parse
 
 
 @contextlib.contextmanager
@@ -252,15 +207,15 @@ def _render(args: argparse.Namespace) -> int:
     from .batch import draw_many
     from .files import require_writable, require_writable_folder
     from .graphviz import require_dot
-    from .script import DEFAULT_MAX_NODES, graph_of_script, require_script
+    from .script import graph_of_script, require_script
 
     positionals = [args.script, *args.roots]
     if len(positionals) > 1 and all(name.endswith(".py") for name in positionals):
         if args.output == "-":
             raise UsageError("several scripts cannot all go to stdout: give a folder, e.g. "
                              "-o figures/")
-        options_of(args).check(args.format or "svg", steps=args.steps is not None)
-        if _needs_dot(args.format or "svg", args.steps is not None):
+        out.prepare(args.format or "svg", from_arguments(args), steps=args.steps is not None)
+        if needs_dot(args.format or "svg", args.steps is not None):
             require_dot()
 
         def one(script: str, output: Path) -> int:
@@ -277,12 +232,11 @@ def _render(args: argparse.Namespace) -> int:
     output = args.output
     if output is None and args.steps is None:
         output = f"{Path(args.script).stem}.{fmt}"
-    options = options_of(args, progress=output not in (None, "-"))
+    options = from_arguments(args, progress=output not in (None, "-"))
     steps = args.steps is not None
-    options.check(fmt, steps=steps)
-    max_nodes = options.node_limit(fmt, DEFAULT_MAX_NODES, steps=steps)
+    max_nodes = out.prepare(fmt, options, steps=steps)
     require_script(Path(args.script))
-    if _needs_dot(fmt, steps):
+    if needs_dot(fmt, steps):
         require_dot()  # before the script runs, not after
     if output not in (None, "-"):
         require_writable(output)
@@ -298,11 +252,6 @@ def _render(args: argparse.Namespace) -> int:
         elif output is not None:
             out.write(G, output, options, format=fmt)
     return _to_stdout(data) if output == "-" else 0
-
-
-def _needs_dot(fmt: str, steps: bool) -> bool:
-    """Whether graphviz's dot will run: for every picture, not for an export or DOT text."""
-    return steps or (kind_of(fmt) != EXPORT and fmt != "dot")
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -321,14 +270,14 @@ def _check(args: argparse.Namespace) -> int:
         return _fail(error, 2)
     print(report.text())
     if args.output is not None:
-        out.write(report.graph, args.output, options_of(args))
+        out.write(report.graph, args.output, from_arguments(args))
     return 0 if report.ok else 1
 
 
 def _memory(args: argparse.Namespace) -> int:
     """Chart (or export) the memory timeline of the script's recorded pass."""
     from . import output as out
-    from .files import require_writable
+    from .files import require_writable, write_atomically
     from .script import graph_of_script
 
     fmt = format_of(args.output, args.format, MEMORY_FORMATS)
@@ -339,10 +288,8 @@ def _memory(args: argparse.Namespace) -> int:
         require_writable(output)
     with _stdout_for(output):
         G = graph_of_script(args.script, args.roots, max_nodes=args.max_nodes)
-        data = out.render_memory(G, fmt, options_of(args))
+        data = out.render_memory(G, fmt, from_arguments(args))
     if output == "-":
         return _to_stdout(data)
-    from .files import write_atomically
-
     write_atomically(output, data)
     return 0

@@ -21,13 +21,12 @@ import shlex
 import sys
 from typing import Any
 
-from .cli import build_parser, options_of
+from .cli import build_parser
 from .errors import BackpropvizError, UsageError
 from .files import require_writable
-from .options import CLIP, format_of, kind_of
-from .output import show, write, write_steps
+from .options import CLIP, format_of, from_arguments, kind_of
+from .output import prepare, show, write, write_steps
 from .script import (
-    DEFAULT_MAX_NODES,
     find_roots,
     graph_of_namespace,
     may_use_another_engine,
@@ -69,8 +68,8 @@ def _run(shell: Any, line: str, cell: str) -> Any:
     if args.output == "-" or fmt is None or kind_of(fmt) == CLIP:
         raise UsageError(f"a cell shows a picture or a page, not {args.output or fmt}; "
                          "write videos and other files from the command line")
-    options = options_of(args)
-    options.check(fmt, steps=args.steps is not None)
+    options = from_arguments(args)
+    max_nodes = prepare(fmt, options, steps=args.steps is not None)
     if args.output is not None:
         require_writable(args.output)
     before = {name: id(obj) for name, obj in shell.user_ns.items()}
@@ -88,7 +87,7 @@ def _run(shell: Any, line: str, cell: str) -> Any:
             roots = list(find_roots(assigned, script="the cell"))
         G = graph_of_namespace(namespace, roots, called=watch.roots, recording=recording,
                                backward=not options.forward_only,
-                               max_nodes=args.max_nodes or DEFAULT_MAX_NODES,
+                               max_nodes=max_nodes,
                                where="the cell", source=cell)
     if args.output is not None:
         write(G, args.output, options, format=fmt)

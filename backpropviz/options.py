@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -24,10 +23,14 @@ __all__ = [
     "PHASES",
     "QUALITIES",
     "Options",
+    "add_arguments",
     "format_of",
+    "from_arguments",
     "kind_of",
+    "needs_dot",
     "option_fields",
     "parse_frame",
+    "positive",
 ]
 
 # What each output format is: a figure (graphviz), the IR itself (never laid
@@ -58,6 +61,12 @@ def kind_of(fmt: str) -> str:
         if fmt in formats:
             return kind
     raise UsageError(f"unknown format: {fmt!r} (must be one of {list(FORMATS)})")
+
+
+def needs_dot(fmt: str, steps: bool = False) -> bool:
+    """Whether graphviz's dot runs for ``fmt`` (and --steps): for every picture, not
+    for an export or DOT text."""
+    return steps or (kind_of(fmt) != EXPORT and fmt != "dot")
 
 
 def format_of(path: str | Path | None, format: str | None = None,
@@ -218,19 +227,6 @@ class Options:
             clip["max_nodes"] = self.max_nodes
         return clip
 
-    def node_limit(self, fmt: str, default: int, steps: bool = False) -> float:
-        """The most values and ops drawn in ``fmt``: ``max_nodes`` if set; none for an
-        export, which is never laid out; the clip's own limit for a clip."""
-        if kind_of(fmt) == EXPORT and not steps:
-            return math.inf
-        if self.max_nodes is not None:
-            return self.max_nodes
-        if kind_of(fmt) == CLIP:
-            from .animate.render import MAX_NODES
-
-            return MAX_NODES
-        return default
-
     # -------------------------------------------------------- usage errors
 
     def check(self, fmt: str, *, steps: bool = False) -> None:
@@ -255,14 +251,10 @@ class Options:
         if self.forward_only and self.phase not in (None, "forward"):
             raise UsageError(f"--phase {self.phase} animates the backward pass, which "
                              "--no-backward leaves out")
-        if kind == CLIP:
-            if THEMES[self.theme].transparent and fmt not in ALPHA_FORMATS:
-                raise UsageError(f"--theme {self.theme} needs a video format with an alpha "
-                                 f"channel ({', '.join('.' + f for f in ALPHA_FORMATS)}), "
-                                 f"not .{fmt}")
-            from .animate.render import require_manim
-
-            require_manim()
+        if kind == CLIP and THEMES[self.theme].transparent and fmt not in ALPHA_FORMATS:
+            raise UsageError(f"--theme {self.theme} needs a video format with an alpha "
+                             f"channel ({', '.join('.' + f for f in ALPHA_FORMATS)}), "
+                             f"not .{fmt}")
 
 
 def _one_of(name: str, value: Any, choices: Sequence[str], optional: bool = False) -> None:
@@ -276,3 +268,52 @@ def option_fields() -> list[Any]:
     """The fields the adapters offer (those declared with help), in order."""
     return [f for f in fields(Options) if f.metadata]
 
+
+# -------------------------------------------------------- the adapters
+
+
+def add_arguments(parser: Any, wanted: Callable[[str], bool]) -> None:
+    """The fields ``wanted`` (by name) as arguments of an argparse ``parser``."""
+    for declared in option_fields():
+        if not wanted(declared.name):
+            continue
+        meta = declared.metadata
+        flag = meta["flag"] or "--" + declared.name.replace("_", "-")
+        keywords = {"dest": declared.name, "help": meta["help"], **meta["argparse"]}
+        if declared.type in ("bool", bool):
+            parser.add_argument(flag, action="store_true", **keywords)
+            continue
+        parse = {"precision": positive(int), "timeout": positive(float),
+                 "speed": positive(float), "fit": _frame}.get(declared.name)
+        parser.add_argument(flag, type=parse, default=declared.default, **keywords)
+
+
+def from_arguments(args: Any, **changes: Any) -> Options:
+    """The Options that parsed arguments (an argparse Namespace) give."""
+    given = {f.name: getattr(args, f.name) for f in fields(Options) if hasattr(args, f.name)}
+    return Options(**{**given, **changes})
+
+
+def _frame(text: str) -> tuple[int, int]:
+    import argparse
+
+    try:
+        return parse_frame(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def positive(kind: type) -> Callable[[str], Any]:
+    """An argparse type: a positive number of ``kind`` (int or float)."""
+    import argparse
+
+    def parse(text: str) -> Any:
+        try:
+            number = kind(text)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if not number > 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return number
+    return parse

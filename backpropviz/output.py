@@ -11,6 +11,7 @@ their arguments into these calls.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import warnings
@@ -34,11 +35,29 @@ from .options import (
     format_of,
     kind_of,
 )
-from .script import as_graph
+from .script import DEFAULT_MAX_NODES, as_graph
 from .views import drawn_graph
 
-__all__ = ["render", "render_memory", "show", "write", "write_memory",
+__all__ = ["prepare", "render", "render_memory", "show", "write", "write_memory",
            "write_steps"]
+
+
+def prepare(fmt: str, options: Options, *, steps: bool = False) -> float:
+    """What an adapter checks before a script runs: the options against ``fmt`` (and
+    --steps; UsageError) and what the output needs installed. Returns the most values
+    and ops to draw: ``max_nodes`` if set; none for an export, which is never laid
+    out; the clip's own limit for a clip."""
+    options.check(fmt, steps=steps)
+    kind = kind_of(fmt)
+    if kind == CLIP:
+        from .animate.render import MAX_NODES, require_manim
+
+        require_manim()
+    if kind == EXPORT and not steps:
+        return math.inf
+    if options.max_nodes is not None:
+        return options.max_nodes
+    return MAX_NODES if kind == CLIP else DEFAULT_MAX_NODES
 
 
 def _options(options: Options | None, changes: Mapping[str, Any]) -> Options:

@@ -34,7 +34,7 @@ from sphinx.util.docutils import SphinxDirective
 from . import __version__
 from .errors import BackpropvizError
 from .options import FIGURE, KINDS, PAGE, Options, option_fields
-from .output import show, write, write_steps
+from .output import prepare, show, write, write_steps
 from .script import graph_of_script
 
 __all__ = ["BackpropvizDirective", "setup"]
@@ -75,7 +75,7 @@ class BackpropvizDirective(SphinxDirective):
         alt = self.options.get("alt", f"the graph of {self.arguments[0]}")
         try:
             options = self._options()
-            options.check(fmt, steps="steps" in self.options)
+            prepare(fmt, options, steps="steps" in self.options)
             G = graph_of_script(script, self.options.get("roots", "").split(), quiet=True,
                                 backward=not options.forward_only)
             if fmt == "html":
