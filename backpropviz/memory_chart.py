@@ -23,6 +23,7 @@ from .errors import BackpropvizError
 from .files import write_atomically
 from .formatting import byte_size
 from .memory import BACKWARD, FORWARD, INNER, MemoryStep, Timeline, timeline, to_json
+from .page_head import page_head
 from .style import FONT, NAME_FONT, THEMES, Theme
 
 __all__ = ["CHART_FORMATS", "ChartError", "Panel", "Series", "chart_bytes", "growth_svg",
@@ -73,7 +74,7 @@ class _Svg:
         self.parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
                       f'width="{width}" height="{height}" font-family="{FONT}" '
                       f'class="memory-chart theme-{theme.name}">']
-        if theme.background != "transparent":
+        if not theme.transparent:
             self.parts.append(f'<rect width="{width}" height="{height}" '
                               f'fill="{theme.background}"/>')
 
@@ -130,14 +131,10 @@ def _y_axis(svg: _Svg, left: float, right: float, top: float, bottom: float,
     t = svg.theme
     for tick in ticks:
         y = bottom - (bottom - top) * tick / ticks[-1]
-        svg.line(left, y, right, y, _mix(t.muted, _background(t), 0.75), 1)
+        svg.line(left, y, right, y, _mix(t.muted, t.backdrop, 0.75), 1)
         svg.text(left - 14, y + TICK_PX * 0.35, _tick_label(tick, name), TICK_PX, t.muted,
                  anchor="end")
     svg.line(left, bottom, right, bottom, t.text, 2)
-
-
-def _background(theme: Theme) -> str:
-    return theme.label_fill if theme.background == "transparent" else theme.background
 
 
 # ---------------------------------------------------------------- the timeline
@@ -145,7 +142,7 @@ def _background(theme: Theme) -> str:
 
 def _role_colors(theme: Theme) -> dict[str, tuple[str, str]]:
     """Fills by role: (one value, its neighbour), so that adjacent blocks stay apart."""
-    bg = _background(theme)
+    bg = theme.backdrop
     activation = (_mix(theme.saved, bg, 0.45), _mix(theme.saved, bg, 0.65))
     return {"param": (theme.param_fill, _mix(theme.param_fill, theme.grad, 0.25)),
             INNER: (_mix(theme.muted, bg, 0.55), _mix(theme.muted, bg, 0.7)),
@@ -215,7 +212,7 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
             fill = colors[_group(role)][index % 2]
             svg.rect(x, y - height, bar, height, fill,
                      f' class="kept role-{_group(role)}" data-value="{escape(item)}"'
-                     f' stroke="{_background(t)}" stroke-width="{1 if bar > 6 else 0}"')
+                     f' stroke="{t.backdrop}" stroke-width="{1 if bar > 6 else 0}"')
             name = line.kept[item].name if by_blocks else _ROLE_WORDS[role]
             if (item in step.kept or (not by_blocks and step.index == 1)) and \
                     height >= NAME_PX + 6 and _width(name, NAME_PX) <= bar - 8:
@@ -298,7 +295,7 @@ def _contrast(a: str, b: str) -> float:
 
 def _readable_on(fill: str, theme: Theme) -> str:
     """The theme's text or background colour, whichever reads better on ``fill``."""
-    return max((theme.text, _background(theme)), key=lambda color: _contrast(color, fill))
+    return max((theme.text, theme.backdrop), key=lambda color: _contrast(color, fill))
 
 
 def _peak_list(svg: _Svg, line: Timeline, colors: dict, x: float, top: float) -> None:
@@ -503,10 +500,7 @@ def timeline_html(line: Timeline, *, theme: str = "light", title: str | None = N
                     f"<td>{escape(line.symbols[step.op])} → {escape(line.results[step.op])}"
                     f"</td><td>{escape(change)}</td>"
                     f'<td class="bytes">{escape(byte_size(step.bytes_held))}</td></tr>')
-    from .html import page_head  # the page's module, which itself draws this chart
-
-    background = _background(t)
-    style = f"""body {{ margin: 0; padding: 1em 2vw; background: {background}; color: {t.text};
+    style = f"""body {{ margin: 0; padding: 1em 2vw; background: {t.backdrop}; color: {t.text};
   font-family: {FONT}; }}
 svg.memory-chart {{ width: 100%; height: auto; max-height: 92vh; display: block; }}
 g.step:hover rect.kept {{ opacity: 0.8; }}

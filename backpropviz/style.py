@@ -96,6 +96,17 @@ class Theme:
     highlight_line: str  # the op of the current backward step and its edges
     highlight_fill: str  # under the op and the gradients the step changed
 
+    @property
+    def transparent(self) -> bool:
+        """Whether the theme draws on no background, for a slide's own colour."""
+        return self.background == "transparent"
+
+    @property
+    def backdrop(self) -> str:
+        """The colour under the drawing: its background, or on no background the
+        colour of the slide it is made for (``label_fill``)."""
+        return self.label_fill if self.transparent else self.background
+
 
 THEMES: dict[str, Theme] = {
     "light": Theme(
