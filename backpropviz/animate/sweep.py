@@ -49,6 +49,7 @@ from ..script import graph_of_script
 from ..steps import backward_steps, dead_masks, gradient_history
 from ..style import LABEL_PT, THEMES
 from ..views import drawn_graph
+from .formats import AnimateError
 from .mobjects import (
     Z_BADGE,
     Z_FLYING,
@@ -62,7 +63,6 @@ from .mobjects import (
     TextStore,
     pen_width,
 )
-from .render import AnimateError
 
 __all__ = ["BackpropScene", "parameter_results"]
 
@@ -151,7 +151,7 @@ class BackpropScene(MovingCameraScene):
             G = self.graph = graph_of_script(self.example, self.roots, quiet=True)
         G = self.graph = drawn_graph(G)  # a group is one op, as in the pictures
         self.palette = THEMES[self.theme]
-        if self.palette.background != "transparent":
+        if not self.palette.transparent:
             self.camera.background_color = self.palette.background
         self.store = TextStore()
         self.backward = bool(G.graph.get("backward_order")) and self.phase != "forward"
