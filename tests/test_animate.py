@@ -489,9 +489,9 @@ def test_the_dead_unit_note_has_a_cue_and_clears_every_box(example):
         scene.render()
     cue = next(text for _, text in scene.cues if "ReLU gates" in text)
     assert cue.endswith("dead unit 1: gradient stops")
-    from backpropviz.animate.sweep import _overlap
+    from backpropviz.animate.motion import overlap
     (note,) = scene.notes
-    assert not any(_overlap(note, box.frame) for box in scene.diagram.values.values())
+    assert not any(overlap(note, box.frame) for box in scene.diagram.values.values())
 
 
 def test_the_closing_overview_is_readable_at_480p(example):
