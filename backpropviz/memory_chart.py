@@ -23,6 +23,7 @@ from .errors import BackpropvizError
 from .files import write_atomically
 from .formatting import byte_size
 from .memory import BACKWARD, FORWARD, INNER, MemoryStep, Timeline, timeline, to_json
+from .metrics import fit_text, text_width
 from .page_head import page_head
 from .style import FONT, NAME_FONT, THEMES, Theme
 
@@ -51,19 +52,6 @@ def _mix(color: str, other: str, share: float) -> str:
     a = [int(color[i:i + 2], 16) for i in (1, 3, 5)]
     b = [int(other[i:i + 2], 16) for i in (1, 3, 5)]
     return "#" + "".join(f"{round(x + (y - x) * share):02x}" for x, y in zip(a, b, strict=True))
-
-
-def _width(text: str, px: float) -> float:
-    """A generous estimate of how wide Helvetica sets ``text`` at ``px``."""
-    return len(text) * px * 0.58
-
-
-def _fit(text: str, width: float, px: float) -> str:
-    """``text``, cut with "…" to fit ``width``."""
-    if _width(text, px) <= width:
-        return text
-    keep = max(1, int(width / (px * 0.58)) - 1)
-    return text[:keep] + "…"
 
 
 class _Svg:
@@ -215,7 +203,8 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
                      f' stroke="{t.backdrop}" stroke-width="{1 if bar > 6 else 0}"')
             name = line.kept[item].name if by_blocks else _ROLE_WORDS[role]
             if (item in step.kept or (not by_blocks and step.index == 1)) and \
-                    height >= NAME_PX + 6 and _width(name, NAME_PX) <= bar - 8:
+                    height >= NAME_PX + 6 and \
+                    text_width(name, NAME_PX, "serif" if by_blocks else "sans") <= bar - 8:
                 # Named where it is first kept: reading left to right, each block's value.
                 svg.text(x + bar / 2, y - height / 2 + NAME_PX * 0.35, name, NAME_PX,
                          _readable_on(fill, t), anchor="middle", italic=by_blocks,
@@ -227,7 +216,7 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
                      f' class="freed" stroke="{t.muted}" stroke-width="2"'
                      ' stroke-dasharray="6 5"')
             names = ", ".join(line.kept[item].name for item in step.freed)
-            if freed * scale >= NAME_PX + 6 and _width(names, NAME_PX) <= bar - 8:
+            if freed * scale >= NAME_PX + 6 and text_width(names, NAME_PX, "serif") <= bar - 8:
                 svg.text(x + bar / 2, y - freed * scale / 2 + NAME_PX * 0.35, names, NAME_PX,
                          t.muted, anchor="middle", italic=True, extra=' class="freed-names"')
         if step is peak and kept_any:
@@ -258,9 +247,10 @@ def _step_labels(svg: _Svg, line: Timeline, left: float, slot: float, bottom: fl
         for step in line.steps:
             middle = left + (step.index - 0.5) * slot
             color = t.text if step.phase == FORWARD else t.grad
-            svg.text(middle, bottom + 34, _fit(line.symbols[step.op], slot - 4, TICK_PX),
+            svg.text(middle, bottom + 34, fit_text(line.symbols[step.op], slot - 4, TICK_PX),
                      TICK_PX, color, anchor="middle")
-            svg.text(middle, bottom + 64, _fit(line.results[step.op], slot - 4, NAME_PX),
+            svg.text(middle, bottom + 64,
+                     fit_text(line.results[step.op], slot - 4, NAME_PX, "serif"),
                      NAME_PX, color, anchor="middle", italic=True)
     phases = ((FORWARD, "forward pass", t.text), (BACKWARD, "backward pass", t.grad))
     for phase, words, color in phases:
@@ -328,7 +318,8 @@ def _peak_list(svg: _Svg, line: Timeline, colors: dict, x: float, top: float) ->
     for name, fill, nbytes, count in shown:
         svg.rect(x, y - 20, 26, 26, fill, f' stroke="{t.node_line}" stroke-width="1"')
         many = f" ×{count}" if count > 1 else ""
-        svg.text(x + 38, y, _fit(name, 250 - _width(many, LIST_PX), LIST_PX) + many, LIST_PX,
+        room = 250 - text_width(many, LIST_PX, "serif")
+        svg.text(x + 38, y, fit_text(name, room, LIST_PX, "serif") + many, LIST_PX,
                  t.text, italic=True, extra=' class="peak-value"')
         svg.text(x + 430, y, byte_size(nbytes), LIST_PX, t.muted, anchor="end")
         y += 38

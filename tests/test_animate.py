@@ -162,6 +162,21 @@ def test_unicode_captions_without_latex(monkeypatch, add_mul):
     assert made.text == caption.text.replace(" ", "")
 
 
+def test_the_clips_text_is_as_wide_as_the_pictures():
+    # EM_PER_FONT_SIZE makes a Text's em the em the SVG's text is measured in:
+    # each text's ink spans its advance (metrics.py) less the side bearings.
+    from backpropviz.animate.mobjects import TextStore
+    from backpropviz.metrics import text_width
+
+    store, em = TextStore(), 0.25
+    numbers = ["0.5", "\u22121234", "2.5e+3", "\u22123"]
+    names = ["W1", "o", "h", "(o \u2212 y)"]
+    for text, face in [*((n, "sans") for n in numbers), *((n, "serif") for n in names)]:
+        made = store.text(text, em, "#000000", serif=face == "serif", italic=face == "serif")
+        width = text_width(text, em, face)
+        assert width - 0.2 * em <= made.width <= width + 0.05 * em, text
+
+
 def test_importing_the_package_does_not_import_manim():
     code = ("import sys, backpropviz.animate as a; "
             "print('manim' in sys.modules, a.FORMATS)")
