@@ -90,7 +90,7 @@ def _guarded(command: Callable[[], int]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command and option (the docs' CLI reference is made from it)."""
-    from .animate.render import MAX_NODES as CLIP_MAX_NODES
+    from .animate.formats import MAX_NODES as CLIP_MAX_NODES
     from .script import DEFAULT_MAX_NODES
 
     parser = _Parser(prog="backpropviz",

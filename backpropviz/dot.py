@@ -20,6 +20,7 @@ from .errors import DrawError
 from .folding import bands
 from .formatting import MAX_ITEMS, byte_size, display_number, grid_indices
 from .ir import IRError, operand_edges, validate
+from .metrics import text_width
 from .steps import StepState, dead_masks, gradient_history
 from .style import (
     ARROW_SIZE,
@@ -132,12 +133,6 @@ def _grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]
     return texts, [[None if isinstance(cell, str) else cell for cell in row] for row in grid]
 
 
-# Advance widths of Helvetica's glyphs, per 1000 units of the font size, for
-# what numbers are made of; any other character counts as a full em.
-_ADVANCE = {**dict.fromkeys("0123456789e", 556), ".": 278, "\u2212": 584, "+": 584,
-            "n": 556, "a": 556, "i": 222, "f": 278, " ": 278}
-
-
 def _column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
     """Minimum cell widths (points) that fit every grid's texts, column by column.
 
@@ -148,7 +143,7 @@ def _column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
     for grid in grids:
         for row in grid:
             for column, text in enumerate(row):
-                width = _advance(text) * size / 1000
+                width = text_width(text, size, "numbers")
                 if column == len(widths):
                     widths.append(width)
                 widths[column] = max(widths[column], width)
@@ -157,12 +152,6 @@ def _column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
 
 
 _PADDING = 2
-
-
-@lru_cache(maxsize=1 << 16)
-def _advance(text: str) -> int:
-    """The advance width of ``text`` in thousandths of the font size."""
-    return sum(_ADVANCE.get(c, 1000) for c in text)
 
 
 def _array_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = VALUE_PT,

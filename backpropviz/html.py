@@ -21,9 +21,10 @@ from .formatting import MAX_ITEMS, dead_cells, format_array
 from .ir import operand_edges, result_of
 from .memory import timeline
 from .memory_chart import step_meter
+from .page_head import page_head, theme_css
 from .script import as_graph
 from .steps import backward_steps, dead_masks
-from .style import LABEL_PT, THEMES, Theme
+from .style import LABEL_PT, THEMES
 from .views import drawn_graph
 
 __all__ = ["Page", "page_data", "page_head", "render_html", "step_through", "svg_frames",
@@ -190,31 +191,6 @@ def _json_for_script(data: Any) -> str:
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def _theme_css(theme: Theme) -> str:
-    background = theme.label_fill if theme.background == "transparent" else theme.background
-    colors = {"bg": background, "text": theme.text, "grad": theme.grad, "muted": theme.muted,
-              "edge": theme.edge, "panel": theme.op_fill, "line": theme.node_line,
-              "hl-line": theme.highlight_line, "hl-fill": theme.highlight_fill,
-              "label-fill": theme.label_fill, "dead-text": theme.dead_text,
-              "dead-fill": theme.dead_fill, "saved": theme.saved}
-    return ":root{" + "".join(f"--{key}:{value};" for key, value in colors.items()) + "}"
-
-
-def page_head(title: str, style: str) -> str:
-    """The start of one of our one-file pages, up to its ``<body>``, ``style`` inline."""
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="backpropviz">
-<title>{escape(title)}</title>
-<link rel="icon" href="data:,">
-<style>
-{style}</style>
-</head>"""
-
-
 # The stage of the page in a 1280x720 window (less the caption and the controls):
 # the drawing is laid out (folded, if that shows it larger) to fill it.
 PAGE_FRAME = "1240x500"
@@ -247,7 +223,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
     title = f"backpropviz: the backward pass of {subject}"
     last = len(data["steps"]) - 1
-    style = f'{_theme_css(palette)}\n{_asset("html_page.css")}'
+    style = f'{theme_css(palette)}\n{_asset("html_page.css")}'
     return f"""{page_head(title, style)}
 <body class="theme-{palette.name}">
 <div id="bpv" data-step="0" data-steps="{last}">

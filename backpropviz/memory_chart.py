@@ -23,6 +23,8 @@ from .errors import BackpropvizError
 from .files import write_atomically
 from .formatting import byte_size
 from .memory import BACKWARD, FORWARD, INNER, MemoryStep, Timeline, timeline, to_json
+from .metrics import fit_text, text_width
+from .page_head import page_head
 from .style import FONT, NAME_FONT, THEMES, Theme
 
 __all__ = ["CHART_FORMATS", "ChartError", "Panel", "Series", "chart_bytes", "growth_svg",
@@ -52,19 +54,6 @@ def _mix(color: str, other: str, share: float) -> str:
     return "#" + "".join(f"{round(x + (y - x) * share):02x}" for x, y in zip(a, b, strict=True))
 
 
-def _width(text: str, px: float) -> float:
-    """A generous estimate of how wide Helvetica sets ``text`` at ``px``."""
-    return len(text) * px * 0.58
-
-
-def _fit(text: str, width: float, px: float) -> str:
-    """``text``, cut with "…" to fit ``width``."""
-    if _width(text, px) <= width:
-        return text
-    keep = max(1, int(width / (px * 0.58)) - 1)
-    return text[:keep] + "…"
-
-
 class _Svg:
     """An SVG document built element by element."""
 
@@ -73,7 +62,7 @@ class _Svg:
         self.parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
                       f'width="{width}" height="{height}" font-family="{FONT}" '
                       f'class="memory-chart theme-{theme.name}">']
-        if theme.background != "transparent":
+        if not theme.transparent:
             self.parts.append(f'<rect width="{width}" height="{height}" '
                               f'fill="{theme.background}"/>')
 
@@ -130,14 +119,10 @@ def _y_axis(svg: _Svg, left: float, right: float, top: float, bottom: float,
     t = svg.theme
     for tick in ticks:
         y = bottom - (bottom - top) * tick / ticks[-1]
-        svg.line(left, y, right, y, _mix(t.muted, _background(t), 0.75), 1)
+        svg.line(left, y, right, y, _mix(t.muted, t.backdrop, 0.75), 1)
         svg.text(left - 14, y + TICK_PX * 0.35, _tick_label(tick, name), TICK_PX, t.muted,
                  anchor="end")
     svg.line(left, bottom, right, bottom, t.text, 2)
-
-
-def _background(theme: Theme) -> str:
-    return theme.label_fill if theme.background == "transparent" else theme.background
 
 
 # ---------------------------------------------------------------- the timeline
@@ -145,7 +130,7 @@ def _background(theme: Theme) -> str:
 
 def _role_colors(theme: Theme) -> dict[str, tuple[str, str]]:
     """Fills by role: (one value, its neighbour), so that adjacent blocks stay apart."""
-    bg = _background(theme)
+    bg = theme.backdrop
     activation = (_mix(theme.saved, bg, 0.45), _mix(theme.saved, bg, 0.65))
     return {"param": (theme.param_fill, _mix(theme.param_fill, theme.grad, 0.25)),
             INNER: (_mix(theme.muted, bg, 0.55), _mix(theme.muted, bg, 0.7)),
@@ -215,10 +200,11 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
             fill = colors[_group(role)][index % 2]
             svg.rect(x, y - height, bar, height, fill,
                      f' class="kept role-{_group(role)}" data-value="{escape(item)}"'
-                     f' stroke="{_background(t)}" stroke-width="{1 if bar > 6 else 0}"')
+                     f' stroke="{t.backdrop}" stroke-width="{1 if bar > 6 else 0}"')
             name = line.kept[item].name if by_blocks else _ROLE_WORDS[role]
             if (item in step.kept or (not by_blocks and step.index == 1)) and \
-                    height >= NAME_PX + 6 and _width(name, NAME_PX) <= bar - 8:
+                    height >= NAME_PX + 6 and \
+                    text_width(name, NAME_PX, "serif" if by_blocks else "sans") <= bar - 8:
                 # Named where it is first kept: reading left to right, each block's value.
                 svg.text(x + bar / 2, y - height / 2 + NAME_PX * 0.35, name, NAME_PX,
                          _readable_on(fill, t), anchor="middle", italic=by_blocks,
@@ -230,7 +216,7 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
                      f' class="freed" stroke="{t.muted}" stroke-width="2"'
                      ' stroke-dasharray="6 5"')
             names = ", ".join(line.kept[item].name for item in step.freed)
-            if freed * scale >= NAME_PX + 6 and _width(names, NAME_PX) <= bar - 8:
+            if freed * scale >= NAME_PX + 6 and text_width(names, NAME_PX, "serif") <= bar - 8:
                 svg.text(x + bar / 2, y - freed * scale / 2 + NAME_PX * 0.35, names, NAME_PX,
                          t.muted, anchor="middle", italic=True, extra=' class="freed-names"')
         if step is peak and kept_any:
@@ -261,9 +247,10 @@ def _step_labels(svg: _Svg, line: Timeline, left: float, slot: float, bottom: fl
         for step in line.steps:
             middle = left + (step.index - 0.5) * slot
             color = t.text if step.phase == FORWARD else t.grad
-            svg.text(middle, bottom + 34, _fit(line.symbols[step.op], slot - 4, TICK_PX),
+            svg.text(middle, bottom + 34, fit_text(line.symbols[step.op], slot - 4, TICK_PX),
                      TICK_PX, color, anchor="middle")
-            svg.text(middle, bottom + 64, _fit(line.results[step.op], slot - 4, NAME_PX),
+            svg.text(middle, bottom + 64,
+                     fit_text(line.results[step.op], slot - 4, NAME_PX, "serif"),
                      NAME_PX, color, anchor="middle", italic=True)
     phases = ((FORWARD, "forward pass", t.text), (BACKWARD, "backward pass", t.grad))
     for phase, words, color in phases:
@@ -298,7 +285,7 @@ def _contrast(a: str, b: str) -> float:
 
 def _readable_on(fill: str, theme: Theme) -> str:
     """The theme's text or background colour, whichever reads better on ``fill``."""
-    return max((theme.text, _background(theme)), key=lambda color: _contrast(color, fill))
+    return max((theme.text, theme.backdrop), key=lambda color: _contrast(color, fill))
 
 
 def _peak_list(svg: _Svg, line: Timeline, colors: dict, x: float, top: float) -> None:
@@ -331,7 +318,8 @@ def _peak_list(svg: _Svg, line: Timeline, colors: dict, x: float, top: float) ->
     for name, fill, nbytes, count in shown:
         svg.rect(x, y - 20, 26, 26, fill, f' stroke="{t.node_line}" stroke-width="1"')
         many = f" ×{count}" if count > 1 else ""
-        svg.text(x + 38, y, _fit(name, 250 - _width(many, LIST_PX), LIST_PX) + many, LIST_PX,
+        room = 250 - text_width(many, LIST_PX, "serif")
+        svg.text(x + 38, y, fit_text(name, room, LIST_PX, "serif") + many, LIST_PX,
                  t.text, italic=True, extra=' class="peak-value"')
         svg.text(x + 430, y, byte_size(nbytes), LIST_PX, t.muted, anchor="end")
         y += 38
@@ -503,10 +491,7 @@ def timeline_html(line: Timeline, *, theme: str = "light", title: str | None = N
                     f"<td>{escape(line.symbols[step.op])} → {escape(line.results[step.op])}"
                     f"</td><td>{escape(change)}</td>"
                     f'<td class="bytes">{escape(byte_size(step.bytes_held))}</td></tr>')
-    from .html import page_head  # the page's module, which itself draws this chart
-
-    background = _background(t)
-    style = f"""body {{ margin: 0; padding: 1em 2vw; background: {background}; color: {t.text};
+    style = f"""body {{ margin: 0; padding: 1em 2vw; background: {t.backdrop}; color: {t.text};
   font-family: {FONT}; }}
 svg.memory-chart {{ width: 100%; height: auto; max-height: 92vh; display: block; }}
 g.step:hover rect.kept {{ opacity: 0.8; }}

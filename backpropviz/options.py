@@ -24,6 +24,7 @@ __all__ = [
     "QUALITIES",
     "Options",
     "add_arguments",
+    "alpha_refusal",
     "format_of",
     "from_arguments",
     "kind_of",
@@ -251,10 +252,19 @@ class Options:
         if self.forward_only and self.phase not in (None, "forward"):
             raise UsageError(f"--phase {self.phase} animates the backward pass, which "
                              "--no-backward leaves out")
-        if kind == CLIP and THEMES[self.theme].transparent and fmt not in ALPHA_FORMATS:
-            raise UsageError(f"--theme {self.theme} needs a video format with an alpha "
-                             f"channel ({', '.join('.' + f for f in ALPHA_FORMATS)}), "
-                             f"not .{fmt}")
+        refusal = alpha_refusal(self.theme, fmt) if kind == CLIP else None
+        if refusal:
+            raise UsageError(refusal)
+
+
+def alpha_refusal(theme: str, fmt: str) -> str | None:
+    """Why a clip in ``theme`` cannot be ``fmt`` ("mp4" or ".mp4"): a theme on no
+    background needs a format with an alpha channel; None if it can."""
+    fmt = fmt.lower().lstrip(".")
+    if THEMES[theme].transparent and fmt not in ALPHA_FORMATS:
+        return (f"--theme {theme} needs a video format with an alpha channel "
+                f"({', '.join('.' + f for f in ALPHA_FORMATS)}), not .{fmt}")
+    return None
 
 
 def _one_of(name: str, value: Any, choices: Sequence[str], optional: bool = False) -> None:

@@ -50,7 +50,7 @@ def prepare(fmt: str, options: Options, *, steps: bool = False) -> float:
     options.check(fmt, steps=steps)
     kind = kind_of(fmt)
     if kind == CLIP:
-        from .animate.render import MAX_NODES, require_manim
+        from .animate.formats import MAX_NODES, require_manim
 
         require_manim()
     if kind == EXPORT and not steps:

@@ -98,8 +98,14 @@ class Theme:
 
     @property
     def transparent(self) -> bool:
-        """Whether nothing is filled behind the picture (the slide's colour shows)."""
+        """Whether the theme draws on no background, for a slide's own colour."""
         return self.background == "transparent"
+
+    @property
+    def backdrop(self) -> str:
+        """The colour under the drawing: its background, or on no background the
+        colour of the slide it is made for (``label_fill``)."""
+        return self.label_fill if self.transparent else self.background
 
 
 THEMES: dict[str, Theme] = {

@@ -41,16 +41,8 @@ from manim import (
 
 from backpropviz.animate import render_video
 from backpropviz.animate.mobjects import Diagram, Table, TextStore, pen_width
-from backpropviz.animate.sweep import (
-    CAPTION_EM,
-    GRAPH_CENTER,
-    GRAPH_HEIGHT,
-    GRAPH_WIDTH,
-    MIN_SCALE,
-    PAN_MARGIN,
-    RESULT_EM,
-    parameter_results,
-)
+from backpropviz.animate.screen import CAPTION_EM, RESULT_EM, parameter_results
+from backpropviz.animate.sweep import GRAPH_CENTER, GRAPH_HEIGHT, GRAPH_WIDTH, MIN_SCALE, PAN_MARGIN
 from backpropviz.captions import step_captions
 from backpropviz.formatting import format_array
 from backpropviz.layout import layout

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ av = pytest.importorskip("av")
 import manim  # noqa: E402
 
 from backpropviz import Value  # noqa: E402
-from backpropviz.animate import AnimateError, render_video  # noqa: E402
+from backpropviz.animate import AnimateError, check_video, render_video  # noqa: E402
 from backpropviz.animate.sweep import BackpropScene  # noqa: E402
 from backpropviz.ir import to_networkx  # noqa: E402
 from backpropviz.layout import layout  # noqa: E402
@@ -162,6 +163,21 @@ def test_unicode_captions_without_latex(monkeypatch, add_mul):
     assert made.text == caption.text.replace(" ", "")
 
 
+def test_the_clips_text_is_as_wide_as_the_pictures():
+    # EM_PER_FONT_SIZE makes a Text's em the em the SVG's text is measured in:
+    # each text's ink spans its advance (metrics.py) less the side bearings.
+    from backpropviz.animate.mobjects import TextStore
+    from backpropviz.metrics import text_width
+
+    store, em = TextStore(), 0.25
+    numbers = ["0.5", "\u22121234", "2.5e+3", "\u22123"]
+    names = ["W1", "o", "h", "(o \u2212 y)"]
+    for text, face in [*((n, "sans") for n in numbers), *((n, "serif") for n in names)]:
+        made = store.text(text, em, "#000000", serif=face == "serif", italic=face == "serif")
+        width = text_width(text, em, face)
+        assert width - 0.2 * em <= made.width <= width + 0.05 * em, text
+
+
 def test_importing_the_package_does_not_import_manim():
     code = ("import sys, backpropviz.animate as a; "
             "print('manim' in sys.modules, a.FORMATS)")
@@ -227,6 +243,12 @@ def nearest_colour(patch: np.ndarray, colour: str) -> float:
     """Distance (RGB) from ``colour`` to the closest pixel of ``patch``."""
     rgb = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
     return float(np.min(np.linalg.norm(patch.astype(float) - rgb, axis=-1)))
+
+
+def near(pixels: np.ndarray, colour: str, distance: float = 12) -> int:
+    """How many of ``pixels`` (RGB) are within ``distance`` of ``colour``."""
+    rgb = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
+    return int(np.sum(np.linalg.norm(pixels.astype(float) - rgb, axis=-1) < distance))
 
 
 @pytest.fixture(scope="module")
@@ -305,18 +327,39 @@ def test_gif_render(add_mul, tmp_path):
     assert yellow.sum() < 200  # manim's GIF of this frame has about 1,800
 
 
-def test_transparent_webm_has_an_alpha_channel(add_mul, tmp_path):
-    out = render_video(add_mul, tmp_path / "clip.webm", theme="transparent", speed=4.0,
-                       progress=False)
-    with av.open(str(out)) as movie:
+def last_rgba_frame(path: Path) -> np.ndarray:
+    """The last frame of a clip as RGBA, its alpha plane kept."""
+    with av.open(str(path)) as movie:
         stream = movie.streams.video[0]
-        assert stream.metadata.get("alpha_mode") == "1"
-        # ffmpeg's own VP9 decoder drops the alpha plane; libvpx keeps it.
-        decoder = av.CodecContext.create("libvpx-vp9", "r")
-        frames = [frame for packet in movie.demux(stream) for frame in decoder.decode(packet)]
-    alpha = frames[-1].to_ndarray(format="rgba")[..., 3]
+        if path.suffix == ".webm":
+            assert stream.metadata.get("alpha_mode") == "1"
+            # ffmpeg's own VP9 decoder drops the alpha plane; libvpx keeps it.
+            decoder = av.CodecContext.create("libvpx-vp9", "r")
+            frames = [frame for packet in movie.demux(stream) for frame in decoder.decode(packet)]
+        else:
+            frames = list(movie.decode(stream))
+    return frames[-1].to_ndarray(format="rgba")
+
+
+@pytest.mark.parametrize(("theme", "suffix"), [("transparent", ".webm"),
+                                               ("transparent-dark", ".webm"),
+                                               ("transparent-dark", ".mov")])
+def test_a_theme_on_no_background_gives_a_clip_with_an_alpha_channel(add_mul, tmp_path, theme,
+                                                                     suffix):
+    out = render_video(add_mul, tmp_path / f"clip{suffix}", theme=theme, speed=8.0,
+                       progress=False)
+    image = last_rgba_frame(out)
+    alpha = image[..., 3]
     assert (alpha == 0).mean() > 0.5  # the background is see-through
+    assert alpha[:8, :8].max() == 0 and alpha[-8:, -8:].max() == 0  # its corners too
     assert (alpha == 255).sum() > 1000  # the boxes and text are not
+    # In the theme's own colours: the dark one's light text and blue on its dark boxes.
+    palette = THEMES[theme]
+    opaque = image[alpha == 255][:, :3]
+    for colour in (palette.text, palette.grad, palette.node_fill):
+        assert nearest_colour(opaque, colour) < 40, colour
+    other = THEMES["transparent" if theme == "transparent-dark" else "transparent-dark"]
+    assert near(opaque, palette.node_fill) > 20 * near(opaque, other.node_fill)
 
 
 def test_cli_renders_a_clip(tmp_path):
@@ -339,9 +382,33 @@ def test_unknown_format_lists_the_formats(add_mul, tmp_path):
         render_video(add_mul, tmp_path / "clip.avi")
 
 
-def test_transparent_needs_a_format_with_alpha(add_mul, tmp_path):
-    with pytest.raises(AnimateError, match=r"transparent.*\.webm"):
-        render_video(add_mul, tmp_path / "clip.mp4", theme="transparent")
+@pytest.mark.parametrize("theme", ["transparent", "transparent-dark"])
+@pytest.mark.parametrize("suffix", [".mp4", ".gif"])
+def test_a_theme_on_no_background_needs_a_format_with_alpha(add_mul, tmp_path, theme, suffix):
+    message = (f"--theme {theme} needs a video format with an alpha channel (.webm, .mov), "
+               f"not {suffix}")
+    with pytest.raises(AnimateError) as refused:
+        render_video(add_mul, tmp_path / f"clip{suffix}", theme=theme, progress=False)
+    assert str(refused.value) == message
+    assert list(tmp_path.iterdir()) == []
+    # The command line asks the same before it runs a script, with or without the dot.
+    for fmt in (suffix, suffix[1:]):
+        with pytest.raises(AnimateError) as asked:
+            check_video(theme, fmt)
+        assert str(asked.value) == message
+
+
+def test_check_video_goes_by_the_theme_not_its_name(monkeypatch):
+    for theme, fmt in (("transparent", "webm"), ("transparent-dark", ".mov"), ("dark", "mp4"),
+                       ("light", "gif")):
+        assert check_video(theme, fmt) is None
+    # A theme on no background under any name needs the alpha channel.
+    monkeypatch.setitem(THEMES, "slide", replace(THEMES["dark"], name="slide",
+                                                 background="transparent"))
+    with pytest.raises(AnimateError, match=r"^--theme slide needs .* not \.mp4$"):
+        check_video("slide", "mp4")
+    with pytest.raises(AnimateError, match=r"unknown theme: 'sepia' \(must be one of "):
+        check_video("sepia", "mp4")
 
 
 def test_graph_over_the_limit_suggests_tensors(tmp_path):
@@ -438,9 +505,9 @@ def test_the_dead_unit_note_has_a_cue_and_clears_every_box(example):
         scene.render()
     cue = next(text for _, text in scene.cues if "ReLU gates" in text)
     assert cue.endswith("dead unit 1: gradient stops")
-    from backpropviz.animate.sweep import _overlap
+    from backpropviz.animate.motion import overlap
     (note,) = scene.notes
-    assert not any(_overlap(note, box.frame) for box in scene.diagram.values.values())
+    assert not any(overlap(note, box.frame) for box in scene.diagram.values.values())
 
 
 def test_the_closing_overview_is_readable_at_480p(example):

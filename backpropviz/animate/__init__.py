@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .render import FORMATS, MAX_NODES, PHASES, QUALITIES, AnimateError, render_video
+from .formats import FORMATS, MAX_NODES, PHASES, QUALITIES, AnimateError, check_video
+from .render import render_video
 
 __all__ = [
     "FORMATS",
@@ -26,6 +27,7 @@ __all__ = [
     "AnimateError",
     "BackpropScene",
     "Diagram",
+    "check_video",
     "render_video",
 ]
 
@@ -37,7 +39,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         from importlib import import_module
 
-        from .render import require_manim
+        from .formats import require_manim
 
         require_manim()
         return getattr(import_module(f".{_LAZY[name]}", __name__), name)

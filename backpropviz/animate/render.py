@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pathlib
 import sys
@@ -11,51 +10,25 @@ from typing import Any
 
 import networkx as nx
 
-from ..errors import BackpropvizError
 from ..files import make_folder, move_into_place
 from ..script import as_graph
 from ..style import THEMES
+from .formats import (
+    FORMATS,
+    MAX_NODES,
+    PHASES,
+    QUALITIES,
+    TRANSPARENT_FORMATS,
+    AnimateError,
+    check_format,
+    check_size,
+    check_video,
+    require_manim,
+)
 
-__all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "AnimateError", "render_video"]
-
-FORMATS = (".mp4", ".gif", ".webm", ".mov")
-TRANSPARENT_FORMATS = (".webm", ".mov")
-PHASES = ("forward", "backward", "both")
-# The CLI's quality letters, as manim's ``-q`` flag means them.
-QUALITIES = {"l": "low_quality", "m": "medium_quality", "h": "high_quality",
-             "p": "production_quality", "k": "fourk_quality"}
-# Past about this many IR nodes the boxes get too small to read at 1080p and
-# the clip too long to watch; the Tensor form of the same network is smaller.
-MAX_NODES = 60
-
-
-class AnimateError(BackpropvizError, ValueError):
-    """A clip that cannot be rendered, explained in one sentence."""
-
-
-def check_format(path: str | os.PathLike) -> str:
-    """The video format of ``path`` (its suffix), or AnimateError listing the formats."""
-    suffix = pathlib.Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise AnimateError(f"unknown video format: {suffix or str(path)!r} "
-                           f"(must be one of {list(FORMATS)})")
-    return suffix
-
-
-def check_size(G: nx.MultiDiGraph, max_nodes: int = MAX_NODES) -> None:
-    """AnimateError when ``G`` has more nodes than a readable clip can show."""
-    if G.number_of_nodes() > max_nodes:
-        raise AnimateError(
-            f"the graph has {G.number_of_nodes()} nodes, more than the animation limit of "
-            f"{max_nodes}; build it from Tensor operations (the matrix form) to animate it, "
-            "or raise max_nodes")
-
-
-def require_manim() -> None:
-    """AnimateError unless manim can be imported."""
-    if importlib.util.find_spec("manim") is None:
-        raise AnimateError("animating needs manim, which is not installed; "
-                           "install it with: pip install 'backpropviz[video]'")
+# FORMATS ... require_manim are also importable from here, where they were first.
+__all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "TRANSPARENT_FORMATS", "AnimateError",
+           "render_video", "require_manim"]
 
 
 def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality: str = "l",
@@ -68,9 +41,10 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
     (as for ``draw``).
     The format follows the suffix (.mp4 .gif .webm .mov). Subtitles with the
     chain-rule captions go beside it (same name, .srt). The background is
-    transparent when ``transparent`` is true or ``theme`` is ``"transparent"``
-    (.webm and .mov only). With ``progress``, a progress line and finally the
-    output path and the clip's length are printed to stderr. Nothing is left
+    transparent when ``transparent`` is true or the theme has none
+    ("transparent", "transparent-dark"): .webm and .mov only. With
+    ``progress``, a progress line and finally the output path and the clip's
+    length are printed to stderr. Nothing is left
     at ``path`` if rendering fails or is interrupted.
     """
     G = as_graph(G, names)
@@ -80,11 +54,10 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
         raise AnimateError(f"unknown quality: {quality!r} (must be one of {list(QUALITIES)})")
     if phase not in PHASES:
         raise AnimateError(f"unknown phase: {phase!r} (must be one of {list(PHASES)})")
-    if theme not in THEMES:
-        raise AnimateError(f"unknown theme: {theme!r} (must be one of {list(THEMES)})")
+    check_video(theme, suffix)
     if not speed > 0:
         raise AnimateError(f"speed must be a positive number, got {speed!r}")
-    transparent = transparent or theme == "transparent"
+    transparent = transparent or THEMES[theme].transparent
     if transparent and suffix not in TRANSPARENT_FORMATS:
         raise AnimateError(f"a transparent background needs one of {list(TRANSPARENT_FORMATS)}, "
                            f"not {suffix!r}")

@@ -12,102 +12,80 @@ import networkx as nx
 import numpy as np
 from manim import (
     DOWN,
-    LEFT,
     RIGHT,
     UP,
-    Animation,
     AnimationGroup,
-    Circle,
     Create,
-    Dot,
     FadeIn,
     FadeOut,
     LaggedStart,
-    MoveAlongPath,
     MovingCameraScene,
-    Rectangle,
     ReplacementTransform,
     RoundedRectangle,
-    ShowPassingFlash,
-    Square,
     Succession,
     SurroundingRectangle,
     Transform,
     VGroup,
     VMobject,
-    Wait,
     config,
-    linear,
     rate_functions,
 )
 
-from ..captions import differentiated, number_text, partial_name, step_captions, value_names
-from ..formatting import MAX_ITEMS, byte_size, format_array
+from ..captions import step_captions, value_names
+from ..formatting import MAX_ITEMS, format_array
 from ..layout import layout
 from ..memory import MemoryStep, timeline
 from ..script import graph_of_script
 from ..steps import backward_steps, dead_masks, gradient_history
 from ..style import LABEL_PT, THEMES
 from ..views import drawn_graph
+from .formats import AnimateError
 from .mobjects import (
     Z_BADGE,
     Z_FLYING,
     Z_MARK,
     Z_NUMBER,
-    Z_PULSE,
     Diagram,
     EdgeArrow,
     OpNode,
     Table,
     TextStore,
-    pen_width,
 )
-from .render import AnimateError
+from .motion import dead_unit_note, parallel, pulse, ring_over, stopped
+from .screen import (
+    CAPTION_EM,
+    CAPTION_Y,
+    RESULT_GAP,
+    RULE_Y,
+    TITLE_Y,
+    caption_block,
+    meter_block,
+    note_line,
+    parameter_results,
+    result_table,
+    results_text,
+    title_block,
+)
 
 __all__ = ["BackpropScene", "parameter_results"]
 
-# Scene layout (manim units; the frame is 14.2 x 8): a title line on top, the
-# graph in the middle, a two-line caption at the bottom.
-TITLE_Y = 3.55
+# The graph's room on screen (scene units; the frame is 14.2 x 8), between
+# the title on top and the caption at the bottom (screen.py).
 GRAPH_CENTER = (0.0, 0.4, 0.0)
 GRAPH_WIDTH, GRAPH_HEIGHT = 13.4, 5.0
-RULE_Y, CAPTION_Y = -2.65, -3.3
-TITLE_EM, RULE_EM, CAPTION_EM = 0.3, 0.3, 0.42
-CAPTION_WIDTH = 13.4
 # Values are set at 14 pt; below this scale (scene units per point) their em
 # would be under 14 pixels at 480p (digits under 10), so a wide graph is drawn
 # larger than the frame and the camera follows the sweep along it.
 MIN_SCALE = 0.017
 PAN_MARGIN = 0.6
 # The final overview of a graph wider than the frame: the graph fitted to the
-# frame with this margin (screen units), the parameters' gradients beneath it,
-# their names set at CAPTION_EM and their numbers at RESULT_EM.
-OVERVIEW_MARGIN, RESULT_GAP, RESULT_EM = 0.35, 0.45, 0.32
-RESULTS_HEIGHT = 3.6  # at most this much of the frame's 8 units goes to the results
-# The memory meter, top right: its bar's width and height (screen units).
-METER_WIDTH, METER_HEIGHT = 2.6, 0.13
+# frame with this margin (screen units), the parameters' gradients beneath it.
+OVERVIEW_MARGIN = 0.35
 # Pacing: a caption stays until it can be read at READING_CPS characters a
 # second, and never less than HOLD_FLOOR seconds; the forward pass, which has
 # no caption to read, plays at FORWARD_PACE of the backward's speed's times.
 # A rule read once (add passes the gradient...) is known at a glance after.
 READING_CPS, HOLD_FLOOR, FORWARD_PACE = 17.0, 2.0, 0.6
-# The caption block (rule, then the worked equations): at most this tall.
-CAPTION_HEIGHT = 1.55
-WORKED_EM = 0.3
-
-
-def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
-    """The parameters whose gradients the final overview sums up, each with its
-    "∂L/∂W1 =" in TeX and in Unicode (L: the differentiated root, named as the
-    captions name it)."""
-    names = value_names(G)
-    top = differentiated(G, names)
-    results = []
-    for node, attrs in G.nodes(data=True):
-        if attrs["kind"] == "value" and attrs["role"] == "param" and attrs["grad"] is not None:
-            name = partial_name(top, names[node])
-            results.append((node, f"{name.tex} =", f"{name.text} ="))
-    return results
 
 
 class BackpropScene(MovingCameraScene):
@@ -151,7 +129,7 @@ class BackpropScene(MovingCameraScene):
             G = self.graph = graph_of_script(self.example, self.roots, quiet=True)
         G = self.graph = drawn_graph(G)  # a group is one op, as in the pictures
         self.palette = THEMES[self.theme]
-        if self.palette.background != "transparent":
+        if not self.palette.transparent:
             self.camera.background_color = self.palette.background
         self.store = TextStore()
         self.backward = bool(G.graph.get("backward_order")) and self.phase != "forward"
@@ -275,10 +253,7 @@ class BackpropScene(MovingCameraScene):
 
     def set_note(self, text: str) -> None:
         """Queue a plain sentence for the caption line (in place of an equation)."""
-        note = self.store.text(text, CAPTION_EM * 0.8, self.palette.text)
-        if note.width > CAPTION_WIDTH:
-            note.scale(CAPTION_WIDTH / note.width)
-        self.place(note, 0, (RULE_Y + CAPTION_Y) / 2)
+        note = self.place(note_line(self.store, self.palette, text), 0, (RULE_Y + CAPTION_Y) / 2)
         if self.caption is not None:
             self.remove(self.caption)
         self.caption = note
@@ -328,37 +303,13 @@ class BackpropScene(MovingCameraScene):
 
     def results_text(self) -> str:
         """The overview's results in words, as its cue: "∂L/∂W1 = [...]", one a line."""
-        return "\n".join(f"{text} {number_text(self.graph.nodes[node]['grad'], self.precision)}"
-                         for node, _, text in self.results)
+        return results_text(self.graph, self.results, self.precision)
 
     def result_table(self) -> VGroup | None:
-        """The parameters' final gradients in lines, "∂L/∂W1 = [...]" each, in screen
-        units as ``place`` takes them; None if the graph has no parameters."""
-        if not self.results:
-            return None
-        palette, parts = self.palette, []
-        for node, tex, text in self.results:
-            name = self.store.math(tex, text, CAPTION_EM, palette.text)
-            grad = Table(format_array(self.graph.nodes[node]["grad"], self.precision, MAX_ITEMS),
-                         self.store, RESULT_EM, palette.grad,
-                         bracketed=self.diagram.values[node].bracketed,
-                         dead=self.dead_values.get(node), dead_color=palette.dead_text,
-                         dead_fill=palette.dead_fill)
-            parts.append(VGroup(name, grad).arrange(RIGHT, buff=0.3 * RESULT_EM))
-        # As many to a line as fit the caption's width at their size (digits of
-        # 12 px and more at 480p); only a table taller than RESULTS_HEIGHT shrinks.
-        gap, lines, line, width = 2.5 * RESULT_EM, [], [], 0.0
-        for part in parts:
-            if line and width + gap + part.width > CAPTION_WIDTH:
-                lines.append(line)
-                line, width = [], 0.0
-            width += (gap if line else 0.0) + part.width
-            line.append(part)
-        lines.append(line)
-        table = VGroup(*(VGroup(*line).arrange(RIGHT, buff=gap) for line in lines))
-        table.arrange(DOWN, buff=0.3)
-        table.scale(min(1.0, CAPTION_WIDTH / table.width, RESULTS_HEIGHT / table.height))
-        return table
+        """The parameters' final gradients, "∂L/∂W1 = [...]" each, in screen units as
+        ``place`` takes them; None if the graph has no parameters."""
+        return result_table(self.store, self.palette, self.graph, self.results, self.precision,
+                            self.dead_values)
 
     def focus(self, nodes: Sequence[Any], seconds: float = 0.6) -> None:
         """Pan the camera (with the title and caption) until ``nodes`` are in view.
@@ -449,9 +400,9 @@ class BackpropScene(MovingCameraScene):
         result = result_edge[1]
         pace = FORWARD_PACE
         dots = [self._pulse(edge.forward_path(), palette.text, 0.7 * pace) for edge in incoming]
-        ring = self._ring(diagram.ops[op], palette.text, fill=None).set_z_index(Z_MARK)
+        ring = ring_over(diagram.ops[op], palette.text, palette.op_fill).set_z_index(Z_MARK)
         label = diagram.values[result].data_label()
-        self.play(Succession(_parallel(dots, self.t(0.7 * pace)),
+        self.play(Succession(parallel(dots, self.t(0.7 * pace)),
                              FadeIn(ring, scale=1.25, rate_func=rate_functions.there_and_back,
                                     run_time=self.t(0.35 * pace)),
                              self._pulse(diagram.edges[result_edge].forward_path(),
@@ -535,7 +486,7 @@ class BackpropScene(MovingCameraScene):
                                           0.9, width=2.2))
         animations = list(pulses)
         for edge in stops:
-            animations.append(self._stopped(diagram.edges[edge], op_node))
+            animations.append(self._stopped(diagram.edges[edge]))
         if op_node.dead and not stops:
             animations.append(self._gate_note(op_node))
         if animations:
@@ -601,21 +552,10 @@ class BackpropScene(MovingCameraScene):
     # ------------------------------------------------------------ pieces
 
     def set_title(self, text: str) -> None:
-        """The phase title, top left, muted."""
-        palette = self.palette
-        words = self.store.text(text, TITLE_EM, palette.muted)
-        # The key to the colours: numbers in black (the theme's text) are values,
-        # in blue gradients.
-        key = VGroup(Square(0.16, fill_color=palette.text, fill_opacity=1, stroke_width=0),
-                     self.store.text("value", TITLE_EM * 0.85, palette.text),
-                     Square(0.16, fill_color=palette.grad, fill_opacity=1, stroke_width=0),
-                     self.store.text("gradient", TITLE_EM * 0.85, palette.grad))
-        key.arrange(RIGHT, buff=0.1)
-        key[2].shift(0.25 * RIGHT)
-        key[3].shift(0.25 * RIGHT)
-        title = VGroup(words, key).arrange(DOWN, buff=0.1, aligned_edge=LEFT)
+        """The phase title, top left, muted, with the key to the colours."""
+        title = title_block(self.store, self.palette, text)
         self.place(title, -config.frame_width / 2 + 0.5 + title.width / 2,
-                   TITLE_Y + words.height / 2 - title.height / 2)
+                   TITLE_Y + title[0].height / 2 - title.height / 2)
         if self.title is not None:
             self.remove(self.title)
         self.title = title
@@ -627,19 +567,9 @@ class BackpropScene(MovingCameraScene):
         peak = self.memory.peak_bytes
         if not peak:
             return
-        palette = self.palette
-        label = self.store.text(f"kept for backward: {byte_size(step.bytes_held)}", TITLE_EM,
-                                palette.muted)
-        track = Rectangle(width=METER_WIDTH, height=METER_HEIGHT, stroke_color=palette.node_line,
-                          stroke_width=1.5, fill_opacity=0)
-        share = step.bytes_held / peak
-        fill = Rectangle(width=max(share, 1e-3) * METER_WIDTH, height=METER_HEIGHT,
-                         stroke_width=0, fill_color=palette.saved,
-                         fill_opacity=1.0 if share else 0.0)
-        fill.align_to(track, LEFT)
-        meter = VGroup(label, VGroup(track, fill)).arrange(DOWN, buff=0.1, aligned_edge=RIGHT)
+        meter = meter_block(self.store, self.palette, step.bytes_held, peak)
         self.place(meter, config.frame_width / 2 - 0.5 - meter.width / 2,
-                   TITLE_Y - meter.height / 2 + label.height / 2)
+                   TITLE_Y - meter.height / 2 + meter[0].height / 2)
         if self.meter is not None:
             self.remove(self.meter)
         self.meter = meter
@@ -649,13 +579,9 @@ class BackpropScene(MovingCameraScene):
     def set_caption(self, index: int) -> None:
         """Queue the caption of backward step ``index`` (its rule and its equation)."""
         caption = self.captions[index]
-        rule = self.store.text(caption.rule, RULE_EM, self.palette.muted)
-        # The equations with the engine's numbers, one a line, as the page and
-        # the step pictures write them; the .srt cue is these very lines.
-        lines = [self.store.text(line, WORKED_EM, self.palette.text) for line in caption.worked]
-        new = VGroup(rule, *lines).arrange(DOWN, buff=0.12)
-        new.scale(min(1.0, CAPTION_WIDTH / new.width, CAPTION_HEIGHT / new.height))
+        new = caption_block(self.store, self.palette, caption)
         self.place(new, 0, RULE_Y + 0.2 - new.height / 2)
+        # The .srt cue is the caption's very lines.
         self.caption_text = "\n".join([caption.rule, *caption.worked])
         if self.caption is not None:
             self.remove(self.caption)
@@ -665,7 +591,7 @@ class BackpropScene(MovingCameraScene):
     def highlight_op(self, op: Any) -> None:
         """Queue the highlight of the current op and of the edge its gradient came in by."""
         G, diagram, palette = self.graph, self.diagram, self.palette
-        ring = self._ring(diagram.ops[op], palette.highlight_line, fill=palette.highlight_fill)
+        ring = ring_over(diagram.ops[op], palette.highlight_line, palette.highlight_fill)
         (result_edge,) = G.out_edges(op, keys=True)
         edge = diagram.edges[result_edge].copy().set_color(palette.highlight_line)
         edge.path.set_stroke(width=edge.path.get_stroke_width() * 1.8)
@@ -712,61 +638,22 @@ class BackpropScene(MovingCameraScene):
         sent = [g for _, _, g in self.graph.out_edges(value, data="grad") if g is not None]
         return len(sent) >= 2
 
-    def _ring(self, op: OpNode, color: str, fill: str | None) -> VGroup:
-        """A copy of an op's circle, outlined in ``color``, to animate on top of it."""
-        circle = Circle(radius=op.circle.radius).move_to(op.circle.get_center())
-        circle.set_stroke(color, width=op.circle.get_stroke_width() * 2.2 + 1.5)
-        circle.set_fill(fill or self.palette.op_fill, 1)
-        return VGroup(circle, op.symbol.copy())
-
     def _pulse(self, path: VMobject, color: str, seconds: float,
                width: float = 1.6) -> AnimationGroup:
-        """A dot running along ``path`` with a flash of the path behind it."""
-        s = self.diagram.scale_factor
-        dot = Dot(path.get_start(), radius=3.2 * s, color=color).set_z_index(Z_PULSE)
-        flash = path.copy().set_stroke(color, width=pen_width(width * 1.6, s))
-        flash.set_z_index(Z_MARK)
-        ease = rate_functions.ease_in_out_sine
-        return AnimationGroup(_Travel(dot, path, rate_func=ease),
-                              ShowPassingFlash(flash, time_width=0.6, rate_func=ease),
-                              run_time=self.t(seconds))
+        return pulse(path, color, self.t(seconds), self.diagram.scale_factor, width)
 
-    def _stopped(self, edge: EdgeArrow, op: OpNode) -> Any:
-        """A dead ReLU: the pulse leaves the op, hits a bar and fades: nothing passes."""
-        palette, s = self.palette, self.diagram.scale_factor
-        path = edge.backward_path()
-        stop = path.point_from_proportion(0.3)
-        direction = path.point_from_proportion(0.31) - stop
-        direction /= max(np.linalg.norm(direction), 1e-9)
-        normal = np.array([-direction[1], direction[0], 0.0])
-        half = 9 * s
-        bar = VMobject().set_points_as_corners([stop + normal * half, stop - normal * half])
-        bar.set_stroke(palette.dead_line, width=pen_width(4.0, s))
-        cross = self.store.text("no gradient", LABEL_PT * s, palette.dead_text)
-        cross.next_to(bar, DOWN, buff=3 * s)
-        self.marks.extend([bar.set_z_index(Z_BADGE), cross.set_z_index(Z_BADGE)])
-        short = VMobject()
-        short.pointwise_become_partial(path, 0, 0.28)
-        dot = Dot(short.get_start(), radius=3.2 * s, color=palette.grad).set_z_index(Z_PULSE)
-        return Succession(FadeIn(VGroup(bar, cross), run_time=self.t(0.3)),
-                          MoveAlongPath(dot, short, rate_func=linear, run_time=self.t(0.4)),
-                          FadeOut(dot, scale=2.5, run_time=self.t(0.2)))
+    def _stopped(self, edge: EdgeArrow) -> Any:
+        """A dead ReLU: the pulse along ``edge`` hits a bar and fades."""
+        animation, marks = stopped(edge.backward_path(), self.palette, self.store,
+                                   self.diagram.scale_factor, self.speed)
+        self.marks.extend(marks)
+        return animation
 
     def _gate_note(self, op: OpNode) -> FadeIn:
         """Under a ReLU with some dead units: which units pass no gradient."""
-        dead = np.asarray(op.attrs["dead"], dtype=bool)
-        units = ", ".join(str(i + 1) for i in np.flatnonzero(dead.ravel()))
         s = self.diagram.scale_factor
-        words = f"dead unit {units}: gradient stops"
-        note = self.store.text(words, LABEL_PT * s, self.palette.dead_text)
-        boxes = [box.frame for box in self.diagram.values.values()]
-        # Beneath the op, or above it, as near as it is clear of every box.
-        for away in range(16):
-            side = DOWN if away % 2 == 0 else UP
-            note.next_to(op.circle, side, buff=(4 + 6 * (away // 2)) * s)
-            if not any(_overlap(note, box) for box in boxes):
-                break
-        note.set_z_index(Z_BADGE)
+        words, note = dead_unit_note(op, [box.frame for box in self.diagram.values.values()],
+                                     self.palette, self.store, s)
         self.cue_notes.append(words)
         self.marks.append(note)
         return FadeIn(note, shift=2 * s * UP)
@@ -793,27 +680,3 @@ class BackpropScene(MovingCameraScene):
         if self._beats_done == total:
             sys.stderr.write("\n")
         sys.stderr.flush()
-
-
-class _Travel(Animation):
-    """A dot running along a path, fading in as it leaves and out as it arrives."""
-
-    def __init__(self, dot: Dot, path: VMobject, **kwargs: Any) -> None:
-        super().__init__(dot, remover=True, **kwargs)
-        self.path = path
-
-    def interpolate_mobject(self, alpha: float) -> None:
-        where = self.rate_func(alpha)
-        self.mobject.move_to(self.path.point_from_proportion(where))
-        self.mobject.set_opacity(min(1.0, 6 * alpha, 6 * (1 - alpha)))
-
-
-def _overlap(a: VMobject, b: VMobject) -> bool:
-    """Whether the bounding boxes of ``a`` and ``b`` meet."""
-    return not (a.get_right()[0] < b.get_left()[0] or b.get_right()[0] < a.get_left()[0]
-                or a.get_top()[1] < b.get_bottom()[1] or b.get_top()[1] < a.get_bottom()[1])
-
-
-def _parallel(animations: Sequence[Any], seconds: float) -> Any:
-    return AnimationGroup(*animations, run_time=seconds) if animations else Wait(seconds)
-

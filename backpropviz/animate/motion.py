@@ -1,0 +1,114 @@
+"""What moves: pulses along edges, rings round ops, a gradient stopped at a dead ReLU."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from manim import (
+    DOWN,
+    UP,
+    Animation,
+    AnimationGroup,
+    Circle,
+    Dot,
+    FadeIn,
+    FadeOut,
+    MoveAlongPath,
+    ShowPassingFlash,
+    Succession,
+    VGroup,
+    VMobject,
+    Wait,
+    linear,
+    rate_functions,
+)
+
+from ..style import LABEL_PT, Theme
+from .mobjects import Z_BADGE, Z_MARK, Z_PULSE, OpNode, TextStore, pen_width
+
+__all__ = ["dead_unit_note", "overlap", "parallel", "pulse", "ring_over", "stopped"]
+
+
+def ring_over(op: OpNode, color: str, fill: str) -> VGroup:
+    """A copy of an op's circle, outlined in ``color``, to animate on top of it."""
+    circle = Circle(radius=op.circle.radius).move_to(op.circle.get_center())
+    circle.set_stroke(color, width=op.circle.get_stroke_width() * 2.2 + 1.5)
+    circle.set_fill(fill, 1)
+    return VGroup(circle, op.symbol.copy())
+
+
+def pulse(path: VMobject, color: str, run_time: float, scale: float,
+          width: float = 1.6) -> AnimationGroup:
+    """A dot running along ``path`` with a flash of the path behind it (``scale``:
+    scene units per point)."""
+    dot = Dot(path.get_start(), radius=3.2 * scale, color=color).set_z_index(Z_PULSE)
+    flash = path.copy().set_stroke(color, width=pen_width(width * 1.6, scale))
+    flash.set_z_index(Z_MARK)
+    ease = rate_functions.ease_in_out_sine
+    return AnimationGroup(_Travel(dot, path, rate_func=ease),
+                          ShowPassingFlash(flash, time_width=0.6, rate_func=ease),
+                          run_time=run_time)
+
+
+def stopped(path: VMobject, palette: Theme, store: TextStore, scale: float,
+            speed: float) -> tuple[Succession, list[VMobject]]:
+    """A dead ReLU: the pulse leaves the op along ``path``, hits a bar and fades:
+    nothing passes. The animation, and the bar and its words, which stay."""
+    stop = path.point_from_proportion(0.3)
+    direction = path.point_from_proportion(0.31) - stop
+    direction /= max(np.linalg.norm(direction), 1e-9)
+    normal = np.array([-direction[1], direction[0], 0.0])
+    half = 9 * scale
+    bar = VMobject().set_points_as_corners([stop + normal * half, stop - normal * half])
+    bar.set_stroke(palette.dead_line, width=pen_width(4.0, scale))
+    cross = store.text("no gradient", LABEL_PT * scale, palette.dead_text)
+    cross.next_to(bar, DOWN, buff=3 * scale)
+    marks = [bar.set_z_index(Z_BADGE), cross.set_z_index(Z_BADGE)]
+    short = VMobject()
+    short.pointwise_become_partial(path, 0, 0.28)
+    dot = Dot(short.get_start(), radius=3.2 * scale, color=palette.grad).set_z_index(Z_PULSE)
+    return Succession(FadeIn(VGroup(bar, cross), run_time=0.3 / speed),
+                      MoveAlongPath(dot, short, rate_func=linear, run_time=0.4 / speed),
+                      FadeOut(dot, scale=2.5, run_time=0.2 / speed)), marks
+
+
+def dead_unit_note(op: OpNode, boxes: Sequence[VMobject], palette: Theme, store: TextStore,
+                   scale: float) -> tuple[str, VMobject]:
+    """Under a ReLU with some dead units, which units pass no gradient: the words, and
+    them set beneath the op, or above it, as near as they are clear of every box."""
+    dead = np.asarray(op.attrs["dead"], dtype=bool)
+    units = ", ".join(str(i + 1) for i in np.flatnonzero(dead.ravel()))
+    words = f"dead unit {units}: gradient stops"
+    note = store.text(words, LABEL_PT * scale, palette.dead_text)
+    for away in range(16):
+        side = DOWN if away % 2 == 0 else UP
+        note.next_to(op.circle, side, buff=(4 + 6 * (away // 2)) * scale)
+        if not any(overlap(note, box) for box in boxes):
+            break
+    return words, note.set_z_index(Z_BADGE)
+
+
+class _Travel(Animation):
+    """A dot running along a path, fading in as it leaves and out as it arrives."""
+
+    def __init__(self, dot: Dot, path: VMobject, **kwargs: Any) -> None:
+        super().__init__(dot, remover=True, **kwargs)
+        self.path = path
+
+    def interpolate_mobject(self, alpha: float) -> None:
+        where = self.rate_func(alpha)
+        self.mobject.move_to(self.path.point_from_proportion(where))
+        self.mobject.set_opacity(min(1.0, 6 * alpha, 6 * (1 - alpha)))
+
+
+def overlap(a: VMobject, b: VMobject) -> bool:
+    """Whether the bounding boxes of ``a`` and ``b`` meet."""
+    return not (a.get_right()[0] < b.get_left()[0] or b.get_right()[0] < a.get_left()[0]
+                or a.get_top()[1] < b.get_bottom()[1] or b.get_top()[1] < a.get_bottom()[1])
+
+
+def parallel(animations: Sequence[Any], seconds: float) -> Any:
+    """``animations`` played together for ``seconds``, or a wait if there are none."""
+    return AnimationGroup(*animations, run_time=seconds) if animations else Wait(seconds)
