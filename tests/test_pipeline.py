@@ -179,3 +179,17 @@ def test_the_public_api_is_small_and_old_names_still_work_with_a_warning():
         assert backpropviz.write is write  # a public name does not warn
     with pytest.raises(AttributeError):
         backpropviz.no_such_name  # noqa: B018
+
+
+def test_the_page_takes_the_figures_options_for_the_picture_beside_it():
+    from backpropviz.html import step_through
+    from backpropviz.output import show
+
+    w = Value(3.0, label="w")
+    L = w * 7.0  # the constant 7 gets gradient 3 from the engine
+    L.backward()
+    page = show(L, format="html", theme="dark")
+    assert "<title>" in page.html and THEMES["dark"].background in page.html
+    shown = step_through(L, show_constants=True).diagram.source
+    hidden = step_through(L).diagram.source
+    assert shown.count(">3<") == hidden.count(">3<") + 1  # the constant's gradient, 3
