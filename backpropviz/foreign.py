@@ -33,6 +33,7 @@ from typing import Any
 import networkx as nx
 
 from . import ops
+from .builder import Builder
 from .engine import EngineError, Node, Value, apply
 from .errors import BackpropvizError
 
@@ -476,8 +477,6 @@ def from_objects(*roots: Any, names: Mapping[str, Any] | None = None,
 
 def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
     """The IR of a read graph: values, ops, and the watched run's contributions."""
-    value_id: dict[Any, str] = {}
-    op_id: dict[Any, str] = {}
     sent: dict[Any, list[float]] = {}
     sums: dict[Any, list[float]] = {}
     processed: dict[Any, int] = {}
@@ -505,60 +504,32 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
         first = next((event for event in graph.events if event.node is graph.roots[0]), None)
         seeds[graph.roots[0]] = first.upstream if first is not None else \
             number(graph.roots[0], "grad")
-    stored = set()
-    for node, kids in graph.operands.items():
-        name, _ = graph.ops[node]
-        for where in ops.get(name).saved(len(kids)):
-            stored.add(node if where == "out" else kids[where])
     params = graph.params
-    G = nx.MultiDiGraph()
+    build = Builder()
     roots = set(graph.roots)
     for node in graph.order:
         kids = graph.operands.get(node)
         if kids:
             name, exponent = graph.ops[node]
-            oid = op_id[node] = f"op{len(op_id)}"
-            attrs: dict[str, Any] = {"kind": "op", "op": name,
-                                     "symbol": ops.symbol(name, exponent)}
-            if exponent is not None:
-                attrs["exponent"] = exponent
+            attrs: dict[str, Any] = {}
             if node in graph.reconstructed:
                 attrs["reconstructed"] = True
             dead = ops.dead_units(name, number(kids[0], "data"))
             if dead is not None:
                 attrs["dead"] = dead
-            G.add_node(oid, **attrs)
-        vid = value_id[node] = f"v{len(value_id)}"
+            build.add_op(node, name, kids, exponent=exponent, sent=sent.get(node),
+                         running=sums.get(node), **attrs)
         # An unnamed leaf is an input: another engine's weights in plain lists look
         # just like the numbers its ops wrap, and their gradients are the lesson.
         role = ("output" if node in roots else "intermediate" if kids
                 else "param" if node in params else "input")
         grad = None if graph.grads is None else graph.grads[node]
-        G.add_node(vid, kind="value", label=graph.names.get(node),
-                   data=number(node, "data"), grad=grad, shape=(), role=role,
-                   stored=node in stored, nbytes=8 if node in stored else 0)
-        if kids:
-            shares = sent.get(node)
-            for arg, kid in enumerate(kids):
-                if shares is None:
-                    G.add_edge(value_id[kid], oid, key=arg, arg=arg, grad=None)
-                else:
-                    G.add_edge(value_id[kid], oid, key=arg, arg=arg, grad=shares[arg],
-                               running=sums[node][arg])
-            G.add_edge(oid, vid, key=0)
-            name, _ = graph.ops[node]
-            G.nodes[oid]["saves"] = list(dict.fromkeys(
-                vid if where == "out" else value_id[kids[where]]
-                for where in ops.get(name).saved(len(kids))))
-    graph.value_ids = value_id
-    G.graph["roots"] = [value_id[root] for root in graph.roots]
-    G.graph["backward_order"] = [op_id[node] for node in sorted(processed, key=processed.get)]
-    G.graph["seeds"] = {value_id[node]: seed for node, seed in seeds.items()}
-    G.graph["stored_bytes"] = sum(G.nodes[v]["nbytes"] for v in value_id.values())
+        build.add_value(node, label=graph.names.get(node), data=number(node, "data"),
+                        grad=grad, shape=(), role=role, made_by=node if kids else None)
+    graph.value_ids = build.value_ids
     notes = list(graph.notes)
     if graph.reconstructed:
         notes.append("a value used twice by one op (a + a) is kept once in the engine's "
                      "children set; both edges are drawn, each with half of what it sent")
-    if notes:
-        G.graph["notes"] = notes
-    return G
+    return build.finish(graph.roots, backward_order=sorted(processed, key=processed.get),
+                        seeds=seeds, notes=notes)

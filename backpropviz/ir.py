@@ -10,7 +10,8 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .engine import Node, saved_for_backward, topological_order
+from .builder import Builder
+from .engine import Node, topological_order
 from .formatting import changed_note
 from .groups import numbered
 from .schema import (
@@ -77,18 +78,11 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     order = topological_order(roots)
     calls = numbered(node._group for node in order)
     root_set = set(roots)
-    stored = {saved for node in order for saved in saved_for_backward(node)}
-    value_id: dict[Node, str] = {}
-    op_id: dict[Node, str] = {}
-    G = nx.MultiDiGraph()
+    build = Builder()
     notes: list[str] = []
     for node in order:
         if node.op is not None:
-            oid = op_id[node] = f"op{len(op_id)}"
-            attrs: dict[str, Any] = {"kind": "op", "op": node.op,
-                                     "symbol": ops.symbol(node.op, node.exponent)}
-            if node.exponent is not None:
-                attrs["exponent"] = node.exponent
+            attrs: dict[str, Any] = {}
             axis = getattr(node, "axis", None)
             if isinstance(axis, int):  # a reduction's axis (an index is not kept)
                 attrs["axis"] = axis
@@ -100,58 +94,42 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
                 attrs["dead"] = dead
             if node._group:  # made inside with group(...): drawn as part of one operator
                 attrs.update(_group_attrs(node._group, calls))
-            G.add_node(oid, **attrs)
-        vid = value_id[node] = f"v{len(value_id)}"
-        is_stored = node in stored
+            sent = None if node._sent is None else [plain_number(x) for x in node._sent]
+            running = None if node._sent is None else [plain_number(x) for x in node._sums]
+            build.add_op(node, node.op, node.operands, exponent=node.exponent, sent=sent,
+                         running=running, **attrs)
         label = node.label or name_of.get(id(node))
         data = node.data
         if node._used is not None:  # a leaf, as the forward pass used it
             if not np.array_equal(node._used, data, equal_nan=True):
                 notes.append(changed_note(label, node._used, data))
             data = node._used
-        G.add_node(vid, kind="value", label=label, data=plain_number(data),
-                   grad=plain_number(node.grad) if node.has_grad else None,
-                   shape=tuple(np.shape(node.data)), role=_role(node, root_set),
-                   stored=is_stored, nbytes=8 * int(np.size(node.data)) if is_stored else 0)
+        attrs = {}
         if node._passes > 1:
-            G.nodes[vid]["passes"] = node._passes  # its gradient sums that many passes
+            attrs["passes"] = node._passes  # its gradient sums that many passes
         if node.op is None and node._group:  # a leaf made inside a group belongs to it
-            G.nodes[vid].update(_group_attrs(node._group, calls))
-        if node.op is not None:
-            for arg, operand in enumerate(node.operands):
-                if node._sent is None:
-                    G.add_edge(value_id[operand], oid, key=arg, arg=arg, grad=None)
-                else:
-                    G.add_edge(value_id[operand], oid, key=arg, arg=arg,
-                               grad=plain_number(node._sent[arg]),
-                               running=plain_number(node._sums[arg]))
-            G.add_edge(oid, vid, key=0)
-            # What this op's backward rule reads, which the forward pass must keep.
-            G.nodes[oid]["saves"] = list(dict.fromkeys(
-                value_id[saved] for saved in saved_for_backward(node)))
+            attrs.update(_group_attrs(node._group, calls))
+        build.add_value(node, label=label, data=plain_number(data),
+                        grad=plain_number(node.grad) if node.has_grad else None,
+                        shape=tuple(np.shape(node.data)), role=_role(node, root_set),
+                        made_by=node if node.op is not None else None, **attrs)
 
-    G.graph["roots"] = [value_id[root] for root in dict.fromkeys(roots)]
-    processed = sorted((node for node in op_id if node._step is not None),
+    processed = sorted((node for node in build.op_ids if node._step is not None),
                        key=lambda node: node._step)
-    G.graph["backward_order"] = [op_id[node] for node in processed]
-    G.graph["seeds"] = {value_id[node]: plain_number(node._seed)
-                        for node in order if node._seed is not None}
-    if not G.graph["seeds"] and G.graph["backward_order"]:
+    seeds = {node: plain_number(node._seed) for node in order if node._seed is not None}
+    entered = {}
+    if not seeds and processed:
         # Backward ran from a later value: the drawn roots' gradients enter from there.
-        G.graph["seeds"] = {value_id[root]: plain_number(root.grad) for root in roots
-                            if root.has_grad}
-        G.graph["entered"] = True
+        seeds = {root: plain_number(root.grad) for root in roots if root.has_grad}
+        entered["entered"] = True
         notes.append("the backward pass started at a later value, beyond the drawing; the "
                      "roots' gradients come from there")
-    G.graph["stored_bytes"] = sum(G.nodes[v]["nbytes"] for v in value_id.values())
     passes = max((node._passes for node in order), default=0)
     if passes > 1:
         notes.append(f"each gradient is .grad as the engine holds it: the sum over the "
                      f"{passes} backward passes that reached it (each adds its own, as in "
                      "PyTorch); the steps show the last pass")
-    if notes:
-        G.graph["notes"] = notes
-    return G
+    return build.finish(roots, backward_order=processed, seeds=seeds, notes=notes, **entered)
 
 
 # ---------------------------------------------------------------- folding

@@ -17,6 +17,7 @@ from typing import Any
 import networkx as nx
 
 from . import groups, ops
+from .builder import Builder
 from .engine import backward_listeners
 from .errors import BackpropvizError
 from .formatting import changed_note
@@ -561,57 +562,43 @@ class _Builder:
 
         saves, inner_bytes = self._saves(calls)
         stored = {key: nbytes for kept in saves.values() for key, nbytes in kept.items()}
-        G = nx.MultiDiGraph()
-        value_id: dict[Any, str] = {}
-        op_id: dict[_Call, str] = {}
+        build = Builder()
         contributions: dict[Any, list] = {}
         sent_by: dict[_Call, list] = {}
         for _, kind, item in entries:
             if kind == "op":
-                op_id[item] = oid = f"op{len(op_id)}"
-                G.add_node(oid, **self._op_attrs(item))
                 sent = sent_by[item] = self._sent(item)
-                for arg, operand in enumerate(item.operands):
-                    grad = sent[arg]
-                    G.add_edge(value_id[operand.key], oid, key=arg, arg=arg, grad=_plain(grad))
+                extra = {"inner_bytes": inner_bytes[item]} if inner_bytes[item] else {}
+                build.add_op(item, item.op, [operand.key for operand in item.operands],
+                             exponent=item.exponent, sent=[_plain(grad) for grad in sent],
+                             saves=saves[item], **self._op_attrs(item), **extra)
+                for operand, grad in zip(item.operands, sent, strict=True):
                     if grad is not None:
                         contributions.setdefault(operand.key, []).append(grad)
                 continue
             key = ("node", item.output) if kind == "result" else item.key
-            vid = value_id[key] = f"v{len(value_id)}"
-            nbytes = stored.get(key, 0)
-            G.add_node(vid, kind="value", stored=key in stored, nbytes=nbytes,
-                       **self._value_attrs(key, item, root_keys))
-            if kind == "result":
-                G.add_edge(op_id[item], vid, key=0)
+            build.add_value(key, nbytes=stored.get(key, 0),
+                            made_by=item if kind == "result" else None,
+                            **self._value_attrs(key, item, root_keys))
 
-        G.graph["roots"] = [value_id[key] for key in dict.fromkeys(root_keys)]
-        if self.modules:
-            G.graph["module_groups"] = sorted(self.modules)
-            G.graph["module_classes"] = dict(sorted(self.modules.items()))
+        G, value_id = build.graph, build.value_ids
         gradients = self.recording._gradients
         processed = [call for call in calls if any(node in gradients for node in call.nodes)]
         processed.sort(key=lambda call: max(gradients[node].step for node in call.nodes
                                             if node in gradients))
-        G.graph["backward_order"] = [op_id[call] for call in processed]
-        for call, oid in op_id.items():
-            G.nodes[oid]["saves"] = [value_id[key] for key in saves[call]]
-            if inner_bytes[call]:
-                G.nodes[oid]["inner_bytes"] = inner_bytes[call]
-        self._running_sums(G, processed, sent_by, value_id, op_id)
+        self._running_sums(G, processed, sent_by, value_id, build.op_ids)
         # A seed is a gradient that came from outside the drawn graph: the 1
         # that backward() starts with at the loss.
-        G.graph["seeds"] = {vid: G.nodes[vid]["grad"] for key, vid in value_id.items()
-                            if G.nodes[vid]["grad"] is not None and key not in contributions}
-        G.graph["stored_bytes"] = sum(nbytes for _, nbytes in G.nodes(data="nbytes")
-                                      if nbytes is not None) + sum(inner_bytes.values())
+        seeds = {key: G.nodes[vid]["grad"] for key, vid in value_id.items()
+                 if G.nodes[vid]["grad"] is not None and key not in contributions}
         notes = [changed_note(G.nodes[vid]["label"], leaf.value, leaf.tensor.detach())
                  for key, vid in value_id.items() if key[0] == "leaf"
                  for leaf in (self.recording._leaves[key[1:]],)
                  if not _same_values(leaf.value, leaf.tensor)]
-        if notes:
-            G.graph["notes"] = notes
-        return G
+        modules = {"module_groups": sorted(self.modules),
+                   "module_classes": dict(sorted(self.modules.items()))} if self.modules else {}
+        return build.finish(root_keys, backward_order=processed, seeds=seeds, notes=notes,
+                            **modules)
 
     @staticmethod
     def _running_sums(G: nx.MultiDiGraph, processed: list[_Call], sent_by: dict,
@@ -697,10 +684,8 @@ class _Builder:
         return sent
 
     def _op_attrs(self, call: _Call) -> dict:
-        attrs: dict[str, Any] = {"kind": "op", "op": call.op,
-                                 "symbol": ops.symbol(call.op, call.exponent)}
-        if call.exponent is not None:
-            attrs["exponent"] = call.exponent
+        """What the IR says of a call beyond its op: gates, dropout's mask, its groups."""
+        attrs: dict[str, Any] = {}
         if call.operands and ops.get(call.op).gate is not None:
             dead = ops.dead_units(call.op, self._tensor_value(call.operands[0].key))
             attrs["dead"] = dead
