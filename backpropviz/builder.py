@@ -1,16 +1,61 @@
-"""The one IR builder: every producer adds its values and ops in the order they were made."""
+"""What every producer shares: the protocol it stands behind, and the one IR builder."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import networkx as nx
 
 from . import ops
 
-__all__ = ["Builder"]
+__all__ = ["Builder", "Producer"]
+
+
+class Producer(ABC):
+    """One framework's way from a script's objects to the IR, registered in
+    ``producers.PRODUCERS``: which objects are its values, what a run must record,
+    how backward runs, and how its graph becomes the IR (with the ``Builder``).
+    Its framework's names (op tags, node classes) stay in its own module."""
+
+    name = ""  # the framework, for messages
+    package: str | None = None  # the package a script imports to use it ("torch")
+    fewer = ""  # how to draw fewer nodes, for the size limit's advice
+    reads_backward = False  # backward runs when the graph is read (watched), not before
+
+    def record(self) -> AbstractContextManager | None:
+        """What a script that imports ``package`` runs inside, yielding its recording;
+        None if the framework keeps its graph itself."""
+        return None
+
+    @abstractmethod
+    def claims(self, obj: Any, recording: Any) -> bool:
+        """Whether ``obj`` is one of the framework's values (``recording``: the run's)."""
+
+    def near_miss(self, obj: Any) -> str | None:
+        """For an object that almost is one of its values, what it lacks."""
+        return None
+
+    @abstractmethod
+    def walk(self, nodes: Mapping[str, Any]) -> tuple[dict[str, Any], Callable[[Any], list]]:
+        """For finding outputs: where each computed value's graph starts (by name; leaves
+        left out), and the inputs of a node of that graph."""
+
+    def size(self, roots: Iterable[Any]) -> int | None:
+        """The IR's node count, if known before it is built (to refuse a huge graph first)."""
+        return None
+
+    def has_gradient(self, root: Any, recording: Any) -> bool:
+        """Whether a backward pass has reached ``root``."""
+        return False
+
+    @abstractmethod
+    def build(self, roots: Sequence[Any], names: Mapping[str, Any] | None, recording: Any,
+              backward: bool) -> nx.MultiDiGraph:
+        """The IR of everything ``roots`` depend on, named by ``names`` (a namespace)."""
 
 
 class Builder:

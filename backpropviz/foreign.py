@@ -33,11 +33,11 @@ from typing import Any
 import networkx as nx
 
 from . import ops
-from .builder import Builder
+from .builder import Builder, Producer
 from .engine import EngineError, Node, Value, apply
 from .errors import BackpropvizError
 
-__all__ = ["CHILD_ATTRS", "ForeignError", "ForeignGraph", "children_attr", "collect",
+__all__ = ["CHILD_ATTRS", "PRODUCER", "ForeignError", "ForeignGraph", "children_attr", "collect",
            "from_objects",
            "looks_like_node", "near_miss", "number", "read_graph", "to_ir"]
 
@@ -533,3 +533,29 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
                      "children set; both edges are drawn, each with half of what it sent")
     return build.finish(graph.roots, backward_order=sorted(processed, key=processed.get),
                         seeds=seeds, notes=notes)
+
+
+class ForeignProducer(Producer):
+    """Another engine's Value class (micrograd's, a lecture's, a student's): its backward
+    runs, watched, when its graph is read."""
+
+    name = "micrograd-style engine"
+    reads_backward = True
+
+    def claims(self, obj: Any, recording: Any = None) -> bool:
+        return looks_like_node(obj)
+
+    def near_miss(self, obj: Any) -> str | None:
+        return near_miss(obj)
+
+    def walk(self, nodes: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+        _, children = collect(nodes.values())  # checked: nodes, no cycle
+        return ({name: node for name, node in nodes.items() if children[node]},
+                children.__getitem__)
+
+    def build(self, roots: Any, names: Mapping[str, Any] | None, recording: Any,
+              backward: bool) -> nx.MultiDiGraph:
+        return from_objects(*roots, names=names, backward=backward)
+
+
+PRODUCER = ForeignProducer()

@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .builder import Builder
+from .builder import Builder, Producer
 from .engine import Node, topological_order
 from .formatting import changed_note
 from .groups import numbered
@@ -25,6 +25,7 @@ from .schema import (
 )
 
 __all__ = [
+    "ENGINE",
     "ROLES",
     "IRError",
     "fold_chains",
@@ -130,6 +131,35 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
                      f"{passes} backward passes that reached it (each adds its own, as in "
                      "PyTorch); the steps show the last pass")
     return build.finish(roots, backward_order=processed, seeds=seeds, notes=notes, **entered)
+
+
+class EngineProducer(Producer):
+    """backpropviz's own Values and Tensors: the graph they record, as ``to_networkx`` reads it."""
+
+    name = "backpropviz"
+    package = "backpropviz"
+    fewer = "use the Tensor form (one node per matrix, not per number), "
+
+    def claims(self, obj: Any, recording: Any = None) -> bool:
+        return isinstance(obj, Node)
+
+    def walk(self, nodes: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+        return ({name: node for name, node in nodes.items() if node.op is not None},
+                lambda node: list(node.operands))
+
+    def size(self, roots: Any) -> int:
+        order = topological_order(roots)
+        return len(order) + sum(node.op is not None for node in order)
+
+    def has_gradient(self, root: Any, recording: Any) -> bool:
+        return root.has_grad
+
+    def build(self, roots: Any, names: Mapping[str, Any] | None, recording: Any,
+              backward: bool) -> nx.MultiDiGraph:
+        return to_networkx(*roots, names=names)
+
+
+ENGINE = EngineProducer()
 
 
 # ---------------------------------------------------------------- folding
