@@ -78,28 +78,28 @@ class Kind:
         return f"JSON: {json_form}; GraphML: {'JSON text' if self.graphml_json else 'as is'}"
 
 
-TEXT = Kind("string", lambda x: isinstance(x, str))
-NAME = Kind("string or None", lambda x: x is None or isinstance(x, str), nullable=True)
-NUMBERS = Kind("float, or nested lists of floats", lambda x: _nested(x, _is_real),
+TEXT = Kind("a string", lambda x: isinstance(x, str))
+NAME = Kind("a string or None", lambda x: x is None or isinstance(x, str), nullable=True)
+NUMBERS = Kind("a float, or nested lists of floats", lambda x: _nested(x, _is_real),
                numbers=True, graphml_json=True)
-MAYBE_NUMBERS = Kind("float, nested lists of floats, or None",
+MAYBE_NUMBERS = Kind("a float, nested lists of floats, or None",
                      lambda x: x is None or _nested(x, _is_real), numbers=True,
                      graphml_json=True, nullable=True)
-SHAPE = Kind("tuple of ints", lambda x: isinstance(x, tuple) and all(
+SHAPE = Kind("a tuple of ints", lambda x: isinstance(x, tuple) and all(
     isinstance(n, int) for n in x), graphml_json=True, is_tuple=True)
 ROLE = Kind(f"one of {', '.join(ROLES)}", lambda x: x in ROLES)
-FLAG = Kind("bool", lambda x: isinstance(x, bool))
-COUNT = Kind("int ≥ 0", _is_count)
-REAL = Kind("number", _is_real, numbers=True)
-INDEX = Kind("int", lambda x: isinstance(x, int) and not isinstance(x, bool))
-GATES = Kind("bool, or nested lists of bools", lambda x: _nested(x, FLAG.check),
+FLAG = Kind("a bool", lambda x: isinstance(x, bool))
+COUNT = Kind("an int ≥ 0", _is_count)
+REAL = Kind("a number", _is_real, numbers=True)
+INDEX = Kind("an int", lambda x: isinstance(x, int) and not isinstance(x, bool))
+GATES = Kind("a bool, or nested lists of bools", lambda x: _nested(x, FLAG.check),
              graphml_json=True)
-IDS = Kind("list of node ids", _list_of(lambda x: isinstance(x, (str, int))), graphml_json=True)
-TEXTS = Kind("list of strings", _list_of(TEXT.check), graphml_json=True)
-COUNTS = Kind("list of ints ≥ 0", _list_of(_is_count), graphml_json=True)
-SEEDS = Kind("dict: value id -> float or nested lists", lambda x: isinstance(x, dict) and all(
+IDS = Kind("a list of node ids", _list_of(lambda x: isinstance(x, (str, int))), graphml_json=True)
+TEXTS = Kind("a list of strings", _list_of(TEXT.check), graphml_json=True)
+COUNTS = Kind("a list of ints ≥ 0", _list_of(_is_count), graphml_json=True)
+SEEDS = Kind("a dict: value id -> a float or nested lists", lambda x: isinstance(x, dict) and all(
     map(NUMBERS.check, x.values())), numbers=True, graphml_json=True)
-CLASSES = Kind("dict: string -> string", lambda x: isinstance(x, dict) and all(
+CLASSES = Kind("a dict: string -> string", lambda x: isinstance(x, dict) and all(
     isinstance(k, str) and isinstance(v, str) for k, v in x.items()), graphml_json=True)
 
 
@@ -143,10 +143,10 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               _PRODUCERS),
     Attribute("passes", VALUE, COUNT, "how many backward passes its gradient sums (if > 1)",
               _ENGINE),
-    Attribute("group", VALUE, TEXTS, "the groups it was made in, outermost first",
-              f"{_ENGINE}, {_TORCH}"),
+    Attribute("group", VALUE, TEXTS, "the groups a leaf was made in, outermost first",
+              _ENGINE),
     Attribute("group_calls", VALUE, COUNTS, "which entry into each of its groups made it",
-              f"{_ENGINE}, {_TORCH}"),
+              _ENGINE),
     Attribute("expected", VALUE, NUMBERS, "the reference's gradient, where the engine's "
               "differs", _CHECK, shaped=True),
     # ------------------------------------------------------------ op nodes
@@ -264,7 +264,7 @@ def _check_attributes(where: str, place: str, attrs: Mapping, shape: tuple | Non
         if name in checked:
             continue
         if not spec.kind.check(value):
-            raise IRError(f"{where}: {name} must be a {spec.kind.text}, got {value!r:.60}")
+            raise IRError(f"{where}: {name} must be {spec.kind.text}, got {value!r:.60}")
         if spec.shaped and shape is not None and value is not None:
             _check_number(where, value, shape, name)
     for name, spec in declared.items():
