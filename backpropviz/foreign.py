@@ -25,6 +25,7 @@ import hashlib
 import math
 import numbers
 import os
+import re
 import traceback
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -37,8 +38,8 @@ from .builder import Builder, Producer
 from .engine import EngineError, Node, Value, apply
 from .errors import BackpropvizError
 
-__all__ = ["CHILD_ATTRS", "PRODUCER", "ForeignError", "ForeignGraph", "children_attr", "collect",
-           "from_objects",
+__all__ = ["CHILD_ATTRS", "PRODUCER", "TAGS", "ForeignError", "ForeignGraph", "children_attr",
+           "collect", "from_objects", "from_tag",
            "looks_like_node", "near_miss", "number", "read_graph", "to_ir"]
 
 CHILD_ATTRS = ("_prev", "_children", "prev", "children", "_parents", "parents")
@@ -85,6 +86,36 @@ def near_miss(obj: Any) -> str | None:
         return None
     return (f"a {type(obj).__name__} has {children} like a Value but no "
             f"{' and no '.join('.' + name for name in missing)}, so it is not drawn as a node")
+
+
+# The op tags micrograd-style engines give their results (micrograd's ``_op``), by
+# canonical op (ops.py); a power's tag carries its exponent (micrograd's f"**{n}",
+# others "^2" or "pow").
+TAGS = {"add": ("+",), "sub": ("-", "−"), "mul": ("*", "×"), "div": ("/", "÷"),
+        "neg": ("neg", "-", "−"), "matmul": ("@",), "relu": ("ReLU", "relu"),
+        "dropout": ("dropout",), "tanh": ("tanh",), "exp": ("exp",), "log": ("log",),
+        "sigmoid": ("sigmoid", "σ"), "sqrt": ("sqrt", "√")}
+_BY_TAG: dict[str, list[str]] = {}
+for _op, _tags in TAGS.items():
+    for _one in _tags:
+        _BY_TAG.setdefault(_one, []).append(_op)
+        _BY_TAG.setdefault(_one.lower(), []).append(_op)
+_POWER_TAG = re.compile(r"(?:\*\*|\^|pow)\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)?")
+
+
+def from_tag(tag: str, arity: int | None = None) -> tuple[str, float | None]:
+    """The canonical op and exponent of another engine's op tag: ``"*"`` -> mul,
+    ``"**2"`` -> (pow, 2.0), ``"-"`` -> sub, or neg with one operand; an unknown
+    tag is its own op name."""
+    tag = tag.strip()
+    power = _POWER_TAG.fullmatch(tag)
+    if power and tag not in _BY_TAG:
+        return "pow", None if power.group(1) is None else float(power.group(1))
+    names = _BY_TAG.get(tag) or _BY_TAG.get(tag.lower())
+    if not names:
+        return tag, None
+    fitting = [name for name in names if arity in ops.get(name).forms]
+    return (fitting or names)[0], None
 
 
 def _tag(obj: Any) -> str:
@@ -293,7 +324,7 @@ def _parameters(names: Mapping[str, Any], nodes: set) -> set:
 def _read_op(graph: ForeignGraph, node: Any, kids: list[Any], ordered: bool) -> None:
     """The op of a result, and its operands in argument order: as the engine keeps
     them, or (from a set) in graph order, turned where the data says so."""
-    name, exponent = ops.from_tag(_tag(node), len(kids))
+    name, exponent = from_tag(_tag(node), len(kids))
     data = number(node, "data")
     spec = ops.get(name)
     arity = set(spec.forms)

@@ -16,7 +16,8 @@ from . import groups, ops
 from .engine import backward_listeners
 from .errors import BackpropvizError
 
-__all__ = ["INSTALL_HINT", "Recording", "TorchImportError", "capture", "is_torch_tensor"]
+__all__ = ["INSTALL_HINT", "TORCH_FUNCTIONS", "TORCH_NODES", "Recording", "TorchImportError",
+           "capture", "is_torch_tensor"]
 
 INSTALL_HINT = "install it with: pip install 'backpropviz[torch]'"
 
@@ -48,6 +49,22 @@ _REFLECTED = re.compile(r"__r(add|sub|mul|truediv|div|floordiv|pow|matmul|mod)__
 _IN_PLACE_DUNDER = re.compile(r"__i(add|sub|mul|truediv|div|floordiv|pow|matmul|mod)__")
 
 
+# PyTorch's names for the registry's ops (ops.py): autograd's node classes, without
+# "Backward<n>", and the functions a script calls under another name than the op's.
+TORCH_NODES = {
+    "Add": "add", "Sub": "sub", "Rsub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
+    "Neg": "neg", "Mv": "matmul", "Mm": "matmul", "Bmm": "matmul", "Dot": "matmul",
+    "Matmul": "matmul", "Relu": "relu", "Tanh": "tanh", "Exp": "exp", "Log": "log",
+    "Sigmoid": "sigmoid", "Sqrt": "sqrt", "Sum": "sum", "Mean": "mean", "T": "transpose",
+    "Transpose": "transpose", "Select": "getitem", "Index": "getitem", "Slice": "getitem",
+}
+TORCH_FUNCTIONS = {
+    "subtract": "sub", "multiply": "mul", "truediv": "div", "true_divide": "div",
+    "divide": "div", "square": "pow", "negative": "neg", "feature_dropout": "dropout",
+    "permute": "transpose",
+}
+
+
 def _function_name(func: Any) -> str:
     name = getattr(func, "__name__", None) or type(func).__name__
     if name == "__get__":  # a property such as Tensor.T
@@ -62,11 +79,11 @@ def _op_name(function: str, node_class: str | None) -> str:
     name = match.group(1) if match else function.strip("_")
     if name.endswith("_"):  # in place: relu_ is relu applied to the tensor itself
         name = name[:-1]
-    called = ops.from_torch_function(name)
+    called = TORCH_FUNCTIONS.get(name, name)
     if called in ops.names():
         return called
     if node_class is not None:
-        canonical = ops.from_torch_node(re.sub(r"Backward\d*$", "", node_class))
+        canonical = TORCH_NODES.get(re.sub(r"Backward\d*$", "", node_class))
         if canonical is not None:
             return canonical
     return called
