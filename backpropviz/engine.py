@@ -1,10 +1,9 @@
-"""A small autograd engine that records its graph and every step of backward.
+"""A small autograd engine that records its graph and every step of backward."""
 
-Its parts live by idea: ``node`` (what Value and Tensor share, the
-topological order, the rules' registry), ``value`` (scalars), ``tensor``
-(arrays), ``gradient_check`` (finite differences); here are the names they
-export and the engine as a reference for other engines' graphs (``apply``).
-"""
+# Its parts live by idea: node (what Value and Tensor share, the topological order,
+# the rules' registry), value (scalars), tensor (arrays), gradient_check (finite
+# differences). Here are the names they export, and the engine as the reference
+# for other engines' graphs (apply).
 
 from __future__ import annotations
 

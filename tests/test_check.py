@@ -155,49 +155,13 @@ def test_the_expected_gradient_appears_with_the_gradient_in_the_step_views(monke
     assert 'fill="#a3121f"' in last.split(">expected ")[0].rsplit("<text", 1)[1]
 
 
-# A hand-written engine whose work is all in main(), as a student's script often is:
-# its values live in main's locals, which check reads through the watched backward().
-MAIN_SCRIPT = '''
-class Value:
-    def __init__(self, data, _children=(), _op=""):
-        self.data = data
-        self.grad = 0.0
-        self._backward = lambda: None
-        self._prev = set(_children)
-        self._op = _op
-
-    def __add__(self, other):
-        out = Value(self.data + other.data, (self, other), "+")
-
-        def _backward():
-            self.grad += out.grad
-            other.grad += out.grad
-        out._backward = _backward
-        return out
-
-    def __mul__(self, other):
-        out = Value(self.data * other.data, (self, other), "*")
-
-        def _backward():
-            self.grad {op} other.data * out.grad
-            other.grad {op} self.data * out.grad
-        out._backward = _backward
-        return out
-
-    def backward(self):
-        topo, seen = [], set()
-        stack = [(self, False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                topo.append(node)
-            elif node not in seen:
-                seen.add(node)
-                stack.append((node, True))
-                stack.extend((child, False) for child in node._prev)
-        self.grad = 1.0
-        for node in reversed(topo):
-            node._backward()
+# A student's engine (students.py) with all the work in main(), as a student's script
+# often is: its values live in main's locals, which check reads through the watched
+# backward().
+MAIN_SCRIPT = """
+import sys
+sys.path.insert(0, {engines!r})
+from students import {engine} as Value
 
 
 def main():
@@ -211,7 +175,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def check_in_process(tmp_path: Path, source: str, capsys) -> tuple[int, str]:
@@ -227,7 +191,8 @@ def check_in_process(tmp_path: Path, source: str, capsys) -> tuple[int, str]:
 def test_a_script_whose_work_is_in_main_is_graded(tmp_path, capsys):
     # d = a·b + a: dd/da = b + 1 = -2, dd/db = a = 2. The multiplication's rule writes
     # = instead of +=, so a's share from the addition (1) is replaced: a.grad = -3.
-    status, report = check_in_process(tmp_path, MAIN_SCRIPT.replace("{op}", "="), capsys)
+    status, report = check_in_process(
+        tmp_path, MAIN_SCRIPT.format(engines=str(ENGINES), engine="Overwrites"), capsys)
     assert status == 1, report
     assert "a.grad is -3.0" in report  # the script ran as python runs it
     assert re.search(r"\ba\s+got -3, expected -2\b", report), report
@@ -236,6 +201,7 @@ def test_a_script_whose_work_is_in_main_is_graded(tmp_path, capsys):
 
 
 def test_a_right_engine_in_main_passes(tmp_path, capsys):
-    status, report = check_in_process(tmp_path, MAIN_SCRIPT.replace("{op}", "+="), capsys)
+    status, report = check_in_process(
+        tmp_path, MAIN_SCRIPT.format(engines=str(ENGINES), engine="Correct"), capsys)
     assert status == 0, report
     assert "all 4 gradients match the reference" in report
