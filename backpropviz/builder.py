@@ -77,6 +77,7 @@ class Builder:
         self._results: dict[Hashable, Hashable] = {}
         self._saves: dict[Hashable, Sequence | None] = {}
         self._nbytes: dict[Hashable, int] = {}
+        self._inner_bytes = 0  # what ops keep that is no drawn value (their inner_bytes)
 
     def add_value(self, key: Hashable, *, data: Any, shape: tuple[int, ...], role: str,
                   label: str | None = None, grad: Any = None, made_by: Hashable = None,
@@ -112,6 +113,7 @@ class Builder:
             if running is not None:
                 edge["running"] = running[arg]
             self.graph.add_edge(self.value_ids[operand], oid, key=arg, **edge)
+        self._inner_bytes += attrs.get("inner_bytes", 0)
         self._operands[key] = list(operands)
         self._saves[key] = None if saves is None else list(saves)
         return oid
@@ -123,25 +125,29 @@ class Builder:
         ``seeds`` (value key -> the gradient backward started with there), other graph
         attributes, the bytes kept for backward and the ``notes`` (if any)."""
         G = self.graph
+        nodes = G._node  # networkx's own dict of node attributes (its views cost more)
+        value_ids = self.value_ids
+        registry: dict[tuple[str, int], tuple] = {}  # (op, arity) -> what its rule reads
         kept: set[Hashable] = set()
         for key, oid in self.op_ids.items():
             saves = self._saves[key]
             if saves is None:
                 operands = self._operands[key]
+                where_saved = registry.get((nodes[oid]["op"], len(operands)))
+                if where_saved is None:
+                    where_saved = registry[nodes[oid]["op"], len(operands)] = \
+                        ops.get(nodes[oid]["op"]).saved(len(operands))
                 saves = [self._results[key] if where == "out" else operands[where]
-                         for where in ops.get(G.nodes[oid]["op"]).saved(len(operands))]
-            G.nodes[oid]["saves"] = list(dict.fromkeys(self.value_ids[value] for value in saves))
+                         for where in where_saved]
+            nodes[oid]["saves"] = list(dict.fromkeys(value_ids[value] for value in saves))
             kept.update(saves)
         for key in kept:
-            attrs = G.nodes[self.value_ids[key]]
-            attrs.update(stored=True, nbytes=self._nbytes[key])
+            nodes[value_ids[key]].update(stored=True, nbytes=self._nbytes[key])
         G.graph["roots"] = [self.value_ids[root] for root in dict.fromkeys(roots)]
         G.graph["backward_order"] = [self.op_ids[op] for op in backward_order]
         G.graph["seeds"] = {self.value_ids[value]: seed for value, seed in (seeds or {}).items()}
         G.graph.update(graph_attrs)
-        G.graph["stored_bytes"] = (sum(self._nbytes[key] for key in kept)
-                                   + sum(inner for _, inner in G.nodes(data="inner_bytes")
-                                         if inner))
+        G.graph["stored_bytes"] = sum(self._nbytes[key] for key in kept) + self._inner_bytes
         if notes:
             G.graph["notes"] = list(notes)
         return G

@@ -203,6 +203,10 @@ for _attribute in ATTRIBUTES:
     _DECLARED[_attribute.place][_attribute.name] = _attribute
 
 
+_REQUIRED = {place: tuple(name for name, spec in declared.items() if spec.required)
+             for place, declared in _DECLARED.items()}
+
+
 def attribute(place: str, name: str) -> Attribute:
     """The declaration of attribute ``name`` at ``place`` (KeyError if there is none)."""
     return _DECLARED[place][name]
@@ -261,14 +265,14 @@ def _check_attributes(where: str, place: str, attrs: Mapping, shape: tuple | Non
             known = ", ".join(sorted(declared)) or "none"
             raise IRError(f"{where}: unknown attribute {name!r} (the attributes of a "
                           f"{place} are: {known}); declare it in schema.py")
-        if name in checked:
-            continue
+        if name in checked or (type(value) is float and spec.kind.numbers and shape == ()):
+            continue  # (the common case, a scalar's number, needs no more)
         if not spec.kind.check(value):
             raise IRError(f"{where}: {name} must be {spec.kind.text}, got {value!r:.60}")
         if spec.shaped and shape is not None and value is not None:
             _check_number(where, value, shape, name)
-    for name, spec in declared.items():
-        if spec.required and name not in attrs and name not in checked:
+    for name in _REQUIRED[place]:
+        if name not in attrs and name not in checked:
             raise IRError(f"{where} has no {name!r} attribute")
 
 
@@ -341,7 +345,7 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
         raise IRError(f"{where}: role {attrs['role']!r} does not match its "
                       f"{'producing op' if producers else 'lack of a producing op'}")
     for target, edges in G._succ[node].items():
-        if G.nodes[target].get("kind") != "op":
+        if G._node[target].get("kind") != "op":
             raise IRError(f"edge {node!r} -> {target!r} joins two values; "
                           "edges run value -> op -> value")
         for data in edges.values():
@@ -359,7 +363,7 @@ def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     if len(results) != 1:
         raise IRError(f"{where} has {len(results)} results; an op has exactly one")
     result, data = results[0]
-    if G.nodes[result].get("kind") != "value":
+    if G._node[result].get("kind") != "value":
         raise IRError(f"{where}: its result {result!r} is not a value node")
     _check_attributes(f"edge {node!r} -> {result!r}", RESULT, data, None)
     args = sorted(data.get("arg", -1) for edges in G._pred[node].values()
@@ -367,7 +371,7 @@ def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     if args != list(range(len(args))):
         raise IRError(f"{where}: operand edges must carry arg 0..{len(args) - 1}, got {args}")
     for saved in attrs.get("saves", ()):
-        if G.nodes.get(saved, {}).get("kind") != "value":
+        if G._node.get(saved, {}).get("kind") != "value":
             raise IRError(f"{where}: saves names {saved!r}, which is not a value node")
 
 
