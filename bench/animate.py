@@ -40,7 +40,7 @@ from manim import (
 )
 
 from backpropviz.animate import render_video
-from backpropviz.animate.mobjects import Diagram, Table, TextStore, pen_width
+from backpropviz.animate.mobjects import GraphMobject, Table, TextStore, pen_width
 from backpropviz.animate.screen import CAPTION_EM, RESULT_EM, parameter_results
 from backpropviz.animate.sweep import GRAPH_CENTER, GRAPH_HEIGHT, GRAPH_WIDTH, MIN_SCALE, PAN_MARGIN
 from backpropviz.captions import step_captions
@@ -71,7 +71,7 @@ class BareSweep(MovingCameraScene):
         steps, captions, results = backward_steps(G), step_captions(G), parameter_results(G)
         store.typeset([(c.tex, c.text) for c in captions] + [(t, u) for _, t, u in results],
                       CAPTION_EM, palette.text)
-        diagram = Diagram(G, layout(G, legend=False), palette, store, center=GRAPH_CENTER,
+        diagram = GraphMobject(G, layout(G, legend=False), palette, store, center=GRAPH_CENTER,
                           max_width=GRAPH_WIDTH, max_height=GRAPH_HEIGHT, min_scale=MIN_SCALE,
                           grads=gradient_history(G))
         s = diagram.scale_factor

@@ -52,3 +52,9 @@ def test_the_adapters_take_nothing_private_from_other_modules():
                    if name.startswith("_") and name != "__version__"]
         assert private == [], adapter
         assert "cli._" not in path.read_text()
+
+
+def test_one_class_is_called_diagram():
+    defined = [name for path, name in MODULES.items()
+               if "class Diagram" in path.read_text()]
+    assert defined == ["backpropviz.diagram"]

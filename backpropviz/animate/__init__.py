@@ -9,7 +9,7 @@ For your own scenes, subclass ``BackpropScene`` and call its parts::
         phase = "backward"
 
 Importing this package does not import manim: ``render_video`` loads it when
-it runs, and ``BackpropScene`` and ``Diagram`` when first looked up.
+it runs, and ``BackpropScene`` and ``GraphMobject`` when first looked up.
 """
 
 from __future__ import annotations
@@ -26,16 +26,22 @@ __all__ = [
     "QUALITIES",
     "AnimateError",
     "BackpropScene",
-    "Diagram",
+    "GraphMobject",
     "check_video",
     "render_video",
 ]
 
-_LAZY = {"BackpropScene": "sweep", "Diagram": "mobjects"}
+_LAZY = {"BackpropScene": "sweep", "GraphMobject": "mobjects"}
 
 
 def __getattr__(name: str) -> Any:
     """The manim-based names, imported on first use."""
+    if name == "Diagram":  # the name it had, which the static figure's class has too
+        import warnings
+
+        warnings.warn("backpropviz.animate.Diagram is deprecated and will be removed: it is "
+                      "backpropviz.animate.GraphMobject", DeprecationWarning, stacklevel=2)
+        name = "GraphMobject"
     if name in _LAZY:
         from importlib import import_module
 

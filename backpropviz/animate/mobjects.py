@@ -41,8 +41,8 @@ __all__ = [
     "Z_MARK",
     "Z_NUMBER",
     "Z_PULSE",
-    "Diagram",
     "EdgeArrow",
+    "GraphMobject",
     "OpNode",
     "Table",
     "TextStore",
@@ -400,7 +400,7 @@ def _prepend_line(path: VMobject, start: np.ndarray) -> VMobject:
     return joined.match_style(path)
 
 
-class Diagram(VGroup):
+class GraphMobject(VGroup):
     """The whole graph as the SVG draws it, placed in a rectangle of the scene.
 
     ``values``, ``ops`` and ``edges`` map IR ids (and edge keys) to their

@@ -45,8 +45,8 @@ from .mobjects import (
     Z_FLYING,
     Z_MARK,
     Z_NUMBER,
-    Diagram,
     EdgeArrow,
+    GraphMobject,
     OpNode,
     Table,
     TextStore,
@@ -140,7 +140,7 @@ class BackpropScene(MovingCameraScene):
                            self.palette.text)
         self.dead_values, self.dead_edges = dead_masks(G) if self.backward else ({}, {})
         shown = gradient_history(G) if self.backward else {}
-        self.diagram = Diagram(G, layout(G, rankdir=self.rankdir, theme=self.theme,
+        self.diagram = GraphMobject(G, layout(G, rankdir=self.rankdir, theme=self.theme,
                                          precision=self.precision, legend=False,
                                          forward_only=not self.backward),
                                self.palette, self.store, center=GRAPH_CENTER,
