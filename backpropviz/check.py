@@ -35,7 +35,7 @@ from .engine import (
 )
 from .errors import BackpropvizError
 from .ir import operand_edges, result_of
-from .script import find_roots, run_script
+from .script import find_roots, running
 
 __all__ = ["CheckError", "Report", "Wrong", "check_graph", "check_script", "disagreements"]
 
@@ -103,9 +103,12 @@ def _close(a: float, b: float) -> bool:
 
 
 def check_script(path: str | os.PathLike, roots: Sequence[str] = ()) -> Report:
-    """Run the script at ``path`` and check the gradients of the graph it left."""
-    namespace = run_script(path)
-    found = find_roots(namespace, roots, path)
+    """Run the script at ``path`` as ``render`` runs it (``script.running``: a script
+    whose work is inside ``main()`` too) and check the gradients of the graph it left:
+    the ``roots`` named, else what its last backward() ran from, else its output."""
+    with running(path) as run:
+        namespace = run.names
+        found = find_roots(namespace, roots, path, called=run.called)
     if len(found) != 1:
         raise CheckError(f"check grades one output at a time; name it, e.g. "
                          f"backpropviz check {path} {min(found)}")

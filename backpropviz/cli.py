@@ -15,6 +15,8 @@ from . import __version__
 from .errors import BackpropvizError, Note, UsageError
 from .options import (
     CLIP,
+    CLIP_MAX_NODES,
+    DEFAULT_MAX_NODES,
     FIGURE,
     FORMATS,
     KINDS,
@@ -90,9 +92,6 @@ def _guarded(command: Callable[[], int]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command and option (the docs' CLI reference is made from it)."""
-    from .animate.formats import MAX_NODES as CLIP_MAX_NODES
-    from .script import DEFAULT_MAX_NODES
-
     parser = _Parser(prog="backpropviz",
                      description=__doc__.split(": ", 1)[1].strip(".").replace("``", ""))
     parser.add_argument("--version", action="version", version=f"backpropviz {__version__}")

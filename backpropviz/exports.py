@@ -7,6 +7,7 @@ from collections.abc import Callable
 import networkx as nx
 
 from .ir import to_graphml, to_json
+from .text import to_text
 
 __all__ = ["EXPORTS", "export"]
 
@@ -14,6 +15,7 @@ __all__ = ["EXPORTS", "export"]
 EXPORTS: dict[str, Callable[[nx.MultiDiGraph], str]] = {
     "json": to_json,
     "graphml": to_graphml,
+    "txt": to_text,
 }
 
 

@@ -25,6 +25,7 @@ import hashlib
 import math
 import numbers
 import os
+import re
 import traceback
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,11 +34,12 @@ from typing import Any
 import networkx as nx
 
 from . import ops
+from .builder import Builder, Producer
 from .engine import EngineError, Node, Value, apply
 from .errors import BackpropvizError
 
-__all__ = ["CHILD_ATTRS", "ForeignError", "ForeignGraph", "children_attr", "collect",
-           "from_objects",
+__all__ = ["CHILD_ATTRS", "PRODUCER", "TAGS", "ForeignError", "ForeignGraph", "children_attr",
+           "collect", "from_objects", "from_tag",
            "looks_like_node", "near_miss", "number", "read_graph", "to_ir"]
 
 CHILD_ATTRS = ("_prev", "_children", "prev", "children", "_parents", "parents")
@@ -84,6 +86,36 @@ def near_miss(obj: Any) -> str | None:
         return None
     return (f"a {type(obj).__name__} has {children} like a Value but no "
             f"{' and no '.join('.' + name for name in missing)}, so it is not drawn as a node")
+
+
+# The op tags micrograd-style engines give their results (micrograd's ``_op``), by
+# canonical op (ops.py); a power's tag carries its exponent (micrograd's f"**{n}",
+# others "^2" or "pow").
+TAGS = {"add": ("+",), "sub": ("-", "−"), "mul": ("*", "×"), "div": ("/", "÷"),
+        "neg": ("neg", "-", "−"), "matmul": ("@",), "relu": ("ReLU", "relu"),
+        "dropout": ("dropout",), "tanh": ("tanh",), "exp": ("exp",), "log": ("log",),
+        "sigmoid": ("sigmoid", "σ"), "sqrt": ("sqrt", "√")}
+_BY_TAG: dict[str, list[str]] = {}
+for _op, _tags in TAGS.items():
+    for _one in _tags:
+        _BY_TAG.setdefault(_one, []).append(_op)
+        _BY_TAG.setdefault(_one.lower(), []).append(_op)
+_POWER_TAG = re.compile(r"(?:\*\*|\^|pow)\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)?")
+
+
+def from_tag(tag: str, arity: int | None = None) -> tuple[str, float | None]:
+    """The canonical op and exponent of another engine's op tag: ``"*"`` -> mul,
+    ``"**2"`` -> (pow, 2.0), ``"-"`` -> sub, or neg with one operand; an unknown
+    tag is its own op name."""
+    tag = tag.strip()
+    power = _POWER_TAG.fullmatch(tag)
+    if power and tag not in _BY_TAG:
+        return "pow", None if power.group(1) is None else float(power.group(1))
+    names = _BY_TAG.get(tag) or _BY_TAG.get(tag.lower())
+    if not names:
+        return tag, None
+    fitting = [name for name in names if arity in ops.get(name).forms]
+    return (fitting or names)[0], None
 
 
 def _tag(obj: Any) -> str:
@@ -292,7 +324,7 @@ def _parameters(names: Mapping[str, Any], nodes: set) -> set:
 def _read_op(graph: ForeignGraph, node: Any, kids: list[Any], ordered: bool) -> None:
     """The op of a result, and its operands in argument order: as the engine keeps
     them, or (from a set) in graph order, turned where the data says so."""
-    name, exponent = ops.from_tag(_tag(node), len(kids))
+    name, exponent = from_tag(_tag(node), len(kids))
     data = number(node, "data")
     spec = ops.get(name)
     arity = set(spec.forms)
@@ -476,8 +508,6 @@ def from_objects(*roots: Any, names: Mapping[str, Any] | None = None,
 
 def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
     """The IR of a read graph: values, ops, and the watched run's contributions."""
-    value_id: dict[Any, str] = {}
-    op_id: dict[Any, str] = {}
     sent: dict[Any, list[float]] = {}
     sums: dict[Any, list[float]] = {}
     processed: dict[Any, int] = {}
@@ -505,60 +535,58 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
         first = next((event for event in graph.events if event.node is graph.roots[0]), None)
         seeds[graph.roots[0]] = first.upstream if first is not None else \
             number(graph.roots[0], "grad")
-    stored = set()
-    for node, kids in graph.operands.items():
-        name, _ = graph.ops[node]
-        for where in ops.get(name).saved(len(kids)):
-            stored.add(node if where == "out" else kids[where])
     params = graph.params
-    G = nx.MultiDiGraph()
+    build = Builder()
     roots = set(graph.roots)
     for node in graph.order:
         kids = graph.operands.get(node)
         if kids:
             name, exponent = graph.ops[node]
-            oid = op_id[node] = f"op{len(op_id)}"
-            attrs: dict[str, Any] = {"kind": "op", "op": name,
-                                     "symbol": ops.symbol(name, exponent)}
-            if exponent is not None:
-                attrs["exponent"] = exponent
+            attrs: dict[str, Any] = {}
             if node in graph.reconstructed:
                 attrs["reconstructed"] = True
             dead = ops.dead_units(name, number(kids[0], "data"))
             if dead is not None:
                 attrs["dead"] = dead
-            G.add_node(oid, **attrs)
-        vid = value_id[node] = f"v{len(value_id)}"
+            build.add_op(node, name, kids, exponent=exponent, sent=sent.get(node),
+                         running=sums.get(node), **attrs)
         # An unnamed leaf is an input: another engine's weights in plain lists look
         # just like the numbers its ops wrap, and their gradients are the lesson.
         role = ("output" if node in roots else "intermediate" if kids
                 else "param" if node in params else "input")
         grad = None if graph.grads is None else graph.grads[node]
-        G.add_node(vid, kind="value", label=graph.names.get(node),
-                   data=number(node, "data"), grad=grad, shape=(), role=role,
-                   stored=node in stored, nbytes=8 if node in stored else 0)
-        if kids:
-            shares = sent.get(node)
-            for arg, kid in enumerate(kids):
-                if shares is None:
-                    G.add_edge(value_id[kid], oid, key=arg, arg=arg, grad=None)
-                else:
-                    G.add_edge(value_id[kid], oid, key=arg, arg=arg, grad=shares[arg],
-                               running=sums[node][arg])
-            G.add_edge(oid, vid, key=0)
-            name, _ = graph.ops[node]
-            G.nodes[oid]["saves"] = list(dict.fromkeys(
-                vid if where == "out" else value_id[kids[where]]
-                for where in ops.get(name).saved(len(kids))))
-    graph.value_ids = value_id
-    G.graph["roots"] = [value_id[root] for root in graph.roots]
-    G.graph["backward_order"] = [op_id[node] for node in sorted(processed, key=processed.get)]
-    G.graph["seeds"] = {value_id[node]: seed for node, seed in seeds.items()}
-    G.graph["stored_bytes"] = sum(G.nodes[v]["nbytes"] for v in value_id.values())
+        build.add_value(node, label=graph.names.get(node), data=number(node, "data"),
+                        grad=grad, shape=(), role=role, made_by=node if kids else None)
+    graph.value_ids = build.value_ids
     notes = list(graph.notes)
     if graph.reconstructed:
         notes.append("a value used twice by one op (a + a) is kept once in the engine's "
                      "children set; both edges are drawn, each with half of what it sent")
-    if notes:
-        G.graph["notes"] = notes
-    return G
+    return build.finish(graph.roots, backward_order=sorted(processed, key=processed.get),
+                        seeds=seeds, notes=notes)
+
+
+class ForeignProducer(Producer):
+    """Another engine's Value class (micrograd's, a lecture's, a student's): its backward
+    runs, watched, when its graph is read."""
+
+    name = "micrograd-style engine"
+    reads_backward = True
+
+    def claims(self, obj: Any, recording: Any = None) -> bool:
+        return looks_like_node(obj)
+
+    def near_miss(self, obj: Any) -> str | None:
+        return near_miss(obj)
+
+    def walk(self, nodes: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+        _, children = collect(nodes.values())  # checked: nodes, no cycle
+        return ({name: node for name, node in nodes.items() if children[node]},
+                children.__getitem__)
+
+    def build(self, roots: Any, names: Mapping[str, Any] | None, recording: Any,
+              backward: bool) -> nx.MultiDiGraph:
+        return from_objects(*roots, names=names, backward=backward)
+
+
+PRODUCER = ForeignProducer()

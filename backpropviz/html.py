@@ -311,7 +311,11 @@ class Page:
 
 
 def step_through(graph_or_root: Any, *, names: Any = None, height: int = 560,
-                 **options: Any) -> Page:
-    """The step-through page of an IR graph or of a Value/Tensor root, as a Page."""
+                 rankdir: str = "LR", theme: str = "light", precision: int = 4,
+                 **figure: Any) -> Page:
+    """The step-through page of an IR graph or of a Value/Tensor root, as a Page;
+    ``figure`` are draw's other options (``show_constants``...), for the picture
+    offered beside the page."""
     G = as_graph(graph_or_root, names)
-    return Page(to_html(G, **options), height, draw(G, **options))
+    page = {"rankdir": rankdir, "theme": theme, "precision": precision}
+    return Page(to_html(G, **page), height, draw(G, **page, **figure))

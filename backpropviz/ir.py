@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,12 +10,23 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .engine import Node, saved_for_backward, topological_order
-from .errors import BackpropvizError
+from .builder import Builder, Producer
+from .engine import Node, topological_order
 from .formatting import changed_note
 from .groups import numbered
+from .schema import (
+    ROLES,
+    IRError,
+    decode_graphml,
+    decode_json,
+    encode_graphml,
+    encode_json,
+    validate,
+)
 
 __all__ = [
+    "ENGINE",
+    "ROLES",
     "IRError",
     "fold_chains",
     "from_graphml",
@@ -30,13 +40,6 @@ __all__ = [
     "to_node_link",
     "validate",
 ]
-
-ROLES = ("input", "param", "const", "intermediate", "output")
-
-
-class IRError(BackpropvizError, ValueError):
-    """A graph that breaks the IR contract; the message names the node or edge."""
-
 
 def plain_number(x: Any) -> Any:
     """An engine number as the IR stores it: a float, or nested lists of floats."""
@@ -76,18 +79,11 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     order = topological_order(roots)
     calls = numbered(node._group for node in order)
     root_set = set(roots)
-    stored = {saved for node in order for saved in saved_for_backward(node)}
-    value_id: dict[Node, str] = {}
-    op_id: dict[Node, str] = {}
-    G = nx.MultiDiGraph()
+    build = Builder()
     notes: list[str] = []
     for node in order:
         if node.op is not None:
-            oid = op_id[node] = f"op{len(op_id)}"
-            attrs: dict[str, Any] = {"kind": "op", "op": node.op,
-                                     "symbol": ops.symbol(node.op, node.exponent)}
-            if node.exponent is not None:
-                attrs["exponent"] = node.exponent
+            attrs: dict[str, Any] = {}
             axis = getattr(node, "axis", None)
             if isinstance(axis, int):  # a reduction's axis (an index is not kept)
                 attrs["axis"] = axis
@@ -99,58 +95,71 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
                 attrs["dead"] = dead
             if node._group:  # made inside with group(...): drawn as part of one operator
                 attrs.update(_group_attrs(node._group, calls))
-            G.add_node(oid, **attrs)
-        vid = value_id[node] = f"v{len(value_id)}"
-        is_stored = node in stored
+            sent = None if node._sent is None else [plain_number(x) for x in node._sent]
+            running = None if node._sent is None else [plain_number(x) for x in node._sums]
+            build.add_op(node, node.op, node.operands, exponent=node.exponent, sent=sent,
+                         running=running, **attrs)
         label = node.label or name_of.get(id(node))
         data = node.data
         if node._used is not None:  # a leaf, as the forward pass used it
             if not np.array_equal(node._used, data, equal_nan=True):
                 notes.append(changed_note(label, node._used, data))
             data = node._used
-        G.add_node(vid, kind="value", label=label, data=plain_number(data),
-                   grad=plain_number(node.grad) if node.has_grad else None,
-                   shape=tuple(np.shape(node.data)), role=_role(node, root_set),
-                   stored=is_stored, nbytes=8 * int(np.size(node.data)) if is_stored else 0)
+        attrs = {}
         if node._passes > 1:
-            G.nodes[vid]["passes"] = node._passes  # its gradient sums that many passes
+            attrs["passes"] = node._passes  # its gradient sums that many passes
         if node.op is None and node._group:  # a leaf made inside a group belongs to it
-            G.nodes[vid].update(_group_attrs(node._group, calls))
-        if node.op is not None:
-            for arg, operand in enumerate(node.operands):
-                if node._sent is None:
-                    G.add_edge(value_id[operand], oid, key=arg, arg=arg, grad=None)
-                else:
-                    G.add_edge(value_id[operand], oid, key=arg, arg=arg,
-                               grad=plain_number(node._sent[arg]),
-                               running=plain_number(node._sums[arg]))
-            G.add_edge(oid, vid, key=0)
-            # What this op's backward rule reads, which the forward pass must keep.
-            G.nodes[oid]["saves"] = list(dict.fromkeys(
-                value_id[saved] for saved in saved_for_backward(node)))
+            attrs.update(_group_attrs(node._group, calls))
+        build.add_value(node, label=label, data=plain_number(data),
+                        grad=plain_number(node.grad) if node.has_grad else None,
+                        shape=tuple(np.shape(node.data)), role=_role(node, root_set),
+                        made_by=node if node.op is not None else None, **attrs)
 
-    G.graph["roots"] = [value_id[root] for root in dict.fromkeys(roots)]
-    processed = sorted((node for node in op_id if node._step is not None),
+    processed = sorted((node for node in build.op_ids if node._step is not None),
                        key=lambda node: node._step)
-    G.graph["backward_order"] = [op_id[node] for node in processed]
-    G.graph["seeds"] = {value_id[node]: plain_number(node._seed)
-                        for node in order if node._seed is not None}
-    if not G.graph["seeds"] and G.graph["backward_order"]:
+    seeds = {node: plain_number(node._seed) for node in order if node._seed is not None}
+    entered = {}
+    if not seeds and processed:
         # Backward ran from a later value: the drawn roots' gradients enter from there.
-        G.graph["seeds"] = {value_id[root]: plain_number(root.grad) for root in roots
-                            if root.has_grad}
-        G.graph["entered"] = True
+        seeds = {root: plain_number(root.grad) for root in roots if root.has_grad}
+        entered["entered"] = True
         notes.append("the backward pass started at a later value, beyond the drawing; the "
                      "roots' gradients come from there")
-    G.graph["stored_bytes"] = sum(G.nodes[v]["nbytes"] for v in value_id.values())
     passes = max((node._passes for node in order), default=0)
     if passes > 1:
         notes.append(f"each gradient is .grad as the engine holds it: the sum over the "
                      f"{passes} backward passes that reached it (each adds its own, as in "
                      "PyTorch); the steps show the last pass")
-    if notes:
-        G.graph["notes"] = notes
-    return G
+    return build.finish(roots, backward_order=processed, seeds=seeds, notes=notes, **entered)
+
+
+class EngineProducer(Producer):
+    """backpropviz's own Values and Tensors: the graph they record, as ``to_networkx`` reads it."""
+
+    name = "backpropviz"
+    package = "backpropviz"
+    fewer = "use the Tensor form (one node per matrix, not per number), "
+
+    def claims(self, obj: Any, recording: Any = None) -> bool:
+        return isinstance(obj, Node)
+
+    def walk(self, nodes: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+        return ({name: node for name, node in nodes.items() if node.op is not None},
+                lambda node: list(node.operands))
+
+    def size(self, roots: Any) -> int:
+        order = topological_order(roots)
+        return len(order) + sum(node.op is not None for node in order)
+
+    def has_gradient(self, root: Any, recording: Any) -> bool:
+        return root.has_grad
+
+    def build(self, roots: Any, names: Mapping[str, Any] | None, recording: Any,
+              backward: bool) -> nx.MultiDiGraph:
+        return to_networkx(*roots, names=names)
+
+
+ENGINE = EngineProducer()
 
 
 # ---------------------------------------------------------------- folding
@@ -250,133 +259,6 @@ def _top_of(op: Any, inner: dict) -> Any:
     return op
 
 
-# ---------------------------------------------------------------- checking
-
-
-def _shape_of(x: Any) -> tuple[int, ...]:
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        return ()
-    if not isinstance(x, list):
-        raise TypeError
-    array = np.array(x, dtype=np.float64)  # ragged or non-numeric raises
-    return array.shape
-
-
-def _check_number(G: nx.MultiDiGraph, where: str, x: Any, shape: tuple[int, ...],
-                  what: str) -> None:
-    if type(x) is float and shape == ():  # the common case, a scalar Value
-        return
-    try:
-        actual = _shape_of(x)
-    except (TypeError, ValueError):
-        raise IRError(f"{where}: {what} must be a float or nested lists of floats, "
-                      f"got {type(x).__name__}") from None
-    if actual != shape:
-        raise IRError(f"{where}: {what} has shape {actual}, expected {shape}")
-
-
-def validate(G: Any) -> None:
-    """Raise IRError unless ``G`` follows the IR contract of DESIGN.md."""
-    if not isinstance(G, nx.MultiDiGraph):
-        raise IRError(f"the IR is a networkx.MultiDiGraph, got {type(G).__name__}")
-    for node, attrs in G.nodes(data=True):
-        kind = attrs.get("kind")
-        if kind == "value":
-            _validate_value(G, node, attrs)
-        elif kind == "op":
-            _validate_op(G, node, attrs)
-        else:
-            raise IRError(f"node {node!r}: kind must be 'value' or 'op', got {kind!r}")
-    if not _is_acyclic(G):
-        raise IRError(f"the graph has a cycle: {nx.find_cycle(G)}")
-    roots = G.graph.get("roots")
-    if not isinstance(roots, list) or not roots:
-        raise IRError("graph attribute 'roots' must be a non-empty list of value ids")
-    for root in roots:
-        if G.nodes.get(root, {}).get("kind") != "value":
-            raise IRError(f"root {root!r} is not a value node of the graph")
-    outputs = {node for node, role in G.nodes(data="role") if role == "output"}
-    if outputs != set(roots):
-        raise IRError(f"the values with role 'output' ({sorted(outputs)}) must be the "
-                      f"graph's roots ({roots})")
-    order = G.graph.get("backward_order")
-    if not isinstance(order, list):
-        raise IRError("graph attribute 'backward_order' must be a list of op ids")
-    if len(set(order)) != len(order):
-        raise IRError("graph attribute 'backward_order' lists an op twice")
-    for op in order:
-        if G.nodes.get(op, {}).get("kind") != "op":
-            raise IRError(f"backward_order names {op!r}, which is not an op node")
-
-
-def _is_acyclic(G: nx.MultiDiGraph) -> bool:
-    """Whether ``G`` has no cycle, by Kahn's algorithm on the adjacency dicts.
-
-    Taking, again and again, the nodes whose sources are all taken reaches
-    every node exactly when there is no cycle.
-    """
-    waiting = {node: len(sources) for node, sources in G._pred.items()}
-    ready = [node for node, count in waiting.items() if count == 0]
-    for node in ready:  # grows as nodes lose their last waiting source
-        for target in G._succ[node]:
-            waiting[target] -= 1
-            if not waiting[target]:
-                ready.append(target)
-    return len(ready) == len(waiting)
-
-
-def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
-    where = f"value node {node!r}"
-    for key in ("label", "data", "grad", "shape", "role"):
-        if key not in attrs:
-            raise IRError(f"{where} has no {key!r} attribute")
-    if attrs["label"] is not None and not isinstance(attrs["label"], str):
-        raise IRError(f"{where}: label must be a string or None")
-    shape = attrs["shape"]
-    if not isinstance(shape, tuple) or not all(isinstance(n, int) for n in shape):
-        raise IRError(f"{where}: shape must be a tuple of ints, got {shape!r}")
-    _check_number(G, where, attrs["data"], shape, "data")
-    if attrs["grad"] is not None:
-        _check_number(G, where, attrs["grad"], shape, "grad")
-    if attrs["role"] not in ROLES:
-        raise IRError(f"{where}: role must be one of {list(ROLES)}, got {attrs['role']!r}")
-    # networkx's own adjacency dicts ({neighbour: {key: edge attrs}}), read
-    # only: its views cost more than these checks on big graphs of scalars.
-    producers = sum(len(edges) for edges in G._pred[node].values())
-    if producers > 1:
-        raise IRError(f"{where} is the result of {producers} ops; a value has at most one")
-    # A leaf is an input, a parameter or a constant, unless it is the root
-    # itself (an output nothing was computed for); what an op made is not.
-    allowed = ("intermediate", "output") if producers else ("input", "param", "const", "output")
-    if attrs["role"] not in allowed:
-        raise IRError(f"{where}: role {attrs['role']!r} does not match its "
-                      f"{'producing op' if producers else 'lack of a producing op'}")
-    for target, edges in G._succ[node].items():
-        if G.nodes[target].get("kind") != "op":
-            raise IRError(f"edge {node!r} -> {target!r} joins two values; "
-                          "edges run value -> op -> value")
-        for data in edges.values():
-            for key in ("grad", "running"):
-                if data.get(key) is not None:
-                    _check_number(G, f"edge {node!r} -> {target!r}", data[key], shape, key)
-
-
-def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
-    where = f"op node {node!r}"
-    for key in ("op", "symbol"):
-        if not isinstance(attrs.get(key), str):
-            raise IRError(f"{where}: {key!r} must be a string")
-    results = [target for target, edges in G._succ[node].items() for _ in edges]
-    if len(results) != 1:
-        raise IRError(f"{where} has {len(results)} results; an op has exactly one")
-    if G.nodes[results[0]].get("kind") != "value":
-        raise IRError(f"{where}: its result {results[0]!r} is not a value node")
-    args = sorted(data.get("arg", -1) for edges in G._pred[node].values()
-                  for data in edges.values())
-    if args != list(range(len(args))):
-        raise IRError(f"{where}: operand edges must carry arg 0..{len(args) - 1}, got {args}")
-
-
 # ---------------------------------------------------------------- reading
 
 
@@ -395,29 +277,15 @@ def operand_edges(G: nx.MultiDiGraph, op: Any) -> list[tuple[Any, Any, Any]]:
 # ---------------------------------------------------------------- formats
 
 
-# GraphML holds only strings, numbers and booleans, one type per key: these
-# keys are written as JSON text so that a reader gets the arrays back.
-_JSON_KEYS = ("data", "grad", "shape", "dead", "running", "expected", "mask", "saves", "group",
-              "group_calls", "members")
-_JSON_GRAPH_KEYS = ("roots", "backward_order", "seeds", "notes", "module_groups",
-                    "module_classes")
-
-# Strict JSON has no NaN or infinities: in the IR's numbers they are written as
-# these strings (JavaScript's names for them), which any JSON parser reads.
-NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-_NUMBER_KEYS = {*_JSON_KEYS, "seeds"} - {"shape"}
-
-
 def to_node_link(G: nx.MultiDiGraph) -> dict:
     """The IR as node-link data (networkx's layout, ``edges="edges"``), ready for strict
     JSON: a NaN or an infinity in its numbers is the string "NaN", "Infinity" or
-    "-Infinity" (``from_node_link`` reads them back as floats)."""
+    "-Infinity" (``from_node_link`` reads them back as floats). Each attribute's encoding
+    is the schema's."""
     data = nx.node_link_data(G, edges="edges")
-    for item in (*data["nodes"], *data["edges"]):
-        for key in _NUMBER_KEYS.intersection(item):
-            item[key] = _finite_or_named(item[key])
-    if "seeds" in data["graph"]:
-        data["graph"]["seeds"] = _finite_or_named(data["graph"]["seeds"])
+    data["nodes"] = [encode_json("node", attrs) for attrs in data["nodes"]]
+    data["edges"] = [encode_json("edge", attrs) for attrs in data["edges"]]
+    data["graph"] = encode_json("graph", data["graph"])
     return data
 
 
@@ -437,76 +305,33 @@ def from_node_link(data: Mapping | str | bytes) -> nx.MultiDiGraph:
         raise IRError(f"node-link data is a JSON object, got {type(data).__name__}")
     G = nx.node_link_graph(dict(data), directed=True, multigraph=True, edges="edges")
     for _, attrs in G.nodes(data=True):
-        if "shape" in attrs:
-            attrs["shape"] = tuple(attrs["shape"])
-    for attrs in (*(a for _, a in G.nodes(data=True)), *(a for *_, a in G.edges(data=True))):
-        for key in _NUMBER_KEYS.intersection(attrs):
-            attrs[key] = _named_to_float(attrs[key])
-    if "seeds" in G.graph:
-        G.graph["seeds"] = _named_to_float(G.graph["seeds"])
+        attrs.update(decode_json("node", attrs))
+    for *_, attrs in G.edges(data=True):
+        attrs.update(decode_json("edge", attrs))
+    G.graph.update(decode_json("graph", G.graph))
     return G
 
 
-def _finite_or_named(x: Any) -> Any:
-    """Numbers as strict JSON can hold them: non-finite floats by name, at any depth."""
-    if isinstance(x, float):
-        if math.isfinite(x):
-            return x
-        return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
-    if isinstance(x, list):
-        return [_finite_or_named(item) for item in x]
-    if isinstance(x, dict):
-        return {key: _finite_or_named(item) for key, item in x.items()}
-    return x
-
-
-def _named_to_float(x: Any) -> Any:
-    if isinstance(x, str):
-        return NON_FINITE.get(x, x)
-    if isinstance(x, list):
-        return [_named_to_float(item) for item in x]
-    if isinstance(x, dict):
-        return {key: _named_to_float(item) for key, item in x.items()}
-    return x
-
-
-
 def to_graphml(G: nx.MultiDiGraph) -> str:
-    """The IR as GraphML text; arrays and lists are stored as JSON strings."""
+    """The IR as GraphML text; arrays and lists are stored as JSON strings (the schema
+    says which)."""
     H = nx.MultiDiGraph()
-    for key, value in G.graph.items():
-        H.graph[key] = json.dumps(value) if key in _JSON_GRAPH_KEYS else value
+    H.graph.update(encode_graphml("graph", G.graph))
     for node, attrs in G.nodes(data=True):
-        H.add_node(node, **_encoded(attrs))
+        H.add_node(node, **encode_graphml("node", attrs))
     for u, v, k, attrs in G.edges(keys=True, data=True):
-        H.add_edge(u, v, key=k, **_encoded(attrs))
+        H.add_edge(u, v, key=k, **encode_graphml("edge", attrs))
     return "\n".join(nx.generate_graphml(H, named_key_ids=True))
-
-
-def _encoded(attrs: Mapping) -> dict:
-    return {key: json.dumps(value) if key in _JSON_KEYS else value
-            for key, value in attrs.items() if value is not None or key in _JSON_KEYS}
 
 
 def from_graphml(text: str) -> nx.MultiDiGraph:
     """The IR back from ``to_graphml`` text."""
     H = nx.parse_graphml(text, force_multigraph=True)
     G = nx.MultiDiGraph()
-    for key, value in H.graph.items():
-        if key not in ("node_default", "edge_default"):
-            G.graph[key] = json.loads(value) if key in _JSON_GRAPH_KEYS else value
+    G.graph.update(decode_graphml("graph", {key: value for key, value in H.graph.items()
+                                            if key not in ("node_default", "edge_default")}))
     for node, attrs in H.nodes(data=True):
-        decoded = _decoded(attrs)
-        if decoded.get("kind") == "value":
-            decoded.setdefault("label", None)
-            decoded["shape"] = tuple(decoded["shape"])
-        G.add_node(node, **decoded)
+        G.add_node(node, **decode_graphml("node", attrs, attrs.get("kind")))
     for u, v, k, attrs in H.edges(keys=True, data=True):
-        G.add_edge(u, v, key=int(k) if str(k).isdigit() else k, **_decoded(attrs))
+        G.add_edge(u, v, key=int(k) if str(k).isdigit() else k, **decode_graphml("edge", attrs))
     return G
-
-
-def _decoded(attrs: Mapping) -> dict:
-    return {key: json.loads(value) if key in _JSON_KEYS else value
-            for key, value in attrs.items()}
-

@@ -3,11 +3,12 @@
 One ``Op`` record per canonical op (the IR's ``op`` attribute) says what is
 drawn in its circle, how its result is written in a caption, the chain rule
 for each operand in symbols, which values its backward rule reads (what the
-forward pass must keep), how it gates gradients (a dead ReLU), and which
-PyTorch autograd nodes and functions are this op. Renderers, captions, the
-memory count and the PyTorch importer ask ``get(name)``; none of them names
-an op. An op the registry does not know (a torch function such as
-``softmax``) gets a generic record: drawn and explained by its name.
+forward pass must keep) and how it gates gradients (a dead ReLU). Renderers,
+captions, the memory count and the producers ask ``get(name)``; none of them
+names an op, except that each producer maps its framework's names to these
+(torch_record's ``TORCH_NODES``, foreign's ``TAGS``). An op the registry does
+not know (a torch function such as ``softmax``) gets a generic record: drawn
+and explained by its name.
 
 Templates are ``string.Template`` text, filled by captions.py with names
 (and, for numbers, with the engine's numbers): ``$a`` and ``$b`` are the
@@ -32,18 +33,19 @@ How to add an op, e.g. ``sqrt``:
    rule, registered with ``@_value_rule("sqrt")`` / ``@_tensor_rule("sqrt")``,
    the calculus in a comment (d√a/da = 1/(2√a)).
 2. Here: an ``Op("sqrt", ...)`` record in ``_OPS`` with its symbol, its
-   ``Form`` (expression, derivative, saved values), the rule in words and
-   the torch node name (``"Sqrt"``); the form's ``numbers`` is the derivative
-   as its numbers fill it (``"$g / (2 $dot $r)"``): a test fails without it.
+   ``Form`` (expression, derivative, saved values) and the rule in words;
+   the form's ``numbers`` is the derivative as its numbers fill it
+   (``"$g / (2 $dot $r)"``): a test fails without it.
+3. For the producers: PyTorch's autograd node (``"Sqrt"``) in torch_record's
+   ``TORCH_NODES``, and micrograd-style tags (``"sqrt"``) in foreign's ``TAGS``.
 
 Nothing else in the program needs to change: captions, pictures, the page,
-the video, the memory count and the importer read it from here.
+the video and the memory count read it from here.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -66,9 +68,6 @@ __all__ = [
     "Op",
     "Writing",
     "dead_units",
-    "from_tag",
-    "from_torch_function",
-    "from_torch_node",
     "get",
     "names",
     "symbol",
@@ -139,15 +138,10 @@ class Op:
     # the left factor from rows of the result, columns of the right from columns).
     flow: str = ENTRYWISE
     verb: str = ""  # "cannot <verb> shapes (2,) and (3,)"
-    torch_nodes: tuple[str, ...] = ()  # autograd node names without "Backward<n>"
-    torch_functions: tuple[str, ...] = ()  # torch function names that are this op
     # A plain number in a torch call is drawn as a constant operand (o - 0),
     # or, at ``exponent_at``, becomes the op's exponent (t ** 2).
     number_operands: bool = False
     exponent_at: int | None = None
-    # The op tags other engines give it (micrograd's ``_op``: "+", "*", "ReLU");
-    # a power's tag carries its exponent ("**2"), read by from_tag.
-    tags: tuple[str, ...] = ()
     # A chain of this op whose inner results nobody else uses is the op of all
     # their operands at once (a + b + c): drawn as one, each edge as it was.
     # Its form for any other number of operands is ``forms[ANY]``.
@@ -199,31 +193,24 @@ _OPS = [
                     ANY: Form(Writing("$terms", "$terms", SUM), (("$g", "$g"),),
                               numbers=("$g",))},
        "add passes the gradient through unchanged",
-       commutative=True, broadcasts=True, verb="add", torch_nodes=("Add",), chains=True,
-       number_operands=True,
-       tags=('+',)),
+       commutative=True, broadcasts=True, verb="add", chains=True,
+       number_operands=True),
     Op("sub", "−", {2: Form(Writing("$a − $b", "$a - $b", SUM, (0, PRODUCT)),
                             (("$g", "$g"), ("−$g", "-$g")), numbers=("$g", "−$g"))},
        "subtract passes the gradient to the first input and its negative to the second",
-       broadcasts=True, verb="subtract", torch_nodes=("Sub", "Rsub"),
-       torch_functions=("subtract",), number_operands=True,
-       tags=('-', '−')),
+       broadcasts=True, verb="subtract", number_operands=True),
     Op("mul", "×", {2: Form(Writing("$a$dot$b", "$a $dot $b", PRODUCT, (PRODUCT, POSTFIX)),
                             (("$b $dot $g", "$b $dot $g"), ("$a $dot $g", "$a $dot $g")),
                             saved=(0, 1), numbers=("$b $dot $g", "$a $dot $g"))},
        "multiply scales the gradient by the other input",
-       commutative=True, broadcasts=True, verb="multiply", torch_nodes=("Mul",),
-       torch_functions=("multiply",), number_operands=True,
-       tags=('*', '×')),
+       commutative=True, broadcasts=True, verb="multiply", number_operands=True),
     Op("div", "÷", {2: Form(Writing("$a / $b", "$a / $b", PRODUCT, (PRODUCT, POSTFIX)),
                             (("$g / $b", "$g / $b"),
                              ("−$g $dot $a / $b²", "-$g $dot $a / $b^{2}")),
                             saved=(0, 1), numbers=("$g / $b", "−$g $dot $a / $b²"))},
        "divide sends the dividend the gradient over the divisor, and the divisor minus "
        "the gradient times dividend / divisor²",
-       broadcasts=True, verb="divide", torch_nodes=("Div",),
-       torch_functions=("truediv", "true_divide", "divide"), number_operands=True,
-       tags=('/', '÷')),
+       broadcasts=True, verb="divide", number_operands=True),
     Op("pow", "(·)ʸ", {
         # a ** n with a number n: the exponent is an attribute, not an operand.
         1: Form(Writing("$a$n_sup", "$a^{$n}", POSTFIX, (ATOM,)),
@@ -234,58 +221,47 @@ _OPS = [
                  ("ln $a $r $dot $g", r"\ln $a \, $r $dot $g")), saved=(0, 1, "out"),
                 numbers=("$b $dot $a^($b − 1) $dot $g", "ln $a $dot $r $dot $g"))},
        "power multiplies the gradient by the exponent times the input to one power less",
-       broadcasts=True, verb="raise", torch_nodes=("Pow",), torch_functions=("square",),
+       broadcasts=True, verb="raise",
        number_operands=True, exponent_at=1),
     Op("neg", "−", _unary(Writing("−$a", "-$a", SUM, (PRODUCT,)), "−$g", "-$g",
                          "−$g"),
-       "negation flips the sign of the gradient",
-       torch_nodes=("Neg",), torch_functions=("negative",),
-       tags=('neg', '-', '−')),
+       "negation flips the sign of the gradient"),
     Op("matmul", "@", {2: Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),
                                (("$g · ${b_atom}ᵀ", r"$g \, $b_atom^\top"),
                                 ("${a_atom}ᵀ · $g", r"$a_atom^\top $g")), saved=(0, 1),
                                numbers=("$g · ${b}ᵀ", "${a}ᵀ · $g"))},
        "matmul multiplies the gradient by the transpose of the other factor",
-       flow=ROWS_COLUMNS, torch_nodes=("Mv", "Mm", "Bmm", "Dot", "Matmul"),
-       tags=('@',)),
+       flow=ROWS_COLUMNS),
     Op("relu", "ReLU", _unary(_function("ReLU", r"\mathrm{ReLU}"),
                               # The book's order: the upstream gradient, gated by φ'(z) = 1[z > 0].
                               "$g $dot 1[$a>0]", r"$g $dot \mathbf{1}[$a > 0]",
                               "$g $dot 1[$a > 0]", saved=(0,)),
        "ReLU gates the gradient: it passes where the input is positive and stops elsewhere",
-       gate=_relu_gate, gate_note="dead units (input ≤ 0) pass nothing", gate_name="a dead ReLU",
-       torch_nodes=("Relu",),
-       tags=('ReLU', 'relu')),
+       gate=_relu_gate, gate_note="dead units (input ≤ 0) pass nothing", gate_name="a dead ReLU"),
     Op("dropout", "dropout", _unary(_function("dropout", r"\mathrm{dropout}"),
                                     "$g $dot m / (1 − p)", r"$g $dot m / (1 - p)",
                                     "$g $dot $m / (1 − $p)"),
        "dropout passes the gradient to the units it kept (m = 1), times 1/(1 − p), and none "
        "to those it dropped", masked=True, gate_note="dropped units pass nothing",
-       gate_name="dropout", torch_functions=("dropout", "feature_dropout"),
-       tags=("dropout",)),
+       gate_name="dropout"),
     Op("tanh", "tanh", _unary(_function("tanh", r"\tanh"),
                               "(1 − $r²) $dot $g", r"\left(1 - $r^{2}\right) $dot $g",
                               "(1 − $r²) $dot $g", saved=("out",)),
-       "tanh multiplies the gradient by 1 − tanh²", torch_nodes=("Tanh",),
-       tags=('tanh',)),
+       "tanh multiplies the gradient by 1 − tanh²"),
     Op("exp", "exp", _unary(_function("exp", r"\exp"), "$r $dot $g", "$r $dot $g",
                             "$r $dot $g", saved=("out",)),
-       "exp multiplies the gradient by its own result", torch_nodes=("Exp",),
-       tags=('exp',)),
+       "exp multiplies the gradient by its own result"),
     Op("log", "log", _unary(_function("log", r"\log"), "$g / $a", "$g / $a", "$g / $a",
                             saved=(0,)),
-       "log divides the gradient by its input", torch_nodes=("Log",),
-       tags=('log',)),
+       "log divides the gradient by its input"),
     Op("sigmoid", "σ", _unary(_function("σ", r"\sigma"), "$r(1 − $r) $dot $g",
                               r"$r\left(1 - $r\right) $dot $g", "$r $dot (1 − $r) $dot $g",
                               saved=("out",)),
-       "sigmoid multiplies the gradient by σ(1 − σ)", torch_nodes=("Sigmoid",),
-       tags=('sigmoid', 'σ')),
+       "sigmoid multiplies the gradient by σ(1 − σ)"),
     Op("sqrt", "√", _unary(Writing("√$a", r"\sqrt{$a}", POSTFIX, (ATOM,)),
                            "$g / (2 $r)", r"$g / \left(2 \, $r\right)", "$g / (2 $dot $r)",
                            saved=("out",)),
-       "square root divides the gradient by twice its result", torch_nodes=("Sqrt",),
-       tags=('sqrt', '√')),
+       "square root divides the gradient by twice its result"),
     Op("square", "(·)²", _unary(Writing("${a}²", "$a^{2}", POSTFIX, (ATOM,)),
                                 "2 $a $dot $g", r"2 \, $a $dot $g", "2 · $a $dot $g",
                                 saved=(0,)),
@@ -296,26 +272,21 @@ _OPS = [
        "the squared norm multiplies the gradient by twice its input"),
     Op("sum", "Σ", _unary(Writing("Σ$a", r"\sum $a", PRODUCT, (POSTFIX,)),
                           "$g · 1", r"$g \cdot \mathbf{1}", "$g · 1"),
-       "sum copies the gradient to every entry", torch_nodes=("Sum",)),
+       "sum copies the gradient to every entry"),
     Op("mean", "mean", _unary(_function("mean", r"\mathrm{mean}"),
                               "$g · 1 / $k", r"$g \cdot \mathbf{1} / $k",
                               "$g · 1 / $k"),
-       "mean copies the gradient to every entry, divided by their count",
-       torch_nodes=("Mean",)),
+       "mean copies the gradient to every entry, divided by their count"),
     Op("transpose", "ᵀ", _unary(Writing("${a}ᵀ", r"$a^\top", POSTFIX, (ATOM,)),
                                 "($g)ᵀ", r"\left($g\right)^\top", "(${g})ᵀ"),
-       "transpose transposes the gradient",
-       torch_nodes=("T", "Transpose"), torch_functions=("permute",)),
+       "transpose transposes the gradient"),
     Op("getitem", "[ ]", _unary(Writing("$a[…]", r"$a[\ldots]", POSTFIX, (ATOM,)),
                                 "$g at […], 0 elsewhere", r"$g \text{ at } [\ldots]",
                                 "$g at […], 0 elsewhere"),
-       "indexing sends the gradient back to the picked entries",
-       torch_nodes=("Select", "Index", "Slice")),
+       "indexing sends the gradient back to the picked entries"),
 ]
 
 _REGISTRY: dict[str, Op] = {op.name: op for op in _OPS}
-_BY_TORCH_NODE = {node: op.name for op in _OPS for node in op.torch_nodes}
-_BY_TORCH_FUNCTION = {function: op.name for op in _OPS for function in op.torch_functions}
 
 
 # An op whose local derivative no number records (one known only by name, a
@@ -370,37 +341,3 @@ def dead_units(name: str, operand: Any) -> Any:
     """For a gating op, where it blocks the gradient (bool, or nested lists); else None."""
     gate = get(name).gate
     return None if gate is None else np.asarray(gate(operand)).tolist()
-
-
-_BY_TAG: dict[str, list[str]] = {}
-for _op in _OPS:
-    for _tag in _op.tags:
-        _BY_TAG.setdefault(_tag, []).append(_op.name)
-        _BY_TAG.setdefault(_tag.lower(), []).append(_op.name)
-# micrograd writes a power as f"**{n}"; others write "^2" or "pow".
-_POWER_TAG = re.compile(r"(?:\*\*|\^|pow)\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)?")
-
-
-def from_tag(tag: str, arity: int | None = None) -> tuple[str, float | None]:
-    """The canonical op and exponent of another engine's op tag: ``"*"`` -> mul,
-    ``"**2"`` -> (pow, 2.0), ``"-"`` -> sub, or neg with one operand; an unknown
-    tag is its own op name."""
-    tag = tag.strip()
-    power = _POWER_TAG.fullmatch(tag)
-    if power and tag not in _BY_TAG:
-        return "pow", None if power.group(1) is None else float(power.group(1))
-    names = _BY_TAG.get(tag) or _BY_TAG.get(tag.lower())
-    if not names:
-        return tag, None
-    fitting = [name for name in names if arity in _REGISTRY[name].forms]
-    return (fitting or names)[0], None
-
-
-def from_torch_node(node_name: str) -> str | None:
-    """The canonical op of an autograd node name without "Backward<n>" (``Mm`` -> matmul)."""
-    return _BY_TORCH_NODE.get(node_name)
-
-
-def from_torch_function(function: str) -> str:
-    """The canonical op of a torch function name (``true_divide`` -> div), else the name."""
-    return _BY_TORCH_FUNCTION.get(function, function)

@@ -13,7 +13,9 @@ from .style import RANKDIRS, THEMES
 __all__ = [
     "ALPHA_FORMATS",
     "CLIP",
+    "CLIP_MAX_NODES",
     "DEFAULT_DOT_TIMEOUT",
+    "DEFAULT_MAX_NODES",
     "EXPORT",
     "FIGURE",
     "FORMATS",
@@ -39,7 +41,7 @@ __all__ = [
 FIGURE, EXPORT, PAGE, CLIP = "figure", "export", "page", "clip"
 KINDS: dict[str, tuple[str, ...]] = {
     FIGURE: ("svg", "png", "pdf", "dot"),
-    EXPORT: ("json", "graphml"),
+    EXPORT: ("json", "graphml", "txt"),
     PAGE: ("html",),
     CLIP: ("mp4", "gif", "webm", "mov"),
 }
@@ -54,6 +56,14 @@ QUALITIES = {"l": "low_quality", "m": "medium_quality", "h": "high_quality",
 PHASES = ("forward", "backward", "both")
 # How long dot may lay out one picture, in seconds, unless told otherwise.
 DEFAULT_DOT_TIMEOUT = 60.0
+# The drawing's size limit, counted in IR nodes (values and ops). dot's layout
+# time grows faster than linearly with the graph: around this size it still
+# answers in seconds (bench/render.py: ~3,900 nodes take 1.6 s of dot, ~10,000
+# take 29 s), beyond it a user waits with nothing to show.
+DEFAULT_MAX_NODES = 4000
+# A clip's: past about this many the boxes get too small to read at 1080p and
+# the clip too long to watch; the Tensor form of the same network is smaller.
+CLIP_MAX_NODES = 60
 
 
 def kind_of(fmt: str) -> str:

@@ -26,6 +26,8 @@ from .files import staged_folder, write_atomically
 from .graphviz import check_layout, dot_time_limit
 from .options import (
     CLIP,
+    CLIP_MAX_NODES,
+    DEFAULT_MAX_NODES,
     EXPORT,
     FIGURE,
     KINDS,
@@ -35,7 +37,7 @@ from .options import (
     format_of,
     kind_of,
 )
-from .script import DEFAULT_MAX_NODES, as_graph
+from .script import as_graph
 from .views import drawn_graph
 
 __all__ = ["prepare", "render", "render_memory", "show", "write", "write_memory",
@@ -50,14 +52,14 @@ def prepare(fmt: str, options: Options, *, steps: bool = False) -> float:
     options.check(fmt, steps=steps)
     kind = kind_of(fmt)
     if kind == CLIP:
-        from .animate.formats import MAX_NODES, require_manim
+        from .animate.formats import require_manim
 
         require_manim()
     if kind == EXPORT and not steps:
         return math.inf
     if options.max_nodes is not None:
         return options.max_nodes
-    return MAX_NODES if kind == CLIP else DEFAULT_MAX_NODES
+    return CLIP_MAX_NODES if kind == CLIP else DEFAULT_MAX_NODES
 
 
 def _options(options: Options | None, changes: Mapping[str, Any]) -> Options:

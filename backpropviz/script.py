@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib.util
 import io
 import math
@@ -20,26 +21,23 @@ import runpy
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
-from . import foreign
-from .engine import Node, topological_order
+from .builder import Producer
 from .errors import BackpropvizError, DrawError
-from .ir import fold_chains, name_constants, to_networkx, validate
+from .ir import fold_chains, name_constants, validate
+from .options import DEFAULT_MAX_NODES
+from .producers import PRODUCERS
 from .watch import watching
 
-__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "as_graph", "find_roots", "graph_of_namespace",
-           "graph_of_script", "imports_torch", "may_use_another_engine", "recording_for",
-           "require_script", "run_script", "without_gradients"]
+__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "ScriptRun", "as_graph", "find_roots",
+           "graph_of_namespace", "graph_of_script", "imports_torch", "may_use_another_engine",
+           "recording_for", "require_script", "run_script", "running", "without_gradients"]
 
-# The drawing's size limit, counted in IR nodes (values and ops). dot's layout
-# time grows faster than linearly with the graph: around this size it still
-# answers in seconds (bench/render.py: ~3,900 nodes take 1.6 s of dot, ~10,000
-# take 29 s), beyond it a user waits with nothing to show.
-DEFAULT_MAX_NODES = 4000
 
 _TORCH_MISSING = "this script uses PyTorch; install it with: pip install 'backpropviz[torch]'"
 
@@ -64,6 +62,33 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
     sums have no name (``sum(...)``, a neuron's weighted sum) are one op
     (``ir.fold_chains``).
     """
+    with running(path, argv, quiet=quiet) as run:
+        return graph_of_namespace(run.names, roots, called=run.called,
+                                  recording=run.recording, backward=backward,
+                                  max_nodes=max_nodes, fold=fold, where=run.path,
+                                  source=run.source)
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    """A script as ``running`` ran it: its names (its global names, then those of the
+    functions that made its last backward() call), that call's roots, the recording."""
+
+    path: Path
+    source: str
+    names: dict[str, Any]
+    called: tuple
+    recording: Any
+
+
+@contextlib.contextmanager
+def running(path: str | os.PathLike, argv: Sequence[str] = (), *,
+            quiet: bool = False) -> Iterator[ScriptRun]:
+    """Run the script as ``python`` would, watched, for every command that reads one
+    (render, check, memory): under the recording its framework needs (PyTorch's
+    capture), with every backward() call kept, so that a script whose work is inside
+    ``main()`` is read as well as one that works at top level. The recording stays
+    open in the block; ``quiet`` swallows what the script prints there too."""
     script = Path(path)
     require_script(script)
     try:
@@ -74,10 +99,7 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
     with silence, recording_for(source) as recording:
         with watching(script, other_engines=may_use_another_engine(source)) as watch:
             namespace = run_script(script, argv)
-        return graph_of_namespace(watch.names(namespace), roots, called=watch.roots,
-                                  recording=recording, backward=backward,
-                                  max_nodes=max_nodes, fold=fold, where=script,
-                                  source=source)
+        yield ScriptRun(script, source, watch.names(namespace), watch.roots, recording)
 
 
 def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
@@ -106,11 +128,12 @@ def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
 
 
 def find_roots(namespace: dict[str, Any], names: Sequence[str] = (),
-               script: str | os.PathLike = "SCRIPT") -> dict[str, Any]:
-    """The roots of a script's graph (engine or micrograd-style): those ``names``, or
-    its outputs, by name."""
-    producer = _Producer(namespace, None, DEFAULT_MAX_NODES)
-    return producer.named(names) if names else producer.outputs(Path(script))
+               script: str | os.PathLike = "SCRIPT", called: Sequence[Any] = ()) -> dict[str, Any]:
+    """The roots of a script's graph (engine or micrograd-style): those ``names``, else
+    ``called`` (what its last backward() ran from), else its outputs, by name."""
+    producer = _Producer(namespace, None, DEFAULT_MAX_NODES, called)
+    return producer.named(names) if names else producer.called() or producer.outputs(
+        Path(script))
 
 
 def run_script(path: str | os.PathLike, argv: Sequence[str] = ()) -> dict[str, Any]:
@@ -180,23 +203,28 @@ def without_gradients(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
 
 @contextlib.contextmanager
 def recording_for(source: str) -> Iterator[Any]:
-    """For a PyTorch script, the importer's recording of its run; else None."""
-    # Without torch installed the script runs as it is: one that needs torch
+    """The recording of the run of ``source`` by the producer that records the package it
+    imports (PyTorch's capture for a torch script); else None."""
+    # Without the package installed the script runs as it is: one that needs torch
     # fails on its import (and gets the install hint), one that only tries it
     # (try: import torch / except ImportError) goes on with the engine.
-    if not _imports(source, "torch") or importlib.util.find_spec("torch") is None:
-        yield None
-        return
-    from . import torch_import
-
-    with torch_import.capture() as recording:
-        yield recording
+    for producer in PRODUCERS:
+        if (producer.package and _imports(source, producer.package)
+                and importlib.util.find_spec(producer.package) is not None):
+            recorder = producer.record()
+            if recorder is not None:
+                with recorder as recording:
+                    yield recording
+                return
+    yield None
 
 
 def may_use_another_engine(source: str) -> bool:
-    """Whether code may build a micrograd-style graph: it imports neither backpropviz nor
-    torch (only then is another engine's backward() watched, which slows the run)."""
-    return not (_imports(source, "torch") or _imports(source, "backpropviz"))
+    """Whether code may build a micrograd-style graph: it imports none of the producers'
+    packages (backpropviz, torch; only then is another engine's backward() watched,
+    which slows the run)."""
+    return not any(_imports(source, producer.package) for producer in PRODUCERS
+                   if producer.package)
 
 
 def imports_torch(source: str) -> bool:
@@ -262,7 +290,8 @@ def _print_script_traceback(error: BaseException, path: str) -> None:
 
 
 class _Producer:
-    """The script's nodes and how to turn them into the IR: the engine's, or PyTorch's."""
+    """The script's nodes, of the first producer (producers.PRODUCERS) that has some, and
+    how that producer turns them into the IR."""
 
     def __init__(self, namespace: dict[str, Any], recording: Any, max_nodes: int,
                  called: Sequence[Any] = ()) -> None:
@@ -271,27 +300,23 @@ class _Producer:
         self.max_nodes = max_nodes
         self.called_roots = tuple(called)  # what the script's last backward() ran from
         self.backward_wanted = False
-        self.torch = self.foreign = False
-        self.nodes = self._nodes(lambda obj: isinstance(obj, Node))
-        if not self.nodes and recording is not None:
-            from .torch_import import is_torch_tensor
-
-            self.torch = True
-            self.nodes = self._nodes(is_torch_tensor)
-        if not self.nodes:
-            self.foreign = True
-            self.nodes = self._nodes(foreign.looks_like_node)
-        if not self.nodes:
-            near = next(filter(None, map(foreign.near_miss, namespace.values())), None)
-            if near:
-                raise ScriptError(f"no graph found: {near}")
-            function = _own_function(namespace)
-            if function:
-                raise ScriptError(
-                    "no graph found: the script keeps its values inside a function; return the "
-                    f"result and keep it in a global name, e.g. L = {function}()")
-            raise ScriptError("no graph found: the script leaves no Value or Tensor in a "
-                              "global name (keep the result at top level, e.g. L = ...)")
+        self.size_checked = False
+        for producer in PRODUCERS:
+            self.producer: Producer = producer
+            self.nodes = self._nodes(functools.partial(producer.claims, recording=recording))
+            if self.nodes:
+                return
+        near = next((miss for obj in namespace.values() for producer in PRODUCERS
+                     for miss in [producer.near_miss(obj)] if miss), None)
+        if near:
+            raise ScriptError(f"no graph found: {near}")
+        function = _own_function(namespace)
+        if function:
+            raise ScriptError(
+                "no graph found: the script keeps its values inside a function; return the "
+                f"result and keep it in a global name, e.g. L = {function}()")
+        raise ScriptError("no graph found: the script leaves no Value or Tensor in a "
+                          "global name (keep the result at top level, e.g. L = ...)")
 
     def _nodes(self, is_node: Callable[[Any], bool]) -> dict[str, Any]:
         """The nodes in the script's names, each under its first name; then the roots of
@@ -333,22 +358,7 @@ class _Producer:
         The walk runs on the producer's own graph (engine operands, or autograd's
         ``grad_fn`` chain), which is cheaper than the IR and needs no gradients.
         """
-        if self.torch:
-            starts = {name: t.grad_fn for name, t in self.nodes.items() if t.grad_fn is not None}
-
-            def inputs(fn: Any) -> list:
-                return [f for f, _ in fn.next_functions if f is not None]
-        elif self.foreign:
-            _, children = foreign.collect(self.nodes.values())  # checked: nodes, no cycle
-            starts = {name: node for name, node in self.nodes.items() if children[node]}
-
-            def inputs(node: Any) -> list:
-                return children[node]
-        else:
-            starts = {name: node for name, node in self.nodes.items() if node.op is not None}
-
-            def inputs(node: Any) -> list:
-                return list(node.operands)
+        starts, inputs = self.producer.walk(self.nodes)
         if not starts:
             raise ScriptError(f"no graph found: the script's values "
                               f"({', '.join(sorted(self.nodes))}) were not combined by "
@@ -383,35 +393,27 @@ class _Producer:
 
     def graph(self, roots: dict[str, Any]) -> nx.MultiDiGraph:
         """The IR drawn from ``roots`` (distinct objects); its 'roots' follow their order."""
-        if self.foreign:
-            G = foreign.from_objects(*roots.values(), names=self.namespace,
-                                     backward=self.backward_wanted)
+        G = self.producer.build(list(roots.values()), self.namespace, self.recording,
+                                self.backward_wanted)
+        if not self.size_checked:  # its producer knows its size now, not before
             self._check_size(G.number_of_nodes())
-            return G
-        if not self.torch:
-            return to_networkx(*roots.values(), names=self.namespace)
-        from .torch_import import from_torch
-
-        G = from_torch(*roots.values(), names=self.namespace, recording=self.recording)
-        self._check_size(G.number_of_nodes())
         return G
 
     def _check_size(self, nodes: int) -> None:
         if nodes > self.max_nodes:
-            fewer = ("use the Tensor form (one node per matrix, not per number), "
-                     if not self.torch and not self.foreign else "")
             raise ScriptError(
                 f"the graph has {nodes} nodes (values and ops), more than --max-nodes "
-                f"{self.max_nodes}; draw fewer: {fewer}name a ROOT nearer the inputs, or "
-                "raise --max-nodes")
+                f"{self.max_nodes}; draw fewer: {self.producer.fewer}name a ROOT nearer the "
+                "inputs, or raise --max-nodes")
 
     def backward(self, roots: dict[str, Any]) -> None:
         """Run backward from the roots that have no gradient yet (another engine's
         backward runs when its graph is read, watched)."""
         self.backward_wanted = True
-        if self.foreign:
+        if self.producer.reads_backward:
             return
-        missing = {name: root for name, root in roots.items() if not self._has_gradient(root)}
+        missing = {name: root for name, root in roots.items()
+                   if not self.producer.has_gradient(root, self.recording)}
         for name, root in missing.items():
             shape = tuple(root.shape)
             if math.prod(shape) != 1:
@@ -425,30 +427,25 @@ class _Producer:
             except Exception as error:
                 raise ScriptError(f"backward from {name!r} failed: {error}") from None
 
-    def _has_gradient(self, root: Any) -> bool:
-        return self.recording.has_gradient(root) if self.torch else root.has_grad
-
     def check_size(self, roots: dict[str, Any]) -> None:
-        """Refuse an engine graph over the limit before anything runs on it (a torch
-        graph's or another engine's size is known once its IR is built)."""
-        if not self.torch and not self.foreign:
-            order = topological_order(roots.values())
-            self._check_size(len(order) + sum(node.op is not None for node in order))
+        """Refuse a graph over the limit before anything runs on it, where its producer
+        knows its size before building it (the engine's)."""
+        size = self.producer.size(roots.values())
+        if size is not None:
+            self._check_size(size)
+            self.size_checked = True
 
 
 def as_graph(graph_or_root: Any, names: Mapping[str, Any] | None = None) -> nx.MultiDiGraph:
-    """An IR graph as it is, or the IR of a Value/Tensor root or a list of roots (with
-    its chains of additions folded, as the command line draws it)."""
+    """An IR graph as it is, or the IR of a root (a Value or Tensor, a node of an engine
+    like micrograd's) or a list of roots, by the producer whose values they are (with its
+    chains of additions folded, as the command line draws it)."""
     if isinstance(graph_or_root, nx.MultiDiGraph):
         return graph_or_root
-    if isinstance(graph_or_root, Node):
-        return fold_chains(to_networkx(graph_or_root, names=names))
-    if isinstance(graph_or_root, Sequence) and graph_or_root and all(
-            isinstance(root, Node) for root in graph_or_root):
-        return fold_chains(to_networkx(*graph_or_root, names=names))
     roots = graph_or_root if isinstance(graph_or_root, Sequence) else [graph_or_root]
-    if roots and all(map(foreign.looks_like_node, roots)):  # a micrograd-style engine's
-        return fold_chains(foreign.from_objects(*roots, names=names))
+    for producer in PRODUCERS:
+        if roots and all(producer.claims(root, None) for root in roots):
+            return fold_chains(producer.build(list(roots), names, None, backward=True))
     raise DrawError(f"draw needs an IR graph, a Value or Tensor (or a node of an engine "
                     f"like micrograd's: .data, .grad and children), or a list of them, got "
                     f"{type(graph_or_root).__name__}")

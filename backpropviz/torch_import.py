@@ -1,466 +1,59 @@
-"""PyTorch import: record a torch script's values and gradients and turn them into the IR."""
+"""PyTorch import: the IR of a torch script's tensors, from what ``capture()`` recorded."""
 
 from __future__ import annotations
 
 import functools
-import itertools
-import numbers
 import operator
-import re
 import sys
-import weakref
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import networkx as nx
 
 from . import groups, ops
-from .engine import backward_listeners
-from .errors import BackpropvizError
+from .builder import Builder, Producer
 from .formatting import changed_note
+from .torch_record import (
+    Recording,
+    TorchImportError,
+    _active,
+    _Call,
+    _last,
+    _same_values,
+    _torch,
+    capture,
+    is_torch_tensor,
+)
 
-__all__ = ["Recording", "TorchImportError", "capture", "from_torch", "is_torch_tensor"]
+__all__ = ["PRODUCER", "Recording", "TorchImportError", "capture", "from_torch", "is_torch_tensor"]
 
-INSTALL_HINT = "install it with: pip install 'backpropviz[torch]'"
 
+class TorchProducer(Producer):
+    """PyTorch: a script that imports torch runs under ``capture()``; its tensors' IR is
+    read from that recording."""
 
-class TorchImportError(BackpropvizError, ValueError):
-    """A torch computation backpropviz cannot draw correctly, explained in one sentence."""
+    name = "PyTorch"
+    package = "torch"
 
+    def record(self) -> Any:
+        return capture()
 
-def is_torch_tensor(obj: Any) -> bool:
-    """Whether ``obj`` is a torch.Tensor; never imports torch (a script that made one did)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(obj, torch.Tensor)
+    def claims(self, obj: Any, recording: Any) -> bool:
+        return recording is not None and is_torch_tensor(obj)
 
+    def walk(self, nodes: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+        return ({name: t.grad_fn for name, t in nodes.items() if t.grad_fn is not None},
+                lambda fn: [f for f, _ in fn.next_functions if f is not None])
 
-def _torch() -> Any:
-    try:
-        import torch
-    except ImportError:
-        raise TorchImportError(f"this needs PyTorch, which is not installed; {INSTALL_HINT}") \
-            from None
-    return torch
+    def has_gradient(self, root: Any, recording: Any) -> bool:
+        return recording.has_gradient(root)
 
+    def build(self, roots: Any, names: Mapping[str, Any] | None, recording: Any,
+              backward: bool) -> nx.MultiDiGraph:
+        return from_torch(*roots, names=names, recording=recording)
 
-# ---------------------------------------------------------------- op names
 
-# Autograd's node names and torch's function names map to canonical ops in
-# the registry (ops.py); anything else keeps the name of the function called.
-_REFLECTED = re.compile(r"__r(add|sub|mul|truediv|div|floordiv|pow|matmul|mod)__")
-_IN_PLACE_DUNDER = re.compile(r"__i(add|sub|mul|truediv|div|floordiv|pow|matmul|mod)__")
-
-
-def _function_name(func: Any) -> str:
-    name = getattr(func, "__name__", None) or type(func).__name__
-    if name == "__get__":  # a property such as Tensor.T
-        name = getattr(getattr(func, "__self__", None), "__name__", name)
-    return name
-
-
-def _op_name(function: str, node_class: str | None) -> str:
-    """The IR op for a call: the op the script called, if the registry knows it (dropout,
-    not the multiplication it is made of), else its autograd node's, else its name."""
-    match = _REFLECTED.fullmatch(function) or _IN_PLACE_DUNDER.fullmatch(function)
-    name = match.group(1) if match else function.strip("_")
-    if name.endswith("_"):  # in place: relu_ is relu applied to the tensor itself
-        name = name[:-1]
-    called = ops.from_torch_function(name)
-    if called in ops.names():
-        return called
-    if node_class is not None:
-        canonical = ops.from_torch_node(re.sub(r"Backward\d*$", "", node_class))
-        if canonical is not None:
-            return canonical
-    return called
-
-
-# ---------------------------------------------------------------- recording
-
-
-@dataclass
-class _Operand:
-    """One operand of a recorded call: a tensor (by value key) or a number written in the script.
-
-    ``link`` is the autograd node the operand's gradient arrives at (its
-    ``grad_fn``, or ``("leaf", id)`` for a leaf's AccumulateGrad), None when
-    torch computes no gradient for it.
-    """
-
-    key: Any
-    link: Any = None
-    number: float | None = None
-    aten_name: str | None = None  # "self" or "other" where autograd saves it by that name
-
-
-@dataclass(eq=False)
-class _Call:
-    """A torch function call that produced a tensor with a new autograd node."""
-
-    index: int
-    op: str
-    output: Any  # the autograd node of the result
-    operands: list[_Operand]
-    nodes: list[Any]  # every autograd node the call created, the output's first
-    external: list[tuple[Any, int, Any]]  # (node, input index, link) edges leaving the call
-    exponent: float | None = None
-    group: tuple = ()  # the groups open when it ran: names, and nn.Modules being called
-    mask: Any = None  # dropout's kept units (1) and dropped ones (0)
-    rate: float | None = None  # dropout's p
-    saved: list[tuple[Any, int]] = field(default_factory=list)  # (storage key, nbytes)
-    # "self"/"other" -> (storage key, nbytes), for a number autograd saves as a tensor
-    saved_names: dict[str, tuple[Any, int]] = field(default_factory=dict)
-    problem: str | None = None
-
-
-@dataclass
-class _Leaf:
-    tensor: Any
-    value: Any
-    requires_grad: bool
-    order: tuple
-    storage: Any
-
-
-@dataclass
-class _Output:
-    value: Any
-    version: int
-    storage: Any
-
-
-@dataclass
-class _Gradients:
-    """What the hooks saw at one autograd node, summed over backward passes."""
-
-    inputs: list[Any]
-    output: Any
-    step: int
-
-
-class Recording:
-    """Everything ``capture()`` saw: each op's result, and each gradient backward computed.
-
-    Hooks stay on the recorded autograd nodes, so a backward pass run after
-    the ``with`` block is recorded too. It keeps a copy of every value a
-    recorded op used or made, so it is meant for scripts that fit on a slide.
-    """
-
-    def __init__(self) -> None:
-        torch = _torch()
-        self.calls: list[_Call] = []
-        self._call_of: dict[Any, _Call] = {}  # output node -> call
-        self._owned: set = set()  # every node some call created
-        self._outputs: dict[Any, _Output] = {}
-        self._leaves: dict[tuple[int, int, int], _Leaf] = {}  # (id, version, revision)
-        self._revisions: dict[tuple[int, int], int] = {}
-        self._born: dict[int, tuple[Any, int]] = {}  # id(tensor) -> (weakref, call index)
-        self._gradients: dict[Any, _Gradients] = {}
-        self._variables: dict[tuple, Any] = {}  # ("leaf", id) -> the leaf tensor
-        self._counter = itertools.count()
-        self._steps = itertools.count()
-        # Autograd numbers its nodes as it creates them: anything numbered
-        # below this was made before recording began.
-        with torch.enable_grad():
-            probe = torch.empty(0, requires_grad=True).view(0)
-        self._first_sequence_nr = probe.grad_fn._sequence_nr() + 1
-
-    def has_gradient(self, tensor: Any) -> bool:
-        """Whether a recorded backward pass has reached ``tensor`` (an op's result)."""
-        return tensor.grad_fn is not None and tensor.grad_fn in self._gradients
-
-    # -- called by the function mode for every torch call
-
-    def _record(self, func: Any, args: tuple, kwargs: dict) -> Any:
-        torch = sys.modules["torch"]
-        from torch.utils._pytree import tree_flatten
-
-        index = next(self._counter)
-        function = _function_name(func)
-        if function == "backward" and args:
-            # loss.backward(), or torch.autograd.backward((loss, ...)): tell who listens.
-            for listener in backward_listeners:
-                listener(*(args[0] if isinstance(args[0], (tuple, list)) else args[:1]))
-        flat = tree_flatten((args, kwargs))[0]
-        tensors = [x for x in flat if isinstance(x, torch.Tensor)]
-        if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
-            result = func(*args, **kwargs)
-            self._note_births(result, index)
-            return result
-        swapped = bool(_REFLECTED.fullmatch(function) or function == "rsub") and len(flat) >= 2
-        if swapped:
-            # 2 - x arrives as x.__rsub__(2): draw the operands in the order of the math.
-            flat[:2] = flat[1::-1]
-        before = [self._operand_before(x, index, position) for position, x in enumerate(flat)]
-        links = {operand.link for operand in before if isinstance(operand, _Operand)}
-        result = func(*args, **kwargs)
-        self._note_births(result, index)
-        # The results, and the arguments an in-place call changed (h[0] = 0 returns None).
-        outputs = list({id(t): t for t in (*tree_flatten(result)[0], *tensors)
-                        if isinstance(t, torch.Tensor) and t.grad_fn is not None
-                        and t.grad_fn not in self._owned and t.grad_fn not in links}.values())
-        new_nodes = list(dict.fromkeys(t.grad_fn for t in outputs))
-        for output in outputs:
-            self._add_call(index, function, flat, before, output, outputs, len(new_nodes),
-                           swapped)
-        return result
-
-    def _note_births(self, result: Any, index: int) -> None:
-        torch = sys.modules["torch"]
-        if isinstance(result, torch.Tensor) and result.grad_fn is None:
-            self._born[id(result)] = (weakref.ref(result), index)
-
-    def _operand_before(self, x: Any, index: int, position: int) -> Any:
-        """What an argument is before the call runs (an in-place call will change it)."""
-        torch = sys.modules["torch"]
-        if not isinstance(x, torch.Tensor):
-            return x
-        node = x.grad_fn
-        if node is None:
-            return self._leaf_operand(x, (index, 0, position))
-        operand = _Operand(key=("node", node), link=node)
-        output = self._outputs.get(node)
-        if node not in self._owned and node._sequence_nr() >= self._first_sequence_nr:
-            operand.key = ("problem", node, "{} has an autograd history no recorded call "
-                           "made (a view of a tensor later changed in place, or a gradient "
-                           "made with create_graph=True); backpropviz cannot draw it, so "
-                           "clone() the view before changing its base")
-        elif x.output_nr != 0:
-            operand.key = ("problem", node, "{} is one result of an op with several (split, "
-                           "unbind, iterating over a tensor); backpropviz draws ops with one "
-                           "result, so use indexing instead")
-        elif output is not None and output.version != _version(x):
-            operand.key = ("problem", node, "{} was changed in place without autograd "
-                           "recording it (under torch.no_grad() or through .data) after it "
-                           "was computed, so its drawn value would be wrong")
-        return operand
-
-    def _leaf_operand(self, tensor: Any, order: tuple) -> _Operand:
-        # A leaf is kept as each op used it: a write through .data (an update
-        # step, p.data -= lr * p.grad) does not move the version counter, so
-        # the values are compared, and new ones are a new revision.
-        base = (id(tensor), _version(tensor))
-        revision = self._revisions.get(base, 0)
-        leaf = self._leaves.get((*base, revision))
-        if leaf is not None and not _same_values(leaf.value, tensor):
-            revision = self._revisions[base] = revision + 1
-            leaf = None
-        key = (*base, revision)
-        if leaf is None:
-            born = self._born.get(id(tensor))
-            if born is not None and born[0]() is tensor:
-                order = (born[1], 2, base[1], revision)
-            self._leaves[key] = _Leaf(tensor, tensor.detach().clone(), tensor.requires_grad,
-                                      order, _storage_key(tensor))
-        return _Operand(key=("leaf", *key),
-                        link=("leaf", id(tensor)) if tensor.requires_grad else None)
-
-    def _add_call(self, index: int, function: str, flat: list, before: list, output: Any,
-                  outputs: list, new_nodes: int, swapped: bool) -> None:
-        node = output.grad_fn
-        nodes, external = self._walk(node, before)
-        op = _op_name(function, type(node).__name__ if len(nodes) == 1 else None)
-        call = _Call(index, op, node, [], nodes, external, group=groups.current())
-        spec = ops.get(op)
-        for position, (x, operand) in enumerate(zip(flat, before, strict=True)):
-            if isinstance(operand, _Operand):
-                call.operands.append(operand)
-            elif spec.number_operands and position < 2 and _is_number(x):
-                if position == spec.exponent_at:
-                    call.exponent = float(x)  # t ** 2: an attribute of the op, as in the engine
-                else:
-                    call.operands.append(_Operand(key=("const", index, position), number=float(x),
-                                                  aten_name=("self", "other")[position ^ swapped]))
-        if spec.exponent_at is not None and call.exponent is None and len(call.operands) == 1:
-            saved = getattr(node, "_saved_exponent", None)  # torch.square(t) is t ** 2
-            if _is_number(saved):
-                call.exponent = float(saved)
-        linked = {operand.link for operand in call.operands if operand.link is not None}
-        for _, _, link in external:
-            if link not in linked:  # a tensor the function reached without it being an argument
-                linked.add(link)
-                call.operands.append(self._operand_for_link(link, (index, 0, len(flat) + 1)))
-        self._note_saved(call)
-        if spec.masked:
-            _note_mask(call, node, flat)
-        if new_nodes > 1 or any(t.output_nr != 0 for t in outputs):
-            call.problem = (f"{function} returns several tensors that require grad; "
-                            "backpropviz draws ops with one result")
-        self.calls.append(call)
-        self._call_of[node] = call
-        self._outputs[node] = _Output(output.detach().clone(), _version(output),
-                                      _storage_key(output))
-        recording = weakref.ref(self)
-        for position, created in enumerate(nodes):
-            self._owned.add(created)
-            created.register_hook(_gradient_hook(recording, call, position))
-
-    def _walk(self, output: Any, before: list) -> tuple[list, list]:
-        """The autograd nodes a call created, and the edges that leave them."""
-        stop = {operand.link for operand in before if isinstance(operand, _Operand)}
-        nodes, external, seen = [output], [], {output}
-        stack = [output]
-        while stack:
-            node = stack.pop()
-            for j, (target, _) in enumerate(node.next_functions):
-                if target is None or target in seen:
-                    continue
-                variable = getattr(target, "variable", None)
-                if variable is not None:  # AccumulateGrad: the edge into a leaf
-                    self._variables[("leaf", id(variable))] = variable
-                    external.append((node, j, ("leaf", id(variable))))
-                elif (target in stop or target in self._owned
-                      or target._sequence_nr() < self._first_sequence_nr):
-                    external.append((node, j, target))
-                else:
-                    seen.add(target)
-                    nodes.append(target)
-                    stack.append(target)
-        return nodes, external
-
-    def _operand_for_link(self, link: Any, order: tuple) -> _Operand:
-        if isinstance(link, tuple):  # a leaf, met through its AccumulateGrad node
-            return self._leaf_operand(self._variables[link], order)
-        return _Operand(key=("node", link), link=link)
-
-    def _note_saved(self, call: _Call) -> None:
-        """Which tensors the call's backward rules keep (read now, before backward frees them)."""
-        torch = sys.modules["torch"]
-        for node in call.nodes:
-            for name in dir(node):
-                if not name.startswith("_saved_") or name.endswith("_sym_sizes"):
-                    continue
-                try:
-                    saved = getattr(node, name)
-                except RuntimeError:
-                    continue
-                for tensor in saved if isinstance(saved, (tuple, list)) else (saved,):
-                    if isinstance(tensor, torch.Tensor):
-                        nbytes = tensor.numel() * tensor.element_size()
-                        storage = _storage_key(tensor)
-                        call.saved.append((storage, nbytes))
-                        if len(call.nodes) == 1:
-                            call.saved_names[name.removeprefix("_saved_")] = (storage, nbytes)
-
-    def _hooked(self, call: _Call, position: int, grad_inputs: tuple,
-                grad_outputs: tuple) -> None:
-        node = call.nodes[position]
-        inputs = [None if g is None else g.detach().clone() for g in grad_inputs]
-        output = grad_outputs[0] if grad_outputs else None
-        output = None if output is None else output.detach().clone()
-        record = self._gradients.get(node)
-        step = next(self._steps)
-        if record is None:
-            self._gradients[node] = _Gradients(inputs, output, step)
-            return
-        # A second backward pass through the same graph adds, as .grad does.
-        record.inputs = [_add(a, b) for a, b in zip(record.inputs, inputs, strict=True)]
-        record.output = _add(record.output, output)
-        record.step = step
-
-
-def _note_mask(call: _Call, node: Any, flat: list) -> None:
-    """Dropout's mask, as autograd keeps it (the factor it multiplies by: 0 or 1/(1 - p)),
-    and its p (the first number the call was given)."""
-    factor = getattr(node, "_saved_other", None)
-    p = next((float(x) for x in flat[1:] if _is_number(x)), None)
-    if factor is not None and p is not None:
-        call.mask = (factor.detach() != 0).double().clone()
-        call.rate = p
-
-
-def _gradient_hook(recording: weakref.ref, call: _Call, position: int) -> Any:
-    # The hook holds the recording weakly: autograd nodes are C++ objects, and
-    # a strong reference back to the recording would be a cycle Python cannot see.
-    def hook(grad_inputs: tuple, grad_outputs: tuple) -> None:
-        torch = sys.modules["torch"]
-        live = recording()
-        if live is not None:
-            with torch._C.DisableTorchFunction(), torch.no_grad():
-                live._hooked(call, position, grad_inputs, grad_outputs)
-    return hook
-
-
-def _add(a: Any, b: Any) -> Any:
-    if a is None:
-        return b
-    return a if b is None else a + b
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
-
-
-def _same_values(kept: Any, tensor: Any) -> bool:
-    """Whether ``tensor`` still holds the values kept of it (nan equal to nan)."""
-    current = tensor.detach()
-    return kept.shape == current.shape and bool(
-        ((kept == current) | (kept.isnan() & current.isnan())).all())
-
-
-def _version(tensor: Any) -> int:
-    """How often the tensor was changed in place (inference tensors cannot be, outside it)."""
-    return 0 if tensor.is_inference() else tensor._version
-
-
-def _storage_key(tensor: Any) -> tuple:
-    """Where a tensor's numbers live: a saved tensor is a value if they live in the same place.
-
-    The shape's layout is left out, so a view of a value (nn.Linear saves its
-    weight transposed) is that value; its size is kept, so a slice is not.
-    """
-    try:
-        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.numel())
-    except (RuntimeError, NotImplementedError):  # sparse and other storage-less layouts
-        return ("no storage", id(tensor))
-
-
-_active: list[Recording] = []
-_last: list[Recording] = []
-
-
-@contextmanager
-def capture() -> Iterator[Recording]:
-    """Record every torch op run inside the block: its result now, its gradient when backward runs.
-
-    ``with capture() as recording: <run the script>``; then
-    ``from_torch(L, names=namespace, recording=recording)``.
-    """
-    _torch()
-    from torch.overrides import TorchFunctionMode
-
-    recording = Recording()
-
-    class _RecordingMode(TorchFunctionMode):
-        def __torch_function__(self, func: Any, types: Any, args: tuple = (),
-                               kwargs: dict | None = None) -> Any:
-            return recording._record(func, args, kwargs or {})
-
-    # Each nn.Module call is a group: its ops are drawn as one with --modules.
-    from torch.nn.modules import module as modules
-
-    opened: list = []
-
-    def enter(module: Any, args: Any) -> None:
-        opened.append(groups.enter(module))
-
-    def leave(module: Any, args: Any, output: Any) -> None:
-        if opened:
-            groups.leave(opened.pop())
-
-    hooks = [modules.register_module_forward_pre_hook(enter),
-             modules.register_module_forward_hook(leave, always_call=True)]
-    _active.append(recording)
-    _last[:] = [recording]
-    try:
-        with _RecordingMode():
-            yield recording
-    finally:
-        _active.remove(recording)
-        for hook in hooks:
-            hook.remove()
+PRODUCER = TorchProducer()
 
 
 # ---------------------------------------------------------------- the IR
@@ -561,57 +154,43 @@ class _Builder:
 
         saves, inner_bytes = self._saves(calls)
         stored = {key: nbytes for kept in saves.values() for key, nbytes in kept.items()}
-        G = nx.MultiDiGraph()
-        value_id: dict[Any, str] = {}
-        op_id: dict[_Call, str] = {}
+        build = Builder()
         contributions: dict[Any, list] = {}
         sent_by: dict[_Call, list] = {}
         for _, kind, item in entries:
             if kind == "op":
-                op_id[item] = oid = f"op{len(op_id)}"
-                G.add_node(oid, **self._op_attrs(item))
                 sent = sent_by[item] = self._sent(item)
-                for arg, operand in enumerate(item.operands):
-                    grad = sent[arg]
-                    G.add_edge(value_id[operand.key], oid, key=arg, arg=arg, grad=_plain(grad))
+                extra = {"inner_bytes": inner_bytes[item]} if inner_bytes[item] else {}
+                build.add_op(item, item.op, [operand.key for operand in item.operands],
+                             exponent=item.exponent, sent=[_plain(grad) for grad in sent],
+                             saves=saves[item], **self._op_attrs(item), **extra)
+                for operand, grad in zip(item.operands, sent, strict=True):
                     if grad is not None:
                         contributions.setdefault(operand.key, []).append(grad)
                 continue
             key = ("node", item.output) if kind == "result" else item.key
-            vid = value_id[key] = f"v{len(value_id)}"
-            nbytes = stored.get(key, 0)
-            G.add_node(vid, kind="value", stored=key in stored, nbytes=nbytes,
-                       **self._value_attrs(key, item, root_keys))
-            if kind == "result":
-                G.add_edge(op_id[item], vid, key=0)
+            build.add_value(key, nbytes=stored.get(key, 0),
+                            made_by=item if kind == "result" else None,
+                            **self._value_attrs(key, item, root_keys))
 
-        G.graph["roots"] = [value_id[key] for key in dict.fromkeys(root_keys)]
-        if self.modules:
-            G.graph["module_groups"] = sorted(self.modules)
-            G.graph["module_classes"] = dict(sorted(self.modules.items()))
+        G, value_id = build.graph, build.value_ids
         gradients = self.recording._gradients
         processed = [call for call in calls if any(node in gradients for node in call.nodes)]
         processed.sort(key=lambda call: max(gradients[node].step for node in call.nodes
                                             if node in gradients))
-        G.graph["backward_order"] = [op_id[call] for call in processed]
-        for call, oid in op_id.items():
-            G.nodes[oid]["saves"] = [value_id[key] for key in saves[call]]
-            if inner_bytes[call]:
-                G.nodes[oid]["inner_bytes"] = inner_bytes[call]
-        self._running_sums(G, processed, sent_by, value_id, op_id)
+        self._running_sums(G, processed, sent_by, value_id, build.op_ids)
         # A seed is a gradient that came from outside the drawn graph: the 1
         # that backward() starts with at the loss.
-        G.graph["seeds"] = {vid: G.nodes[vid]["grad"] for key, vid in value_id.items()
-                            if G.nodes[vid]["grad"] is not None and key not in contributions}
-        G.graph["stored_bytes"] = sum(nbytes for _, nbytes in G.nodes(data="nbytes")
-                                      if nbytes is not None) + sum(inner_bytes.values())
+        seeds = {key: G.nodes[vid]["grad"] for key, vid in value_id.items()
+                 if G.nodes[vid]["grad"] is not None and key not in contributions}
         notes = [changed_note(G.nodes[vid]["label"], leaf.value, leaf.tensor.detach())
                  for key, vid in value_id.items() if key[0] == "leaf"
                  for leaf in (self.recording._leaves[key[1:]],)
                  if not _same_values(leaf.value, leaf.tensor)]
-        if notes:
-            G.graph["notes"] = notes
-        return G
+        modules = {"module_groups": sorted(self.modules),
+                   "module_classes": dict(sorted(self.modules.items()))} if self.modules else {}
+        return build.finish(root_keys, backward_order=processed, seeds=seeds, notes=notes,
+                            **modules)
 
     @staticmethod
     def _running_sums(G: nx.MultiDiGraph, processed: list[_Call], sent_by: dict,
@@ -697,10 +276,8 @@ class _Builder:
         return sent
 
     def _op_attrs(self, call: _Call) -> dict:
-        attrs: dict[str, Any] = {"kind": "op", "op": call.op,
-                                 "symbol": ops.symbol(call.op, call.exponent)}
-        if call.exponent is not None:
-            attrs["exponent"] = call.exponent
+        """What the IR says of a call beyond its op: gates, dropout's mask, its groups."""
+        attrs: dict[str, Any] = {}
         if call.operands and ops.get(call.op).gate is not None:
             dead = ops.dead_units(call.op, self._tensor_value(call.operands[0].key))
             attrs["dead"] = dead

@@ -153,3 +153,55 @@ def test_the_expected_gradient_appears_with_the_gradient_in_the_step_views(monke
     box = 'fill="#ffffff"'  # the first wrong value, x, is an input in a white box
     assert box in first.split(">expected ")[0].rsplit("<text", 1)[1]
     assert 'fill="#a3121f"' in last.split(">expected ")[0].rsplit("<text", 1)[1]
+
+
+# A student's engine (students.py) with all the work in main(), as a student's script
+# often is: its values live in main's locals, which check reads through the watched
+# backward().
+MAIN_SCRIPT = """
+import sys
+sys.path.insert(0, {engines!r})
+from students import {engine} as Value
+
+
+def main():
+    a = Value(2.0)
+    b = Value(-3.0)
+    c = a * b
+    d = c + a
+    d.backward()
+    print("a.grad is", a.grad)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def check_in_process(tmp_path: Path, source: str, capsys) -> tuple[int, str]:
+    from backpropviz.cli import main
+
+    script = tmp_path / "student.py"
+    script.write_text(source)
+    status = main(["check", str(script)])
+    out, err = capsys.readouterr()
+    return status, out + err
+
+
+def test_a_script_whose_work_is_in_main_is_graded(tmp_path, capsys):
+    # d = a·b + a: dd/da = b + 1 = -2, dd/db = a = 2. The multiplication's rule writes
+    # = instead of +=, so a's share from the addition (1) is replaced: a.grad = -3.
+    status, report = check_in_process(
+        tmp_path, MAIN_SCRIPT.format(engines=str(ENGINES), engine="Overwrites"), capsys)
+    assert status == 1, report
+    assert "a.grad is -3.0" in report  # the script ran as python runs it
+    assert re.search(r"\ba\s+got -3, expected -2\b", report), report
+    assert "inside a function" not in report
+    assert "write += in every _backward" in report
+
+
+def test_a_right_engine_in_main_passes(tmp_path, capsys):
+    status, report = check_in_process(
+        tmp_path, MAIN_SCRIPT.format(engines=str(ENGINES), engine="Correct"), capsys)
+    assert status == 0, report
+    assert "all 4 gradients match the reference" in report

@@ -128,8 +128,8 @@ def test_graphml_round_trips_to_the_engines_graph(reference_graph, tmp_path):
 
 
 def test_format_option_overrides_the_extension_and_names_the_default(tmp_path):
-    ok(EXAMPLES / "add_mul.py", "-o", "graph.txt", "--format", "json", cwd=tmp_path)
-    written_graph(tmp_path / "graph.txt")
+    ok(EXAMPLES / "add_mul.py", "-o", "graph.out", "--format", "json", cwd=tmp_path)
+    written_graph(tmp_path / "graph.out")
     ok(EXAMPLES / "add_mul.py", "--format", "dot", cwd=tmp_path)
     assert (tmp_path / "add_mul.dot").read_text().startswith("digraph")
 

@@ -125,18 +125,13 @@ def test_each_figure_is_drawn_into_the_build(built, page):
 
 @pytest.mark.xdist_group("docs_build")
 def test_the_ir_page_shows_the_contract(built):
-    sys.path.insert(0, str(DOCS / "_ext"))
-    try:
-        from ir_contract import contract_rst
-    finally:
-        sys.path.remove(str(DOCS / "_ext"))
+    from backpropviz.schema import ATTRIBUTES
+
     text = _text((built / "ir.html").read_text())
-    schema = contract_rst()
-    if schema is None:  # not yet in the package: the page's own summary
-        assert "Value nodes have kind=\"value\"" in text
-    else:
-        assert "Value nodes have kind=\"value\"" not in text
-        assert " ".join(re.sub(r"[`*]", "", schema).split()[:5]) in text
+    assert "The IR contract" in text
+    missing = [spec.name for spec in ATTRIBUTES if spec.name not in text]
+    assert missing == []
+    assert all(spec.meaning.split()[0] in text for spec in ATTRIBUTES)
 
 
 def test_the_ir_session_shown_is_what_to_networkx_gives():
@@ -166,3 +161,14 @@ def test_the_growth_tables_shown_are_the_scripts_output():
     assert result.returncode == 0, result.stderr
     # (reST drops the indentation every line of a block has: here, one space)
     assert textwrap.dedent(result.stdout).splitlines() == textwrap.dedent(table).splitlines()
+
+
+def test_the_text_form_shown_is_what_the_tool_writes():
+    page = (DOCS / "ir.rst").read_text()
+    shown = page.split("For ``examples/add_mul.py``:", 1)[1].split(".. code-block:: text", 1)[1]
+    shown_lines = [line[3:] for line in shown.split("\n\n", 2)[1].splitlines()]
+    from backpropviz.script import graph_of_script
+    from backpropviz.text import to_text
+
+    G = graph_of_script(DOCS.parent / "examples" / "add_mul.py", quiet=True)
+    assert shown_lines == to_text(G).rstrip("\n").splitlines()

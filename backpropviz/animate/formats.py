@@ -8,7 +8,15 @@ import pathlib
 from typing import TYPE_CHECKING
 
 from ..errors import BackpropvizError
-from ..options import ALPHA_FORMATS, CLIP, KINDS, PHASES, QUALITIES, alpha_refusal
+from ..options import (
+    ALPHA_FORMATS,
+    CLIP,
+    CLIP_MAX_NODES,
+    KINDS,
+    PHASES,
+    QUALITIES,
+    alpha_refusal,
+)
 from ..style import THEMES
 
 if TYPE_CHECKING:
@@ -21,9 +29,7 @@ __all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "TRANSPARENT_FORMATS",
 # background) as suffixes; what a user may ask for is declared with the options.
 FORMATS = tuple(f".{fmt}" for fmt in KINDS[CLIP])
 TRANSPARENT_FORMATS = tuple(f".{fmt}" for fmt in ALPHA_FORMATS)
-# Past about this many IR nodes the boxes get too small to read at 1080p and
-# the clip too long to watch; the Tensor form of the same network is smaller.
-MAX_NODES = 60
+MAX_NODES = CLIP_MAX_NODES  # the clip's size limit, declared with the options
 
 
 class AnimateError(BackpropvizError, ValueError):

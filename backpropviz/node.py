@@ -1,0 +1,167 @@
+"""The engine's core: a recorded node, the topological order, the backward rules' registry."""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+from collections.abc import Callable, Iterable
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+
+from . import ops
+from .errors import BackpropvizError
+
+__all__ = ["EngineError", "Node", "backward_listeners", "saved_for_backward",
+           "topological_order"]
+
+
+class EngineError(BackpropvizError, ValueError):
+    """A computation the engine cannot perform, explained in one sentence."""
+
+
+# Every node gets the next number when it is created. Operands always exist
+# before their results, so sorting a graph by this number is a topological
+# order, and it is the order in which the script computed things.
+_creation_counter = itertools.count()
+
+
+class Node:
+    """What Value and Tensor share: the recorded graph and the backward record.
+
+    ``operands`` is an ordered tuple, so ``a * a`` keeps two edges. After a
+    backward pass, ``_sent[i]`` is the gradient this node sent back to
+    ``operands[i]`` in the last pass, ``_sums[i]`` the gradient
+    ``operands[i]`` held right after it arrived (the running sum, as the
+    engine added it, earlier passes' gradients included), ``_step`` says when the pass
+    processed it, and ``_passes`` counts the passes that reached the node.
+    A leaf's ``_used`` is its data as the last pass found it: what the
+    forward pass used, even after an update such as ``w.data -= lr * w.grad``.
+    """
+
+    __slots__ = (
+        "_group", "_index", "_passes", "_seed", "_sent", "_step", "_sums", "_upstream", "_used",
+        "data", "exponent", "grad", "label", "op", "operands", "requires_grad",
+    )
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.op is None
+
+    @property
+    def has_grad(self) -> bool:
+        """Whether a backward pass has reached this node (``.grad`` alone can't tell 0 apart)."""
+        return self._passes > 0
+
+    @property
+    def _prev(self) -> set:
+        """micrograd's name for the operands (unordered, as micrograd has it)."""
+        return set(self.operands)
+
+    @property
+    def _op(self) -> str:
+        """micrograd's name for the operator, as a symbol ('' for a leaf)."""
+        return "" if self.op is None else ops.symbol(self.op, self.exponent)
+
+    def _clear_grad(self) -> None:
+        self.grad = self._no_grad
+        self._sent = self._step = self._seed = self._sums = self._used = None
+        self._passes = 0
+
+    def zero_grad(self) -> None:
+        """Forget every gradient in the graph below this node, and the tape."""
+        for node in topological_order([self]):
+            node._clear_grad()
+
+    def backward(self, gradient: Any = None) -> None:
+        """Fill ``.grad`` of every node this one depends on.
+
+        A scalar root is seeded with 1; a non-scalar root needs ``gradient``.
+        Gradients accumulate over repeated calls, as in PyTorch: call
+        ``zero_grad()`` (or set ``.grad`` yourself) to start again. Every
+        node keeps its gradient, intermediates included, so drawings can show
+        them all. Each call records, per op, the contribution it sent along
+        each operand edge and the running sum it made there: a gradient is
+        added to as each contribution arrives, and that sum is what pictures
+        of the steps show.
+        """
+        seed = self._seed_for(gradient)
+        for listener in backward_listeners:
+            listener(self)
+        order = topological_order([self])
+        self._seed = seed if self._seed is None else self._seed + seed
+        try:
+            Node._steps_taken = self._sweep(order, seed, Node._steps_taken)
+        except KeyError as error:  # only a rule lookup raises it
+            known = ", ".join(sorted(self._rules))
+            raise EngineError(
+                f"op {error.args[0]!r} has no backward rule (the ops are {known}); "
+                "build nodes with operators and methods, not by passing an op name") from None
+
+    # How many ops all backward passes so far have processed: ``_step``
+    # numbers keep counting across passes, so the tape orders them all.
+    _steps_taken = 0
+
+
+# Told of every backward() call, with its root, before the pass runs: how the
+# script front end finds a graph built inside a function (watch.py).
+backward_listeners: list[Callable[[Any], None]] = []
+
+
+def topological_order(roots: Iterable[Node]) -> list[Node]:
+    """Every node the roots depend on, operands before results (no recursion)."""
+    stack = list(dict.fromkeys(roots))
+    seen = set(stack)
+    pop, push, mark = stack.pop, stack.append, seen.add
+    while stack:
+        for operand in pop().operands:
+            if operand not in seen:
+                mark(operand)
+                push(operand)
+    return sorted(seen, key=attrgetter("_index"))
+
+
+def saved_for_backward(node: Node) -> tuple[Node, ...]:
+    """The values that ``node``'s backward rule reads (stored since forward)."""
+    if node.op is None:
+        return ()
+    return tuple(node if where == "out" else node.operands[where]
+                 for where in ops.get(node.op).saved(len(node.operands)))
+
+
+# ---------------------------------------------------------------- rules
+
+# Each op's backward rule, by op name: rule(result node, upstream gradient)
+# returns one contribution per operand. The rules are written in the classes,
+# right below the method that creates the op, and registered with these.
+_VALUE_RULES: dict[str, Callable[[Any, Any], tuple]] = {}
+_TENSOR_RULES: dict[str, Callable[[Any, Any], tuple]] = {}
+
+
+def _rule_registrar(rules: dict[str, Callable]) -> Callable[[str], Callable]:
+    def register_as(op: str) -> Callable[[Callable], staticmethod]:
+        def register(rule: Callable) -> staticmethod:
+            rules[op] = rule
+            return staticmethod(rule)
+        return register
+    return register_as
+
+
+_value_rule = _rule_registrar(_VALUE_RULES)
+_tensor_rule = _rule_registrar(_TENSOR_RULES)
+
+
+# ---------------------------------------------------------------- scalars
+
+
+def _real(data: Any, what: str) -> float:
+    if type(data) is float:
+        return data
+    if isinstance(data, numbers.Real) and not isinstance(data, bool):
+        return float(data)
+    if isinstance(data, np.ndarray) and data.shape == () and data.dtype.kind in "iuf":
+        return float(data)
+    raise TypeError(f"{what} must be a real number, got {type(data).__name__}")
+
+

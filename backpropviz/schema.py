@@ -1,0 +1,505 @@
+"""The IR's schema: every node, edge and graph attribute declared once, and validate() from it."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .errors import BackpropvizError
+
+__all__ = ["ATTRIBUTES", "EDGE", "GRAPH", "OP", "PLACES", "RESULT", "ROLES", "VALUE",
+           "Attribute", "IRError", "Kind", "attribute", "contract_rst", "decode_graphml",
+           "decode_json", "encode_graphml", "encode_json", "validate"]
+
+ROLES = ("input", "param", "const", "intermediate", "output")
+
+# Where an attribute sits: a value node, an op node, an operand edge (value -> op),
+# the result edge (op -> value), or the graph itself.
+VALUE, OP, EDGE, RESULT, GRAPH = "value", "op", "edge", "result edge", "graph"
+PLACES = (VALUE, OP, EDGE, RESULT, GRAPH)
+
+
+class IRError(BackpropvizError, ValueError):
+    """A graph that breaks the IR contract; the message names the node or edge."""
+
+
+# ---------------------------------------------------------------- kinds of values
+
+
+def _is_real(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _is_count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _nested(x: Any, leaf: Callable[[Any], bool]) -> bool:
+    """Whether ``x`` is a ``leaf`` or (nested, rectangular) lists of leaves."""
+    if not isinstance(x, list):
+        return leaf(x)
+    try:
+        array = np.array(x, dtype=object)
+    except ValueError:  # ragged
+        return False
+    return array.dtype == object and all(map(leaf, array.ravel())) and array.ndim > 0
+
+
+def _list_of(leaf: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda x: isinstance(x, list) and all(map(leaf, x))
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What an attribute holds and how files hold it.
+
+    ``numbers``: it holds floats that may be NaN or infinite, which strict JSON
+    writes by name ("NaN", "Infinity", "-Infinity"); ``graphml_json``: GraphML,
+    which holds only scalars of one type per key, keeps it as JSON text;
+    ``is_tuple``: a tuple in the IR, a list in JSON.
+    """
+
+    text: str  # for the docs and messages
+    check: Callable[[Any], bool]
+    numbers: bool = False
+    graphml_json: bool = False
+    is_tuple: bool = False
+    nullable: bool = False  # None is allowed (GraphML leaves it out)
+
+    def encoding(self) -> str:
+        json_form = "list" if self.is_tuple else "names non-finite floats" if self.numbers \
+            else "as is"
+        return f"JSON: {json_form}; GraphML: {'JSON text' if self.graphml_json else 'as is'}"
+
+
+TEXT = Kind("a string", lambda x: isinstance(x, str))
+NAME = Kind("a string or None", lambda x: x is None or isinstance(x, str), nullable=True)
+NUMBERS = Kind("a float, or nested lists of floats", lambda x: _nested(x, _is_real),
+               numbers=True, graphml_json=True)
+MAYBE_NUMBERS = Kind("a float, nested lists of floats, or None",
+                     lambda x: x is None or _nested(x, _is_real), numbers=True,
+                     graphml_json=True, nullable=True)
+SHAPE = Kind("a tuple of ints", lambda x: isinstance(x, tuple) and all(
+    isinstance(n, int) for n in x), graphml_json=True, is_tuple=True)
+ROLE = Kind(f"one of {', '.join(ROLES)}", lambda x: x in ROLES)
+FLAG = Kind("a bool", lambda x: isinstance(x, bool))
+COUNT = Kind("an int ≥ 0", _is_count)
+REAL = Kind("a number", _is_real, numbers=True)
+INDEX = Kind("an int", lambda x: isinstance(x, int) and not isinstance(x, bool))
+GATES = Kind("a bool, or nested lists of bools", lambda x: _nested(x, FLAG.check),
+             graphml_json=True)
+IDS = Kind("a list of node ids", _list_of(lambda x: isinstance(x, (str, int))), graphml_json=True)
+TEXTS = Kind("a list of strings", _list_of(TEXT.check), graphml_json=True)
+COUNTS = Kind("a list of ints ≥ 0", _list_of(_is_count), graphml_json=True)
+SEEDS = Kind("a dict: value id -> a float or nested lists", lambda x: isinstance(x, dict) and all(
+    map(NUMBERS.check, x.values())), numbers=True, graphml_json=True)
+CLASSES = Kind("a dict: string -> string", lambda x: isinstance(x, dict) and all(
+    isinstance(k, str) and isinstance(v, str) for k, v in x.items()), graphml_json=True)
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One IR attribute: its name, place, kind, meaning, who sets it, whether it is required
+    and (``shaped``) whether its numbers have the value's shape (an edge's: its operand's)."""
+
+    name: str
+    place: str
+    kind: Kind
+    meaning: str
+    set_by: str
+    required: bool = False
+    shaped: bool = False
+
+
+_PRODUCERS = "every producer (the builder)"
+_ENGINE = "the engine's producer (ir.to_networkx)"
+_TORCH = "the PyTorch producer (torch_import)"
+_FOREIGN = "the other engines' producer (foreign)"
+_VIEWS = "the views (views.py)"
+_CHECK = "check (check.py)"
+
+ATTRIBUTES: tuple[Attribute, ...] = (
+    # ------------------------------------------------------------ value nodes
+    Attribute("kind", VALUE, TEXT, '"value"', _PRODUCERS, required=True),
+    Attribute("label", VALUE, NAME, "the user's name for it (a label, else a script name)",
+              _PRODUCERS, required=True),
+    Attribute("data", VALUE, NUMBERS, "its number(s) as the forward pass used them",
+              _PRODUCERS, required=True, shaped=True),
+    Attribute("grad", VALUE, MAYBE_NUMBERS, "its gradient after backward (None before)",
+              _PRODUCERS, required=True, shaped=True),
+    Attribute("shape", VALUE, SHAPE, "the array's shape, () for a scalar", _PRODUCERS,
+              required=True),
+    Attribute("role", VALUE, ROLE, "input, param, const, intermediate or output (a root)",
+              _PRODUCERS, required=True),
+    Attribute("stored", VALUE, FLAG, "some op's backward rule reads it, so forward keeps it",
+              _PRODUCERS),
+    Attribute("nbytes", VALUE, COUNT, "the bytes kept for backward (0 if not stored)",
+              _PRODUCERS),
+    Attribute("passes", VALUE, COUNT, "how many backward passes its gradient sums (if > 1)",
+              _ENGINE),
+    Attribute("group", VALUE, TEXTS, "the groups a leaf was made in, outermost first",
+              _ENGINE),
+    Attribute("group_calls", VALUE, COUNTS, "which entry into each of its groups made it",
+              _ENGINE),
+    Attribute("expected", VALUE, NUMBERS, "the reference's gradient, where the engine's "
+              "differs", _CHECK, shaped=True),
+    # ------------------------------------------------------------ op nodes
+    Attribute("kind", OP, TEXT, '"op"', _PRODUCERS, required=True),
+    Attribute("op", OP, TEXT, "the canonical op name (ops.py): add, mul, matmul, relu…",
+              _PRODUCERS, required=True),
+    Attribute("symbol", OP, TEXT, "what its circle shows: +, ×, @, ReLU…", _PRODUCERS,
+              required=True),
+    Attribute("exponent", OP, REAL, "a power's number exponent (a ** 2)", _PRODUCERS),
+    Attribute("axis", OP, INDEX, "a reduction's axis", _ENGINE),
+    Attribute("dead", OP, GATES, "where a gate blocks the gradient (a dead ReLU, a dropped "
+              "unit), by entry of its operand", _PRODUCERS),
+    Attribute("mask", OP, NUMBERS, "dropout's kept (1) and dropped (0) units",
+              f"{_ENGINE}, {_TORCH}"),
+    Attribute("p", OP, REAL, "dropout's probability of dropping", f"{_ENGINE}, {_TORCH}"),
+    Attribute("group", OP, TEXTS, "the groups it ran in (or nn.Modules), outermost first",
+              f"{_ENGINE}, {_TORCH}, {_VIEWS}"),
+    Attribute("group_calls", OP, COUNTS, "which entry into each of its groups ran it",
+              f"{_ENGINE}, {_TORCH}, {_VIEWS}"),
+    Attribute("saves", OP, IDS, "the values its backward rule reads", _PRODUCERS),
+    Attribute("inner_bytes", OP, COUNT, "bytes it keeps for backward that are no drawn value",
+              f"{_TORCH}, {_VIEWS}"),
+    Attribute("reconstructed", OP, FLAG, "its engine keeps one child for a + a; both edges "
+              "are drawn", _FOREIGN),
+    Attribute("members", OP, IDS, "a closed group's ops, as ids of the IR it was drawn from",
+              _VIEWS),
+    Attribute("error_start", OP, FLAG, "the op where a wrong gradient starts", _CHECK),
+    # ------------------------------------------------------------ operand edges
+    Attribute("arg", EDGE, INDEX, "the operand's position (a * a has edges 0 and 1)",
+              _PRODUCERS, required=True),
+    Attribute("grad", EDGE, MAYBE_NUMBERS, "what backward sent along it: local derivative "
+              "× upstream gradient", _PRODUCERS, shaped=True),
+    Attribute("running", EDGE, MAYBE_NUMBERS, "the operand's gradient right after this "
+              "contribution arrived, as the engine held it", _PRODUCERS, shaped=True),
+    # ------------------------------------------------------------ the graph
+    Attribute("roots", GRAPH, IDS, "the values drawn from (the outputs)", _PRODUCERS,
+              required=True),
+    Attribute("backward_order", GRAPH, IDS, "the ops in the order backward processed them",
+              _PRODUCERS, required=True),
+    Attribute("seeds", GRAPH, SEEDS, "where each backward pass started, with what gradient",
+              _PRODUCERS),
+    Attribute("stored_bytes", GRAPH, COUNT, "all bytes kept for backward", _PRODUCERS),
+    Attribute("notes", GRAPH, TEXTS, "what a legend says about how the graph was read",
+              f"{_PRODUCERS}, {_VIEWS}"),
+    Attribute("entered", GRAPH, FLAG, "backward started beyond the drawing (the seeds are "
+              "the roots' gradients)", _ENGINE),
+    Attribute("module_groups", GRAPH, TEXTS, "the groups that are nn.Module calls", _TORCH),
+    Attribute("module_classes", GRAPH, CLASSES, "each module group's class name", _TORCH),
+    Attribute("view", GRAPH, FLAG, "a view of the IR (drawn as it is)", _VIEWS),
+)
+
+_DECLARED: dict[str, dict[str, Attribute]] = {place: {} for place in PLACES}
+for _attribute in ATTRIBUTES:
+    _DECLARED[_attribute.place][_attribute.name] = _attribute
+
+
+_REQUIRED = {place: tuple(name for name, spec in declared.items() if spec.required)
+             for place, declared in _DECLARED.items()}
+
+
+def attribute(place: str, name: str) -> Attribute:
+    """The declaration of attribute ``name`` at ``place`` (KeyError if there is none)."""
+    return _DECLARED[place][name]
+
+
+# ---------------------------------------------------------------- validation
+
+
+def validate(G: Any) -> None:
+    """Raise IRError unless ``G`` follows the IR contract: its structure (values and ops,
+    edges value -> op -> value, roots, backward order) and every attribute as declared."""
+    if not isinstance(G, nx.MultiDiGraph):
+        raise IRError(f"the IR is a networkx.MultiDiGraph, got {type(G).__name__}")
+    for node, attrs in G.nodes(data=True):
+        kind = attrs.get("kind")
+        if kind == "value":
+            _validate_value(G, node, attrs)
+        elif kind == "op":
+            _validate_op(G, node, attrs)
+        else:
+            raise IRError(f"node {node!r}: kind must be 'value' or 'op', got {kind!r}")
+    if not _is_acyclic(G):
+        raise IRError(f"the graph has a cycle: {nx.find_cycle(G)}")
+    roots = G.graph.get("roots")
+    if not isinstance(roots, list) or not roots:
+        raise IRError("graph attribute 'roots' must be a non-empty list of value ids")
+    for root in roots:
+        if G.nodes.get(root, {}).get("kind") != "value":
+            raise IRError(f"root {root!r} is not a value node of the graph")
+    outputs = {node for node, role in G.nodes(data="role") if role == "output"}
+    if outputs != set(roots):
+        raise IRError(f"the values with role 'output' ({sorted(outputs)}) must be the "
+                      f"graph's roots ({roots})")
+    order = G.graph.get("backward_order")
+    if not isinstance(order, list):
+        raise IRError("graph attribute 'backward_order' must be a list of op ids")
+    if len(set(order)) != len(order):
+        raise IRError("graph attribute 'backward_order' lists an op twice")
+    for op in order:
+        if G.nodes.get(op, {}).get("kind") != "op":
+            raise IRError(f"backward_order names {op!r}, which is not an op node")
+    _check_attributes("the graph", GRAPH, G.graph, ())
+    for value in G.graph.get("seeds") or {}:
+        if G.nodes.get(value, {}).get("kind") != "value":
+            raise IRError(f"graph attribute 'seeds' names {value!r}, which is not a value node")
+
+
+def _check_attributes(where: str, place: str, attrs: Mapping, shape: tuple | None,
+                      checked: tuple[str, ...] = ()) -> None:
+    """Each attribute of ``attrs`` declared for ``place`` and of its kind; the required
+    ones present. ``checked`` were checked already (with their shapes)."""
+    declared = _DECLARED[place]
+    for name, value in attrs.items():
+        spec = declared.get(name)
+        if spec is None:
+            known = ", ".join(sorted(declared)) or "none"
+            raise IRError(f"{where}: unknown attribute {name!r} (the attributes of a "
+                          f"{place} are: {known}); declare it in schema.py")
+        if name in checked or (type(value) is float and spec.kind.numbers and shape == ()):
+            continue  # (the common case, a scalar's number, needs no more)
+        if not spec.kind.check(value):
+            raise IRError(f"{where}: {name} must be {spec.kind.text}, got {value!r:.60}")
+        if spec.shaped and shape is not None and value is not None:
+            _check_number(where, value, shape, name)
+    for name in _REQUIRED[place]:
+        if name not in attrs and name not in checked:
+            raise IRError(f"{where} has no {name!r} attribute")
+
+
+def _is_acyclic(G: nx.MultiDiGraph) -> bool:
+    """Whether ``G`` has no cycle, by Kahn's algorithm on the adjacency dicts.
+
+    Taking, again and again, the nodes whose sources are all taken reaches
+    every node exactly when there is no cycle.
+    """
+    waiting = {node: len(sources) for node, sources in G._pred.items()}
+    ready = [node for node, count in waiting.items() if count == 0]
+    for node in ready:  # grows as nodes lose their last waiting source
+        for target in G._succ[node]:
+            waiting[target] -= 1
+            if not waiting[target]:
+                ready.append(target)
+    return len(ready) == len(waiting)
+
+
+def _shape_of(x: Any) -> tuple[int, ...]:
+    if _is_real(x):
+        return ()
+    if not isinstance(x, list):
+        raise TypeError
+    array = np.array(x, dtype=np.float64)  # ragged or non-numeric raises
+    return array.shape
+
+
+def _check_number(where: str, x: Any, shape: tuple[int, ...], what: str) -> None:
+    if type(x) is float and shape == ():  # the common case, a scalar Value
+        return
+    try:
+        actual = _shape_of(x)
+    except (TypeError, ValueError):
+        raise IRError(f"{where}: {what} must be a float or nested lists of floats, "
+                      f"got {type(x).__name__}") from None
+    if actual != shape:
+        raise IRError(f"{where}: {what} has shape {actual}, expected {shape}")
+
+
+_VALUE_CHECKED = ("kind", "label", "data", "grad", "shape", "role")
+
+
+def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
+    where = f"value node {node!r}"
+    for key in _VALUE_CHECKED[1:]:
+        if key not in attrs:
+            raise IRError(f"{where} has no {key!r} attribute")
+    if attrs["label"] is not None and not isinstance(attrs["label"], str):
+        raise IRError(f"{where}: label must be a string or None")
+    shape = attrs["shape"]
+    if not isinstance(shape, tuple) or not all(isinstance(n, int) for n in shape):
+        raise IRError(f"{where}: shape must be a tuple of ints, got {shape!r}")
+    _check_number(where, attrs["data"], shape, "data")
+    if attrs["grad"] is not None:
+        _check_number(where, attrs["grad"], shape, "grad")
+    if attrs["role"] not in ROLES:
+        raise IRError(f"{where}: role must be one of {list(ROLES)}, got {attrs['role']!r}")
+    if len(attrs) > len(_VALUE_CHECKED):
+        _check_attributes(where, VALUE, attrs, shape, _VALUE_CHECKED)
+    # networkx's own adjacency dicts ({neighbour: {key: edge attrs}}), read
+    # only: its views cost more than these checks on big graphs of scalars.
+    producers = sum(len(edges) for edges in G._pred[node].values())
+    if producers > 1:
+        raise IRError(f"{where} is the result of {producers} ops; a value has at most one")
+    # A leaf is an input, a parameter or a constant, unless it is the root
+    # itself (an output nothing was computed for); what an op made is not.
+    allowed = ("intermediate", "output") if producers else ("input", "param", "const", "output")
+    if attrs["role"] not in allowed:
+        raise IRError(f"{where}: role {attrs['role']!r} does not match its "
+                      f"{'producing op' if producers else 'lack of a producing op'}")
+    for target, edges in G._succ[node].items():
+        if G._node[target].get("kind") != "op":
+            raise IRError(f"edge {node!r} -> {target!r} joins two values; "
+                          "edges run value -> op -> value")
+        for data in edges.values():
+            _check_attributes(f"edge {node!r} -> {target!r}", EDGE, data, shape, ("arg",))
+
+
+def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
+    where = f"op node {node!r}"
+    for key in ("op", "symbol"):
+        if not isinstance(attrs.get(key), str):
+            raise IRError(f"{where}: {key!r} must be a string")
+    _check_attributes(where, OP, attrs, None, ("kind", "op", "symbol"))
+    results = [(target, data) for target, edges in G._succ[node].items()
+               for data in edges.values()]
+    if len(results) != 1:
+        raise IRError(f"{where} has {len(results)} results; an op has exactly one")
+    result, data = results[0]
+    if G._node[result].get("kind") != "value":
+        raise IRError(f"{where}: its result {result!r} is not a value node")
+    _check_attributes(f"edge {node!r} -> {result!r}", RESULT, data, None)
+    args = sorted(data.get("arg", -1) for edges in G._pred[node].values()
+                  for data in edges.values())
+    if args != list(range(len(args))):
+        raise IRError(f"{where}: operand edges must carry arg 0..{len(args) - 1}, got {args}")
+    for saved in attrs.get("saves", ()):
+        if G._node.get(saved, {}).get("kind") != "value":
+            raise IRError(f"{where}: saves names {saved!r}, which is not a value node")
+
+
+# ---------------------------------------------------------------- encodings
+
+# Strict JSON has no NaN or infinities: in the IR's numbers they are written as
+# these strings (JavaScript's names for them), which any JSON parser reads.
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _kinds(*places: str) -> dict[str, Kind]:
+    """The kind of each attribute name at these places (a name means one kind there)."""
+    found: dict[str, Kind] = {}
+    for place in places:
+        for name, spec in _DECLARED[place].items():
+            if found.setdefault(name, spec.kind) is not spec.kind:
+                raise AssertionError(f"attribute {name!r} has two kinds among {places}")
+    return found
+
+
+_NODE_KINDS = _kinds(VALUE, OP)
+_EDGE_KINDS = _kinds(EDGE, RESULT)
+_GRAPH_KINDS = _kinds(GRAPH)
+_DOMAINS = {"node": _NODE_KINDS, "edge": _EDGE_KINDS, "graph": _GRAPH_KINDS}
+
+
+def encode_json(domain: str, attrs: Mapping) -> dict:
+    """A node's, edge's or graph's attributes (``domain``) ready for strict JSON."""
+    kinds = _DOMAINS[domain]
+    return {name: _finite_or_named(value) if name in kinds and kinds[name].numbers else value
+            for name, value in attrs.items()}
+
+
+def decode_json(domain: str, attrs: Mapping) -> dict:
+    """The attributes back from ``encode_json``'s (parsed) form."""
+    kinds = _DOMAINS[domain]
+    decoded = {}
+    for name, value in attrs.items():
+        kind = kinds.get(name)
+        if kind is not None and kind.numbers:
+            value = _named_to_float(value)
+        elif kind is not None and kind.is_tuple and isinstance(value, list):
+            value = tuple(value)
+        decoded[name] = value
+    return decoded
+
+
+def encode_graphml(domain: str, attrs: Mapping) -> dict:
+    """Attributes as GraphML holds them: scalars as they are, the rest as JSON text
+    (None left out where the attribute allows it, read back as None)."""
+    kinds = _DOMAINS[domain]
+    encoded = {}
+    for name, value in attrs.items():
+        kind = kinds.get(name)
+        if kind is not None and kind.graphml_json:
+            encoded[name] = json.dumps(value)
+        elif value is not None:
+            encoded[name] = value
+    return encoded
+
+
+def decode_graphml(domain: str, attrs: Mapping, place: str | None = None) -> dict:
+    """The attributes back from GraphML (``place``: where they sit, to restore the
+    required ones left out as None)."""
+    kinds = _DOMAINS[domain]
+    decoded = {}
+    for name, value in attrs.items():
+        kind = kinds.get(name)
+        if kind is not None and kind.graphml_json:
+            value = json.loads(value)
+            if kind.is_tuple:
+                value = tuple(value)
+        decoded[name] = value
+    for name, spec in _DECLARED.get(place, {}).items():
+        if spec.required and spec.kind.nullable and not spec.kind.graphml_json:
+            decoded.setdefault(name, None)
+    return decoded
+
+
+def _finite_or_named(x: Any) -> Any:
+    """Numbers as strict JSON can hold them: non-finite floats by name, at any depth."""
+    if isinstance(x, float):
+        if math.isfinite(x):
+            return x
+        return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
+    if isinstance(x, list):
+        return [_finite_or_named(item) for item in x]
+    if isinstance(x, dict):
+        return {key: _finite_or_named(item) for key, item in x.items()}
+    return x
+
+
+def _named_to_float(x: Any) -> Any:
+    if isinstance(x, str):
+        return NON_FINITE.get(x, x)
+    if isinstance(x, list):
+        return [_named_to_float(item) for item in x]
+    if isinstance(x, dict):
+        return {key: _named_to_float(item) for key, item in x.items()}
+    return x
+
+
+# ---------------------------------------------------------------- the docs
+
+_TITLES = {VALUE: "Value nodes", OP: "Op nodes", EDGE: "Operand edges (value → op)",
+           RESULT: "Result edges (op → value)", GRAPH: "Graph attributes"}
+
+
+def contract_rst(title: str = "The IR contract") -> str:
+    """The declaration as a reST section: one table per place, each attribute with its
+    type, meaning, who sets it and its JSON/GraphML encoding."""
+    lines = [title, "=" * len(title), "",
+             "The IR is a ``networkx.MultiDiGraph``. Node ids are deterministic (``v0, v1, …`` "
+             "for values, ``op0, op1, …`` for ops, in the order the computation made them); "
+             "edges run in the direction of data flow. ``backpropviz.schema.validate(G)`` "
+             "checks every attribute below and refuses any other.", ""]
+    for place in PLACES:
+        declared = _DECLARED[place].values()
+        lines += [_TITLES[place], "-" * len(_TITLES[place]), ""]
+        if not declared:
+            lines += ["None: the edge's key (0) is all it has.", ""]
+            continue
+        lines += [".. list-table::", "   :header-rows: 1", "   :widths: 14 18 36 16 16", "",
+                  "   * - Attribute", "     - Type", "     - Meaning", "     - Set by",
+                  "     - Encoding"]
+        for spec in declared:
+            name = f"``{spec.name}``" + (" (required)" if spec.required else "")
+            lines += [f"   * - {name}", f"     - {spec.kind.text}", f"     - {spec.meaning}",
+                      f"     - {spec.set_by}", f"     - {spec.kind.encoding()}"]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,475 @@
+"""PyTorch recording: each torch op a script runs, its values then, the gradients backward sends."""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+import re
+import sys
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import groups, ops
+from .engine import backward_listeners
+from .errors import BackpropvizError
+
+__all__ = ["INSTALL_HINT", "TORCH_FUNCTIONS", "TORCH_NODES", "Recording", "TorchImportError",
+           "capture", "is_torch_tensor"]
+
+INSTALL_HINT = "install it with: pip install 'backpropviz[torch]'"
+
+
+class TorchImportError(BackpropvizError, ValueError):
+    """A torch computation backpropviz cannot draw correctly, explained in one sentence."""
+
+
+def is_torch_tensor(obj: Any) -> bool:
+    """Whether ``obj`` is a torch.Tensor; never imports torch (a script that made one did)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise TorchImportError(f"this needs PyTorch, which is not installed; {INSTALL_HINT}") \
+            from None
+    return torch
+
+
+# ---------------------------------------------------------------- op names
+
+# Autograd's node names and torch's function names map to canonical ops in
+# the registry (ops.py); anything else keeps the name of the function called.
+_REFLECTED = re.compile(r"__r(add|sub|mul|truediv|div|floordiv|pow|matmul|mod)__")
+_IN_PLACE_DUNDER = re.compile(r"__i(add|sub|mul|truediv|div|floordiv|pow|matmul|mod)__")
+
+
+# PyTorch's names for the registry's ops (ops.py): autograd's node classes, without
+# "Backward<n>", and the functions a script calls under another name than the op's.
+TORCH_NODES = {
+    "Add": "add", "Sub": "sub", "Rsub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
+    "Neg": "neg", "Mv": "matmul", "Mm": "matmul", "Bmm": "matmul", "Dot": "matmul",
+    "Matmul": "matmul", "Relu": "relu", "Tanh": "tanh", "Exp": "exp", "Log": "log",
+    "Sigmoid": "sigmoid", "Sqrt": "sqrt", "Sum": "sum", "Mean": "mean", "T": "transpose",
+    "Transpose": "transpose", "Select": "getitem", "Index": "getitem", "Slice": "getitem",
+}
+TORCH_FUNCTIONS = {
+    "subtract": "sub", "multiply": "mul", "truediv": "div", "true_divide": "div",
+    "divide": "div", "square": "pow", "negative": "neg", "feature_dropout": "dropout",
+    "permute": "transpose",
+}
+
+
+def _function_name(func: Any) -> str:
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if name == "__get__":  # a property such as Tensor.T
+        name = getattr(getattr(func, "__self__", None), "__name__", name)
+    return name
+
+
+def _op_name(function: str, node_class: str | None) -> str:
+    """The IR op for a call: the op the script called, if the registry knows it (dropout,
+    not the multiplication it is made of), else its autograd node's, else its name."""
+    match = _REFLECTED.fullmatch(function) or _IN_PLACE_DUNDER.fullmatch(function)
+    name = match.group(1) if match else function.strip("_")
+    if name.endswith("_"):  # in place: relu_ is relu applied to the tensor itself
+        name = name[:-1]
+    called = TORCH_FUNCTIONS.get(name, name)
+    if called in ops.names():
+        return called
+    if node_class is not None:
+        canonical = TORCH_NODES.get(re.sub(r"Backward\d*$", "", node_class))
+        if canonical is not None:
+            return canonical
+    return called
+
+
+# ---------------------------------------------------------------- recording
+
+
+@dataclass
+class _Operand:
+    """One operand of a recorded call: a tensor (by value key) or a number written in the script.
+
+    ``link`` is the autograd node the operand's gradient arrives at (its
+    ``grad_fn``, or ``("leaf", id)`` for a leaf's AccumulateGrad), None when
+    torch computes no gradient for it.
+    """
+
+    key: Any
+    link: Any = None
+    number: float | None = None
+    aten_name: str | None = None  # "self" or "other" where autograd saves it by that name
+
+
+@dataclass(eq=False)
+class _Call:
+    """A torch function call that produced a tensor with a new autograd node."""
+
+    index: int
+    op: str
+    output: Any  # the autograd node of the result
+    operands: list[_Operand]
+    nodes: list[Any]  # every autograd node the call created, the output's first
+    external: list[tuple[Any, int, Any]]  # (node, input index, link) edges leaving the call
+    exponent: float | None = None
+    group: tuple = ()  # the groups open when it ran: names, and nn.Modules being called
+    mask: Any = None  # dropout's kept units (1) and dropped ones (0)
+    rate: float | None = None  # dropout's p
+    saved: list[tuple[Any, int]] = field(default_factory=list)  # (storage key, nbytes)
+    # "self"/"other" -> (storage key, nbytes), for a number autograd saves as a tensor
+    saved_names: dict[str, tuple[Any, int]] = field(default_factory=dict)
+    problem: str | None = None
+
+
+@dataclass
+class _Leaf:
+    tensor: Any
+    value: Any
+    requires_grad: bool
+    order: tuple
+    storage: Any
+
+
+@dataclass
+class _Output:
+    value: Any
+    version: int
+    storage: Any
+
+
+@dataclass
+class _Gradients:
+    """What the hooks saw at one autograd node, summed over backward passes."""
+
+    inputs: list[Any]
+    output: Any
+    step: int
+
+
+class Recording:
+    """Everything ``capture()`` saw: each op's result, and each gradient backward computed.
+
+    Hooks stay on the recorded autograd nodes, so a backward pass run after
+    the ``with`` block is recorded too. It keeps a copy of every value a
+    recorded op used or made, so it is meant for scripts that fit on a slide.
+    """
+
+    def __init__(self) -> None:
+        torch = _torch()
+        self.calls: list[_Call] = []
+        self._call_of: dict[Any, _Call] = {}  # output node -> call
+        self._owned: set = set()  # every node some call created
+        self._outputs: dict[Any, _Output] = {}
+        self._leaves: dict[tuple[int, int, int], _Leaf] = {}  # (id, version, revision)
+        self._revisions: dict[tuple[int, int], int] = {}
+        self._born: dict[int, tuple[Any, int]] = {}  # id(tensor) -> (weakref, call index)
+        self._gradients: dict[Any, _Gradients] = {}
+        self._variables: dict[tuple, Any] = {}  # ("leaf", id) -> the leaf tensor
+        self._counter = itertools.count()
+        self._steps = itertools.count()
+        # Autograd numbers its nodes as it creates them: anything numbered
+        # below this was made before recording began.
+        with torch.enable_grad():
+            probe = torch.empty(0, requires_grad=True).view(0)
+        self._first_sequence_nr = probe.grad_fn._sequence_nr() + 1
+
+    def has_gradient(self, tensor: Any) -> bool:
+        """Whether a recorded backward pass has reached ``tensor`` (an op's result)."""
+        return tensor.grad_fn is not None and tensor.grad_fn in self._gradients
+
+    # -- called by the function mode for every torch call
+
+    def _record(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        torch = sys.modules["torch"]
+        from torch.utils._pytree import tree_flatten
+
+        index = next(self._counter)
+        function = _function_name(func)
+        if function == "backward" and args:
+            # loss.backward(), or torch.autograd.backward((loss, ...)): tell who listens.
+            for listener in backward_listeners:
+                listener(*(args[0] if isinstance(args[0], (tuple, list)) else args[:1]))
+        flat = tree_flatten((args, kwargs))[0]
+        tensors = [x for x in flat if isinstance(x, torch.Tensor)]
+        if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+            result = func(*args, **kwargs)
+            self._note_births(result, index)
+            return result
+        swapped = bool(_REFLECTED.fullmatch(function) or function == "rsub") and len(flat) >= 2
+        if swapped:
+            # 2 - x arrives as x.__rsub__(2): draw the operands in the order of the math.
+            flat[:2] = flat[1::-1]
+        before = [self._operand_before(x, index, position) for position, x in enumerate(flat)]
+        links = {operand.link for operand in before if isinstance(operand, _Operand)}
+        result = func(*args, **kwargs)
+        self._note_births(result, index)
+        # The results, and the arguments an in-place call changed (h[0] = 0 returns None).
+        outputs = list({id(t): t for t in (*tree_flatten(result)[0], *tensors)
+                        if isinstance(t, torch.Tensor) and t.grad_fn is not None
+                        and t.grad_fn not in self._owned and t.grad_fn not in links}.values())
+        new_nodes = list(dict.fromkeys(t.grad_fn for t in outputs))
+        for output in outputs:
+            self._add_call(index, function, flat, before, output, outputs, len(new_nodes),
+                           swapped)
+        return result
+
+    def _note_births(self, result: Any, index: int) -> None:
+        torch = sys.modules["torch"]
+        if isinstance(result, torch.Tensor) and result.grad_fn is None:
+            self._born[id(result)] = (weakref.ref(result), index)
+
+    def _operand_before(self, x: Any, index: int, position: int) -> Any:
+        """What an argument is before the call runs (an in-place call will change it)."""
+        torch = sys.modules["torch"]
+        if not isinstance(x, torch.Tensor):
+            return x
+        node = x.grad_fn
+        if node is None:
+            return self._leaf_operand(x, (index, 0, position))
+        operand = _Operand(key=("node", node), link=node)
+        output = self._outputs.get(node)
+        if node not in self._owned and node._sequence_nr() >= self._first_sequence_nr:
+            operand.key = ("problem", node, "{} has an autograd history no recorded call "
+                           "made (a view of a tensor later changed in place, or a gradient "
+                           "made with create_graph=True); backpropviz cannot draw it, so "
+                           "clone() the view before changing its base")
+        elif x.output_nr != 0:
+            operand.key = ("problem", node, "{} is one result of an op with several (split, "
+                           "unbind, iterating over a tensor); backpropviz draws ops with one "
+                           "result, so use indexing instead")
+        elif output is not None and output.version != _version(x):
+            operand.key = ("problem", node, "{} was changed in place without autograd "
+                           "recording it (under torch.no_grad() or through .data) after it "
+                           "was computed, so its drawn value would be wrong")
+        return operand
+
+    def _leaf_operand(self, tensor: Any, order: tuple) -> _Operand:
+        # A leaf is kept as each op used it: a write through .data (an update
+        # step, p.data -= lr * p.grad) does not move the version counter, so
+        # the values are compared, and new ones are a new revision.
+        base = (id(tensor), _version(tensor))
+        revision = self._revisions.get(base, 0)
+        leaf = self._leaves.get((*base, revision))
+        if leaf is not None and not _same_values(leaf.value, tensor):
+            revision = self._revisions[base] = revision + 1
+            leaf = None
+        key = (*base, revision)
+        if leaf is None:
+            born = self._born.get(id(tensor))
+            if born is not None and born[0]() is tensor:
+                order = (born[1], 2, base[1], revision)
+            self._leaves[key] = _Leaf(tensor, tensor.detach().clone(), tensor.requires_grad,
+                                      order, _storage_key(tensor))
+        return _Operand(key=("leaf", *key),
+                        link=("leaf", id(tensor)) if tensor.requires_grad else None)
+
+    def _add_call(self, index: int, function: str, flat: list, before: list, output: Any,
+                  outputs: list, new_nodes: int, swapped: bool) -> None:
+        node = output.grad_fn
+        nodes, external = self._walk(node, before)
+        op = _op_name(function, type(node).__name__ if len(nodes) == 1 else None)
+        call = _Call(index, op, node, [], nodes, external, group=groups.current())
+        spec = ops.get(op)
+        for position, (x, operand) in enumerate(zip(flat, before, strict=True)):
+            if isinstance(operand, _Operand):
+                call.operands.append(operand)
+            elif spec.number_operands and position < 2 and _is_number(x):
+                if position == spec.exponent_at:
+                    call.exponent = float(x)  # t ** 2: an attribute of the op, as in the engine
+                else:
+                    call.operands.append(_Operand(key=("const", index, position), number=float(x),
+                                                  aten_name=("self", "other")[position ^ swapped]))
+        if spec.exponent_at is not None and call.exponent is None and len(call.operands) == 1:
+            saved = getattr(node, "_saved_exponent", None)  # torch.square(t) is t ** 2
+            if _is_number(saved):
+                call.exponent = float(saved)
+        linked = {operand.link for operand in call.operands if operand.link is not None}
+        for _, _, link in external:
+            if link not in linked:  # a tensor the function reached without it being an argument
+                linked.add(link)
+                call.operands.append(self._operand_for_link(link, (index, 0, len(flat) + 1)))
+        self._note_saved(call)
+        if spec.masked:
+            _note_mask(call, node, flat)
+        if new_nodes > 1 or any(t.output_nr != 0 for t in outputs):
+            call.problem = (f"{function} returns several tensors that require grad; "
+                            "backpropviz draws ops with one result")
+        self.calls.append(call)
+        self._call_of[node] = call
+        self._outputs[node] = _Output(output.detach().clone(), _version(output),
+                                      _storage_key(output))
+        recording = weakref.ref(self)
+        for position, created in enumerate(nodes):
+            self._owned.add(created)
+            created.register_hook(_gradient_hook(recording, call, position))
+
+    def _walk(self, output: Any, before: list) -> tuple[list, list]:
+        """The autograd nodes a call created, and the edges that leave them."""
+        stop = {operand.link for operand in before if isinstance(operand, _Operand)}
+        nodes, external, seen = [output], [], {output}
+        stack = [output]
+        while stack:
+            node = stack.pop()
+            for j, (target, _) in enumerate(node.next_functions):
+                if target is None or target in seen:
+                    continue
+                variable = getattr(target, "variable", None)
+                if variable is not None:  # AccumulateGrad: the edge into a leaf
+                    self._variables[("leaf", id(variable))] = variable
+                    external.append((node, j, ("leaf", id(variable))))
+                elif (target in stop or target in self._owned
+                      or target._sequence_nr() < self._first_sequence_nr):
+                    external.append((node, j, target))
+                else:
+                    seen.add(target)
+                    nodes.append(target)
+                    stack.append(target)
+        return nodes, external
+
+    def _operand_for_link(self, link: Any, order: tuple) -> _Operand:
+        if isinstance(link, tuple):  # a leaf, met through its AccumulateGrad node
+            return self._leaf_operand(self._variables[link], order)
+        return _Operand(key=("node", link), link=link)
+
+    def _note_saved(self, call: _Call) -> None:
+        """Which tensors the call's backward rules keep (read now, before backward frees them)."""
+        torch = sys.modules["torch"]
+        for node in call.nodes:
+            for name in dir(node):
+                if not name.startswith("_saved_") or name.endswith("_sym_sizes"):
+                    continue
+                try:
+                    saved = getattr(node, name)
+                except RuntimeError:
+                    continue
+                for tensor in saved if isinstance(saved, (tuple, list)) else (saved,):
+                    if isinstance(tensor, torch.Tensor):
+                        nbytes = tensor.numel() * tensor.element_size()
+                        storage = _storage_key(tensor)
+                        call.saved.append((storage, nbytes))
+                        if len(call.nodes) == 1:
+                            call.saved_names[name.removeprefix("_saved_")] = (storage, nbytes)
+
+    def _hooked(self, call: _Call, position: int, grad_inputs: tuple,
+                grad_outputs: tuple) -> None:
+        node = call.nodes[position]
+        inputs = [None if g is None else g.detach().clone() for g in grad_inputs]
+        output = grad_outputs[0] if grad_outputs else None
+        output = None if output is None else output.detach().clone()
+        record = self._gradients.get(node)
+        step = next(self._steps)
+        if record is None:
+            self._gradients[node] = _Gradients(inputs, output, step)
+            return
+        # A second backward pass through the same graph adds, as .grad does.
+        record.inputs = [_add(a, b) for a, b in zip(record.inputs, inputs, strict=True)]
+        record.output = _add(record.output, output)
+        record.step = step
+
+
+def _note_mask(call: _Call, node: Any, flat: list) -> None:
+    """Dropout's mask, as autograd keeps it (the factor it multiplies by: 0 or 1/(1 - p)),
+    and its p (the first number the call was given)."""
+    factor = getattr(node, "_saved_other", None)
+    p = next((float(x) for x in flat[1:] if _is_number(x)), None)
+    if factor is not None and p is not None:
+        call.mask = (factor.detach() != 0).double().clone()
+        call.rate = p
+
+
+def _gradient_hook(recording: weakref.ref, call: _Call, position: int) -> Any:
+    # The hook holds the recording weakly: autograd nodes are C++ objects, and
+    # a strong reference back to the recording would be a cycle Python cannot see.
+    def hook(grad_inputs: tuple, grad_outputs: tuple) -> None:
+        torch = sys.modules["torch"]
+        live = recording()
+        if live is not None:
+            with torch._C.DisableTorchFunction(), torch.no_grad():
+                live._hooked(call, position, grad_inputs, grad_outputs)
+    return hook
+
+
+def _add(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _same_values(kept: Any, tensor: Any) -> bool:
+    """Whether ``tensor`` still holds the values kept of it (nan equal to nan)."""
+    current = tensor.detach()
+    return kept.shape == current.shape and bool(
+        ((kept == current) | (kept.isnan() & current.isnan())).all())
+
+
+def _version(tensor: Any) -> int:
+    """How often the tensor was changed in place (inference tensors cannot be, outside it)."""
+    return 0 if tensor.is_inference() else tensor._version
+
+
+def _storage_key(tensor: Any) -> tuple:
+    """Where a tensor's numbers live: a saved tensor is a value if they live in the same place.
+
+    The shape's layout is left out, so a view of a value (nn.Linear saves its
+    weight transposed) is that value; its size is kept, so a slice is not.
+    """
+    try:
+        return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tensor.numel())
+    except (RuntimeError, NotImplementedError):  # sparse and other storage-less layouts
+        return ("no storage", id(tensor))
+
+
+_active: list[Recording] = []
+_last: list[Recording] = []
+
+
+@contextmanager
+def capture() -> Iterator[Recording]:
+    """Record every torch op run inside the block: its result now, its gradient when backward runs.
+
+    ``with capture() as recording: <run the script>``; then
+    ``from_torch(L, names=namespace, recording=recording)``.
+    """
+    _torch()
+    from torch.overrides import TorchFunctionMode
+
+    recording = Recording()
+
+    class _RecordingMode(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: tuple = (),
+                               kwargs: dict | None = None) -> Any:
+            return recording._record(func, args, kwargs or {})
+
+    # Each nn.Module call is a group: its ops are drawn as one with --modules.
+    from torch.nn.modules import module as modules
+
+    opened: list = []
+
+    def enter(module: Any, args: Any) -> None:
+        opened.append(groups.enter(module))
+
+    def leave(module: Any, args: Any, output: Any) -> None:
+        if opened:
+            groups.leave(opened.pop())
+
+    hooks = [modules.register_module_forward_pre_hook(enter),
+             modules.register_module_forward_hook(leave, always_call=True)]
+    _active.append(recording)
+    _last[:] = [recording]
+    try:
+        with _RecordingMode():
+            yield recording
+    finally:
+        _active.remove(recording)
+        for hook in hooks:
+            hook.remove()

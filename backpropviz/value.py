@@ -1,0 +1,255 @@
+"""Value: a scalar that records how it was computed (micrograd-compatible), op by op."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .groups import current as _open_groups
+from .node import _VALUE_RULES, Node, _creation_counter, _real, _value_rule
+
+__all__ = ["Value"]
+
+
+def _ieee(function: Callable[..., float], *args: float) -> float:
+    """``function(*args)``, with IEEE results (inf, nan) instead of exceptions."""
+    try:
+        return function(*args)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        with np.errstate(all="ignore"):
+            return float(_NUMPY_TWINS[function](*(np.float64(a) for a in args)))
+
+
+def _divide(x: float, y: float) -> float:
+    return x / y
+
+
+def _power(x: float, y: float) -> float:
+    return math.pow(x, y)
+
+
+def _log(x: float) -> float:
+    return math.log(x)
+
+
+_NUMPY_TWINS = {_divide: np.divide, _power: np.power, math.exp: np.exp, _log: np.log,
+                math.sqrt: np.sqrt}
+
+
+class Value(Node):
+    """A scalar that remembers how it was computed (micrograd-compatible).
+
+    ``Value(2.0, label="a")``; ``requires_grad=True`` marks a parameter, which
+    drawings fill light blue. Gradients are computed for every node either way.
+    """
+
+    __slots__ = ()
+    _no_grad = 0.0  # micrograd's .grad before backward
+    _rules = _VALUE_RULES
+
+    def __init__(self, data: Any, _children: Sequence[Value] = (), _op: str = "",
+                 label: str | None = None, requires_grad: bool = False,
+                 exponent: float | None = None) -> None:
+        self.data = data if type(data) is float else _real(data, "Value data")
+        self.grad = 0.0
+        self.label = label or None
+        self.op = _op or None
+        self.operands = _children if type(_children) is tuple else tuple(_children)
+        self.exponent = exponent
+        self.requires_grad = requires_grad
+        self._index = next(_creation_counter)
+        self._sent = self._step = self._seed = self._sums = self._used = None
+        self._passes = 0
+        self._group = _open_groups()  # the groups (with group(...)) it was made in
+
+    def __repr__(self) -> str:
+        name = f", label={self.label!r}" if self.label else ""
+        return f"Value(data={self.data}, grad={self.grad}{name})"
+
+    @property
+    def shape(self) -> tuple[()]:
+        return ()
+
+    def _seed_for(self, gradient: Any) -> float:
+        return 1.0 if gradient is None else _real(gradient, "gradient")
+
+    @staticmethod
+    def _sweep(order: list[Value], seed: float, step: int) -> int:
+        """Run the chain rule over ``order`` backwards; return the next step number."""
+        for node in order:
+            node._upstream = 0.0  # this pass's gradient, summed as it arrives
+        root = order[-1]
+        root._upstream = seed
+        root.grad += seed
+        rules = _VALUE_RULES
+        # Reverse creation order: a node's gradient is complete before its
+        # rule runs, because everything that used it was created after it.
+        for node in reversed(order):
+            upstream = node._upstream
+            if node._passes and node.grad == upstream:
+                node._passes = 0  # .grad was reset (w.grad = 0) since: it holds this pass only
+            node._passes += 1
+            op = node.op
+            if op is None:
+                node._used = node.data  # as the forward pass used it, before any update
+                continue
+            contributions = rules[op](node, upstream)
+            # += at forks, into this pass's gradient and into .grad, whose
+            # running sum is recorded; spelled out per arity: this is the
+            # engine's hot loop, and a zip() here made the sweep a third slower.
+            if len(contributions) == 2:
+                a, b = node.operands
+                contribution_a, contribution_b = contributions
+                a._upstream += contribution_a
+                a.grad += contribution_a
+                sum_a = a.grad
+                b._upstream += contribution_b
+                b.grad += contribution_b
+                node._sums = (sum_a, b.grad)
+            else:
+                operand = node.operands[0]
+                operand._upstream += contributions[0]
+                operand.grad += contributions[0]
+                node._sums = (operand.grad,)
+            node._sent = contributions
+            node._step = step
+            step += 1
+        return step
+
+    # ------------------------------------------------------------ ops
+    # Each op: its forward computation, then its backward rule, which takes the
+    # result node and the gradient g arriving from downstream and returns the
+    # contribution for each operand: the local derivative times g.
+
+    def __add__(self, other: Any) -> Value:
+        other = other if type(other) is Value else _const_value(other)
+        return Value(self.data + other.data, (self, other), "add")
+
+    @_value_rule("add")
+    def _add_rule(node: Value, g: float) -> tuple[float, float]:
+        return g, g  # d(a+b) = da + db
+
+    def __sub__(self, other: Any) -> Value:
+        other = other if type(other) is Value else _const_value(other)
+        return Value(self.data - other.data, (self, other), "sub")
+
+    @_value_rule("sub")
+    def _sub_rule(node: Value, g: float) -> tuple[float, float]:
+        return g, -g  # d(a-b) = da - db
+
+    def __mul__(self, other: Any) -> Value:
+        other = other if type(other) is Value else _const_value(other)
+        return Value(self.data * other.data, (self, other), "mul")
+
+    @_value_rule("mul")
+    def _mul_rule(node: Value, g: float) -> tuple[float, float]:
+        a, b = node.operands
+        return g * b.data, g * a.data  # d(ab)/da = b, d(ab)/db = a
+
+    def __truediv__(self, other: Any) -> Value:
+        other = other if type(other) is Value else _const_value(other)
+        return Value(_ieee(_divide, self.data, other.data), (self, other), "div")
+
+    @_value_rule("div")
+    def _div_rule(node: Value, g: float) -> tuple[float, float]:
+        a, b = node.operands
+        # d(a/b) = da/b - a db/b²
+        return _ieee(_divide, g, b.data), -g * _ieee(_divide, a.data, b.data ** 2)
+
+    def __pow__(self, other: Any) -> Value:
+        if type(other) is Value:
+            return Value(_ieee(_power, self.data, other.data), (self, other), "pow")
+        exponent = _real(other, "an exponent")
+        return Value(_ieee(_power, self.data, exponent), (self,), "pow", exponent=exponent)
+
+    @_value_rule("pow")
+    def _pow_rule(node: Value, g: float) -> tuple[float, ...]:
+        a = node.operands[0].data
+        if len(node.operands) == 1:
+            n = node.exponent
+            # d(a^n)/da = n a^(n-1); a^0 is the constant 1, flat even at a = 0.
+            return (0.0 if n == 0 else g * n * _ieee(_power, a, n - 1),)
+        b = node.operands[1].data
+        # d(a^b)/da = b a^(b-1) and d(a^b)/db = a^b ln a. At a = 0, b >= 0 the
+        # result does not change with b, so that derivative is 0 (as in PyTorch).
+        return (0.0 if b == 0 else g * b * _ieee(_power, a, b - 1),
+                0.0 if a == 0 and b >= 0 else g * node.data * _ieee(_log, a))
+
+    def __radd__(self, other: Any) -> Value:
+        return _const_value(other) + self
+
+    def __rsub__(self, other: Any) -> Value:
+        return _const_value(other) - self
+
+    def __rmul__(self, other: Any) -> Value:
+        return _const_value(other) * self
+
+    def __rtruediv__(self, other: Any) -> Value:
+        return _const_value(other) / self
+
+    def __rpow__(self, other: Any) -> Value:
+        return _const_value(other) ** self
+
+    def __neg__(self) -> Value:
+        return Value(-self.data, (self,), "neg")
+
+    @_value_rule("neg")
+    def _neg_rule(node: Value, g: float) -> tuple[float]:
+        return (-g,)
+
+    def relu(self) -> Value:
+        return Value(self.data if self.data > 0 else 0.0, (self,), "relu")
+
+    @_value_rule("relu")
+    def _relu_rule(node: Value, g: float) -> tuple[float]:
+        # A gate: relu'(z) = 1 for z > 0, else 0 (a dead unit passes nothing).
+        return (g if node.operands[0].data > 0 else 0.0,)
+
+    def tanh(self) -> Value:
+        return Value(math.tanh(self.data), (self,), "tanh")
+
+    @_value_rule("tanh")
+    def _tanh_rule(node: Value, g: float) -> tuple[float]:
+        return (g * (1.0 - node.data ** 2),)  # tanh' = 1 - tanh²
+
+    def exp(self) -> Value:
+        return Value(_ieee(math.exp, self.data), (self,), "exp")
+
+    @_value_rule("exp")
+    def _exp_rule(node: Value, g: float) -> tuple[float]:
+        return (g * node.data,)  # exp' = exp
+
+    def log(self) -> Value:
+        return Value(_ieee(_log, self.data), (self,), "log")
+
+    @_value_rule("log")
+    def _log_rule(node: Value, g: float) -> tuple[float]:
+        return (_ieee(_divide, g, node.operands[0].data),)  # log' = 1/a
+
+    def sqrt(self) -> Value:
+        return Value(_ieee(math.sqrt, self.data), (self,), "sqrt")
+
+    @_value_rule("sqrt")
+    def _sqrt_rule(node: Value, g: float) -> tuple[float]:
+        return (_ieee(_divide, g, 2.0 * node.data),)  # d√a/da = 1/(2√a)
+
+    def sigmoid(self) -> Value:
+        x = self.data
+        # Two forms of 1/(1+e^-x), each exact where the other would overflow.
+        s = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+        return Value(s, (self,), "sigmoid")
+
+    @_value_rule("sigmoid")
+    def _sigmoid_rule(node: Value, g: float) -> tuple[float]:
+        return (g * node.data * (1.0 - node.data),)  # σ' = σ(1-σ)
+
+
+def _const_value(number: Any) -> Value:
+    if isinstance(number, Node) and not isinstance(number, Value):  # a Tensor
+        raise TypeError("cannot combine a Value with a Tensor; use one or the other")
+    value = Value(_real(number, "an operand"))
+    value.requires_grad = None  # a number written in the script: a constant
+    return value
