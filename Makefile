@@ -57,10 +57,10 @@ assets: setup
 lint: setup
 	$(VENV)/bin/ruff check backpropviz tests examples scenes bench
 
-# Two workers; the tests that share an expensive fixture (a clip's dry run, the docs
-# build) are marked as one xdist_group, and loadgroup runs each group on one worker.
+# Two workers, each given half the tests in order (a module's tests stay together, so
+# its fixtures are made once) and taking over the other's last ones when it is done.
 test: lint
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(PY) -m pytest -q -n 2 --dist worksteal
 
 # The documentation, its figures drawn by the tool as it is built; warnings are errors.
 docs: setup

@@ -80,8 +80,7 @@ def d2l_mlp(example):
 
 # One dry run of each clip for the tests that read the same story (none changes it);
 # watched (_Watched, above: it only records what each step showed) for those that
-# read the captions and notes shown too. The tests of one story are one xdist_group:
-# with `make test`'s --dist loadgroup they run on one worker, which plays it once.
+# read the captions and notes shown too.
 @pytest.fixture(scope="module")
 def add_mul_story(add_mul):
     return dry_run(add_mul, _Watched)
@@ -132,7 +131,6 @@ def test_one_mobject_per_node_and_edge_where_graphviz_put_them(add_mul):
         np.testing.assert_allclose(start[:2], diagram.point(*path.points[0])[:2], atol=1e-6)
 
 
-@pytest.mark.xdist_group("fork_story")
 def test_steps_follow_backward_order_and_captions_match(fork, fork_story):
     scene = fork_story
     steps = [node for what, node, _ in scene.timeline if what == "step"]
@@ -144,7 +142,6 @@ def test_steps_follow_backward_order_and_captions_match(fork, fork_story):
         assert shown == f"{fork.nodes[value]['grad']:g}"
 
 
-@pytest.mark.xdist_group("fork_story")
 def test_fork_shows_first_contribution_then_the_sum(fork, fork_story):
     # a is used twice by b = a + a: its gradient is shown once, as the sum,
     # after the += of the second edge's contribution.
@@ -180,7 +177,6 @@ def test_forward_phase_alone_needs_no_backward():
     assert scene.captions == []
 
 
-@pytest.mark.xdist_group("d2l_mlp_story")
 def test_the_meter_shows_the_bytes_kept_after_each_step(d2l_mlp, d2l_mlp_story):
     # The book's MLP, counted by hand in test_memory: 48, 64, 96, 96, 104, 104, 120 as
     # the forward pass keeps W1 and x, z, W2 and h, o − y, Σ(o − y)² and 2; the backward
@@ -299,7 +295,6 @@ def mp4(add_mul, tmp_path_factory):
     return out
 
 
-@pytest.mark.xdist_group("add_mul_story")
 def test_mp4_duration_size_and_subtitles(mp4, add_mul_story):
     frames, duration = frames_of(mp4)
     assert frames[0][1].shape[:2] == (480, 854)  # -ql: 854x480
@@ -316,7 +311,6 @@ def test_mp4_duration_size_and_subtitles(mp4, add_mul_story):
         [(round(start, 1), text) for start, text in scene.cues]
 
 
-@pytest.mark.xdist_group("add_mul_story")
 def test_mp4_frame_shows_the_gradient_in_blue_at_its_node(mp4, add_mul_story):
     frames, _ = frames_of(mp4)
     scene = add_mul_story
@@ -339,7 +333,6 @@ def test_mp4_frame_shows_the_gradient_in_blue_at_its_node(mp4, add_mul_story):
     assert blue_pixels(region(data, after)) == 0
 
 
-@pytest.mark.xdist_group("add_mul_story")
 def test_mp4_meter_is_full_when_backward_starts_and_empty_at_the_end(mp4, add_mul_story):
     frames, _ = frames_of(mp4)
     scene = add_mul_story
@@ -498,7 +491,6 @@ def test_dead_marks_land_on_their_entries_when_an_array_is_shortened():
     assert abs(mark.get_center()[1] - last_row.get_center()[1]) < 1e-6
 
 
-@pytest.mark.xdist_group("add_mul_story")
 def test_a_backward_step_shows_the_captions_numbers_as_text(add_mul_story):
     scene = add_mul_story
     # manim's Text keeps its string without spaces.
@@ -511,7 +503,6 @@ def test_a_backward_step_shows_the_captions_numbers_as_text(add_mul_story):
         assert shown == [line.replace(" ", "") for line in cue.splitlines()]
 
 
-@pytest.mark.xdist_group("d2l_mlp_story")
 def test_each_caption_stays_long_enough_to_be_read(d2l_mlp_story):
     from backpropviz.animate.sweep import HOLD_FLOOR, READING_CPS
     scene = d2l_mlp_story
@@ -529,7 +520,6 @@ def test_each_caption_stays_long_enough_to_be_read(d2l_mlp_story):
     assert forward < backward / 2
 
 
-@pytest.mark.xdist_group("d2l_mlp_story")
 def test_the_dead_unit_note_has_a_cue_and_clears_every_box(d2l_mlp_story):
     scene = d2l_mlp_story
     cue = next(text for _, text in scene.cues if "ReLU gates" in text)
@@ -553,7 +543,6 @@ def test_the_closing_overview_is_readable_at_480p(example):
     assert cue.count("∂L/∂") == len(scene.results) and start < scene.time
 
 
-@pytest.mark.xdist_group("d2l_mlp_story")
 def test_a_constant_gets_no_gradient_in_the_clip_as_in_the_pictures(d2l_mlp, d2l_mlp_story):
     G, scene = d2l_mlp, d2l_mlp_story  # o - y with y = 0, and the 2 of "/ 2"
     constants = {node for node, role in G.nodes(data="role") if role == "const"}

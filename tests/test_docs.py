@@ -26,8 +26,7 @@ CLI = Path(sys.executable).with_name("backpropviz")
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     """The HTML docs, built from scratch with -W (every warning an error), of this checkout:
-    once per run, the pytest-xdist workers sharing one build (the first to come builds it;
-    the tests that read it are one xdist_group, so with --dist loadgroup no worker waits)."""
+    once per run, the pytest-xdist workers sharing one build (the first to come builds it)."""
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent  # this run's folder, which every worker's is in
@@ -64,7 +63,6 @@ def _written(action: argparse.Action) -> set[str]:
     return set(action.option_strings) or {action.metavar or action.dest}
 
 
-@pytest.mark.xdist_group("docs_build")
 def test_the_cli_page_names_every_option_the_parser_has_and_no_other(built):
     parser = build_parser()
     (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
@@ -101,7 +99,6 @@ def test_the_docs_draw_a_handful_of_figures():
     assert len(PAGES_WITH_FIGURES) >= 5
 
 
-@pytest.mark.xdist_group("docs_build")
 @pytest.mark.parametrize("page", PAGES_WITH_FIGURES)
 def test_each_figure_is_drawn_into_the_build(built, page):
     options = _directives((DOCS / f"{page}.rst").read_text())
@@ -123,7 +120,6 @@ def test_each_figure_is_drawn_into_the_build(built, page):
         assert "<iframe srcdoc=" in rendered
 
 
-@pytest.mark.xdist_group("docs_build")
 def test_the_ir_page_shows_the_contract(built):
     from backpropviz.schema import ATTRIBUTES
 
