@@ -35,7 +35,7 @@ from .engine import (
 )
 from .errors import BackpropvizError
 from .ir import operand_edges, result_of
-from .script import find_roots, running
+from .script import ScriptError, find_roots, imports_torch, running
 
 __all__ = ["CheckError", "Report", "Wrong", "check_graph", "check_script", "disagreements"]
 
@@ -102,13 +102,23 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
 
 
-def check_script(path: str | os.PathLike, roots: Sequence[str] = ()) -> Report:
+def check_script(path: str | os.PathLike, roots: Sequence[str] = (),
+                 argv: Sequence[str] = ()) -> Report:
     """Run the script at ``path`` as ``render`` runs it (``script.running``: a script
-    whose work is inside ``main()`` too) and check the gradients of the graph it left:
-    the ``roots`` named, else what its last backward() ran from, else its output."""
-    with running(path) as run:
+    whose work is inside ``main()`` too, with ``argv`` as its arguments) and check the
+    gradients of the graph it left: the ``roots`` named, else what its last backward()
+    ran from, else its output."""
+    with running(path, argv) as run:
         namespace = run.names
-        found = find_roots(namespace, roots, path, called=run.called)
+        try:
+            found = find_roots(namespace, roots, path, called=run.called)
+        except ScriptError:
+            if imports_torch(run.source):  # no engine of its own to grade: say why
+                raise CheckError(f"{path} computes with PyTorch, whose gradients are the "
+                                 "reference: check grades a hand-written engine (a "
+                                 "micrograd-style Value class); draw it with backpropviz "
+                                 f"render {path}") from None
+            raise
     if len(found) != 1:
         raise CheckError(f"check grades one output at a time; name it, e.g. "
                          f"backpropviz check {path} {min(found)}")

@@ -210,9 +210,11 @@ def _render(args: argparse.Namespace) -> int:
 
     positionals = [args.script, *args.roots]
     if len(positionals) > 1 and all(name.endswith(".py") for name in positionals):
-        if args.output == "-":
-            raise UsageError("several scripts cannot all go to stdout: give a folder, e.g. "
-                             "-o figures/")
+        if args.output == "-" or (args.output is not None and not Path(args.output).is_dir()
+                                  and Path(args.output).suffix[1:].lower() in FORMATS):
+            where = "stdout" if args.output == "-" else args.output
+            raise UsageError(f"several scripts cannot all go to {where}: give a folder, "
+                             "e.g. -o figures/")
         out.prepare(args.format or "svg", from_arguments(args), steps=args.steps is not None)
         if needs_dot(args.format or "svg", args.steps is not None):
             require_dot()
@@ -263,7 +265,7 @@ def _check(args: argparse.Namespace) -> int:
         format_of(args.output, formats=_CHECK_FORMATS, what="the report")
         require_writable(args.output)
     try:
-        report = check_script(args.script, args.roots)
+        report = check_script(args.script, args.roots, argv=args.script_args)
     except BackpropvizError as error:
         # Could not grade at all: 2, so that a grader tells it from wrong gradients (1).
         return _fail(error, 2)
@@ -286,7 +288,8 @@ def _memory(args: argparse.Namespace) -> int:
     if output != "-":
         require_writable(output)
     with _stdout_for(output):
-        G = graph_of_script(args.script, args.roots, max_nodes=args.max_nodes)
+        G = graph_of_script(args.script, args.roots, max_nodes=args.max_nodes,
+                            argv=args.script_args)
         data = out.render_memory(G, fmt, from_arguments(args))
     if output == "-":
         return _to_stdout(data)

@@ -18,7 +18,7 @@ of the picture.
 from __future__ import annotations
 
 import shlex
-import sys
+import types
 from typing import Any
 
 from .cli import build_parser
@@ -27,6 +27,7 @@ from .files import require_writable
 from .options import CLIP, format_of, from_arguments, kind_of
 from .output import prepare, show, write, write_steps
 from .script import (
+    ScriptError,
     find_roots,
     graph_of_namespace,
     may_use_another_engine,
@@ -47,13 +48,14 @@ def backpropviz_magic(line: str, cell: str) -> Any:
     """``%%backpropviz [ROOT ...] [options of backpropviz render]``: run the cell, show
     its graph (a Diagram, or a Page with ``--format html``), and write ``-o OUT``."""
     from IPython import get_ipython
+    from IPython.core.error import UsageError as CellError
 
     shell = get_ipython()
     try:
         return _run(shell, line, cell)
     except BackpropvizError as error:
-        print(f"backpropviz: error: {error}", file=sys.stderr)
-        return None
+        # One line, no traceback, and the cell fails (Run All and nbval stop there).
+        raise CellError(f"backpropviz: {error}") from None
 
 
 def _run(shell: Any, line: str, cell: str) -> Any:
@@ -73,18 +75,18 @@ def _run(shell: Any, line: str, cell: str) -> Any:
     if args.output is not None:
         require_writable(args.output)
     before = {name: id(obj) for name, obj in shell.user_ns.items()}
-    with recording_for(cell) as recording:
+    with recording_for(_with_earlier_imports(shell, cell)) as recording:
         with watching(None, other_engines=may_use_another_engine(cell)) as watch:
             result = shell.run_cell(cell, store_history=False)
-        if not result.success:
-            return None  # IPython has shown the cell's traceback
+        if not result.success:  # IPython has shown the cell's traceback
+            raise ScriptError("the cell failed, so there is no graph to draw")
         namespace = watch.names(shell.user_ns)
         roots = list(args.roots)
         if not roots and not watch.roots:
             # The outputs among what this cell assigned, not among every cell's values.
             assigned = {name: obj for name, obj in shell.user_ns.items()
                         if before.get(name) != id(obj)}
-            roots = list(find_roots(assigned, script="the cell"))
+            roots = list(find_roots(assigned, script="the cell", recording=recording))
         G = graph_of_namespace(namespace, roots, called=watch.roots, recording=recording,
                                backward=not options.forward_only,
                                max_nodes=max_nodes,
@@ -95,3 +97,11 @@ def _run(shell: Any, line: str, cell: str) -> Any:
         write_steps(G, args.steps, options)
     # As the command line draws it (groups closed...): the page, or the picture.
     return show(G, options, format="html" if fmt == "html" else "svg")
+
+
+def _with_earlier_imports(shell: Any, cell: str) -> str:
+    """The cell's code with the imports earlier cells made: a cell may compute with a
+    framework imported before it (its recording is chosen by what the code imports)."""
+    modules = sorted({obj.__name__.split(".")[0] for obj in shell.user_ns.values()
+                      if isinstance(obj, types.ModuleType)})
+    return "".join(f"import {name}\n" for name in modules) + cell

@@ -82,6 +82,7 @@ def write(graph_or_root: Any, path: str | os.PathLike, options: Options | None =
     """
     options = _options(options, changes)
     fmt = format_of(path, format)
+    options.check(fmt)
     G = as_graph(graph_or_root, names)
     if kind_of(fmt) == CLIP:
         from .animate import render_video
@@ -100,6 +101,7 @@ def render(graph_or_root: Any, format: str = "svg", options: Options | None = No
     a warning (``backpropviz.errors.Note``) that says what helps.
     """
     options = _options(options, changes)
+    options.check(format)
     G = as_graph(graph_or_root, names)
     kind = kind_of(format)
     if kind == EXPORT:
@@ -143,13 +145,15 @@ def write_steps(graph_or_root: Any, directory: str | os.PathLike,
 
     options = _options(options, changes)
     format = format_of(None, format, KINDS[FIGURE])
+    options.check(format, steps=True)
     G = as_graph(graph_or_root, names)
+    directory = Path(directory)
     with dot_time_limit(options.timeout):
         check_layout(G)
         with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
             written = render_steps(view(G, options), staging, format=format,
                                    **options.figure())
-    return [Path(directory) / path.name for path in written]
+    return [directory / path.name for path in written]
 
 
 def show(graph_or_root: Any, options: Options | None = None, *, format: str = "svg",
@@ -158,6 +162,7 @@ def show(graph_or_root: Any, options: Options | None = None, *, format: str = "s
     Page (``html``), drawn as ``write`` draws it."""
     options = _options(options, changes)
     format = format_of(None, format, (*KINDS[FIGURE], *KINDS[PAGE]))
+    options.check(format)
     G = as_graph(graph_or_root, names)
     with dot_time_limit(options.timeout):
         if kind_of(format) == PAGE:

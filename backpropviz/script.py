@@ -112,7 +112,7 @@ def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
     ``called`` (what backward() last ran from), else the outputs; ``recording`` is
     the PyTorch capture the values were made under, if any. ``where`` names the
     script in advice; ``source`` is its code (names of plain numbers name constants)."""
-    producer = _Producer(namespace, recording, max_nodes, called)
+    producer = _Producer(namespace, recording, max_nodes, called, roots)
     # Named roots, else the value backward() was last run from, else the outputs.
     chosen = (producer.named(roots) if roots else producer.called()
               or producer.outputs(Path(where)))
@@ -128,10 +128,12 @@ def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
 
 
 def find_roots(namespace: dict[str, Any], names: Sequence[str] = (),
-               script: str | os.PathLike = "SCRIPT", called: Sequence[Any] = ()) -> dict[str, Any]:
-    """The roots of a script's graph (engine or micrograd-style): those ``names``, else
-    ``called`` (what its last backward() ran from), else its outputs, by name."""
-    producer = _Producer(namespace, None, DEFAULT_MAX_NODES, called)
+               script: str | os.PathLike = "SCRIPT", called: Sequence[Any] = (),
+               recording: Any = None) -> dict[str, Any]:
+    """The roots of a script's graph: those ``names``, else ``called`` (what its last
+    backward() ran from), else its outputs, by name; ``recording`` is the PyTorch
+    capture its values were made under, if any."""
+    producer = _Producer(namespace, recording, DEFAULT_MAX_NODES, called, names)
     return producer.named(names) if names else producer.called() or producer.outputs(
         Path(script))
 
@@ -294,14 +296,21 @@ class _Producer:
     how that producer turns them into the IR."""
 
     def __init__(self, namespace: dict[str, Any], recording: Any, max_nodes: int,
-                 called: Sequence[Any] = ()) -> None:
+                 called: Sequence[Any] = (), roots: Sequence[str] = ()) -> None:
         self.namespace = namespace
         self.recording = recording
         self.max_nodes = max_nodes
         self.called_roots = tuple(called)  # what the script's last backward() ran from
         self.backward_wanted = False
         self.size_checked = False
-        for producer in PRODUCERS:
+        # The producer of the roots named, or of what backward() last ran from, first
+        # (a notebook's names hold every earlier cell's values, of any engine); then
+        # the registry's order.
+        wanted = [*(namespace[name] for name in roots if name in namespace),
+                  *self.called_roots]
+        ordered = sorted(PRODUCERS, key=lambda producer: not any(
+            producer.claims(root, recording=recording) for root in wanted))
+        for producer in ordered:
             self.producer: Producer = producer
             self.nodes = self._nodes(functools.partial(producer.claims, recording=recording))
             if self.nodes:

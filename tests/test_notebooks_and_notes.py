@@ -48,11 +48,17 @@ IPYTHON_SESSION = """
     L = main()
     ''')
     page = ip.run_cell_magic("backpropviz", "--format html", "c = base * base\\n")
-    missing = ip.run_cell_magic("backpropviz", "nope", "d = base * 2\\n")
-    failed = ip.run_cell_magic("backpropviz", "", "e = base * undefined_name\\n")
+    missing = ip.run_cell("%%backpropviz nope\\nd = base * 2\\n")
+    failed = ip.run_cell("%%backpropviz\\ne = base * undefined_name\\n")
+    # A PyTorch cell after cells of backpropviz's engine: its own graph, backward or not.
+    ip.run_cell("%%backpropviz -o torch.txt\\nimport torch\\n"
+                "w = torch.tensor([1.0, 2.0], requires_grad=True)\\n"
+                "out = (w * w).sum()\\nout.backward()\\n")
+    ip.run_cell("%%backpropviz -o torch2.txt\\nv = torch.tensor(3.0, requires_grad=True)\\n"
+                "o2 = (v * v).tanh()\\n")
     print(json.dumps({
         "shown": repr(shown), "page": sorted(page._repr_mimebundle_()),
-        "L": ip.user_ns["L"].data, "missing": missing, "failed": failed,
+        "L": ip.user_ns["L"].data, "missing": missing.success, "failed": failed.success,
         "rankdir": "rankdir=\\"BT\\"" in shown.source,
     }))
     """
@@ -67,9 +73,20 @@ def test_the_cell_magic_runs_the_cell_and_shows_its_graph(tmp_path):
     assert result["shown"].startswith("<Diagram of 4 values and 2 ops, with gradients")
     assert result["rankdir"] and result["L"] == 5.0  # the cell's names stay defined
     assert result["page"] == ["image/svg+xml", "text/html", "text/plain"]
-    assert result["missing"] is None and result["failed"] is None
-    assert "backpropviz: error: unknown root 'nope'" in done.stderr
-    assert "NameError" in done.stdout + done.stderr  # IPython's own traceback of the cell
+    assert result["missing"] is False and result["failed"] is False  # the cells fail
+    said = done.stdout + done.stderr
+    assert "UsageError: backpropviz: unknown root 'nope'" in said  # one line, no traceback
+    assert "NameError" in said  # IPython's own traceback of the cell
+    assert "UsageError: backpropviz: the cell failed, so there is no graph to draw" in said
+    # out = Σ w², ∂out/∂w = 2w; o2 = tanh(v²) at v = 3, ∂o2/∂v = 2v(1 − tanh²(9))
+    torch_text = (tmp_path / "torch.txt").read_text()
+    assert "w = param" in torch_text and "grad [2] [2, 4]" in torch_text
+    assert "# backward from out" in torch_text and " a " not in torch_text
+    torch = pytest.importorskip("torch")
+    v = torch.tensor(3.0, requires_grad=True)
+    torch.tanh(v * v).backward()  # in float32, as the cell computed it
+    assert f"v = param         data 3   grad {v.grad.item():.4g}" in (
+        tmp_path / "torch2.txt").read_text()
     written = json.loads((tmp_path / "cell.json").read_text())
     # b = a·base + a at a = 2, base = 1.5: db/da = base + 1 = 2.5, db/dbase = a = 2.
     grads = {node["label"]: node["grad"] for node in written["nodes"]

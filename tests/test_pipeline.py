@@ -211,3 +211,72 @@ def as_graph_of(script: Path):
     from backpropviz.script import graph_of_script
 
     return graph_of_script(script, quiet=True)
+
+
+@pytest.mark.parametrize(("path", "options", "message"), [
+    ("page.html", {"fit": "1920x1080"}, "--fit lays out figures"),
+    ("g.json", {"fit": "1920x1080"}, "--fit lays out figures"),
+    ("g.txt", {"symbolic": True}, "--symbolic draws a figure without numbers"),
+    ("page.html", {"symbolic": True}, "--symbolic draws a figure without numbers"),
+])
+def test_python_refuses_what_the_command_line_refuses(tmp_path, path, options, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        write(neuron(), tmp_path / path, **options)
+    assert not (tmp_path / path).exists()
+
+
+def test_write_steps_takes_a_folder_named_by_a_string(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    paths = write_steps(neuron(), "frames/")
+    assert paths[0] == Path("frames/step-000.svg") and paths[0].is_file()
+
+
+ARGUED = """
+import argparse
+from backpropviz import Value
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--w", type=float, default=0.5)
+    w = Value(parser.parse_args().w, label="w")
+    if w.data != 3:
+        raise SystemExit(5)  # run without its arguments
+    loss = (w * 2.0).tanh()
+    loss.backward()
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_check_and_memory_give_the_script_its_arguments(tmp_path, capsys):
+    script = tmp_path / "argued.py"
+    script.write_text(ARGUED)
+    memory = tmp_path / "memory.json"
+    assert cli.main(["memory", str(script), "-o", str(memory), "--", "--w", "3"]) == 0
+    assert json.loads(memory.read_text())
+    assert cli.main(["check", str(script), "--", "--w", "3"]) == 0
+    assert "gradients match the reference" in capsys.readouterr().out
+    assert cli.main(["check", str(script)]) == 2
+    assert "exited with status 5" in capsys.readouterr().err
+    out = tmp_path / "w3.txt"
+    assert cli.main(["render", str(script), "-o", str(out), "--", "--w", "3"]) == 0
+    assert re.search(r"^w = input +data 3 ", out.read_text(), flags=re.M)
+
+
+def test_several_scripts_go_into_a_folder_not_a_file(tmp_path, capsys):
+    one, two = tmp_path / "one.py", tmp_path / "two.py"
+    for path in (one, two):
+        path.write_text("from backpropviz import Value\nL = Value(1.0) * 2\n")
+    assert cli.main(["render", str(one), str(two), "-o", str(tmp_path / "both.svg")]) == 2
+    assert "several scripts cannot all go to" in capsys.readouterr().err
+    assert not (tmp_path / "both.svg").exists()
+
+
+def test_check_says_a_pytorch_script_is_the_reference_not_an_engine(tmp_path, capsys):
+    pytest.importorskip("torch")
+    script = tmp_path / "lecture.py"
+    script.write_text("import torch\nw = torch.tensor(2.0, requires_grad=True)\n"
+                      "loss = (w * w - 1) ** 2\nloss.backward()\n")
+    assert cli.main(["check", str(script)]) == 2
+    err = capsys.readouterr().err
+    assert "computes with PyTorch, whose gradients are the reference" in err
+    assert err.count("\n") == 1
