@@ -8,9 +8,18 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := graphviz libcairo2-dev libpango1.0-dev pkg-config chromium chromium-driver
 TEX_PACKAGES := texlive-latex-base texlive-latex-extra dvisvgm
 
-.PHONY: setup system demo test lint assets bench clean docs
+.PHONY: setup system install demo test lint assets bench clean docs
 
-setup: system $(VENV)/.installed
+# The venv is installed again only when what it was installed from changed: the
+# content of pyproject.toml, or the checkout (an editable install points at one).
+# Not by mtime: a fresh clone's pyproject.toml is always newer than a kept venv's
+# stamp, and the three pip runs cost some 15 s (and the network) for nothing.
+INSTALLED := $(VENV)/.installed
+INSTALL_KEY := $(shell sha256sum pyproject.toml | cut -d' ' -f1) $(CURDIR)
+
+setup: system
+	@if [ "$$(cat $(INSTALLED) 2>/dev/null)" != "$(INSTALL_KEY)" ]; then \
+		$(MAKE) --no-print-directory install; fi
 
 # System packages, installed only when one is missing (needs root, as on CI).
 system:
@@ -21,13 +30,13 @@ system:
 		apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES) >/dev/null; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
+install:
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# The torch on this machine's disk, pinned: the extra's ">=" would fetch the newest.
 	$(PY) -m pip install -q 'torch==2.13.0'
 	$(PY) -m pip install -q -e '.[all,dev]'
-	touch $@
+	echo '$(INSTALL_KEY)' > $(INSTALLED)
 
 BPV := $(VENV)/bin/backpropviz
 
@@ -57,8 +66,10 @@ assets: setup
 lint: setup
 	$(VENV)/bin/ruff check backpropviz tests examples scenes bench
 
+# Two workers, each given half the tests in order (a module's tests stay together, so
+# its fixtures are made once) and taking over the other's last ones when it is done.
 test: lint
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist worksteal
 
 # The documentation, its figures drawn by the tool as it is built; warnings are errors.
 docs: setup

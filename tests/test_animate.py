@@ -38,12 +38,29 @@ def quiet_config(**overrides: object) -> dict:
     return settings
 
 
-def dry_run(G, **options) -> BackpropScene:
-    """The whole story played without drawing a frame (manim's dry run)."""
+def dry_run(G=None, scene_class: type[BackpropScene] = BackpropScene,
+            **options) -> BackpropScene:
+    """The whole story played without drawing a frame: manim's dry run, which writes
+    no file, with the camera's drawing turned off as well (manim 0.22 still
+    rasterizes every frame of a dry run: half its time, and no test here looks at
+    those pixels; the scene's state, its times and cues are the same without)."""
     with manim.tempconfig(quiet_config(dry_run=True)):
-        scene = BackpropScene(G, **options)
+        scene = scene_class(G, **options)
+        scene.camera.capture_mobjects = lambda mobjects, **kwargs: None
         scene.render()
     return scene
+
+
+class _Watched(BackpropScene):
+    """A scene that keeps, after each backward step, the texts in its caption region."""
+
+    def play_step(self, step):
+        super().play_step(step)
+        self.__dict__.setdefault("shown", []).append(
+            [part.text for part in self.caption if isinstance(part, manim.Text)])
+        self.__dict__.setdefault("notes", []).extend(
+            mark for mark in self.marks
+            if isinstance(mark, manim.Text) and mark.text.startswith("deadunit"))
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +71,29 @@ def add_mul(example):
 @pytest.fixture(scope="module")
 def fork(example):
     return example("fork", "c")
+
+
+@pytest.fixture(scope="module")
+def d2l_mlp(example):
+    return example("d2l_mlp")
+
+
+# One dry run of each clip for the tests that read the same story (none changes it);
+# watched (_Watched, above: it only records what each step showed) for those that
+# read the captions and notes shown too.
+@pytest.fixture(scope="module")
+def add_mul_story(add_mul):
+    return dry_run(add_mul, _Watched)
+
+
+@pytest.fixture(scope="module")
+def fork_story(fork):
+    return dry_run(fork)
+
+
+@pytest.fixture(scope="module")
+def d2l_mlp_story(d2l_mlp):
+    return dry_run(d2l_mlp, _Watched)
 
 
 # The chain rule of each step, as the book writes it, worked out by hand:
@@ -91,8 +131,8 @@ def test_one_mobject_per_node_and_edge_where_graphviz_put_them(add_mul):
         np.testing.assert_allclose(start[:2], diagram.point(*path.points[0])[:2], atol=1e-6)
 
 
-def test_steps_follow_backward_order_and_captions_match(fork):
-    scene = dry_run(fork)
+def test_steps_follow_backward_order_and_captions_match(fork, fork_story):
+    scene = fork_story
     steps = [node for what, node, _ in scene.timeline if what == "step"]
     assert steps == fork.graph["backward_order"]
     assert [caption.text for caption in scene.captions] == FORK_CAPTIONS
@@ -102,10 +142,10 @@ def test_steps_follow_backward_order_and_captions_match(fork):
         assert shown == f"{fork.nodes[value]['grad']:g}"
 
 
-def test_fork_shows_first_contribution_then_the_sum(fork):
+def test_fork_shows_first_contribution_then_the_sum(fork, fork_story):
     # a is used twice by b = a + a: its gradient is shown once, as the sum,
     # after the += of the second edge's contribution.
-    scene = dry_run(fork)
+    scene = fork_story
     a = next(n for n, label in fork.nodes(data="label") if label == "a")
     shown = [t for what, node, t in scene.timeline if what == "gradient" and node == a]
     assert len(shown) == 1
@@ -122,9 +162,7 @@ def test_a_scenes_example_without_backward_still_gets_the_backward_pass(tmp_path
     class Scene(BackpropScene):
         example = path
 
-    with manim.tempconfig(quiet_config(dry_run=True)):
-        scene = Scene()
-        scene.render()
+    scene = dry_run(scene_class=Scene)
     assert [what for what, _, _ in scene.timeline].count("step") == 1
     a = scene.node_named("a")
     assert scene.graph.nodes[a]["grad"] == 4.0  # d(a²)/da = 2a
@@ -139,12 +177,11 @@ def test_forward_phase_alone_needs_no_backward():
     assert scene.captions == []
 
 
-def test_the_meter_shows_the_bytes_kept_after_each_step(example):
+def test_the_meter_shows_the_bytes_kept_after_each_step(d2l_mlp, d2l_mlp_story):
     # The book's MLP, counted by hand in test_memory: 48, 64, 96, 96, 104, 104, 120 as
     # the forward pass keeps W1 and x, z, W2 and h, o − y, Σ(o − y)² and 2; the backward
     # pass starts with all 120 and frees them in reverse.
-    G = example("d2l_mlp")
-    scene = dry_run(G)
+    G, scene = d2l_mlp, d2l_mlp_story
     assert scene.meter_shown == [48, 64, 96, 96, 104, 104, 120,
                                  120, 104, 104, 96, 96, 64, 48, 0]
     assert scene.meter is None  # the graph is wider than the frame: its overview ends it
@@ -258,10 +295,10 @@ def mp4(add_mul, tmp_path_factory):
     return out
 
 
-def test_mp4_duration_size_and_subtitles(mp4, add_mul):
+def test_mp4_duration_size_and_subtitles(mp4, add_mul_story):
     frames, duration = frames_of(mp4)
     assert frames[0][1].shape[:2] == (480, 854)  # -ql: 854x480
-    scene = dry_run(add_mul)
+    scene = add_mul_story
     assert duration == pytest.approx(scene.time, abs=0.15)
     entries = srt_entries(mp4.with_suffix(".srt"))
     texts = [text for _, _, text in entries]
@@ -274,11 +311,9 @@ def test_mp4_duration_size_and_subtitles(mp4, add_mul):
         [(round(start, 1), text) for start, text in scene.cues]
 
 
-def test_mp4_frame_shows_the_gradient_in_blue_at_its_node(mp4, add_mul):
+def test_mp4_frame_shows_the_gradient_in_blue_at_its_node(mp4, add_mul_story):
     frames, _ = frames_of(mp4)
-    with manim.tempconfig(quiet_config(dry_run=True)):
-        scene = BackpropScene(add_mul)
-        scene.render()
+    scene = add_mul_story
     assert scene.overview == 1  # the graph fits: the camera never moves
     blue = THEMES["light"].grad
     a = scene.node_named("a")
@@ -298,9 +333,9 @@ def test_mp4_frame_shows_the_gradient_in_blue_at_its_node(mp4, add_mul):
     assert blue_pixels(region(data, after)) == 0
 
 
-def test_mp4_meter_is_full_when_backward_starts_and_empty_at_the_end(mp4, add_mul):
+def test_mp4_meter_is_full_when_backward_starts_and_empty_at_the_end(mp4, add_mul_story):
     frames, _ = frames_of(mp4)
-    scene = dry_run(add_mul)
+    scene = add_mul_story
     # e = d·c keeps d and c (16 bytes), all there is; its rule, the first step, frees both.
     assert scene.meter_shown == [0, 16, 16, 0, 0]
     assert scene.meter[0].text.replace(" ", "") == "keptforbackward:0bytes"
@@ -456,22 +491,8 @@ def test_dead_marks_land_on_their_entries_when_an_array_is_shortened():
     assert abs(mark.get_center()[1] - last_row.get_center()[1]) < 1e-6
 
 
-class _Watched(BackpropScene):
-    """A scene that keeps, after each backward step, the texts in its caption region."""
-
-    def play_step(self, step):
-        super().play_step(step)
-        self.__dict__.setdefault("shown", []).append(
-            [part.text for part in self.caption if isinstance(part, manim.Text)])
-        self.__dict__.setdefault("notes", []).extend(
-            mark for mark in self.marks
-            if isinstance(mark, manim.Text) and mark.text.startswith("deadunit"))
-
-
-def test_a_backward_step_shows_the_captions_numbers_as_text(add_mul):
-    with manim.tempconfig(quiet_config(dry_run=True)):
-        scene = _Watched(add_mul)
-        scene.render()
+def test_a_backward_step_shows_the_captions_numbers_as_text(add_mul_story):
+    scene = add_mul_story
     # manim's Text keeps its string without spaces.
     multiply, add = scene.shown
     assert "∂e/∂d=c·∂e/∂e=(−3)·1=−3" in multiply and "∂e/∂c=d·∂e/∂e=3·1=3" in multiply
@@ -482,9 +503,9 @@ def test_a_backward_step_shows_the_captions_numbers_as_text(add_mul):
         assert shown == [line.replace(" ", "") for line in cue.splitlines()]
 
 
-def test_each_caption_stays_long_enough_to_be_read(example):
+def test_each_caption_stays_long_enough_to_be_read(d2l_mlp_story):
     from backpropviz.animate.sweep import HOLD_FLOOR, READING_CPS
-    scene = dry_run(example("d2l_mlp"))
+    scene = d2l_mlp_story
     cues = [*scene.cues, (scene.time, "")]
     seen = set()
     for (start, text), (end, _) in itertools.pairwise(cues[1:]):
@@ -499,10 +520,8 @@ def test_each_caption_stays_long_enough_to_be_read(example):
     assert forward < backward / 2
 
 
-def test_the_dead_unit_note_has_a_cue_and_clears_every_box(example):
-    with manim.tempconfig(quiet_config(dry_run=True)):
-        scene = _Watched(example("d2l_mlp"))
-        scene.render()
+def test_the_dead_unit_note_has_a_cue_and_clears_every_box(d2l_mlp_story):
+    scene = d2l_mlp_story
     cue = next(text for _, text in scene.cues if "ReLU gates" in text)
     assert cue.endswith("dead unit 1: gradient stops")
     from backpropviz.animate.motion import overlap
@@ -524,9 +543,8 @@ def test_the_closing_overview_is_readable_at_480p(example):
     assert cue.count("∂L/∂") == len(scene.results) and start < scene.time
 
 
-def test_a_constant_gets_no_gradient_in_the_clip_as_in_the_pictures(example):
-    G = example("d2l_mlp")  # o - y with y = 0, and the 2 of "/ 2"
-    scene = dry_run(G)
+def test_a_constant_gets_no_gradient_in_the_clip_as_in_the_pictures(d2l_mlp, d2l_mlp_story):
+    G, scene = d2l_mlp, d2l_mlp_story  # o - y with y = 0, and the 2 of "/ 2"
     constants = {node for node, role in G.nodes(data="role") if role == "const"}
     assert constants and not constants & set(scene.grad_labels)
     assert {node for node in G if G.nodes[node].get("kind") == "value"
