@@ -81,6 +81,7 @@ bench: setup
 	$(PY) bench/render.py
 	$(PY) bench/animate.py
 	$(PY) bench/batch.py
+	$(PY) bench/startup.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info media
