@@ -170,8 +170,8 @@ class Options:
         "stop graphviz's layout after S seconds and say what to draw instead (default "
         f"{DEFAULT_DOT_TIMEOUT:g})", metavar="S"))
     quality: str | None = field(default=None, metadata=_option(
-        "manim's quality: l 480p15 (default), m 720p30, h 1080p60, k 4K",
-        choices=("l", "m", "h", "k")))
+        "manim's quality: l 480p15 (default), m 720p30, h 1080p60, p 1440p60, k 4K",
+        choices=tuple(QUALITIES)))
     phase: str | None = field(default=None, metadata=_option(
         "which passes to animate (default both)", choices=PHASES))
     speed: float | None = field(default=None, metadata=_option(
