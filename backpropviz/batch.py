@@ -9,6 +9,7 @@ Where fork is missing (Windows), the scripts run one after another here.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import multiprocessing
 import os
@@ -166,8 +167,9 @@ def draw_many(scripts: Sequence[str], folder: Path, fmt: str,
                              f"{Path(name).stem}.{fmt}: draw them in separate calls")
     make_folder(folder)
     _preload(scripts)
-    tasks = [Task(name, _bound(draw_one, name, folder / f"{Path(name).stem}.{fmt}"),
-                  str(folder / f"{Path(name).stem}.{fmt}")) for name in scripts]
+    outputs = {name: folder / f"{Path(name).stem}.{fmt}" for name in scripts}
+    tasks = [Task(name, functools.partial(draw_one, name, output), str(output))
+             for name, output in outputs.items()]
     jobs = min(jobs or default_jobs(), len(tasks))
     started = time.monotonic()
     outcomes = run_all(tasks, jobs)
@@ -176,10 +178,6 @@ def draw_many(scripts: Sequence[str], folder: Path, fmt: str,
           f"{folder}/ in {time.monotonic() - started:.1f} s ({jobs} at a time)"
           + (f"; failed: {', '.join(failed)}" if failed else ""), file=sys.stderr)
     return 1 if failed else 0
-
-
-def _bound(draw_one: Callable[[str, Path], int], script: str, output: Path) -> Callable[[], int]:
-    return lambda: draw_one(script, output)
 
 
 def _preload(scripts: Sequence[str]) -> None:

@@ -75,7 +75,10 @@ def _run(shell: Any, line: str, cell: str) -> Any:
     if args.output is not None:
         require_writable(args.output)
     before = {name: id(obj) for name, obj in shell.user_ns.items()}
-    with recording_for(_with_earlier_imports(shell, cell)) as recording:
+    # A cell may compute with a framework an earlier cell imported.
+    imported = {obj.__name__.split(".")[0] for obj in shell.user_ns.values()
+                if isinstance(obj, types.ModuleType)}
+    with recording_for(cell, imported) as recording:
         with watching(None, other_engines=may_use_another_engine(cell)) as watch:
             result = shell.run_cell(cell, store_history=False)
         if not result.success:  # IPython has shown the cell's traceback
@@ -97,11 +100,3 @@ def _run(shell: Any, line: str, cell: str) -> Any:
         write_steps(G, args.steps, options)
     # As the command line draws it (groups closed...): the page, or the picture.
     return show(G, options, format="html" if fmt == "html" else "svg")
-
-
-def _with_earlier_imports(shell: Any, cell: str) -> str:
-    """The cell's code with the imports earlier cells made: a cell may compute with a
-    framework imported before it (its recording is chosen by what the code imports)."""
-    modules = sorted({obj.__name__.split(".")[0] for obj in shell.user_ns.values()
-                      if isinstance(obj, types.ModuleType)})
-    return "".join(f"import {name}\n" for name in modules) + cell

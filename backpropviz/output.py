@@ -84,13 +84,9 @@ def write(graph_or_root: Any, path: str | os.PathLike, options: Options | None =
     fmt = format_of(path, format)
     options.check(fmt)
     G = as_graph(graph_or_root, names)
-    if kind_of(fmt) == CLIP:
-        from .animate import render_video
-
-        with dot_time_limit(options.timeout):
-            check_layout(G)
-            return render_video(view(G, options), path, **options.clip())
-    return write_atomically(path, render(G, fmt, options))
+    if kind_of(fmt) == CLIP:  # the clip writes itself (atomically), subtitles beside it
+        return _output(G, fmt, options, path)
+    return write_atomically(path, _output(G, fmt, options))
 
 
 def render(graph_or_root: Any, format: str = "svg", options: Options | None = None, *,
@@ -102,7 +98,13 @@ def render(graph_or_root: Any, format: str = "svg", options: Options | None = No
     """
     options = _options(options, changes)
     options.check(format)
-    G = as_graph(graph_or_root, names)
+    return _output(as_graph(graph_or_root, names), format, options)
+
+
+def _output(G: nx.MultiDiGraph, format: str, options: Options,
+            clip_path: str | os.PathLike | None = None) -> Any:
+    """The output's bytes (options checked already); a clip is written to ``clip_path``
+    if given, and its path returned."""
     kind = kind_of(format)
     if kind == EXPORT:
         from .exports import export
@@ -114,6 +116,8 @@ def render(graph_or_root: Any, format: str = "svg", options: Options | None = No
         if kind == CLIP:
             from .animate import render_video
 
+            if clip_path is not None:
+                return render_video(view(G, options), clip_path, **options.clip())
             with tempfile.TemporaryDirectory() as folder:
                 clip = options.replace(progress=False).clip()
                 return render_video(view(G, options), Path(folder) / f"clip.{format}",

@@ -20,7 +20,7 @@ import os
 import runpy
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,14 +204,17 @@ def without_gradients(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
 
 
 @contextlib.contextmanager
-def recording_for(source: str) -> Iterator[Any]:
+def recording_for(source: str, imported: Iterable[str] = ()) -> Iterator[Any]:
     """The recording of the run of ``source`` by the producer that records the package it
-    imports (PyTorch's capture for a torch script); else None."""
+    imports, or that is among the packages ``imported`` already (a notebook's earlier
+    cells): PyTorch's capture for a torch script; else None."""
+    imported = set(imported)
     # Without the package installed the script runs as it is: one that needs torch
     # fails on its import (and gets the install hint), one that only tries it
     # (try: import torch / except ImportError) goes on with the engine.
     for producer in PRODUCERS:
-        if (producer.package and _imports(source, producer.package)
+        if (producer.package
+                and (producer.package in imported or _imports(source, producer.package))
                 and importlib.util.find_spec(producer.package) is not None):
             recorder = producer.record()
             if recorder is not None:
