@@ -49,6 +49,8 @@ from .views import group_path
 __all__ = [
     "BADGE_IN",
     "BADGE_OUT",
+    "CONTINUE_FROM",
+    "CONTINUE_TO",
     "EDGE_LABEL_NODES",
     "LARGE_GRAPH",
     "DotOptions",
@@ -67,6 +69,10 @@ __all__ = [
 # The ids of the two pieces of an edge that runs through a badge (its
 # contribution at a fork); the badge itself has the edge's id.
 BADGE_IN, BADGE_OUT = "/in", "/out"
+# The two marks of an edge from one row of a folded picture to another, at the
+# end of its piece in the first row and the start of its piece in the second.
+CONTINUE_TO, CONTINUE_FROM = "/to", "/from"
+CONTINUED = "/on"  # the id of the edge's piece from the second mark on
 
 
 # Edge labels take part in dot's ranking and make layout several times
@@ -288,6 +294,7 @@ class Writer:
         # Each edge then shows its contribution, and the node shows their sum.
         self.external_labels = G.number_of_nodes() > EDGE_LABEL_NODES
         self.fork_edges = fork_edges(G, self.plain) if self.show_grads else set()
+        self._mark_names: dict[Any, Any] | None = None  # a folded picture's, when needed
 
     def dot(self) -> str:
         t, o = self.t, self.o
@@ -349,26 +356,37 @@ class Writer:
             edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
             for u, v, k in edges:
                 attrs = self.edge(u, v, k, pred[v][u][k])
-                if band and band[u] != band[v]:
-                    attrs["constraint"] = "false"
                 badge = attrs.pop("badge", None)
+                eid = attrs["id"]
+                # (the backward arrow ends at u: only the piece from u draws it)
+                onward = {key: value for key, value in attrs.items()
+                          if key not in ("dir", "arrowtail")}
+                head = v
+                if band and band[u] != band[v]:
+                    # From one row to another: a mark at each end, named after the
+                    # value carried, so that no edge runs across the rows between.
+                    head = eid + CONTINUE_TO
+                    for name, row in ((head, band[u]), (eid + CONTINUE_FROM, band[v])):
+                        nodes[row].append(f"{_quote(name)} {_attrs(self.mark(u, v, name))};")
+                    if self.pins is None:  # the first beside u, not a column further on
+                        nodes[band[u]].append(f"{{rank=same; {_quote(u)}; {_quote(head)};}}")
+                    edge_lines.append(f"  {_quote(eid + CONTINUE_FROM)} -> {_quote(v)} "
+                                      f"{_attrs(self.pinned({**onward, 'id': eid + CONTINUED}))};")
+                    onward["arrowhead"] = attrs["arrowhead"] = "none"
                 if badge is None:
-                    edge_lines.append(f"  {_quote(u)} -> {_quote(v)} "
+                    edge_lines.append(f"  {_quote(u)} -> {_quote(head)} "
                                       f"{_attrs(self.pinned(attrs))};")
                     continue
                 # A contribution is a badge on its own edge: the edge runs into it
                 # and on out of it, so it cannot be read as another edge's.
-                eid = attrs["id"]
                 if self.pins is not None:
                     badge["pos"] = self.pins[eid]
                 nodes[band.get(u, 0)].append(f"{_quote(eid)} {_attrs(badge)};")
                 into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
-                out = {key: value for key, value in attrs.items()
-                       if key not in ("dir", "arrowtail")}  # the backward arrow ends at u
                 edge_lines.append(f"  {_quote(u)} -> {_quote(eid)} "
                                   f"{_attrs(self.pinned(into))};")
-                edge_lines.append(f"  {_quote(eid)} -> {_quote(v)} "
-                                  f"{_attrs(self.pinned({**out, 'id': eid + BADGE_OUT}))};")
+                edge_lines.append(f"  {_quote(eid)} -> {_quote(head)} "
+                                  f"{_attrs(self.pinned({**onward, 'id': eid + BADGE_OUT}))};")
         if band and self.pins is None:
             # Each row (or column) a cluster of its own; an edge from one to the
             # next does not rank its head after its tail, so each row starts anew.
@@ -436,6 +454,24 @@ class Writer:
             if path and attrs["label"].rsplit(".", 1)[0] == path[-1][0]:
                 return path
         return ()
+
+    def mark(self, u: Any, v: Any, name: str) -> dict[str, str]:
+        """A continuation mark of the edge u -> v in a folded picture: the name of
+        the value it carries, in an arrow-shaped tag."""
+        value = u if self.G.nodes[u]["kind"] == "value" else v
+        label = self.G.nodes[value]["label"]
+        if label:
+            text = _name_html(label, self.t)
+        else:
+            if self._mark_names is None:
+                self._mark_names = value_names(self.G, precision=self.o.precision)
+            text = font(escape(self._mark_names[value].text), self.t.text, EXPRESSION_PT,
+                        NAME_FONT)
+        attrs = {"id": name, "class": "continuation", "shape": "cds", "color": self.t.muted,
+                 "margin": "0.04,0.03", "label": f"<{text}>"}
+        if self.pins is not None:
+            attrs["pos"] = self.pins[name]
+        return attrs
 
     def pinned(self, attrs: dict[str, str]) -> dict[str, str]:
         """An edge's attributes, with its route if the folded layout keeps it."""

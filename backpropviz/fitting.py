@@ -11,6 +11,7 @@ from typing import Any
 
 import networkx as nx
 
+from .crossings import count_crossings
 from .dot import EDGE_LABEL_NODES, fork_edges, plain_constants, validated
 from .errors import DrawError
 from .figure import to_dot
@@ -26,8 +27,9 @@ __all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit"]
 # ---------------------------------------------------------------- fitting a frame
 
 # What a slide needs at its full size: numbers this many pixels tall, every
-# other text at least the second figure.
-SLIDE_NUMBER_PX, SLIDE_TEXT_PX = 18.0, 14.0
+# other text at least the second figure (on a 16:9 slide of 1920 x 1080, one
+# point is two pixels: 14 pt and 12 pt, what projected text wants).
+SLIDE_NUMBER_PX, SLIDE_TEXT_PX = 28.0, 24.0
 # At most this many rows, and no more trying after this many seconds of layouts.
 _MOST_ROWS, _FIT_SECONDS = 8, 8.0
 
@@ -44,6 +46,11 @@ class Fit:
     number_pt: float  # the smallest number's size in the drawing, in points
     text_pt: float  # the smallest other text's
     numbers: str = "numbers"  # what the smallest main text is: "numbers", or "names"
+    crossings: int = 0  # how many times its edges cross
+
+    @property
+    def rows(self) -> int:
+        return self.wrap if isinstance(self.wrap, int) else len(self.wrap) + 1
 
     @property
     def number_px(self) -> float:
@@ -72,9 +79,11 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     """The layout that shows ``G`` largest in ``frame`` (e.g. ``"1920x1080"``).
 
     Tries the direction given (or left to right and top to bottom) with the
-    graph whole and folded into 2, 3 or 4 rows (columns top to bottom), each
-    laid out by dot; a folding whose rows dot did not stack in order is
-    dropped. ``options`` are to_dot's (theme, precision...).
+    graph whole and folded into 2, 3, 4... rows (columns top to bottom), each
+    laid out by dot, and keeps the one whose edges cross least (no more than
+    the graph's laid out whole) and, of those, whose smallest number is
+    largest (the fewest rows on a tie).
+    ``options`` are to_dot's (theme, precision...).
     """
     frame = parse_frame(frame)
     validated(G)
@@ -96,44 +105,58 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     candidates: dict[str, list[Fit]] = {direction: [] for direction in directions}
     extents: dict[str, dict] = {}
     started = time.monotonic()
-    # Rows are added, each direction in turn, until a candidate is readable on
-    # the slide (fewer rows are fewer edges running between them), more rows
-    # stop helping, or the time is up (each try is a layout).
+    # Rows are added, each direction in turn, until more rows stop making the
+    # picture larger (twice in a row) or the time is up (each try is a layout).
     for count in range(1, most + 1):
         for direction in directions:
             tried = candidates[direction]
-            if count > 1 and (not tried or len(tried) < count - 1
-                              or tried[-1].scale < (tried[-2].scale if len(tried) > 1 else 0)):
+            if count > 1 and (not tried or _shrinking(tried)):
                 continue
             if count == 1:
-                size, extents[direction] = _placed(G, direction, 1, options)
+                size, extents[direction], crossings = _placed(G, direction, 1, options)
                 wrap: int | tuple[int, ...] = 1
             else:
                 wrap = fold_cuts(G, count, extents[direction])
-                size = _placed(G, direction, wrap, options)[0] if wrap else None
+                size, _, crossings = _placed(G, direction, wrap, options) if wrap \
+                    else (None, {}, 0)
             if size is None:
                 continue
             tried.append(Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
-                             number_pt, text_pt, "names" if symbolic else "numbers"))
-        readable = [fit for tried in candidates.values() for fit in tried if fit.advice is None]
-        if readable:
-            return max(readable, key=lambda fit: fit.scale)
+                             number_pt, text_pt, "names" if symbolic else "numbers", crossings))
         if time.monotonic() - started > _FIT_SECONDS:
             break
-    return max((fit for tried in candidates.values() for fit in tried),
-               key=lambda fit: fit.scale)
+    fits = [fit for tried in candidates.values() for fit in tried]
+    # Crossings dot's own layout has are not the folding's doing: only those
+    # past the fewest of the whole graph's count against a folding.
+    whole = min(fit.crossings for fit in fits if fit.rows == 1)
+    return min(fits, key=lambda fit: _preferred(fit, whole))
+
+
+def _shrinking(tried: list[Fit]) -> bool:
+    """Whether the last two foldings tried were each smaller than the one before
+    (one smaller can be followed by a larger: rows cut elsewhere)."""
+    scales = [fit.scale for fit in tried[-3:]]
+    return len(scales) == 3 and scales[0] > scales[1] > scales[2]
+
+
+def _preferred(fit: Fit, whole: int) -> tuple:
+    """The order fits are preferred in: fewest crossings (past ``whole``, the
+    graph's laid out whole), then the largest smallest number (to a percent),
+    then the fewest rows."""
+    return (max(0, fit.crossings - whole), -round(math.log(fit.scale), 2), fit.rows)
 
 
 def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
-            options: Mapping[str, Any]) -> tuple[tuple[float, float] | None, dict]:
+            options: Mapping[str, Any]) -> tuple[tuple[float, float] | None, dict, int]:
     """The size (points, with the pad) of the picture as laid out (None for a
-    folding dot cannot route), and each rank's span along the flow."""
+    folding dot cannot route), each rank's span along the flow, and how many
+    times its edges cross."""
     try:
         data = json.loads(run_dot(to_dot(G, rankdir=rankdir, wrap=wrap, **options), "json"))
     except DrawError:
         if wrap == 1:
             raise
-        return None, {}  # dot cannot route some foldings ("triangulation failed")
+        return None, {}, 0  # dot cannot route some foldings ("triangulation failed")
     x0, y0, x1, y1 = (float(n) for n in data["bb"].split(","))
     pad = 2 * float(data.get("pad", 0.25)) * 72
     rank = ranks(G)
@@ -146,4 +169,4 @@ def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
             half = float(obj["width" if along == 0 else "height"]) * 36
             lo, hi = extent.get(rank[obj["name"]], (math.inf, -math.inf))
             extent[rank[obj["name"]]] = (min(lo, centre - half), max(hi, centre + half))
-    return (x1 - x0 + pad, y1 - y0 + pad), extent
+    return (x1 - x0 + pad, y1 - y0 + pad), extent, count_crossings(data)

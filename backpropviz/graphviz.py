@@ -148,12 +148,31 @@ _SUBSCRIPT = re.compile(rb'<text ([^>]*?)y="(-?[0-9.]+)"([^>]*?) baseline-shift=
                         rb'font-size="([0-9.]+)"')
 
 
+# The picture's scale as graphviz writes it (to two decimals), and the
+# background it fills: the drawing with its pad, in the picture's own points.
+_SCALE = re.compile(rb'viewBox="0\.00 0\.00 ([0-9.]+) ([0-9.]+)"(.*?)transform="scale\('
+                    rb'([0-9.]+) ([0-9.]+)\)(.*?)<polygon [^>]*?points="([^"]+)"', re.S)
+
+
 def portable_svg(svg: bytes) -> bytes:
     """graphviz's SVG, with its subscripts (W₁) set lower and smaller in plain
-    coordinates: cairosvg and other converters ignore ``baseline-shift``."""
+    coordinates: cairosvg and other converters ignore ``baseline-shift``; and
+    scaled exactly (graphviz rounds the scale to two decimals, which lets a
+    picture scaled to a frame run up to half a percent past its edge)."""
     def lowered(match: re.Match) -> bytes:
         size = float(match.group(4))
         y = float(match.group(2)) + 0.3 * size
         return (b"<text " + match.group(1) + b'y="' + f"{y:.2f}".encode() + b'"'
                 + match.group(3) + b' font-size="' + f"{0.72 * size:.2f}".encode() + b'"')
-    return _SUBSCRIPT.sub(lowered, svg)
+
+    def exact(match: re.Match) -> bytes:
+        points = [tuple(map(float, p.split(b","))) for p in match.group(7).split()]
+        xs, ys = [x for x, _ in points], [y for _, y in points]
+        width, height = max(xs) - min(xs), max(ys) - min(ys)
+        if match.group(4) == b"1" or not width or not height:
+            return match.group(0)
+        scale = min(float(match.group(1)) / width, float(match.group(2)) / height)
+        text = f"{scale:.5f}".encode()
+        return (match.group(0)[:match.start(4) - match.start(0)] + text + b" " + text
+                + match.group(0)[match.end(5) - match.start(0):])
+    return _SUBSCRIPT.sub(lowered, _SCALE.sub(exact, svg, count=1))

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import networkx as nx
 
-from .dot import DotOptions, Writer, folded
+from .dot import CONTINUE_FROM, DotOptions, Writer, folded
 from .folding import bands
 from .graphviz import run_dot
 from .steps import state_at
@@ -51,8 +51,8 @@ def _pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
     dot lays the rows (clusters) out in one run, but stacks them in an order
     of its own; here they are put in reading order: rows top to bottom, left
     aligned (right for RL); columns left to right, top aligned (bottom for
-    BT). An edge within a row keeps dot's route; one between rows is left for
-    neato to route.
+    BT). Every edge keeps dot's route: one from a row to another is drawn as
+    two pieces, each within its row, ending at a continuation mark.
     """
     draft = Writer(G, replace(options, frame=None), state_at(G, None)).dot()
     data = json.loads(run_dot(draft, "json"))
@@ -61,7 +61,10 @@ def _pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
     def band_of(name: str) -> int:
         if name in band:
             return band[name]
-        return band[name.split("->", 1)[0]]  # a badge: beside the value that sends it
+        if name.endswith(CONTINUE_FROM):  # the mark where an edge comes into its row
+            return band[name.split("->", 1)[1].rsplit("#", 1)[0]]
+        # a badge, or the mark where an edge leaves its row: beside its sender
+        return band[name.split("->", 1)[0]]
 
     boxes: dict[int, list[float]] = {}
     places: dict[str, tuple[float, float, int]] = {}
@@ -91,14 +94,10 @@ def _pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
     pins = {name: f"{x + shift[number][0]:.2f},{y + shift[number][1]:.2f}!"
             for name, (x, y, number) in places.items()}
     names = {obj["_gvid"]: obj["name"] for obj in data.get("objects", []) if "pos" in obj}
-    def crosses(edge: str) -> bool:  # an edge (or the edge a badge is on) between rows
-        tail, rest = edge.split("->", 1)
-        return band_of(tail) != band_of(rest.rsplit("#", 1)[0].split("/")[0])
-
     for line in data.get("edges", []):
-        if "id" not in line or crosses(line["id"].rsplit("/", 1)[0]):
-            continue  # left for neato to route, both pieces of a badge's edge
         tail = band_of(names[line["tail"]])
+        if "id" not in line or tail != band_of(names[line["head"]]):
+            continue  # left for neato to route
         dx, dy = shift[tail]
         pins[line["id"]] = " ".join(_moved(part, dx, dy) for part in line["pos"].split())
     return pins

@@ -211,7 +211,7 @@ def slide_figures(repeats: int) -> None:
     examples = Path(__file__).resolve().parent.parent / "examples"
     print(f"(e) fitted to 1920x1080, wall seconds (medians of {repeats}; ratio to bare dot):")
     print(f"    {'example':<15} {'bare dot':>9} {'plain':>14} {'--fit':>14}  chosen")
-    for name in ("d2l_objective", "mlp3"):
+    for name in ("d2l_mlp", "d2l_objective", "mlp3"):
         G = graph_of_script(examples / f"{name}.py", quiet=True)
         source = to_dot(G)
         bare_dot(source)
@@ -224,7 +224,8 @@ def slide_figures(repeats: int) -> None:
         chosen = draw(G, fit="1920x1080").fit
         print(f"    {name:<15} {floor:>8.3f}s {plain:>7.3f}s {plain_ratio:>4.1f}x"
               f" {fitted:>7.3f}s {fit_ratio:>4.1f}x  {chosen.rankdir}, "
-              f"wrap {chosen.wrap}, numbers {chosen.number_px:.0f} px")
+              f"wrap {chosen.wrap}, numbers {chosen.number_px:.0f} px, "
+              f"other text {chosen.text_px:.0f} px, {chosen.crossings} crossings")
 
 
 def _seconds(value: float | None, limit: float) -> str:

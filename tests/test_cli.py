@@ -558,9 +558,11 @@ def test_fit_writes_a_figure_the_size_of_the_frame(tmp_path):
     ok(EXAMPLES / "d2l_objective.py", "--fit", "1920x1080", "-o", "slide.png", cwd=tmp_path)
     width, height = Image.open(tmp_path / "slide.png").size
     assert (width == 1920 and height <= 1080) or (height == 1080 and width <= 1920)
+    done = ok(EXAMPLES / "d2l_mlp.py", "--fit", "1920x1080", "-o", "mlp.svg", cwd=tmp_path)
+    assert b"note:" not in done.stderr  # readable at that size (28 px numbers): nothing to say
     done = ok(EXAMPLES / "d2l_objective.py", "--fit", "1920x1080", "-o", "slide.svg",
               cwd=tmp_path)
-    assert b"note:" not in done.stderr  # readable at that size: nothing to say
+    assert b"note: at 1920x1080 the numbers are" in done.stderr  # it says what it reached
     svg_size = re.search(rb'<svg width="1920px" height="([0-9.]+)px"',
                          (tmp_path / "slide.svg").read_bytes())
     assert svg_size
