@@ -22,6 +22,7 @@ import networkx as nx
 from .errors import BackpropvizError
 from .files import write_atomically
 from .formatting import byte_size
+from .glyphs import with_fallback_fonts
 from .memory import BACKWARD, FORWARD, INNER, MemoryStep, Timeline, timeline, to_json
 from .metrics import fit_text, text_width
 from .page_head import page_head
@@ -542,7 +543,7 @@ def chart_bytes(svg: str, fmt: str) -> bytes:
         raise ChartError(f"a {fmt.upper()} chart needs cairosvg, which is not installed; "
                          f"{INSTALL_HINT} (or write .svg)") from None
     convert = cairosvg.svg2png if fmt == "png" else cairosvg.svg2pdf
-    return convert(bytestring=svg.encode("utf-8"))
+    return convert(bytestring=with_fallback_fonts(svg).encode("utf-8"))
 
 
 def render_chart(svg: str, path: str | os.PathLike) -> Path:
