@@ -19,6 +19,7 @@ from .captions import name_parts, value_names
 from .errors import DrawError
 from .folding import bands
 from .formatting import MAX_ITEMS, byte_size, display_number, grid_indices
+from .graphviz import SUBSCRIPT_SCALE
 from .ir import IRError, operand_edges, validate
 from .metrics import text_width
 from .steps import StepState, dead_masks, gradient_history
@@ -112,6 +113,31 @@ def font(text: str, color: str, size: float | None = None, face: str | None = No
     extra = f' POINT-SIZE="{size:g}"' if size else ""
     extra += f' FACE="{face}"' if face else ""
     return f'<FONT COLOR="{color}"{extra}>{text}</FONT>'
+
+
+# A name inside an expression heading (o − y, W1 x + b1): letters, then letters,
+# digits and underscores, not part of a number (the e of 1e-3).
+_IDENTIFIER = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _expression_html(text: str, theme: Theme) -> str:
+    """An expression heading typeset as the boxes' names are: ``W1 x + b1`` as
+    W₁ x + b₁, one-letter names in italics, words (relu, tanh) upright."""
+    def between(part: str) -> str:  # (a piece may start a text of its own)
+        return escape(part).replace(" ", _GAP)
+
+    # A subscript drawn no smaller than the legend (portable_svg sets it smaller).
+    sub_pt = LEGEND_PT / SUBSCRIPT_SCALE
+    parts, last = [], 0
+    for match in _IDENTIFIER.finditer(text):
+        base, sub = name_parts(match.group())
+        body = f"<I>{escape(base)}</I>" if len(base) == 1 else escape(base)
+        if sub:
+            body += f'<SUB><FONT POINT-SIZE="{sub_pt:.1f}">{escape(sub)}</FONT></SUB>'
+        parts += [between(text[last:match.start()]), body]
+        last = match.end()
+    parts.append(between(text[last:]))
+    return font("".join(parts), theme.muted, EXPRESSION_PT, NAME_FONT)
 
 
 def _name_html(name: str, theme: Theme) -> str:
@@ -465,10 +491,9 @@ class Writer:
         else:
             if self._mark_names is None:
                 self._mark_names = value_names(self.G, precision=self.o.precision)
-            text = font(escape(self._mark_names[value].text), self.t.text, EXPRESSION_PT,
-                        NAME_FONT)
+            text = _expression_html(self._mark_names[value].text, self.t)
         attrs = {"id": name, "class": "continuation", "shape": "cds", "color": self.t.muted,
-                 "margin": "0.04,0.03", "label": f"<{text}>"}
+                 "margin": "0.1,0.03", "label": f"<{text}>"}
         if self.pins is not None:
             attrs["pos"] = self.pins[name]
         return attrs
@@ -489,8 +514,7 @@ class Writer:
         if attrs["label"]:
             header.append(_name_html(attrs["label"], t))
         elif node in self.expressions:
-            header.append(font(escape(self.expressions[node]), t.muted, EXPRESSION_PT,
-                                NAME_FONT))
+            header.append(_expression_html(self.expressions[node], t))
         if attrs.get("stored") and node not in self.plain and not o.symbolic:
             classes.append("stored")
             header.append(font("●", t.saved, MARK_PT))

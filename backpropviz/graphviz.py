@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_DOT_TIMEOUT",
     "FORMATS",
     "PIECES_PER_MINUTE",
+    "SUBSCRIPT_SCALE",
     "check_layout",
     "dot_time_limit",
     "layout_pieces",
@@ -144,6 +145,8 @@ def run_dot(source: str, format: str = "svg") -> bytes:
     return out
 
 
+# A subscript's size, of its name's.
+SUBSCRIPT_SCALE = 0.72
 _SUBSCRIPT = re.compile(rb'<text ([^>]*?)y="(-?[0-9.]+)"([^>]*?) baseline-shift="sub" '
                         rb'font-size="([0-9.]+)"')
 
@@ -163,7 +166,8 @@ def portable_svg(svg: bytes) -> bytes:
         size = float(match.group(4))
         y = float(match.group(2)) + 0.3 * size
         return (b"<text " + match.group(1) + b'y="' + f"{y:.2f}".encode() + b'"'
-                + match.group(3) + b' font-size="' + f"{0.72 * size:.2f}".encode() + b'"')
+                + match.group(3) + b' font-size="' + f"{SUBSCRIPT_SCALE * size:.2f}".encode()
+                + b'"')
 
     def exact(match: re.Match) -> bytes:
         points = [tuple(map(float, p.split(b","))) for p in match.group(7).split()]

@@ -68,11 +68,30 @@ def test_constants_have_no_gradient_or_saved_mark_unless_asked(example):
         assert ("−1" in line) == (dot is shown)
 
 
+def _headings(svg: str) -> list[str]:
+    """Each value box's first line of text as it reads: its pieces (a name in
+    italics, a subscript) joined, no-break spaces read as spaces."""
+    root = ET.fromstring(svg)
+    lines = []
+    for group in root.iter(f"{SVG_NS}g"):
+        if "value" not in (group.get("class") or "").split():
+            continue
+        texts = [t for t in group.iter(f"{SVG_NS}text") if t.text]
+        if texts:
+            top = min(float(t.get("y")) for t in texts)
+            first = sorted((float(t.get("x")), t.text) for t in texts
+                           if abs(float(t.get("y")) - top) < 6)
+            line = "".join(text for _, text in first).replace("\xa0", " ")
+            lines.append(line.replace("●", "").strip())  # (less the saved mark)
+    return lines
+
+
 def test_unnamed_values_are_headed_by_their_expression(example):
     svg = draw(example("d2l_objective")).svg
-    texts = _svg_texts(svg)
+    headings = _headings(svg)
     for expression in ("o − y", "(o − y)²", "Σ(o − y)²"):
-        assert expression in texts, expression
+        assert expression in headings, expression
+    texts = _svg_texts(svg)
     assert "o" in texts and "y" in texts  # named values keep their names
 
 
@@ -81,8 +100,25 @@ def test_expression_heads_use_the_names_on_the_boxes():
     b = Value(-3.0, label="b")
     out = (a * b).tanh()
     out.backward()
-    texts = _svg_texts(draw(out).svg)
-    assert "a·b" in texts and "tanh(a·b)" in texts
+    headings = _headings(draw(out).svg)
+    assert "a·b" in headings and "tanh(a·b)" in headings
+
+
+def test_expression_heads_set_indices_as_the_boxes_do(example):
+    # W1 x + b1 is headed W₁x + b₁: the index a subscript, lower and smaller,
+    # as in the box named W₁ (not the Python name W1).
+    svg = draw(example("mlp3")).svg
+    root = ET.fromstring(svg)
+    for group in root.iter(f"{SVG_NS}g"):
+        texts = [t for t in group.iter(f"{SVG_NS}text") if t.text]
+        if "value" in (group.get("class") or "") and texts and texts[0].text == "W" \
+                and any(t.text.strip() == "+" for t in texts):
+            W, one = texts[0], texts[1]
+            assert one.text == "1" and float(one.get("y")) > float(W.get("y"))
+            assert float(one.get("font-size")) < float(W.get("font-size"))
+            break
+    else:
+        raise AssertionError("no heading W1 x + b1")
 
 
 def test_a_tensor_constant_is_drawn_without_gradient():
