@@ -233,9 +233,9 @@ def fold_chains(G: nx.MultiDiGraph, min_operands: int = 3) -> nx.MultiDiGraph:
     gone = {op for op in inner if _top_of(op, inner) in folded}
     H.remove_nodes_from([*gone, *(result_of(G, op) for op in gone)])
     H.graph["backward_order"] = [op for op in G.graph["backward_order"] if op not in gone]
-    H.graph["notes"] = [*G.graph.get("notes", ()),
-                        "a chain of + whose inner sums have no name (Python's sum(), a "
-                        "neuron's weighted sum) is drawn as one +, each edge as it was"]
+    H.graph["remarks"] = [*G.graph.get("remarks", ()),
+                          "a chain of + whose inner sums have no name (Python's sum(), a "
+                          "neuron's weighted sum) is drawn as one +, each edge as it was"]
     return H
 
 

@@ -68,8 +68,15 @@ def _options(options: Options | None, changes: Mapping[str, Any]) -> Options:
 
 
 def view(G: nx.MultiDiGraph, options: Options) -> nx.MultiDiGraph:
-    """The graph as drawn: groups closed (unless ``expand``), modules, compact runs."""
-    return drawn_graph(G, **options.view())
+    """The graph as drawn: groups closed (unless ``expand``), modules, compact runs.
+
+    What the view or the producer simplified, where the picture shows it by
+    itself (the graph's ``remarks``), is said as a warning
+    (``backpropviz.errors.Note``), not drawn."""
+    H = drawn_graph(G, **options.view())
+    for remark in H.graph.get("remarks", ()):
+        warnings.warn(remark, Note, stacklevel=4)
+    return H
 
 
 def write(graph_or_root: Any, path: str | os.PathLike, options: Options | None = None, *,

@@ -191,6 +191,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("stored_bytes", GRAPH, COUNT, "all bytes kept for backward", _PRODUCERS),
     Attribute("notes", GRAPH, TEXTS, "what a legend says about how the graph was read",
               f"{_PRODUCERS}, {_VIEWS}"),
+    Attribute("remarks", GRAPH, TEXTS, "how the graph was simplified for drawing, where "
+              "the picture shows it by itself: said on stderr and in the text form, not "
+              "drawn", f"{_PRODUCERS}, {_VIEWS}"),
     Attribute("entered", GRAPH, FLAG, "backward started beyond the drawing (the seeds are "
               "the roots' gradients)", _ENGINE),
     Attribute("module_groups", GRAPH, TEXTS, "the groups that are nn.Module calls", _TORCH),

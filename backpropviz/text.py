@@ -56,7 +56,8 @@ def to_text(G: nx.MultiDiGraph, precision: int = 4) -> str:
     if order:
         lines.append("# backward order: " + ", ".join(
             names[next(iter(G.successors(op)))] for op in order))
-    lines += [f"# note: {note}" for note in G.graph.get("notes", ())]
+    lines += [f"# note: {note}" for note in (*G.graph.get("notes", ()),
+                                              *G.graph.get("remarks", ()))]
     return "\n".join(lines) + "\n"
 
 

@@ -160,10 +160,10 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
             kept_open.append(name)
     notes = [f"the group {name!r} is drawn op by op: it makes more than one value that "
              "is used outside it, and an operator has one result" for name in kept_open]
-    if any(note not in G.graph.get("notes", []) for note in notes):
+    told = G.graph.get("remarks", [])
+    if any(note not in told for note in notes):
         G = G.copy()
-        G.graph["notes"] = [*G.graph.get("notes", []),
-                            *(note for note in notes if note not in G.graph.get("notes", []))]
+        G.graph["remarks"] = [*told, *(note for note in notes if note not in told)]
     if not plans:
         return G
     hidden = {node for _, plan in plans.values() for node in plan["hidden"]}

@@ -601,3 +601,16 @@ def test_the_book_figure_from_the_command_line(tmp_path):
        cwd=tmp_path)
     svg = (tmp_path / "fig.svg").read_text()
     assert "<title>op" in svg and ">l</text>" in svg and ">s</text>" in svg
+
+
+def test_how_the_graph_was_simplified_is_said_on_stderr_not_drawn(tmp_path):
+    # scalar_neuron's weighted sum x1·w1 + x2·w2 + b is drawn as one +: the
+    # figure shows that by itself, and the remark goes to stderr.
+    done = ok(EXAMPLES / "scalar_neuron.py", "-o", "neuron.svg", cwd=tmp_path)
+    assert b"note: a chain of + whose inner sums have no name" in done.stderr
+    svg = (tmp_path / "neuron.svg").read_text(encoding="utf-8")
+    assert "inner sums" not in svg
+    plus = re.findall(r'class="node op add[^"]*"', svg)
+    assert len(plus) == 1  # one + for the whole sum
+    done = ok(EXAMPLES / "scalar_neuron.py", "-o", "neuron.txt", cwd=tmp_path)
+    assert "# note: a chain of +" in (tmp_path / "neuron.txt").read_text(encoding="utf-8")

@@ -223,7 +223,7 @@ def test_a_group_that_cannot_be_one_op_is_named_in_a_note_and_its_inner_group_cl
     view = closed_groups(to_networkx(c))
     assert [attrs["symbol"] for _, attrs in view.nodes(data=True)
             if attrs.get("op") == "group"] == ["inner"]
-    assert any("'outer' is drawn op by op" in note for note in view.graph["notes"])
+    assert any("'outer' is drawn op by op" in note for note in view.graph["remarks"])
 
 
 def test_expand_boxes_hold_what_was_made_inside_and_a_modules_own_parameters():
