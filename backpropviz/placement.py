@@ -24,20 +24,22 @@ def placement(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str] | None:
     return _pins(G, options) if folded(options) else None
 
 
-# How far right each point up moves in the book's layout (a shear of dot's bottom-to-top).
-_BOOK_SHEAR = 0.9
+# How far up each point right moves in the book's layout (a shear of dot's left-to-right).
+_BOOK_SHEAR = 0.45
 
 
 def _book_pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
-    """The book's layout: dot's bottom-to-top one, sheared so that each rank up
-    is further right; the edges are routed anew (neato)."""
-    draft = Writer(G, replace(options, frame=None, wrap=1), state_at(G, None)).dot()
+    """The book's layout: dot's left-to-right one, sheared so that each rank to
+    the right is higher (a shear keeps a layout free of crossings); the edges
+    are routed anew (neato)."""
+    draft = Writer(G, replace(options, rankdir="LR", frame=None, wrap=1),
+                   state_at(G, None)).dot()
     data = json.loads(run_dot(draft, "json"))
     pins = {}
     for obj in data.get("objects", []):
         if "pos" in obj:
             x, y = (float(n) for n in obj["pos"].split(",")[:2])
-            pins[obj["name"]] = f"{x + _BOOK_SHEAR * y:.2f},{y:.2f}!"
+            pins[obj["name"]] = f"{x:.2f},{y + _BOOK_SHEAR * x:.2f}!"
     return pins
 
 

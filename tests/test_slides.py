@@ -325,7 +325,8 @@ def test_a_frame_is_width_by_height(frame):
 
 def test_the_book_layout_runs_from_the_lower_left_to_the_upper_right(example):
     G = example("d2l_figure")
-    placed = layout_of_source(to_dot(G, rankdir="book"))
+    placed = {node: place for node, place in layout_of_source(to_dot(G, rankdir="book")).items()
+              if node in G}  # (not the badges on the edges)
     label = {attrs["label"]: node for node, attrs in G.nodes(data=True) if attrs.get("label")}
     x, J = placed[label["x"]], placed[label["J"]]
     xs = [p[0] for p in placed.values()]
@@ -338,6 +339,9 @@ def test_the_book_layout_runs_from_the_lower_left_to_the_upper_right(example):
         if kind == "op" and op in placed:
             (result,) = G.successors(op)
             assert placed[result][1] > placed[op][1] and placed[result][0] > placed[op][0]
+    # wide, as the book's figure is, and no edge crosses another
+    assert max(xs) - min(xs) > max(ys) - min(ys)
+    assert count_crossings(json.loads(run_dot(to_dot(G, rankdir="book"), "json"))) == 0
 
 
 def test_symbolic_draws_names_only(example):
