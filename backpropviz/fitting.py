@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import math
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
 from .crossings import count_crossings
-from .dot import EDGE_LABEL_NODES, fork_edges, plain_constants, validated
+from .dot import EDGE_LABEL_NODES, dot_options, fork_edges, plain_constants, validated
 from .errors import DrawError
 from .figure import to_dot
 from .folding import fold_cuts, ranks
 from .graphviz import run_dot
 from .options import parse_frame
+from .placement import folded_extent
 from .style import BOOK, EXPRESSION_PT, LABEL_PT, LEGEND_PT, LONG_SYMBOL_PT, NAME_PT, VALUE_PT
 from .views import drawn_graph
 
@@ -105,26 +108,34 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     candidates: dict[str, list[Fit]] = {direction: [] for direction in directions}
     extents: dict[str, dict] = {}
     started = time.monotonic()
-    # Rows are added, each direction in turn, until more rows stop making the
-    # picture larger (twice in a row) or the time is up (each try is a layout).
-    for count in range(1, most + 1):
-        for direction in directions:
-            tried = candidates[direction]
-            if count > 1 and (not tried or _shrinking(tried)):
-                continue
-            if count == 1:
-                size, extents[direction], crossings = _placed(G, direction, 1, options)
-                wrap: int | tuple[int, ...] = 1
-            else:
-                wrap = fold_cuts(G, count, extents[direction])
-                size, _, crossings = _placed(G, direction, wrap, options) if wrap \
-                    else (None, {}, 0)
-            if size is None:
-                continue
-            tried.append(Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
-                             number_pt, text_pt, "names" if symbolic else "numbers", crossings))
-        if time.monotonic() - started > _FIT_SECONDS:
-            break
+    # Rows are added until more rows stop making the picture larger (twice
+    # in a row) or the time is up (each try is a layout): the directions side
+    # by side, each layout a dot process of its own.
+    def tried_in(direction: str, count: int) -> Fit | None:
+        if count == 1:
+            size, extents[direction], crossings = _placed(G, direction, 1, options)
+            wrap: int | tuple[int, ...] = 1
+        else:
+            wrap = fold_cuts(G, count, extents[direction])
+            size, _, crossings = _placed(G, direction, wrap, options) if wrap \
+                else (None, {}, 0)
+        if size is None:
+            return None
+        return Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
+                   number_pt, text_pt, "names" if symbolic else "numbers", crossings)
+
+    with ThreadPoolExecutor(max_workers=len(directions)) as pool:
+        for count in range(1, most + 1):
+            going = [direction for direction in directions if count == 1 or (
+                candidates[direction] and not _shrinking(candidates[direction]))]
+            # (each in the caller's context: dot's time limit is a context variable)
+            tries = [pool.submit(contextvars.copy_context().run, tried_in, direction, count)
+                     for direction in going]
+            for direction, found in zip(going, (t.result() for t in tries), strict=True):
+                if found is not None:
+                    candidates[direction].append(found)
+            if time.monotonic() - started > _FIT_SECONDS:
+                break
     fits = [fit for tried in candidates.values() for fit in tried]
     # Crossings dot's own layout has are not the folding's doing: only those
     # past the fewest of the whole graph's count against a folding.
@@ -146,17 +157,25 @@ def _preferred(fit: Fit, whole: int) -> tuple:
     return (max(0, fit.crossings - whole), -round(math.log(fit.scale), 2), fit.rows)
 
 
+# to_dot's options that are the drawing's (the others choose the view, drawn already).
+_DRAWING = ("theme", "precision", "forward_only", "legend", "show_constants", "expand",
+            "symbolic")
+
+
 def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
             options: Mapping[str, Any]) -> tuple[tuple[float, float] | None, dict, int]:
     """The size (points, with the pad) of the picture as laid out (None for a
     folding dot cannot route), each rank's span along the flow, and how many
     times its edges cross."""
-    try:
-        data = json.loads(run_dot(to_dot(G, rankdir=rankdir, wrap=wrap, **options), "json"))
-    except DrawError:
-        if wrap == 1:
-            raise
-        return None, {}, 0  # dot cannot route some foldings ("triangulation failed")
+    if wrap != 1:  # measured on its draft, which drawing it lays out no more
+        drawing = {key: options[key] for key in _DRAWING if key in options}
+        try:
+            width, height, crossings = folded_extent(
+                G, dot_options(rankdir, wrap=wrap, frame=options["frame"], **drawing))
+        except DrawError:
+            return None, {}, 0  # dot cannot lay out some foldings
+        return (width, height), {}, crossings
+    data = json.loads(run_dot(to_dot(G, rankdir=rankdir, wrap=wrap, **options), "json"))
     x0, y0, x1, y1 = (float(n) for n in data["bb"].split(","))
     pad = 2 * float(data.get("pad", 0.25)) * 72
     rank = ranks(G)

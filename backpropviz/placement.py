@@ -5,23 +5,29 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from functools import lru_cache
 
 import networkx as nx
 
+from .crossings import count_crossings
 from .dot import CONTINUE_FROM, DotOptions, Writer, folded
 from .folding import bands
 from .graphviz import run_dot
 from .steps import state_at
 from .style import BOOK
 
-__all__ = ["placement"]
+__all__ = ["folded_extent", "placement"]
 
 
 def placement(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str] | None:
     """The pinned places of a folded or book-style picture; None for dot's own."""
     if options.rankdir == BOOK:
         return _book_pins(G, options)
-    return _pins(G, options) if folded(options) else None
+    if not folded(options):
+        return None
+    pins = _pins(G, options)
+    del pins[EXTENT]
+    return pins
 
 
 # How far up each point right moves in the book's layout (a shear of dot's left-to-right).
@@ -43,6 +49,8 @@ def _book_pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
     return pins
 
 
+# The key under which _pins gives the folded picture's size and crossings.
+EXTENT = " extent"
 # The gap between the rows (columns) of a folded picture, in points.
 _ROW_GAP = 18.0
 
@@ -56,8 +64,7 @@ def _pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
     BT). Every edge keeps dot's route: one from a row to another is drawn as
     two pieces, each within its row, ending at a continuation mark.
     """
-    draft = Writer(G, replace(options, frame=None), state_at(G, None)).dot()
-    data = json.loads(run_dot(draft, "json"))
+    data = _draft(Writer(G, replace(options, frame=None), state_at(G, None)).dot())
     band = bands(G, options.wrap)
 
     def band_of(name: str) -> int:
@@ -95,6 +102,15 @@ def _pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
             edge += (x1 - x0) + _ROW_GAP
     pins = {name: f"{x + shift[number][0]:.2f},{y + shift[number][1]:.2f}!"
             for name, (x, y, number) in places.items()}
+    # The rows as stacked, with the legend below them (as neato places it).
+    along = max((x1 - x0 if across else y1 - y0) for x0, y0, x1, y1 in boxes.values())
+    # (graphviz keeps 8 points either side of a graph's label, and about 8 above it)
+    label = ((float(data["lwidth"]) * 72 + 16, float(data["lheight"]) * 72 + 7.8)
+             if "lwidth" in data else (0.0, 0.0))
+    size = ((max(along, label[0]), edge - _ROW_GAP + label[1]) if across
+            else (max(edge - _ROW_GAP, label[0]), along + label[1]))
+    pad = 2 * float(data.get("pad", 0)) * 72  # (the same on the picture drawn)
+    pins[EXTENT] = f"{size[0] + pad:.2f},{size[1] + pad:.2f},{count_crossings(data)}"
     names = {obj["_gvid"]: obj["name"] for obj in data.get("objects", []) if "pos" in obj}
     for line in data.get("edges", []):
         tail = band_of(names[line["tail"]])
@@ -103,6 +119,20 @@ def _pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
         dx, dy = shift[tail]
         pins[line["id"]] = " ".join(_moved(part, dx, dy) for part in line["pos"].split())
     return pins
+
+
+@lru_cache(maxsize=16)
+def _draft(source: str) -> dict:
+    """dot's layout of a folded picture's draft (rows as clusters), parsed: the
+    same draft is laid out when a fit measures a folding and when it is drawn."""
+    return json.loads(run_dot(source, "json"))
+
+
+def folded_extent(G: nx.MultiDiGraph, options: DotOptions) -> tuple[float, float, int]:
+    """A folded picture's size (points, with its pad) and its edges' crossings, from its
+    draft alone: its rows keep dot's routes, so nothing is laid out again."""
+    width, height, crossings = _pins(G, options)[EXTENT].split(",")
+    return float(width), float(height), int(crossings)
 
 
 def _moved(part: str, dx: float, dy: float) -> str:
