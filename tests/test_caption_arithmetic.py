@@ -11,6 +11,7 @@ neighbouring parts can be equal. A note in words at the end, ``(overwrote 1 —
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -239,7 +240,7 @@ def false_arithmetic(line: str, precision: int = 4) -> str | None:
             values.append(Arithmetic(part, precision).value())
         except (ValueError, AssertionError) as error:
             return f"cannot work out {part!r}: {error}"
-    for left, right in zip(values, values[1:], strict=False):
+    for left, right in itertools.pairwise(values):
         if left is None or right is None:
             continue
         try:
@@ -347,3 +348,63 @@ def test_every_caption_of_every_view_is_true_arithmetic(script, env, monkeypatch
         assert lines or not G.graph.get("backward_order"), view
         false = {line: why for line in lines if (why := false_arithmetic(line))}
         assert false == {}, view
+
+
+@pytest.mark.parametrize("script, env", [(ROOT / "examples" / "capstone" / "forked_neuron.py", {}),
+                                         (ROOT / "examples" / "d2l_mlp.py", {}),
+                                         (ENGINES / "graded.py", {"ENGINE": "WrongTanh"})])
+@pytest.mark.parametrize("precision", [2, 6])
+def test_captions_are_true_at_any_precision_shown(script, env, precision, monkeypatch):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    G = graph_of_script(script, quiet=True)
+    for view, lines in view_lines(G, precision).items():
+        false = {line: why for line in lines if (why := false_arithmetic(line, precision))}
+        assert false == {}, view
+
+
+# ---------------------------------------------------------------- what a student's rule did
+
+
+def _capstone_numbers() -> dict[str, float]:
+    """The capstone by hand: z = xw + b, h = tanh z, L = h·x + h; the student's × writes
+    = where += belongs, so each share it sends replaces what was there."""
+    x, w = 0.5, -1.5
+    h = math.tanh(x * w + 0.8)
+    dz = x * 1.0 * (1 - h ** 2)  # h's gradient: 1 from the +, then overwritten by x · 1
+    return {"h": h, "dz": dz, "dx": w * dz}
+
+
+def test_the_capstones_overwrites_are_said_in_every_view():
+    n = _capstone_numbers()
+    G = graph_of_script(ROOT / "examples" / "capstone" / "forked_neuron.py", quiet=True)
+    overwrote_h = ("∂L/∂h = x · ∂L/∂(x·h) = 0.5 · 1 = 0.5 "
+                   "(overwrote 1 — gradients at a fork must add: +=)")
+    overwrote_x = (f"∂L/∂x = w · ∂L/∂(x·w) = (−1.5) · {n['dz']:.4g} = "
+                   f"{n['dx']:.4g} (overwrote {n['h']:.4g} — gradients at a fork must add: +=)"
+                   ).replace("-", "−")
+    for view, lines in view_lines(G).items():
+        assert overwrote_h in lines, view
+        assert overwrote_x in lines, view
+        assert not any("+=" in line.split(" (")[0] for line in lines), view
+
+
+def test_a_wrong_local_derivative_is_not_given_the_rules_result():
+    # WrongTanh sends (1 − t) · g where the rule says (1 − t²) · g; g = 1.5 (h at the fork).
+    t = math.tanh(0.5 * -1.5 + 0.8)
+    sent = (1 - t) * 1.5
+    env = {"ENGINE": "WrongTanh"}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        G = graph_of_script(ENGINES / "graded.py", quiet=True)
+    line = next(line for line in step_captions(G)[3].worked if line.startswith("∂L/∂z"))
+    assert line == (f"∂L/∂z = (1 − h²) · ∂L/∂h = (1 − {t:.4g}²) · 1.5 (but the engine gave "
+                    f"{sent:.4g}: not what this rule gives)")
+
+
+def test_a_right_engine_has_no_note():
+    G = graph_of_script(ENGINES / "graded.py", quiet=True)
+    lines = [line for caption in step_captions(G) for line in caption.worked]
+    assert not any("(" + word in line for line in lines for word in ("overwrote", "but"))
+    assert "∂L/∂h = 1 + 0.5 = 1.5" in lines  # 1 from the +, 0.5 = x · 1 from the ×
