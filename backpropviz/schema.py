@@ -189,8 +189,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("seeds", GRAPH, SEEDS, "where each backward pass started, with what gradient",
               _PRODUCERS),
     Attribute("stored_bytes", GRAPH, COUNT, "all bytes kept for backward", _PRODUCERS),
-    Attribute("notes", GRAPH, TEXTS, "what a legend says about how the graph was read",
-              f"{_PRODUCERS}, {_VIEWS}"),
+    Attribute("notes", GRAPH, TEXTS, "what a legend says about how the graph was read "
+              "(and check's verdict)", f"{_PRODUCERS}, {_VIEWS}, {_CHECK}"),
     Attribute("entered", GRAPH, FLAG, "backward started beyond the drawing (the seeds are "
               "the roots' gradients)", _ENGINE),
     Attribute("module_groups", GRAPH, TEXTS, "the groups that are nn.Module calls", _TORCH),
