@@ -219,6 +219,10 @@ def _plain(text: str, tex: str, rule: str) -> Caption:
 
 def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Caption:
     seeds = G.graph.get("seeds", {})
+    if not seeds and any(grad is not None for _, grad in G.nodes(data="grad")):
+        return _plain("gradients as the script left them (no record of backward's steps)",
+                       r"\text{gradients as left}", "the steps of the backward pass were "
+                       "not recorded")
     if not seeds:
         return _plain("forward pass only (no backward record)",
                        r"\text{forward pass only}", "the graph was not differentiated")

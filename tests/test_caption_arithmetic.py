@@ -348,6 +348,11 @@ def test_every_caption_of_every_view_is_true_arithmetic(script, env, monkeypatch
         assert lines or not G.graph.get("backward_order"), view
         false = {line: why for line in lines if (why := false_arithmetic(line))}
         assert false == {}, view
+        # A right engine (ours, PyTorch, a correct hand-written one) did what each
+        # rule says: no caption of it may say otherwise.
+        if script.name != "forked_neuron.py" and env.get("ENGINE", "Subtracts") == "Subtracts":
+            assert [line for line in lines if "(overwrote" in line or "(but the" in line
+                    or "seed backward() started" in line] == [], view
 
 
 @pytest.mark.parametrize("script, env", [(ROOT / "examples" / "capstone" / "forked_neuron.py", {}),
@@ -408,3 +413,16 @@ def test_a_right_engine_has_no_note():
     lines = [line for caption in step_captions(G) for line in caption.worked]
     assert not any("(" + word in line for line in lines for word in ("overwrote", "but"))
     assert "∂L/∂h = 1 + 0.5 = 1.5" in lines  # 1 from the +, 0.5 = x · 1 from the ×
+
+
+@pytest.mark.parametrize("engine", ["Overwrites", "WrongTanh", "WrongOrder", "NoSeed"])
+def test_the_check_reports_pictures_have_true_captions(engine, monkeypatch):
+    from backpropviz.check import check_script
+
+    monkeypatch.setenv("ENGINE", engine)
+    report = check_script(ENGINES / "graded.py")
+    assert not report.ok
+    for view, lines in view_lines(report.graph).items():
+        assert lines, view
+        false = {line: why for line in lines if (why := false_arithmetic(line))}
+        assert false == {}, view
