@@ -414,36 +414,35 @@ def _edge_lines(left: Name, sign: str, rhs: Name, product: str | None, rule_shar
         return number_text(x, precision)
 
     fork = sign == "+="
+    known = before is not None and after is not None and _size(before) <= RESULT_ENTRIES \
+        and _size(after) <= RESULT_ENTRIES
     added_up = after is None or (before is None and fork) or _same(
         after, _plus(0.0 if before is None else before, contribution))
-    if (rule_share is None or _same(rule_share, contribution)) and added_up:
-        lines = [_worked_line(left, sign, rhs, product, contribution, precision)]
-        if fork and before is not None and after is not None \
-                and _size(before) <= RESULT_ENTRIES:
-            lines.append(f"{left.text} = {number(before)} + {_factor(contribution, precision).text}"
-                         f" = {number(after)}")
-        return lines
-    small = _size(after) <= RESULT_ENTRIES
-    if not _zero(before) and after is not None and _same(
-            after, contribution if rule_share is None else rule_share):
-        # The engine set the gradient to this share: what was there before is lost.
+    as_the_rule = rule_share is None or _same(rule_share, contribution)
+    # The engine set the gradient to the rule's share (= where += belongs): what was
+    # there before is lost. (Another engine's reader records the net change as the
+    # contribution, ours and autograd's the share itself.)
+    overwritten = not _zero(before) and (_same(after, rule_share) if not as_the_rule
+                                         else not added_up and _same(after, contribution))
+    if overwritten:
         line = _worked_line(left, "=", rhs, product, after, precision)
-        was = f"overwrote {number(before)}" if _size(before) <= RESULT_ENTRIES else \
-            "overwrote the gradient it had"
+        was = f"overwrote {number(before)}" if known else "overwrote the gradient it had"
         return [f"{line} ({was} — gradients at a fork must add: +=)"]
-    line = f"{left.text} {sign} {rhs.text}" + (f" = {product}" if product is not None else "")
-    verb = "added" if fork else "gave"
-    sent = f" {number(contribution)}" if _size(contribution) <= RESULT_ENTRIES else \
-        " another number"
-    lines = [f"{line} (but the engine {verb}{sent}: not what this rule gives)"]
-    if fork and before is not None and after is not None and small \
-            and _size(before) <= RESULT_ENTRIES:
+    if as_the_rule:
+        lines = [_worked_line(left, sign, rhs, product, contribution, precision)]
+    else:
+        line = f"{left.text} {sign} {rhs.text}" + (f" = {product}" if product else "")
+        sent = f" {number(contribution)}" if _size(contribution) <= RESULT_ENTRIES else \
+            " another number"
+        lines = [f"{line} (but the engine {'added' if fork else 'gave'}{sent}: not what "
+                 "this rule gives)"]
+    if fork and known:
         if added_up:
             lines.append(f"{left.text} = {number(before)} + "
                          f"{_factor(contribution, precision).text} = {number(after)}")
         else:
-            lines.append(f"{left.text} is now {number(after)} in the engine "
-                         f"(it was {number(before)})")
+            lines.append(f"{left.text} is now {number(after)} in the engine, not the sum "
+                         f"of {number(before)} and {number(contribution)}")
     return lines
 
 

@@ -426,3 +426,22 @@ def test_the_check_reports_pictures_have_true_captions(engine, monkeypatch):
         assert lines, view
         false = {line: why for line in lines if (why := false_arithmetic(line))}
         assert false == {}, view
+
+
+@pytest.mark.parametrize("held, said", [
+    (6.0, "∂c/∂b = b · ∂c/∂c = 6 · 1 = 6 (overwrote 6 — gradients at a fork must add: +=)"),
+    (13.0, "∂c/∂b is now 13 in the engine, not the sum of 6 and 6"),
+])
+def test_a_running_sum_that_is_not_the_sum_is_said(example, held, said):
+    # fork.py: c = b · b with b = 6, so each edge of b sends 6 · 1 and b's gradient
+    # is 6 + 6 = 12. An engine that held 6 after the second (it overwrote), or 13
+    # (it added something else), is told as it was.
+    G = example("fork")
+    mul = G.graph["backward_order"][0]
+    second = max(((u, v, k) for u, v, k in G.in_edges(mul, keys=True)),
+                 key=lambda edge: G.edges[edge]["arg"])
+    G.edges[second]["running"] = held
+    lines = step_captions(G)[1].worked
+    assert said in lines
+    assert "∂c/∂b = 6 + 6 = 12" not in lines
+    assert all(false_arithmetic(line) is None for line in lines)
