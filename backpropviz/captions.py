@@ -358,7 +358,8 @@ def _worked_line(left: Name, sign: str, rhs: Name, product: str | None, contribu
 def _rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any) -> list | None:
     """What the op's rule, as the reference engine has it, sends each operand when the
     engine's ``upstream`` gradient arrives, from the operands' recorded numbers; None
-    where the reference cannot say (an op it does not have, a group, an odd shape).
+    where the reference cannot say (an op it does not have, a group, a folded chain of
+    many operands, an odd shape).
 
     Never drawn: it only tells a caption whether the engine did what the rule says.
     """
@@ -366,8 +367,6 @@ def _rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any) -> list | None:
     data = [G.nodes[u]["data"] for u, _, _ in step.edges]
     if upstream is None or not can_apply(attrs["op"]):
         return None
-    if attrs["op"] == "add" and all(np.ndim(x) == 0 for x in (*data, upstream)):
-        return [float(upstream)] * len(data)  # a folded chain too: each term gets g
     scalar = all(np.ndim(x) == 0 for x in (*data, upstream))
     try:
         operands = [Value(float(x)) if scalar else Tensor(np.asarray(x, dtype=np.float64))
