@@ -13,6 +13,7 @@ import networkx as nx
 import numpy as np
 
 from . import ops
+from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradients
 from .formatting import display_number, superscript
 from .ir import operand_edges
 from .ops import ATOM, POSTFIX
@@ -218,6 +219,10 @@ def _plain(text: str, tex: str, rule: str) -> Caption:
 
 def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Caption:
     seeds = G.graph.get("seeds", {})
+    if not seeds and any(grad is not None for _, grad in G.nodes(data="grad")):
+        return _plain("gradients as the script left them (no record of backward's steps)",
+                       r"\text{gradients as left}", "the steps of the backward pass were "
+                       "not recorded")
     if not seeds:
         return _plain("forward pass only (no backward record)",
                        r"\text{forward pass only}", "the graph was not differentiated")
@@ -240,6 +245,10 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
         partial = partial_name(top, top if len(seeds) == 1 else names[root])
         texts.append(f"{partial.text} = {seed_name.text}")
         texs.append(f"{partial.tex} = {seed_name.tex}")
+        if not ones and len(seeds) == 1:
+            # ∂L/∂L is 1; another number is what backward() started from (a
+            # student's engine that forgot the seed, a gradient given to backward).
+            texts[-1] += f" (the seed backward() started from; {partial.text} itself is 1)"
     return _plain(",  ".join(texts), r",\quad ".join(texs),
                    f"seed: the gradient of {top.text} with respect to itself is 1")
 
@@ -346,6 +355,96 @@ def _worked_line(left: Name, sign: str, rhs: Name, product: str | None, contribu
     return line
 
 
+def _rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any) -> list | None:
+    """What the op's rule, as the reference engine has it, sends each operand when the
+    engine's ``upstream`` gradient arrives, from the operands' recorded numbers; None
+    where the reference cannot say (an op it does not have, a group, a folded chain of
+    many operands, an odd shape).
+
+    Never drawn: it only tells a caption whether the engine did what the rule says.
+    """
+    attrs = G.nodes[step.op]
+    data = [G.nodes[u]["data"] for u, _, _ in step.edges]
+    if upstream is None or not can_apply(attrs["op"]):
+        return None
+    scalar = all(np.ndim(x) == 0 for x in (*data, upstream))
+    try:
+        operands = [Value(float(x)) if scalar else Tensor(np.asarray(x, dtype=np.float64))
+                    for x in data]
+        result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"))
+        if len(result.operands) != len(operands):
+            return None
+        g = float(upstream) if scalar else np.asarray(upstream, dtype=np.float64)
+        return list(local_gradients(result, g))
+    except (EngineError, TypeError, ValueError, KeyError, ArithmeticError):
+        return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two recorded numbers (or arrays) agree, as float32 and float64 do."""
+    if a is None or b is None:
+        return False
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape and x.size != 1 and y.size != 1:
+        return False
+    with np.errstate(invalid="ignore"):
+        scale = max(float(np.nanmax(np.abs(x), initial=0.0)),
+                    float(np.nanmax(np.abs(y), initial=0.0)))
+        return bool(np.allclose(x, y, rtol=1e-5, atol=1e-9 + 1e-6 * scale, equal_nan=True))
+
+
+def _plus(a: Any, b: Any) -> Any:
+    return np.asarray(a, dtype=np.float64) + np.asarray(b, dtype=np.float64)
+
+
+def _zero(x: Any) -> bool:
+    return x is None or not np.any(np.asarray(x, dtype=np.float64))
+
+
+def _edge_lines(left: Name, sign: str, rhs: Name, product: str | None, rule_share: Any,
+                before: Any, contribution: Any, after: Any, precision: int) -> list[str]:
+    """The worked lines of one edge, true as written whatever the engine did.
+
+    As the rule says: the contribution, then at a fork the running sum before and
+    after. Otherwise what the engine's rule did instead: it overwrote the gradient
+    (``=`` where ``+=`` belongs), or it sent a number this rule does not give.
+    """
+    def number(x: Any) -> str:
+        return number_text(x, precision)
+
+    fork = sign == "+="
+    known = before is not None and after is not None and _size(before) <= RESULT_ENTRIES \
+        and _size(after) <= RESULT_ENTRIES
+    added_up = after is None or (before is None and fork) or _same(
+        after, _plus(0.0 if before is None else before, contribution))
+    as_the_rule = rule_share is None or _same(rule_share, contribution)
+    # The engine set the gradient to the rule's share (= where += belongs): what was
+    # there before is lost. (Another engine's reader records the net change as the
+    # contribution, ours and autograd's the share itself.)
+    overwritten = not _zero(before) and (_same(after, rule_share) if not as_the_rule
+                                         else not added_up and _same(after, contribution))
+    if overwritten:
+        line = _worked_line(left, "=", rhs, product, after, precision)
+        was = f"overwrote {number(before)}" if known else "overwrote the gradient it had"
+        return [f"{line} ({was} — gradients at a fork must add: +=)"]
+    if as_the_rule:
+        lines = [_worked_line(left, sign, rhs, product, contribution, precision)]
+    else:
+        line = f"{left.text} {sign} {rhs.text}" + (f" = {product}" if product else "")
+        sent = f" {number(contribution)}" if _size(contribution) <= RESULT_ENTRIES else \
+            " another number"
+        lines = [f"{line} (but the engine {'added' if fork else 'gave'}{sent}: not what "
+                 "this rule gives)"]
+    if fork and known:
+        if added_up:
+            lines.append(f"{left.text} = {number(before)} + "
+                         f"{_factor(contribution, precision).text} = {number(after)}")
+        else:
+            lines.append(f"{left.text} is now {number(after)} in the engine, not the sum "
+                         f"of {number(before)} and {number(contribution)}")
+    return lines
+
+
 def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
     """One Caption per step: step 0 is the seed, step k the k-th op of backward_order.
 
@@ -355,7 +454,9 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
     of the equation: nobody differentiates with respect to the 2 in ``L / 2``.
     Its worked lines put in the numbers the IR recorded (operands' ``data``,
     the upstream gradient, each edge's ``grad`` and ``running``), written with
-    ``precision`` significant digits; nothing is computed here.
+    ``precision`` significant digits; no number is computed here. Where the
+    engine did not do what the rule says (a student's engine that overwrites a
+    gradient, or sends another number), the worked line says what it did.
     """
     names = value_names(G)
     top = differentiated(G, names)
@@ -375,9 +476,10 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         result_attrs = G.nodes[step.result]
         upstream = partial_name(top, names[step.result])
         upstream_number = step.grads.get(step.result)
+        shares = _rule_shares(G, step, upstream_number)
         args = [names[u] for u, _, _ in step.edges]
         texts, texs, worked = [], [], []
-        for u, v, key in step.edges:
+        for position, (u, v, key) in enumerate(step.edges):
             edge = G.edges[u, v, key]
             if edge.get("grad") is None:
                 continue
@@ -401,13 +503,9 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
             texs.append(f"{left.tex} {tex_sign} {rhs.tex}")
             product = None if upstream_number is None else _worked_product(
                 G, step, (u, v, key), upstream_number, names, size_ratio, broadcast, precision)
-            worked.append(_worked_line(left, sign, rhs, product, edge["grad"], precision))
-            if sign == "+=" and before is not None and edge.get("running") is not None \
-                    and _size(before) <= RESULT_ENTRIES:
-                # The running sum before this contribution, and after (the engine's).
-                worked.append(f"{left.text} = {number_text(before, precision)} + "
-                              f"{_factor(edge['grad'], precision).text} = "
-                              f"{number_text(edge['running'], precision)}")
+            worked += _edge_lines(left, sign, rhs, product,
+                                  None if shares is None else shares[position], before,
+                                  edge["grad"], edge.get("running"), precision)
         # Constants left out of the equation still hold a gradient from now on.
         had_gradient.update(u for u, v, key in step.edges
                             if G.edges[u, v, key].get("grad") is not None)

@@ -12,9 +12,10 @@ derivative, a node processed before its consumers, no seed of 1).
 
 from __future__ import annotations
 
+import ast
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,14 +71,16 @@ class Report:
     causes: list[str] = field(default_factory=list)
     forward: list[str] = field(default_factory=list)
     graph: nx.MultiDiGraph | None = None
+    notes: list[str] = field(default_factory=list)  # how it was graded (values updated)
 
     @property
     def ok(self) -> bool:
         return not self.wrong and not self.forward
 
     def text(self) -> str:
+        notes = [f"note: {note}" for note in self.notes]
         if self.ok:
-            return f"all {self.checked} gradients match the reference"
+            return "\n".join([f"all {self.checked} gradients match the reference", *notes])
         lines = []
         if self.wrong:
             lines.append(f"{len(self.wrong)} of {self.checked} gradients differ from the "
@@ -85,11 +88,27 @@ class Report:
             width = max(len(w.name) for w in self.wrong)
             lines += [f"  {w.name:<{width}}  got {_show(w.got)}, expected {_show(w.expected)}"
                       for w in self.wrong]
-        lines += [f"forward: {line}" for line in self.forward]
+        return "\n".join(lines + self.findings() + notes)
+
+    def findings(self) -> list[str]:
+        """What the report says beyond the wrong numbers: forward values that differ,
+        where the error starts and its cause (the picture's legend carries them too)."""
+        lines = [f"forward: {line}" for line in self.forward]
         if self.start:
             lines.append(f"where it starts: {self.start}")
-        lines += [f"cause: {cause}" for cause in self.causes]
-        return "\n".join(lines)
+        return lines + [f"cause: {cause}" for cause in self.causes]
+
+    def _note_on_picture(self) -> None:
+        """Put the verdict in the graph's notes, which every picture's legend draws."""
+        if self.graph is None:
+            return
+        if self.ok:
+            verdict = [f"check: all {self.checked} gradients match the reference"]
+        else:
+            verdict = [f"check: {len(self.wrong)} of {self.checked} gradients differ from "
+                       "the reference" if self.wrong else "check: the forward values differ "
+                       "from the reference", *self.findings()]
+        self.graph.graph["notes"] = [*self.graph.graph.get("notes", []), *verdict]
 
 
 def _show(x: float) -> str:
@@ -118,13 +137,21 @@ def check_script(path: str | os.PathLike, roots: Sequence[str] = (),
                                  "reference: check grades a hand-written engine (a "
                                  "micrograd-style Value class); draw it with backpropviz "
                                  f"render {path}") from None
+            if not _calls(run.source, "backward"):
+                raise CheckError("the script never calls backward(), so there is nothing to "
+                                 "check: call backward() on the loss it computes, e.g. "
+                                 "L.backward()") from None
             raise
     if len(found) != 1:
         raise CheckError(f"check grades one output at a time; name it, e.g. "
                          f"backpropviz check {path} {min(found)}")
     (name, root), = found.items()
+    used: dict = {}
     if isinstance(root, Node):
         graph = _own_graph(root, namespace)
+        # backpropviz's engine keeps each leaf as the forward pass used it (Node._used),
+        # so a script that updates after backward() is graded on the values it used.
+        used = {node: node._used for node in graph.order if node._used is not None}
     else:
         graph = foreign.read_graph(root, names=namespace)
     if graph.inconsistency is not None:
@@ -137,8 +164,42 @@ def check_script(path: str | os.PathLike, roots: Sequence[str] = (),
         raise CheckError(f"the script never calls backward(), so there is nothing to check: "
                          f"add {name}.backward() at its end")
     if graph.grads is None:
+        if isinstance(root, Node) or callable(getattr(root, "backward", None)):
+            raise CheckError(f"the script never calls backward(), so there is nothing to "
+                             f"check: add {name}.backward() at its end")
         raise CheckError("the engine has no backward() method, so there is nothing to check")
-    return check_graph(graph)
+    report = check_graph(graph, used)
+    if report.forward and not used and _assigns_data(run.source):
+        # A forward value that its operands do not give, in a script that sets .data:
+        # an update after backward(), most likely, not a wrong forward pass.
+        raise CheckError(f"{report.forward[0]}, and the script assigns to .data: values "
+                         f"changed after {name}.backward() (an update such as p.data -= lr * "
+                         "p.grad) cannot be graded; check a script that ends with one "
+                         f"{name}.backward() (before any update)")
+    return report
+
+
+def _calls(source: str, method: str) -> bool:
+    """Whether the script calls a method of that name anywhere (``L.backward()``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return True  # not ours to judge: the run reports it
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr == method for node in ast.walk(tree))
+
+
+def _assigns_data(source: str) -> bool:
+    """Whether the script assigns to some object's ``.data`` (``w.data -= lr * w.grad``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    targets = [target for node in ast.walk(tree)
+               for target in (node.targets if isinstance(node, ast.Assign) else
+                              [node.target] if isinstance(node, ast.AugAssign) else [])]
+    return any(isinstance(target, ast.Attribute) and target.attr == "data"
+               for target in targets)
 
 
 def _own_graph(root: Node, namespace: dict) -> foreign.ForeignGraph:
@@ -161,8 +222,13 @@ def _own_graph(root: Node, namespace: dict) -> foreign.ForeignGraph:
     return graph
 
 
-def check_graph(graph: foreign.ForeignGraph) -> Report:
-    """Compare a read graph's gradients with the reference engine's, and diagnose."""
+def check_graph(graph: foreign.ForeignGraph, used: Mapping[Any, float] | None = None) -> Report:
+    """Compare a read graph's gradients with the reference engine's, and diagnose.
+
+    The reference is rebuilt from the numbers the IR draws (a leaf as the forward
+    pass used it, where the producer knows it), or from ``used``: leaves' data as
+    the forward pass used it, where it changed since (an update after backward).
+    """
     reference: dict[Any, Value] = {}
     forward: list[str] = []
     G = foreign.to_ir(graph)
@@ -172,8 +238,18 @@ def check_graph(graph: foreign.ForeignGraph) -> Report:
     def name_of(node: Any) -> str:
         return names[value_ids[node]].text
 
+    changed = []
+    for node, data in (used or {}).items():
+        attrs = G.nodes[value_ids[node]]
+        if not _close(float(data), float(attrs["data"])):
+            changed.append(f"{name_of(node)} changed after backward() "
+                           f"({_show(data)} → {_show(attrs['data'])}); it is graded as "
+                           "the forward pass used it")
+            attrs["data"] = float(data)
+    if changed:
+        G.graph["notes"] = [*G.graph.get("notes", []), *changed]
     for node in graph.order:
-        data = foreign.number(node, "data")
+        data = G.nodes[value_ids[node]]["data"]
         if node not in graph.operands:
             reference[node] = Value(data)
             continue
@@ -196,11 +272,13 @@ def check_graph(graph: foreign.ForeignGraph) -> Report:
     got = graph.grads or {}
     wrong_nodes = [node for node in graph.order if not _close(got[node], reference[node].grad)]
     report = Report(len(graph.order), [Wrong(name_of(node), got[node], reference[node].grad)
-                                       for node in wrong_nodes], forward=forward, graph=G)
+                                       for node in wrong_nodes], forward=forward, graph=G,
+                    notes=changed)
     for node in wrong_nodes:
         G.nodes[value_ids[node]]["expected"] = reference[node].grad
     if wrong_nodes:
         _diagnose(graph, reference, report, name_of)
+    report._note_on_picture()
     return report
 
 

@@ -83,7 +83,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             if (u, v, key) in dead_edges:
                 entry["dead"] = dead_cells(dead_edges[u, v, key])
             contributions[edge_id(u, v, key)] = entry
-    captions = step_captions(G)
+    captions = step_captions(G, precision)
     seeds = G.graph.get("seeds", {})
     states = [{"op": None, "result": None, "edges": [], "updated": [], "accumulated": [],
                "grads": {str(v): _full(g, precision) for v, g in seeds.items()},

@@ -189,8 +189,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("seeds", GRAPH, SEEDS, "where each backward pass started, with what gradient",
               _PRODUCERS),
     Attribute("stored_bytes", GRAPH, COUNT, "all bytes kept for backward", _PRODUCERS),
-    Attribute("notes", GRAPH, TEXTS, "what a legend says about how the graph was read",
-              f"{_PRODUCERS}, {_VIEWS}"),
+    Attribute("notes", GRAPH, TEXTS, "what a legend says about how the graph was read "
+              "(and check's verdict)", f"{_PRODUCERS}, {_VIEWS}, {_CHECK}"),
     Attribute("remarks", GRAPH, TEXTS, "how the graph was simplified for drawing, where "
               "the picture shows it by itself: said on stderr and in the text form, not "
               "drawn", f"{_PRODUCERS}, {_VIEWS}"),

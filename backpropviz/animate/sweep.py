@@ -134,7 +134,7 @@ class BackpropScene(MovingCameraScene):
         self.store = TextStore()
         self.backward = bool(G.graph.get("backward_order")) and self.phase != "forward"
         self.steps = backward_steps(G) if self.backward else []
-        self.captions = step_captions(G) if self.backward else []
+        self.captions = step_captions(G, self.precision) if self.backward else []
         self.results = parameter_results(G) if self.backward else []
         self.store.typeset([(tex, text) for _, tex, text in self.results], CAPTION_EM,
                            self.palette.text)

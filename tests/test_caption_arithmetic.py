@@ -1,0 +1,447 @@
+"""Every caption's arithmetic, read back from its text and redone here: true at the precision shown.
+
+The checker below knows nothing of how captions are made. It reads a worked
+line as a reader does: it splits it at " = ", keeps the parts that are only
+numbers (``(−1.5) · 0.4988``, ``[0; 2] · [1; 2]ᵀ``, ``2 · [−2] ⊙ [0.5]``,
+``1[[−1; 2] > 0]``), works each out in interval arithmetic (a number shown with
+4 significant digits stands for everything that rounds to it) and asks that
+neighbouring parts can be equal. A note in words at the end, ``(overwrote 1 —
+…)``, is no arithmetic and is left out; a part with names in it is symbolic.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass
+from html import unescape
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backpropviz.captions import step_captions
+from backpropviz.html import page_data
+from backpropviz.script import graph_of_script
+from backpropviz.step_bands import step_bands
+from backpropviz.views import drawn_graph
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINES = ROOT / "tests" / "engines"
+TORCH_SCRIPTS = ROOT / "tests" / "torch_scripts"
+
+
+# ---------------------------------------------------------------- the checker
+
+
+@dataclass
+class Interval:
+    """An array of numbers known to within ``rad`` of ``mid`` (entry by entry)."""
+
+    mid: np.ndarray
+    rad: np.ndarray
+
+    @staticmethod
+    def exact(x: float) -> Interval:
+        return Interval(np.asarray(x, dtype=float), np.zeros(()))
+
+    @property
+    def matrix(self) -> bool:
+        return self.mid.ndim == 2
+
+    def __add__(self, other: Interval) -> Interval:
+        return Interval(self.mid + other.mid, self.rad + other.rad)
+
+    def __neg__(self) -> Interval:
+        return Interval(-self.mid, self.rad)
+
+    def times(self, other: Interval) -> Interval:
+        a, b, ra, rb = self.mid, other.mid, self.rad, other.rad
+        return Interval(a * b, np.abs(a) * rb + ra * np.abs(b) + ra * rb)
+
+    def matmul(self, other: Interval) -> Interval:
+        a, b = self.mid, other.mid
+        ra, rb = np.broadcast_to(self.rad, a.shape), np.broadcast_to(other.rad, b.shape)
+        return Interval(a @ b, np.abs(a) @ rb + ra @ np.abs(b) + ra @ rb)
+
+    def divided(self, other: Interval) -> Interval:
+        low = np.abs(other.mid) - other.rad
+        assert np.all(low > 0), "a division by a number that may be 0"
+        quotient = self.mid / other.mid
+        return Interval(quotient, (self.rad + np.abs(quotient) * other.rad) / low)
+
+    def apply(self, f) -> Interval:
+        """A function monotone on each side of the interval (a power, ln)."""
+        centre = f(self.mid)
+        spread = np.maximum(np.abs(f(self.mid - self.rad) - centre),
+                            np.abs(f(self.mid + self.rad) - centre))
+        return Interval(centre, spread)
+
+    def transposed(self) -> Interval:
+        return Interval(self.mid.T, np.broadcast_to(self.rad, self.mid.shape).T)
+
+
+_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:e[−+-]?\d+)?|nan|inf")
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻·", "0123456789-.")
+_POWER = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+[⁰¹²³⁴⁵⁶⁷⁸⁹·]*")  # ² or ⁻⁰·⁵ (its point a raised dot)
+_TOKEN = re.compile(r"\s*(1\[|" + _NUMBER.pattern + r"|ln|" + _POWER.pattern +
+                    r"|[\[\];,()·⊙/+−^>ᵀ])")
+
+
+def shown(text: str, precision: int) -> Interval:
+    """A number as written with ``precision`` significant digits: all that rounds to it."""
+    x = float(text.replace("−", "-"))
+    if x == 0 or not math.isfinite(x):
+        return Interval.exact(x)
+    last = math.floor(math.log10(abs(x))) - precision + 1
+    return Interval(np.asarray(x), np.asarray(0.5 * 10.0 ** last * (1 + 1e-9)))
+
+
+class Arithmetic:
+    """A recursive-descent reader of one numeric expression, worked out as it is read."""
+
+    def __init__(self, text: str, precision: int) -> None:
+        self.tokens, self.precision = [], precision
+        position = 0
+        while position < len(text):
+            match = _TOKEN.match(text, position)
+            if match is None:
+                if text[position:].strip() == "":
+                    break
+                raise ValueError(f"cannot read {text[position:]!r} in {text!r}")
+            self.tokens.append(match.group(1))
+            position = match.end()
+        self.at = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> str:
+        token = self.peek()
+        if token is None or (expected is not None and token != expected):
+            raise ValueError(f"expected {expected!r}, found {token!r} in {self.tokens}")
+        self.at += 1
+        return token
+
+    def value(self) -> Interval:
+        result = self.sum()
+        if self.peek() is not None:
+            raise ValueError(f"left over: {self.tokens[self.at:]}")
+        return result
+
+    def sum(self) -> Interval:
+        result = self.product()
+        while self.peek() in ("+", "−"):
+            sign = self.take()
+            term = self.product()
+            result = result + (term if sign == "+" else -term)
+        return result
+
+    def product(self) -> Interval:
+        result = self.signed()
+        while self.peek() in ("·", "⊙", "/"):
+            sign = self.take()
+            factor = self.signed()
+            if sign == "/":
+                result = result.divided(factor)
+            elif sign == "·" and result.matrix and factor.matrix:
+                result = result.matmul(factor)  # two tables: the matrix product
+            else:
+                result = result.times(factor)
+        return result
+
+    def signed(self) -> Interval:
+        if self.peek() == "−":
+            self.take()
+            return -self.signed()
+        if self.peek() == "ln":
+            self.take()
+            return self.signed().apply(np.log)
+        return self.postfix()
+
+    def postfix(self) -> Interval:
+        result = self.atom()
+        while True:
+            token = self.peek()
+            if token == "ᵀ":
+                self.take()
+                result = result.transposed()
+            elif token == "^":
+                self.take()
+                exponent = self.atom()
+                result = result.apply(lambda x, n=float(exponent.mid): x ** n)
+            elif token is not None and _POWER.fullmatch(token):
+                self.take()
+                n = float(token.translate(_SUPERSCRIPTS))
+                result = result.apply(lambda x, n=n: x ** n)
+            else:
+                return result
+
+    def atom(self) -> Interval:
+        token = self.take()
+        if token == "(":
+            inner = self.sum()
+            self.take(")")
+            return inner
+        if token == "1[":  # the indicator 1[z > 0], entry by entry
+            inner = self.sum()
+            self.take(">")
+            bound = self.sum()
+            self.take("]")
+            assert not np.any(bound.mid) and not np.any(bound.rad), "only 1[… > 0] is known"
+            assert np.all(np.abs(inner.mid) > inner.rad), "a mask of a number that may be 0"
+            return Interval((inner.mid > 0).astype(float), np.zeros(()))
+        if token == "[":
+            return self.table()
+        if _NUMBER.fullmatch(token):
+            return shown(token, self.precision)
+        raise ValueError(f"unexpected {token!r} in {self.tokens}")
+
+    def table(self) -> Interval:
+        """``[a, b; c, d]``: rows by ";", entries by ","; a column ``[a; b]`` is n × 1."""
+        rows: list[list[Interval]] = [[]]
+        while True:
+            rows[-1].append(self.signed())
+            token = self.take()
+            if token == "]":
+                break
+            if token == ";":
+                rows.append([])
+            elif token != ",":
+                raise ValueError(f"unexpected {token!r} in a table")
+        if len({len(row) for row in rows}) != 1:
+            raise ValueError("a table with rows of different lengths")
+        mid = np.array([[entry.mid for entry in row] for row in rows], dtype=float)
+        rad = np.array([[np.broadcast_to(entry.rad, ()) for entry in row] for row in rows],
+                       dtype=float)
+        return Interval(mid, rad)
+
+
+_NOTE = re.compile(r"\s\((?=[a-z])[^()]*\)$")  # "(overwrote 1 — …)", "(but the engine …)"
+_WORDS = re.compile(r"[A-Za-zα-ωΑ-Ω_∂…]")
+
+
+def numeric(part: str) -> bool:
+    """Whether a part of a line is numbers only (``1[``, ``ln`` and ``e−05`` allowed)."""
+    rest = re.sub(r"1\[|\bln\b|(?<=\d)e[−+-]?(?=\d)|\bnan\b|\binf\b", "", part)
+    return not _WORDS.search(rest)
+
+
+def false_arithmetic(line: str, precision: int = 4) -> str | None:
+    """Why the arithmetic in ``line`` is false as written, or None if it is true."""
+    line = _NOTE.sub("", line.strip())
+    values = []
+    for part in line.split(" = "):
+        if " += " in part or not numeric(part):
+            values.append(None)
+            continue
+        try:
+            values.append(Arithmetic(part, precision).value())
+        except (ValueError, AssertionError) as error:
+            return f"cannot work out {part!r}: {error}"
+    for left, right in itertools.pairwise(values):
+        if left is None or right is None:
+            continue
+        try:
+            shape = np.broadcast_shapes(left.mid.shape, right.mid.shape)
+        except ValueError:
+            return f"{left.mid.tolist()} and {right.mid.tolist()} have different shapes"
+        if left.mid.size > 1 and right.mid.size > 1 and left.mid.shape != right.mid.shape:
+            return f"{left.mid.tolist()} and {right.mid.tolist()} have different shapes"
+        gap = np.abs(np.broadcast_to(left.mid, shape) - np.broadcast_to(right.mid, shape))
+        room = np.broadcast_to(left.rad + right.rad, shape) + 1e-12
+        both_nan = np.isnan(np.broadcast_to(left.mid, shape)) & np.isnan(
+            np.broadcast_to(right.mid, shape))
+        if np.any(~both_nan & ~(gap <= room)):
+            return f"{left.mid.tolist()} is not {right.mid.tolist()}"
+    return None
+
+
+# ---------------------------------------------------------------- the checker, checked
+
+
+@pytest.mark.parametrize("line", [
+    "∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3",
+    "∂L/∂x = 2 + (−3) = −1",
+    "∂L/∂h = x · ∂L/∂(x·h) = 0.5 · 1 = 0.5 (overwrote 1 — gradients at a fork must add: +=)",
+    "∂L/∂x = w · ∂L/∂(x·w) = (−1.5) · 0.4988 = −0.7481",  # 1.5 · 0.49875… rounds to 0.7481
+    "∂L/∂W1 += ∂L/∂z · xᵀ = [0; 2] · [1; 2]ᵀ = [0, 0; 2, 4]",
+    "∂J/∂W2 = 2 W2 ⊙ ∂J/∂(‖W2‖²) = 2 · [2, −1] ⊙ 0.05 = [0.2, −0.1]",
+    "∂L/∂z = ∂L/∂h ⊙ 1[z>0] = [−4; 2] ⊙ 1[[−1; 2] > 0] = [0; 2]",
+    "∂L/∂z = (1 − h²) · ∂L/∂h = (1 − 0.04996²) · 0.5 = 0.4988",
+    "∂L/∂a = ∂L/∂r · 1 / 64 = 1 · 1 / 64 = 0.01562",
+    "∂L/∂b = 2 · 3^(2 − 1) · 1 = 6",
+    "∂L/∂a = ln 2 · 8 · 1 = 5.545",
+])
+def test_the_checker_passes_true_lines(line):
+    assert false_arithmetic(line) is None
+
+
+@pytest.mark.parametrize("line", [
+    "∂L/∂h += x · ∂L/∂(x·h) = 0.5 · 1 = −0.5",  # the capstone's caption before
+    "∂L/∂x = 2 + (−3) = 1",
+    "∂L/∂W1 = [0; 2] · [1; 2]ᵀ = [0, 0; 2, 5]",
+    "∂L/∂W1 = [0; 2] · [1; 2]ᵀ = [0; 2]",  # a 2 × 2 result written as a column
+    "∂L/∂z = [−4; 2] ⊙ 1[[−1; 2] > 0] = [−4; 2]",
+    "∂L/∂x = (−1.5) · 0.4988 = −0.7581",  # a digit off, far outside the rounding
+])
+def test_the_checker_catches_false_lines(line):
+    assert false_arithmetic(line) is not None
+
+
+# ---------------------------------------------------------------- every view's captions
+
+
+def _band_text(band: str) -> list[str]:
+    """A step picture's caption band as its lines read: the broken ones joined again."""
+    cells = [unescape(text) for text in re.findall(r"<FONT[^>]*>([^<]*)</FONT>", band)]
+    lines: list[str] = []
+    for cell in cells:
+        if cell.startswith("    = ") and lines:
+            lines[-1] += cell[3:]
+        elif cell.startswith("∂") or cell[:1].isdigit() or "=" in cell:
+            lines.append(cell)
+    return lines
+
+
+def view_lines(G, precision: int = 4) -> dict[str, list[str]]:
+    """The worked lines of every view of ``G``: the step pictures' bands, the page's
+    captions, the clip's (its graph is the drawn one, as animate's sweep makes it)."""
+    drawn = drawn_graph(G)
+    return {
+        "steps": [line for band in step_bands(drawn, precision=precision)
+                  for line in _band_text(band)],
+        "page": [line for state in page_data(drawn, precision=precision)["steps"]
+                 for line in state["caption"].splitlines()],
+        "clip": [line for caption in step_captions(drawn, precision)
+                 for line in caption.worked],
+    }
+
+
+def _scripts() -> list[tuple[Path, dict[str, str]]]:
+    # Every example but memory_growth, a measurement (seconds to run) whose steps are
+    # matrices too large to work out in a caption; and the capstone's engine module.
+    found = [(path, {}) for path in sorted((ROOT / "examples").rglob("*.py"))
+             if path.stem not in ("student_value", "memory_growth")]
+    for name in ("graded.py", "neuron.py", "micrograd_readme.py", "twice.py", "difference.py",
+                 "ordered.py", "shuffled.py", "from_later.py", "twice_backward.py",
+                 "after_update.py"):
+        found.append((ENGINES / name, {}))
+    for engine in ("Overwrites", "WrongTanh", "WrongOrder", "NoSeed", "Subtracts"):
+        found.append((ENGINES / "graded.py", {"ENGINE": engine}))
+    found += [(TORCH_SCRIPTS / name, {}) for name in ("sequential.py", "inplace_relu.py")]
+    return found
+
+
+SCRIPTS = _scripts()
+
+
+@pytest.mark.parametrize("script, env", SCRIPTS, ids=[
+    f"{path.parent.name}/{path.stem}" + (f"[{env['ENGINE']}]" if env else "")
+    for path, env in SCRIPTS])
+def test_every_caption_of_every_view_is_true_arithmetic(script, env, monkeypatch):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    G = graph_of_script(script, quiet=True)
+    for view, lines in view_lines(G).items():
+        assert lines or not G.graph.get("backward_order"), view
+        false = {line: why for line in lines if (why := false_arithmetic(line))}
+        assert false == {}, view
+        # A right engine (ours, PyTorch, a correct hand-written one) did what each
+        # rule says: no caption of it may say otherwise.
+        if script.name != "forked_neuron.py" and env.get("ENGINE", "Subtracts") == "Subtracts":
+            assert [line for line in lines if "(overwrote" in line or "(but the" in line
+                    or "seed backward() started" in line] == [], view
+
+
+@pytest.mark.parametrize("script, env", [(ROOT / "examples" / "capstone" / "forked_neuron.py", {}),
+                                         (ROOT / "examples" / "d2l_mlp.py", {}),
+                                         (ENGINES / "graded.py", {"ENGINE": "WrongTanh"})])
+@pytest.mark.parametrize("precision", [2, 6])
+def test_captions_are_true_at_any_precision_shown(script, env, precision, monkeypatch):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    G = graph_of_script(script, quiet=True)
+    for view, lines in view_lines(G, precision).items():
+        false = {line: why for line in lines if (why := false_arithmetic(line, precision))}
+        assert false == {}, view
+
+
+# ---------------------------------------------------------------- what a student's rule did
+
+
+def _capstone_numbers() -> dict[str, float]:
+    """The capstone by hand: z = xw + b, h = tanh z, L = h·x + h; the student's × writes
+    = where += belongs, so each share it sends replaces what was there."""
+    x, w = 0.5, -1.5
+    h = math.tanh(x * w + 0.8)
+    dz = x * 1.0 * (1 - h ** 2)  # h's gradient: 1 from the +, then overwritten by x · 1
+    return {"h": h, "dz": dz, "dx": w * dz}
+
+
+def test_the_capstones_overwrites_are_said_in_every_view():
+    n = _capstone_numbers()
+    G = graph_of_script(ROOT / "examples" / "capstone" / "forked_neuron.py", quiet=True)
+    overwrote_h = ("∂L/∂h = x · ∂L/∂(x·h) = 0.5 · 1 = 0.5 "
+                   "(overwrote 1 — gradients at a fork must add: +=)")
+    overwrote_x = (f"∂L/∂x = w · ∂L/∂(x·w) = (−1.5) · {n['dz']:.4g} = "
+                   f"{n['dx']:.4g} (overwrote {n['h']:.4g} — gradients at a fork must add: +=)"
+                   ).replace("-", "−")
+    for view, lines in view_lines(G).items():
+        assert overwrote_h in lines, view
+        assert overwrote_x in lines, view
+        assert not any("+=" in line.split(" (")[0] for line in lines), view
+
+
+def test_a_wrong_local_derivative_is_not_given_the_rules_result():
+    # WrongTanh sends (1 − t) · g where the rule says (1 − t²) · g; g = 1.5 (h at the fork).
+    t = math.tanh(0.5 * -1.5 + 0.8)
+    sent = (1 - t) * 1.5
+    env = {"ENGINE": "WrongTanh"}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        G = graph_of_script(ENGINES / "graded.py", quiet=True)
+    line = next(line for line in step_captions(G)[3].worked if line.startswith("∂L/∂z"))
+    assert line == (f"∂L/∂z = (1 − h²) · ∂L/∂h = (1 − {t:.4g}²) · 1.5 (but the engine gave "
+                    f"{sent:.4g}: not what this rule gives)")
+
+
+def test_a_right_engine_has_no_note():
+    G = graph_of_script(ENGINES / "graded.py", quiet=True)
+    lines = [line for caption in step_captions(G) for line in caption.worked]
+    assert not any("(" + word in line for line in lines for word in ("overwrote", "but"))
+    assert "∂L/∂h = 1 + 0.5 = 1.5" in lines  # 1 from the +, 0.5 = x · 1 from the ×
+
+
+@pytest.mark.parametrize("engine", ["Overwrites", "WrongTanh", "WrongOrder", "NoSeed"])
+def test_the_check_reports_pictures_have_true_captions(engine, monkeypatch):
+    from backpropviz.check import check_script
+
+    monkeypatch.setenv("ENGINE", engine)
+    report = check_script(ENGINES / "graded.py")
+    assert not report.ok
+    for view, lines in view_lines(report.graph).items():
+        assert lines, view
+        false = {line: why for line in lines if (why := false_arithmetic(line))}
+        assert false == {}, view
+
+
+@pytest.mark.parametrize("held, said", [
+    (6.0, "∂c/∂b = b · ∂c/∂c = 6 · 1 = 6 (overwrote 6 — gradients at a fork must add: +=)"),
+    (13.0, "∂c/∂b is now 13 in the engine, not the sum of 6 and 6"),
+])
+def test_a_running_sum_that_is_not_the_sum_is_said(example, held, said):
+    # fork.py: c = b · b with b = 6, so each edge of b sends 6 · 1 and b's gradient
+    # is 6 + 6 = 12. An engine that held 6 after the second (it overwrote), or 13
+    # (it added something else), is told as it was.
+    G = example("fork")
+    mul = G.graph["backward_order"][0]
+    second = max(((u, v, k) for u, v, k in G.in_edges(mul, keys=True)),
+                 key=lambda edge: G.edges[edge]["arg"])
+    G.edges[second]["running"] = held
+    lines = step_captions(G)[1].worked
+    assert said in lines
+    assert "∂c/∂b = 6 + 6 = 12" not in lines
+    assert all(false_arithmetic(line) is None for line in lines)
