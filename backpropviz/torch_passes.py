@@ -89,9 +89,10 @@ class Leaves:
 
 def passes_and_leaves(recording: Recording, calls: list[_Call], passes: list[int],
                       sent_by: dict, labels: dict) -> Leaves:
-    """Each drawn leaf's gradient as ``.grad`` held it after the last drawn pass reached it
-    (what an optimizer step then reads), with a note where that holds shares not drawn
-    (earlier passes: micro-batches); ``labels`` maps value keys to their drawn names.
+    """Each drawn leaf's gradient as ``.grad`` held it once the passes that added to it
+    along with the last drawn one had run (up to the next reset: what an optimizer step
+    then reads), with a note where that holds shares not drawn (earlier micro-batches);
+    ``labels`` maps value keys to their drawn names.
 
     Notes, too, that several passes are drawn, and gradients ``torch.autograd.grad``
     returned, which it does not add to ``.grad``.
@@ -113,28 +114,30 @@ def passes_and_leaves(recording: Recording, calls: list[_Call], passes: list[int
         name = labels[key] or "a parameter"
         arrivals = [arrival for arrival in recording.arrivals.get(key[1], ())]
         added = [i for i, arrival in enumerate(arrivals)
-                 if arrival.pass_number in drawn_passes and arrival.after is not None]
+                 if arrival.pass_number in drawn_passes and arrival.added]
         if not added:
             if any(arrival.pass_number in drawn_passes for arrival in arrivals):
                 notes.append(f"{name}: its gradient drawn is what torch.autograd.grad "
                              f"returned, which it does not add to {name}.grad")
             continue
-        last = arrivals[added[-1]]
-        leaves.grads[key] = last.after
-        rest = last.after - drawn
-        if _negligible(rest, last.after):
-            continue
         chain = _since_reset(arrivals, added[-1])
+        grad = chain[-1].after
+        leaves.grads[key] = grad
+        rest = grad - drawn
+        if _negligible(rest, grad):
+            continue
         undrawn = [arrival for arrival in chain if arrival.pass_number not in drawn_passes]
         leaves.earlier[key] = rest
         if len(chain) > 1:
             leaves.passes[key] = len(chain)
         share = _number_text(rest)
-        told = (f"{name}.grad is drawn as it was after the last backward pass drawn reached it "
-                "(what an optimizer step then uses)")
+        told = (f"{name}.grad is drawn as it was once the backward passes adding to it had "
+                "run (what an optimizer step then reads)")
         if undrawn and _explains(rest, chain, undrawn):
             count = len(undrawn)
-            notes.append(f"{told}: it includes {count} earlier backward "
+            when = "earlier " if chain.index(undrawn[-1]) < chain.index(arrivals[added[-1]]) \
+                else ""
+            notes.append(f"{told}: it includes {count} {when}backward "
                          f"pass{'es' if count > 1 else ''} not drawn; their share is {share}")
         else:
             notes.append(f"{told}: it holds {share} more than the gradients drawn into it "
@@ -143,18 +146,18 @@ def passes_and_leaves(recording: Recording, calls: list[_Call], passes: list[int
 
 
 def _since_reset(arrivals: list[_Arrival], last: int) -> list[_Arrival]:
-    """The passes that added to .grad up to ``arrivals[last]``, back to where .grad was last
-    set otherwise (None, zero_grad(), an assignment): each found it as the one before left it."""
-    chain = [arrivals[last]]
-    for arrival in reversed(arrivals[:last]):
-        if arrival.after is None:  # torch.autograd.grad: .grad untouched
-            continue
-        before = chain[0].before
-        if before is None or before.shape != arrival.after.shape \
-                or not bool((before == arrival.after).all()):
-            break
-        chain.insert(0, arrival)
-    return chain
+    """The passes whose gradients ``.grad`` summed along with ``arrivals[last]``'s: back to
+    where .grad was last set otherwise (None, zero_grad(), an assignment), and on to where
+    it is next; each pass found .grad as the one before left it."""
+    added = [arrival for arrival in arrivals if arrival.added]
+    at = added.index(arrivals[last])
+    start = at
+    while start > 0 and added[start].continues:
+        start -= 1
+    end = at + 1
+    while end < len(added) and added[end].continues:
+        end += 1
+    return added[start:end]
 
 
 def _explains(rest: Any, chain: list[_Arrival], undrawn: list[_Arrival]) -> bool:

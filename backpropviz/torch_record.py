@@ -163,12 +163,16 @@ class _Gradients:
 
 @dataclass
 class _Arrival:
-    """One backward pass reaching a leaf: its ``.grad`` before, the gradient that arrived,
-    and its ``.grad`` after (None if the pass did not add to it: ``torch.autograd.grad``)."""
+    """One backward pass reaching a leaf: the gradient that arrived; whether it found
+    ``.grad`` as the last pass that added to it left it (``continues``), else what ``.grad``
+    held (``before``: None if unset); whether it was added to ``.grad`` (not by
+    ``torch.autograd.grad``), and ``.grad`` after it, kept until a pass continues from it."""
 
     pass_number: int
-    before: Any
     arrived: Any
+    continues: bool
+    before: Any = None
+    added: bool = False
     after: Any = None
 
 
@@ -432,16 +436,26 @@ class Recording:
         record.passes[pass_number] = _add(record.passes.get(pass_number), output)
 
     def _arrived(self, leaf: Any, pass_number: int, grad: Any) -> None:
-        before = None if leaf.grad is None else leaf.grad.detach().clone()
-        self.arrivals.setdefault(id(leaf), []).append(
-            _Arrival(pass_number, before, grad.detach().clone()))
+        arrivals = self.arrivals.setdefault(id(leaf), [])
+        previous = next((arrival for arrival in reversed(arrivals) if arrival.added), None)
+        now = leaf.grad
+        continues = (previous is not None and now is not None
+                     and now.shape == previous.after.shape and bool((now == previous.after).all()))
+        before = None if continues or now is None else now.detach().clone()
+        arrivals.append(_Arrival(pass_number, grad.detach().clone(), continues, before))
 
     def _accumulated(self, leaf: Any, pass_number: int) -> None:
         arrivals = self.arrivals.get(id(leaf))
-        if arrivals and arrivals[-1].pass_number == pass_number and leaf.grad is not None:
-            arrivals[-1].after = leaf.grad.detach().clone()
-            if leaf.grad.grad_fn is not None:  # backward(create_graph=True): a graph of .grad
-                self.gradient_nodes.add(leaf.grad.grad_fn)
+        if not (arrivals and arrivals[-1].pass_number == pass_number and leaf.grad is not None):
+            return
+        arrival = arrivals[-1]
+        if arrival.continues:  # only the newest .grad of a run of passes is kept
+            previous = next(earlier for earlier in reversed(arrivals[:-1]) if earlier.added)
+            previous.after = None
+        arrival.added = True
+        arrival.after = leaf.grad.detach().clone()
+        if leaf.grad.grad_fn is not None:  # backward(create_graph=True): a graph of .grad
+            self.gradient_nodes.add(leaf.grad.grad_fn)
 
 
 def _note_mask(call: _Call, node: Any, flat: list) -> None:
