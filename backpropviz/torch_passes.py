@@ -138,7 +138,8 @@ def passes_and_leaves(recording: Recording, calls: list[_Call], passes: list[int
             when = "earlier " if chain.index(undrawn[-1]) < chain.index(arrivals[added[-1]]) \
                 else ""
             notes.append(f"{told}: it includes {count} {when}backward "
-                         f"pass{'es' if count > 1 else ''} not drawn; their share is {share}")
+                         f"pass{'es' if count > 1 else ''} not drawn; "
+                         f"{'their' if count > 1 else 'its'} share is {share}")
         else:
             notes.append(f"{told}: it holds {share} more than the gradients drawn into it "
                          "(from backward passes or ops not drawn, or a change to .grad)")

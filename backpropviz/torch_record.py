@@ -439,8 +439,7 @@ class Recording:
         arrivals = self.arrivals.setdefault(id(leaf), [])
         previous = next((arrival for arrival in reversed(arrivals) if arrival.added), None)
         now = leaf.grad
-        continues = (previous is not None and now is not None
-                     and now.shape == previous.after.shape and bool((now == previous.after).all()))
+        continues = previous is not None and now is not None and _same(now, previous.after)
         before = None if continues or now is None else now.detach().clone()
         arrivals.append(_Arrival(pass_number, grad.detach().clone(), continues, before))
 
@@ -520,6 +519,14 @@ def _same_values(kept: Any, tensor: Any) -> bool:
     current = tensor.detach()
     return kept.shape == current.shape and bool(
         ((kept == current) | (kept.isnan() & current.isnan())).all())
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two gradients hold the same numbers (False where their layout cannot say)."""
+    try:
+        return a.shape == b.shape and bool((a == b).all())
+    except (RuntimeError, NotImplementedError):  # sparse gradients, among others
+        return False
 
 
 def _version(tensor: Any) -> int:
