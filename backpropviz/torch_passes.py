@@ -77,9 +77,9 @@ def seeds_of_passes(recording: Recording, calls: list[_Call],
 
 @dataclass
 class Leaves:
-    """What the drawn leaves' gradients are: ``grads`` (key -> ``.grad`` after the last drawn
-    pass reached it), ``earlier`` (key -> its share not drawn), ``passes`` (key -> how many
-    passes that ``.grad`` sums, where some are not drawn), and the notes that say so."""
+    """What the drawn leaves' gradients are: ``grads`` (key -> its ``.grad``, as
+    ``passes_and_leaves`` reads it), ``earlier`` (key -> its share not drawn), ``passes``
+    (key -> how many passes that ``.grad`` sums, where some are not drawn), and the notes."""
 
     grads: dict[Any, Any] = field(default_factory=dict)
     earlier: dict[Any, Any] = field(default_factory=dict)
@@ -112,7 +112,7 @@ def passes_and_leaves(recording: Recording, calls: list[_Call], passes: list[int
                 drawn_sum[operand.key] = grad if previous is None else previous + grad
     for key, drawn in drawn_sum.items():
         name = labels[key] or "a parameter"
-        arrivals = [arrival for arrival in recording.arrivals.get(key[1], ())]
+        arrivals = recording.arrivals.get(key[1], [])
         added = [i for i, arrival in enumerate(arrivals)
                  if arrival.pass_number in drawn_passes and arrival.added]
         if not added:

@@ -161,7 +161,7 @@ class _Gradients:
     passes: dict[int, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Arrival:
     """One backward pass reaching a leaf: the gradient that arrived; whether it found
     ``.grad`` as the last pass that added to it left it (``continues``), else what ``.grad``

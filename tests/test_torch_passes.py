@@ -172,6 +172,31 @@ def test_micro_batches_note_the_share_of_the_passes_not_drawn(tmp_path):
     assert_adds_up(G)
 
 
+def test_micro_batches_of_a_vector_weight_note_each_entry_of_the_share(tmp_path):
+    path = write(tmp_path, """
+        import torch
+
+        w = torch.tensor([0.5, -1.0], requires_grad=True)
+        data = [(torch.tensor([1.0, 2.0]), 1.0), (torch.tensor([0.0, 1.0]), -1.0),
+                (torch.tensor([2.0, -1.0]), 0.5)]
+        for x, y in data:
+            loss = ((w * x).sum() - y) ** 2
+            loss.backward()
+    """)
+    G = graph_of_script(path, quiet=True)
+    validate(G)
+    plain = plain_run(path)
+    # The first two micro-batches' gradients, each from a fresh run of plain PyTorch.
+    earlier = torch.zeros(2)
+    for x, y in plain["data"][:2]:
+        w = plain["w"].detach().clone().requires_grad_()
+        (((w * x).sum() - y) ** 2).backward()
+        earlier += w.grad
+    assert close(by_label(G)["w"]["grad"], plain["w"].grad)
+    assert close(noted_rest(G, "w"), earlier, rel=1e-3)
+    assert_adds_up(G)
+
+
 def test_a_training_loop_that_zeroes_its_gradients_gets_no_note_of_earlier_passes(tmp_path):
     path = write(tmp_path, """
         import torch
