@@ -172,6 +172,27 @@ def test_micro_batches_note_the_share_of_the_passes_not_drawn(tmp_path):
     assert_adds_up(G)
 
 
+def test_passes_before_a_reset_of_grad_are_not_counted(tmp_path):
+    path = write(tmp_path, """
+        import torch
+
+        w = torch.tensor(1.0, requires_grad=True)
+        for step, x in enumerate([1.0, 2.0, -1.0, 3.0]):
+            if step == 2:
+                w.grad.zero_()  # a new accumulation starts: the last two micro-batches
+            loss = (w * x - 1) ** 2
+            loss.backward()
+    """)
+    G = graph_of_script(path, quiet=True)
+    validate(G)
+    plain = plain_run(path)
+    assert by_label(G)["w"]["grad"] == plain["w"].grad.item() == 4.0 + 12.0
+    (note,) = [note for note in G.graph["notes"] if note.startswith("w.grad")]
+    assert "1 earlier backward pass not drawn" in note
+    assert noted_rest(G, "w") == 4.0  # 2x(wx − 1) at x = −1; the zeroed passes are out
+    assert_adds_up(G)
+
+
 def test_micro_batches_of_a_vector_weight_note_each_entry_of_the_share(tmp_path):
     path = write(tmp_path, """
         import torch
@@ -224,6 +245,21 @@ def test_a_training_loop_that_zeroes_its_gradients_gets_no_note_of_earlier_passe
     assert close(values["model.bias"]["grad"], bias)
     assert not any(".grad is drawn" in note for note in G.graph.get("notes", []))
     assert not any("passes" in attrs for _, attrs in G.nodes(data=True))
+    assert_adds_up(G)
+
+
+def test_a_root_inside_the_graph_backward_ran_through_is_entered_from_beyond():
+    with capture() as recording:
+        a = torch.tensor(2.0, requires_grad=True)
+        h = a * a
+        L = 3 * h
+        L.backward()
+    G = from_torch(h, names={"a": a, "h": h, "L": L}, recording=recording)
+    validate(G)
+    # Only h is drawn: its gradient, dL/dh = 3, comes from L, beyond the drawing.
+    assert [G.nodes[v]["label"] for v in G.graph["roots"]] == ["h"]
+    assert G.graph["seeds"] == {node_of(G, "h"): 3.0} and G.graph["entered"]
+    assert by_label(G)["a"]["grad"] == a.grad.item() == 12.0
     assert_adds_up(G)
 
 
