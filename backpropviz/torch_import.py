@@ -195,7 +195,7 @@ class _Builder:
             G.nodes[value_id[key]]["passes"] = count
         notes += leaves.notes
         self._running_sums(G, processed, sent_by, value_id, build.op_ids, leaves.earlier)
-        seeds, entered = seeds_of_passes(self.recording, calls, passes)
+        seeds, entered = seeds_of_passes(self.recording, calls, passes, self._sent)
         if entered:
             notes.append("a backward pass started at a later value, beyond the drawing; the "
                          "gradients drawn at its top come from there")
@@ -285,13 +285,16 @@ class _Builder:
                     stack.append(operand.key[1])
         return [needed[index] for index in sorted(needed)]
 
-    def _sent(self, call: _Call) -> list[Any]:
-        """The gradient each operand edge carried: what autograd sent along it, summed."""
+    def _sent(self, call: _Call, pass_number: int | None = None) -> list[Any]:
+        """The gradient each operand edge carried: what autograd sent along it, summed
+        over the passes (or in pass ``pass_number`` alone)."""
         gradients = self.recording._gradients
         by_link: dict[Any, list] = {}
         for node, j, link in call.external:
             record = gradients.get(node)
-            grad = None if record is None else record.inputs[j]
+            inputs = None if record is None else record.inputs if pass_number is None \
+                else record.sent.get(pass_number)
+            grad = None if inputs is None else inputs[j]
             if grad is not None:
                 by_link.setdefault(link, []).append(grad)
         sharing: dict[Any, list[int]] = {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,24 +54,42 @@ def refuse_create_graph(recording: Recording, calls: list[_Call], passes: list[i
         raise TorchImportError(CREATE_GRAPH)
 
 
-def seeds_of_passes(recording: Recording, calls: list[_Call],
-                    passes: list[int]) -> tuple[dict[Any, Any], bool]:
+def seeds_of_passes(recording: Recording, calls: list[_Call], passes: list[int],
+                    sent: Callable[[_Call, int], list]) -> tuple[dict[Any, Any], bool]:
     """Each drawn value where a backward pass entered the drawing, with the gradient it
-    started with there (summed over passes), and whether a pass entered below its root."""
+    started with there (summed over passes): what the pass brought to the value beyond
+    what drawn ops sent it (``sent(call, pass)``: a call's gradients in that pass); and
+    whether a pass entered from a value beyond the drawing (an op not drawn sent it).
+
+    A root seeded by ``backward()`` is one; so is a root another drawn root was computed
+    from, seeded in the same pass (``torch.autograd.backward([L1, L2])``).
+    """
     drawn = set(calls)
     seeds: dict[Any, Any] = {}
     entered = False
     gradients = recording._gradients
     for number in passes:
         in_pass = _calls_of_pass(recording, number)
-        roots = set(_tops(in_pass))
-        for call in _tops([call for call in in_pass if call in drawn]):
-            seed = gradients[call.output].passes.get(number)
-            if seed is None:
+        arriving: dict[Any, Any] = {}
+        for call in in_pass:
+            if call not in drawn:
+                entered = entered or any(
+                    operand.key[0] == "node" and recording._call_of.get(operand.key[1]) in drawn
+                    for operand in call.operands)
                 continue
+            for operand, grad in zip(call.operands, sent(call, number), strict=True):
+                if operand.key[0] == "node" and grad is not None:
+                    previous = arriving.get(operand.key)
+                    arriving[operand.key] = grad if previous is None else previous + grad
+        for call in in_pass:
             key = ("node", call.output)
+            brought = gradients[call.output].passes.get(number)
+            if call not in drawn or brought is None:
+                continue
+            seed = brought if key not in arriving else brought - arriving[key]
+            if key in arriving and _negligible(seed, brought):
+                continue
             seeds[key] = seed if key not in seeds else seeds[key] + seed
-            entered = entered or call not in roots
     return seeds, entered
 
 

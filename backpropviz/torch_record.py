@@ -151,14 +151,15 @@ class _Output:
 
 @dataclass
 class _Gradients:
-    """What the hooks saw at one autograd node, summed over backward passes, and the
-    gradient each pass brought to its output (pass number -> gradient)."""
+    """What the hooks saw at one autograd node, summed over backward passes, and what
+    each pass brought to its output and sent on (pass number -> gradient, gradients)."""
 
     call: _Call
     inputs: list[Any]
     output: Any
     step: int
     passes: dict[int, Any] = field(default_factory=dict)
+    sent: dict[int, list[Any]] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -427,13 +428,15 @@ class Recording:
         record = self._gradients.get(node)
         step = next(self._steps)
         if record is None:
-            self._gradients[node] = _Gradients(call, inputs, output, step, {pass_number: output})
+            self._gradients[node] = _Gradients(call, inputs, output, step, {pass_number: output},
+                                               {pass_number: inputs})
             return
         # A second backward pass through the same graph adds, as .grad does.
         record.inputs = [_add(a, b) for a, b in zip(record.inputs, inputs, strict=True)]
         record.output = _add(record.output, output)
         record.step = step
         record.passes[pass_number] = _add(record.passes.get(pass_number), output)
+        record.sent[pass_number] = inputs
 
     def _arrived(self, leaf: Any, pass_number: int, grad: Any) -> None:
         arrivals = self.arrivals.setdefault(id(leaf), [])

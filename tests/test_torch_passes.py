@@ -136,6 +136,21 @@ def test_a_second_loss_computed_from_the_first_seeds_both(tmp_path):
     assert_adds_up(G)
 
 
+def test_one_backward_call_from_two_roots_seeds_both():
+    with capture() as recording:
+        w = torch.tensor(1.5, requires_grad=True)
+        L1 = torch.tanh(w)
+        L2 = 2 * L1  # computed from L1, and seeded along with it
+        torch.autograd.backward([L1, L2])
+    G = from_torch(L2, names={"w": w, "L1": L1, "L2": L2}, recording=recording)
+    validate(G)
+    assert {G.nodes[v]["label"]: seed for v, seed in G.graph["seeds"].items()} == \
+        {"L1": 1.0, "L2": 1.0}
+    assert by_label(G)["L1"]["grad"] == 3.0  # its own 1, and 2 from L2
+    assert by_label(G)["w"]["grad"] == pytest.approx(w.grad.item(), rel=1e-6)
+    assert_adds_up(G)
+
+
 # ---------------------------------------------------------------- micro-batches
 
 MICRO_BATCHES = """
