@@ -142,7 +142,7 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("nbytes", VALUE, COUNT, "the bytes kept for backward (0 if not stored)",
               _PRODUCERS),
     Attribute("passes", VALUE, COUNT, "how many backward passes its gradient sums (if > 1)",
-              _ENGINE),
+              f"{_ENGINE}, {_TORCH}"),
     Attribute("group", VALUE, TEXTS, "the groups a leaf was made in, outermost first",
               _ENGINE),
     Attribute("group_calls", VALUE, COUNTS, "which entry into each of its groups made it",
@@ -195,7 +195,7 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "the picture shows it by itself: said on stderr and in the text form, not "
               "drawn", f"{_PRODUCERS}, {_VIEWS}"),
     Attribute("entered", GRAPH, FLAG, "backward started beyond the drawing (the seeds are "
-              "the roots' gradients)", _ENGINE),
+              "the roots' gradients)", f"{_ENGINE}, {_TORCH}"),
     Attribute("module_groups", GRAPH, TEXTS, "the groups that are nn.Module calls", _TORCH),
     Attribute("module_classes", GRAPH, CLASSES, "each module group's class name", _TORCH),
     Attribute("view", GRAPH, FLAG, "a view of the IR (drawn as it is)", _VIEWS),

@@ -13,7 +13,16 @@ import networkx as nx
 from . import groups, ops
 from .builder import Builder, Producer
 from .formatting import changed_note
+from .torch_passes import (
+    drawn_from,
+    pass_tops,
+    passes_and_leaves,
+    passes_through,
+    refuse_create_graph,
+    seeds_of_passes,
+)
 from .torch_record import (
+    CREATE_GRAPH,
     Recording,
     TorchImportError,
     _active,
@@ -129,9 +138,9 @@ class _Builder:
                     self.name_of.setdefault(("leaf", id(buffer)), f"{name}.{buffer_name}")
 
     def build(self, roots: tuple) -> nx.MultiDiGraph:
-        calls = self._calls_needed(roots)
+        root_nodes, calls, passes = self._roots_of_passes([root.grad_fn for root in roots])
         self.calls = groups.numbered(call.group for call in calls)
-        root_keys = [("node", root.grad_fn) for root in roots]
+        root_keys = [("node", node) for node in root_nodes]
 
         # Every IR node gets a place in the order the script made it: a leaf
         # where it was created (or first used), a number where it was used,
@@ -155,7 +164,6 @@ class _Builder:
         saves, inner_bytes = self._saves(calls)
         stored = {key: nbytes for kept in saves.values() for key, nbytes in kept.items()}
         build = Builder()
-        contributions: dict[Any, list] = {}
         sent_by: dict[_Call, list] = {}
         for _, kind, item in entries:
             if kind == "op":
@@ -164,9 +172,6 @@ class _Builder:
                 build.add_op(item, item.op, [operand.key for operand in item.operands],
                              exponent=item.exponent, sent=[_plain(grad) for grad in sent],
                              saves=saves[item], **self._op_attrs(item), **extra)
-                for operand, grad in zip(item.operands, sent, strict=True):
-                    if grad is not None:
-                        contributions.setdefault(operand.key, []).append(grad)
                 continue
             key = ("node", item.output) if kind == "result" else item.key
             build.add_value(key, nbytes=stored.get(key, 0),
@@ -178,23 +183,49 @@ class _Builder:
         processed = [call for call in calls if any(node in gradients for node in call.nodes)]
         processed.sort(key=lambda call: max(gradients[node].step for node in call.nodes
                                             if node in gradients))
-        self._running_sums(G, processed, sent_by, value_id, build.op_ids)
-        # A seed is a gradient that came from outside the drawn graph: the 1
-        # that backward() starts with at the loss.
-        seeds = {key: G.nodes[vid]["grad"] for key, vid in value_id.items()
-                 if G.nodes[vid]["grad"] is not None and key not in contributions}
         notes = [changed_note(G.nodes[vid]["label"], leaf.value, leaf.tensor.detach())
                  for key, vid in value_id.items() if key[0] == "leaf"
                  for leaf in (self.recording._leaves[key[1:]],)
                  if not _same_values(leaf.value, leaf.tensor)]
+        leaves = passes_and_leaves(self.recording, calls, passes, sent_by,
+                                   {key: G.nodes[vid]["label"] for key, vid in value_id.items()})
+        for key, grad in leaves.grads.items():
+            G.nodes[value_id[key]]["grad"] = _plain(grad)
+        for key, count in leaves.passes.items():
+            G.nodes[value_id[key]]["passes"] = count
+        notes += leaves.notes
+        self._running_sums(G, processed, sent_by, value_id, build.op_ids, leaves.earlier)
+        seeds, entered = seeds_of_passes(self.recording, calls, passes, self._sent)
+        if entered:
+            notes.append("a backward pass started at a later value, beyond the drawing; the "
+                         "gradients drawn at its top come from there")
         modules = {"module_groups": sorted(self.modules),
                    "module_classes": dict(sorted(self.modules.items()))} if self.modules else {}
-        return build.finish(root_keys, backward_order=processed, seeds=seeds, notes=notes,
-                            **modules)
+        return build.finish(root_keys, backward_order=processed,
+                            seeds={key: _plain(seed) for key, seed in seeds.items()},
+                            notes=notes, **modules, **({"entered": True} if entered else {}))
+
+    def _roots_of_passes(self, nodes: list) -> tuple[list, list[_Call], list[int]]:
+        """The roots to draw: the ones asked for, and the roots of every other backward pass
+        that went through their graph (two losses from one trunk), so each gradient drawn
+        is the sum of what is drawn; with the calls they need and those passes, in order."""
+        nodes = list(dict.fromkeys(nodes))
+        while True:
+            calls = self._calls_needed(nodes)
+            passes = passes_through(self.recording, calls)
+            drawn = {call.output for call in calls}
+            added = [top.output for number in passes
+                     for top in pass_tops(self.recording, number)
+                     if top.output not in drawn
+                     and not drawn_from(self._calls_needed([top.output]), nodes)]
+            if not added:
+                refuse_create_graph(self.recording, calls, passes)
+                return nodes, calls, passes
+            nodes += dict.fromkeys(added)
 
     @staticmethod
     def _running_sums(G: nx.MultiDiGraph, processed: list[_Call], sent_by: dict,
-                      value_id: dict, op_id: dict) -> None:
+                      value_id: dict, op_id: dict, earlier: dict) -> None:
         """Each operand edge's ``running`` sum: the operand's gradient once its share arrived.
 
         Autograd adds what arrives at a tensor in the order it arrives (its
@@ -203,8 +234,9 @@ class _Builder:
         (hooked where it is an op's result, the leaf's sum of arrivals where it
         is a leaf). Only a sum between the first and the last of three or more
         contributions is one autograd never shows: it is added here, in that order.
+        A leaf's sums start from ``earlier``: the share of backward passes not drawn.
         """
-        running: dict[Any, Any] = {}
+        running: dict[Any, Any] = dict(earlier)
         last_edge: dict[Any, tuple] = {}
         for call in processed:
             for arg, operand in enumerate(call.operands):
@@ -223,12 +255,14 @@ class _Builder:
             elif attrs["grad"] is not None:
                 G.edges[edge]["running"] = attrs["grad"]
 
-    def _calls_needed(self, roots: tuple) -> list[_Call]:
-        """The recorded calls the roots depend on, in the order they ran."""
+    def _calls_needed(self, roots: list) -> list[_Call]:
+        """The recorded calls the roots (autograd nodes) depend on, in the order they ran."""
         needed: dict[int, _Call] = {}
-        stack = [root.grad_fn for root in roots]
+        stack = list(roots)
         while stack:
             node = stack.pop()
+            if node in self.recording.gradient_nodes:
+                raise TorchImportError(CREATE_GRAPH)
             call = self.recording._call_of.get(node)
             if call is None:
                 raise TorchImportError(
@@ -242,6 +276,8 @@ class _Builder:
             for operand in call.operands:
                 if operand.key[0] == "problem":
                     _, culprit, message = operand.key
+                    if culprit in self.recording.gradient_nodes:
+                        raise TorchImportError(CREATE_GRAPH)
                     name = self.name_of.get(("node", culprit))
                     raise TorchImportError(message.format(
                         f"the tensor {name!r}" if name else f"a tensor made by {culprit.name()}"))
@@ -249,13 +285,16 @@ class _Builder:
                     stack.append(operand.key[1])
         return [needed[index] for index in sorted(needed)]
 
-    def _sent(self, call: _Call) -> list[Any]:
-        """The gradient each operand edge carried: what autograd sent along it, summed."""
+    def _sent(self, call: _Call, pass_number: int | None = None) -> list[Any]:
+        """The gradient each operand edge carried: what autograd sent along it, summed
+        over the passes (or in pass ``pass_number`` alone)."""
         gradients = self.recording._gradients
         by_link: dict[Any, list] = {}
         for node, j, link in call.external:
             record = gradients.get(node)
-            grad = None if record is None else record.inputs[j]
+            inputs = None if record is None else record.inputs if pass_number is None \
+                else record.sent.get(pass_number)
+            grad = None if inputs is None else inputs[j]
             if grad is not None:
                 by_link.setdefault(link, []).append(grad)
         sharing: dict[Any, list[int]] = {}

@@ -16,10 +16,16 @@ from . import groups, ops
 from .engine import backward_listeners
 from .errors import BackpropvizError
 
-__all__ = ["INSTALL_HINT", "TORCH_FUNCTIONS", "TORCH_NODES", "Recording", "TorchImportError",
-           "capture", "is_torch_tensor"]
+__all__ = ["CREATE_GRAPH", "INSTALL_HINT", "TORCH_FUNCTIONS", "TORCH_NODES", "Recording",
+           "TorchImportError", "capture", "is_torch_tensor"]
 
 INSTALL_HINT = "install it with: pip install 'backpropviz[torch]'"
+
+# What a drawing that a gradient's own graph reaches is refused with.
+CREATE_GRAPH = ("this script differentiates a gradient (torch.autograd.grad or backward with "
+                "create_graph=True), and backpropviz cannot draw the graph autograd builds "
+                "for a gradient, so its numbers would be wrong; draw the script without "
+                "create_graph=True (its first-order gradients) instead")
 
 
 class TorchImportError(BackpropvizError, ValueError):
@@ -145,11 +151,30 @@ class _Output:
 
 @dataclass
 class _Gradients:
-    """What the hooks saw at one autograd node, summed over backward passes."""
+    """What the hooks saw at one autograd node, summed over backward passes, and what
+    each pass brought to its output and sent on (pass number -> gradient, gradients)."""
 
+    call: _Call
     inputs: list[Any]
     output: Any
     step: int
+    passes: dict[int, Any] = field(default_factory=dict)
+    sent: dict[int, list[Any]] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class _Arrival:
+    """One backward pass reaching a leaf: the gradient that arrived; whether it found
+    ``.grad`` as the last pass that added to it left it (``continues``), else what ``.grad``
+    held (``before``: None if unset); whether it was added to ``.grad`` (not by
+    ``torch.autograd.grad``), and ``.grad`` after it, kept until a pass continues from it."""
+
+    pass_number: int
+    arrived: Any
+    continues: bool
+    before: Any = None
+    added: bool = False
+    after: Any = None
 
 
 class Recording:
@@ -173,6 +198,13 @@ class Recording:
         self._variables: dict[tuple, Any] = {}  # ("leaf", id) -> the leaf tensor
         self._counter = itertools.count()
         self._steps = itertools.count()
+        # Each backward pass (autograd's graph task) numbered in the order it ran, and
+        # whether it built a graph of the gradient (create_graph=True).
+        self._pass_of_task: dict[int, int] = {}
+        self.create_graph_passes: set[int] = set()
+        self.arrivals: dict[int, list[_Arrival]] = {}  # id(leaf) -> each pass that reached it
+        self._hooked_leaves: set[int] = set()
+        self.gradient_nodes: set = set()  # autograd nodes of gradients made with create_graph
         # Autograd numbers its nodes as it creates them: anything numbered
         # below this was made before recording began.
         with torch.enable_grad():
@@ -180,7 +212,10 @@ class Recording:
         self._first_sequence_nr = probe.grad_fn._sequence_nr() + 1
 
     def has_gradient(self, tensor: Any) -> bool:
-        """Whether a recorded backward pass has reached ``tensor`` (an op's result)."""
+        """Whether a recorded backward pass has reached ``tensor`` (an op's result); a
+        gradient made with create_graph=True is refused (its graph is not recorded)."""
+        if tensor.grad_fn is not None and tensor.grad_fn in self.gradient_nodes:
+            raise TorchImportError(CREATE_GRAPH)
         return tensor.grad_fn is not None and tensor.grad_fn in self._gradients
 
     # -- called by the function mode for every torch call
@@ -195,6 +230,8 @@ class Recording:
             # loss.backward(), or torch.autograd.backward((loss, ...)): tell who listens.
             for listener in backward_listeners:
                 listener(*(args[0] if isinstance(args[0], (tuple, list)) else args[:1]))
+        if func in (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad):
+            return self._run_backward(func, args, kwargs)
         flat = tree_flatten((args, kwargs))[0]
         tensors = [x for x in flat if isinstance(x, torch.Tensor)]
         if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
@@ -218,6 +255,27 @@ class Recording:
             self._add_call(index, function, flat, before, output, outputs, len(new_nodes),
                            swapped)
         return result
+
+    def _run_backward(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """A backward pass (its gradients are recorded by the hooks), not an op to draw;
+        a gradient it returns with a graph of its own (create_graph=True) is kept note of."""
+        from torch.utils._pytree import tree_flatten
+
+        result = func(*args, **kwargs)
+        for tensor in tree_flatten(result)[0]:
+            if getattr(tensor, "grad_fn", None) is not None:
+                self.gradient_nodes.add(tensor.grad_fn)
+        return result
+
+    def pass_now(self) -> int:
+        """The number of the backward pass running now (0 for the first the recording saw);
+        called from a hook, where grad mode is on only if the pass has create_graph=True."""
+        torch = sys.modules["torch"]
+        task = torch._C._current_graph_task_id()
+        number = self._pass_of_task.setdefault(task, len(self._pass_of_task))
+        if torch.is_grad_enabled():
+            self.create_graph_passes.add(number)
+        return number
 
     def _note_births(self, result: Any, index: int) -> None:
         torch = sys.modules["torch"]
@@ -308,6 +366,11 @@ class Recording:
         for position, created in enumerate(nodes):
             self._owned.add(created)
             created.register_hook(_gradient_hook(recording, call, position))
+        for _, _, link in external:
+            leaf = self._variables.get(link) if isinstance(link, tuple) else None
+            if leaf is not None and id(leaf) not in self._hooked_leaves:
+                self._hooked_leaves.add(id(leaf))
+                _hook_leaf(recording, leaf)
 
     def _walk(self, output: Any, before: list) -> tuple[list, list]:
         """The autograd nodes a call created, and the edges that leave them."""
@@ -356,7 +419,7 @@ class Recording:
                         if len(call.nodes) == 1:
                             call.saved_names[name.removeprefix("_saved_")] = (storage, nbytes)
 
-    def _hooked(self, call: _Call, position: int, grad_inputs: tuple,
+    def _hooked(self, call: _Call, position: int, pass_number: int, grad_inputs: tuple,
                 grad_outputs: tuple) -> None:
         node = call.nodes[position]
         inputs = [None if g is None else g.detach().clone() for g in grad_inputs]
@@ -365,12 +428,36 @@ class Recording:
         record = self._gradients.get(node)
         step = next(self._steps)
         if record is None:
-            self._gradients[node] = _Gradients(inputs, output, step)
+            self._gradients[node] = _Gradients(call, inputs, output, step, {pass_number: output},
+                                               {pass_number: inputs})
             return
         # A second backward pass through the same graph adds, as .grad does.
         record.inputs = [_add(a, b) for a, b in zip(record.inputs, inputs, strict=True)]
         record.output = _add(record.output, output)
         record.step = step
+        record.passes[pass_number] = _add(record.passes.get(pass_number), output)
+        record.sent[pass_number] = inputs
+
+    def _arrived(self, leaf: Any, pass_number: int, grad: Any) -> None:
+        arrivals = self.arrivals.setdefault(id(leaf), [])
+        previous = next((arrival for arrival in reversed(arrivals) if arrival.added), None)
+        now = leaf.grad
+        continues = previous is not None and now is not None and _same(now, previous.after)
+        before = None if continues or now is None else now.detach().clone()
+        arrivals.append(_Arrival(pass_number, grad.detach().clone(), continues, before))
+
+    def _accumulated(self, leaf: Any, pass_number: int) -> None:
+        arrivals = self.arrivals.get(id(leaf))
+        if not (arrivals and arrivals[-1].pass_number == pass_number and leaf.grad is not None):
+            return
+        arrival = arrivals[-1]
+        if arrival.continues:  # only the newest .grad of a run of passes is kept
+            previous = next(earlier for earlier in reversed(arrivals[:-1]) if earlier.added)
+            previous.after = None
+        arrival.added = True
+        arrival.after = leaf.grad.detach().clone()
+        if leaf.grad.grad_fn is not None:  # backward(create_graph=True): a graph of .grad
+            self.gradient_nodes.add(leaf.grad.grad_fn)
 
 
 def _note_mask(call: _Call, node: Any, flat: list) -> None:
@@ -390,9 +477,34 @@ def _gradient_hook(recording: weakref.ref, call: _Call, position: int) -> Any:
         torch = sys.modules["torch"]
         live = recording()
         if live is not None:
+            pass_number = live.pass_now()
             with torch._C.DisableTorchFunction(), torch.no_grad():
-                live._hooked(call, position, grad_inputs, grad_outputs)
+                live._hooked(call, position, pass_number, grad_inputs, grad_outputs)
     return hook
+
+
+def _hook_leaf(recording: weakref.ref, leaf: Any) -> None:
+    """Hooks on a leaf that note, for each backward pass, its ``.grad`` before the pass, the
+    gradient that arrived and ``.grad`` after: what an optimizer step then reads."""
+    torch = sys.modules["torch"]
+    tensor = weakref.ref(leaf)  # held weakly, as the recording is: no cycle through the hooks
+
+    def arrived(grad: Any) -> None:
+        live, current = recording(), tensor()
+        if live is not None and current is not None:
+            pass_number = live.pass_now()
+            with torch._C.DisableTorchFunction(), torch.no_grad():
+                live._arrived(current, pass_number, grad)
+
+    def accumulated(current: Any) -> None:
+        live = recording()
+        if live is not None:
+            pass_number = live.pass_now()
+            with torch._C.DisableTorchFunction(), torch.no_grad():
+                live._accumulated(current, pass_number)
+
+    leaf.register_hook(arrived)
+    leaf.register_post_accumulate_grad_hook(accumulated)
 
 
 def _add(a: Any, b: Any) -> Any:
@@ -410,6 +522,14 @@ def _same_values(kept: Any, tensor: Any) -> bool:
     current = tensor.detach()
     return kept.shape == current.shape and bool(
         ((kept == current) | (kept.isnan() & current.isnan())).all())
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two gradients hold the same numbers (False where their layout cannot say)."""
+    try:
+        return a.shape == b.shape and bool((a == b).all())
+    except (RuntimeError, NotImplementedError):  # sparse gradients, among others
+        return False
 
 
 def _version(tensor: Any) -> int:
