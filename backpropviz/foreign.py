@@ -132,6 +132,7 @@ class ForeignGraph:
     used: dict[Any, float] = field(default_factory=dict)  # data as backward() found it
     updated: dict[Any, float] = field(default_factory=dict)  # data changed since: now
     constants: set = field(default_factory=set)  # numbers an operator wrapped in a node
+    unwatched: str | None = None  # why no chain rule could be watched
 
     def index(self) -> dict[Any, int]:
         return {node: i for i, node in enumerate(self.order)}
@@ -264,8 +265,7 @@ def _use_run(graph: ForeignGraph, run: Run) -> None:
     """Draw the script's own backward() as it was watched; say what changed since."""
     graph.script_ran = True
     graph.events, graph.grads = run.events, run.after
-    if run.unwatched:
-        graph.notes.append(run.unwatched)
+    _unwatched(graph, run)
     root = graph.roots[0]
     earlier = [node for node in graph.order if node is not root and run.before.get(node)]
     if earlier:
@@ -283,13 +283,24 @@ def _use_run(graph: ForeignGraph, run: Run) -> None:
         now = number(node, "data")
         if node in run.used and not _close(run.used[node], now):
             graph.updated[node] = now
-            graph.notes.append(changed_note(graph.names.get(node), run.used[node], now))
+    notes = [changed_note(graph.names.get(node), run.used[node], now)
+             for node, now in graph.updated.items()]
+    if len(notes) > 3:  # a training loop's update: one note, not one a parameter
+        notes = [f"{len(notes)} values changed after the update and are drawn as the forward "
+                 f"pass used them, e.g. {notes[0].split(' after the update')[0]}"]
+    graph.notes.extend(notes)
     changed = [node for node in graph.order if node in run.after
                and not _close(number(node, "grad"), run.after[node])]
     if changed:
         who = graph.names.get(changed[0], "a value")
         graph.notes.append(f"gradients as the last backward() left them ({who}.grad is "
                            f"{number(changed[0], 'grad'):.6g} now: changed after it)")
+
+
+def _unwatched(graph: ForeignGraph, run: Run) -> None:
+    if run.unwatched:
+        graph.unwatched = run.unwatched
+        graph.notes.append(run.unwatched)
 
 
 def _watch_backward(graph: ForeignGraph, children: dict[Any, list[Any]]) -> None:
@@ -311,8 +322,7 @@ def _watch_backward(graph: ForeignGraph, children: dict[Any, list[Any]]) -> None
     script_ran = graph.script_ran = any(grad != 0 for grad in left.values())
     index = graph.index()
     run = _rerun(root, children, index.__getitem__)
-    if run.unwatched:
-        graph.notes.append(run.unwatched)
+    _unwatched(graph, run)
     graph.events, graph.grads = run.events, run.after
     if not script_ran:
         return  # backward is run for the script, as for an engine script
@@ -449,8 +459,9 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
     if graph.reconstructed:
         notes.append("a value used twice by one op (a + a) is kept once in the engine's "
                      "children set; both edges are drawn, each with half of what it sent")
+    unwatched = {"unwatched": graph.unwatched} if graph.unwatched else {}
     return build.finish(graph.roots, backward_order=sorted(processed, key=processed.get),
-                        seeds=seeds, notes=notes)
+                        seeds=seeds, notes=notes, **unwatched)
 
 
 class ForeignProducer(Producer):

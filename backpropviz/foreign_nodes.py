@@ -318,10 +318,11 @@ def _wrap_rules(children: dict[Any, list[Any]],
             found[type(node)] = rule_attribute(node, kids)
     missing = [cls.__name__ for cls, where in found.items() if where is None]
     if missing:
-        return None, (f"no chain rule found on a {missing[0]} (a function stored on each "
-                      f"result, like micrograd's out._backward, that adds to its children's "
-                      f".grad), so what each edge sent back is not known: keep each op's "
-                      f"rule in a closure on its result, e.g. out._backward = _backward")
+        return None, (f"{missing[0]}'s results keep no chain rule that backpropviz can "
+                      "watch (a function stored on each result that adds to its children's "
+                      ".grad, like micrograd's out._backward), so what each edge sent back is "
+                      "not known; to draw it, store each op's rule on its result, e.g. "
+                      "out._backward = _backward")
     kids_of = {id(node): list(dict.fromkeys(kids)) for node, kids in children.items()}
 
     def record(node: Any, call: Any) -> Any:

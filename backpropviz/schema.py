@@ -191,6 +191,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("stored_bytes", GRAPH, COUNT, "all bytes kept for backward", _PRODUCERS),
     Attribute("notes", GRAPH, TEXTS, "what a legend says about how the graph was read",
               f"{_PRODUCERS}, {_VIEWS}"),
+    Attribute("unwatched", GRAPH, TEXT, "why the backward pass has gradients but no steps (an "
+              "engine whose chain rules could not be watched)", _FOREIGN),
     Attribute("entered", GRAPH, FLAG, "backward started beyond the drawing (the seeds are "
               "the roots' gradients)", _ENGINE),
     Attribute("module_groups", GRAPH, TEXTS, "the groups that are nn.Module calls", _TORCH),
