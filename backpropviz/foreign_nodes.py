@@ -379,6 +379,9 @@ class _Observed:
     def backward_called(self, root: Any) -> None:
         """The script calls ``root.backward()``: watch it (any failure: not watched)."""
         try:
+            if not _within(root, WATCHED_NODES):
+                self.run = None  # far too big to draw: not slowed down for nothing
+                return
             _, children = collect([root])
             digest = digests([root], children, {n: number(n, "data") for n in children}, {})
             run, self._restore = start_run(root, children, digest.__getitem__)
@@ -428,6 +431,27 @@ class _Observed:
         """The watched run from ``root``, if it was the last and has ended."""
         run = self.run
         return run if run is not None and run.root is root and run.after else None
+
+
+# A graph with more nodes than this is not watched as the script runs it (the drawing
+# refuses 4000 nodes unless told otherwise); its backward() runs at full speed.
+WATCHED_NODES = 100_000
+
+
+def _within(root: Any, limit: int) -> bool:
+    """Whether the graph below ``root`` has at most ``limit`` nodes (counted up to it)."""
+    seen = {id(root)}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        attribute = children_attr(node)
+        for kid in getattr(node, attribute) if attribute else ():
+            if id(kid) not in seen:
+                if len(seen) == limit:
+                    return False
+                seen.add(id(kid))
+                stack.append(kid)
+    return True
 
 
 def _alive(ref: Any) -> Any:

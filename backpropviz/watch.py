@@ -5,7 +5,8 @@ names; the root of its last ``backward()`` call is that graph, and the local
 names of the functions that made the call name its values. The engine and the
 PyTorch recording tell the watch of each call (``engine.backward_listeners``);
 another engine's ``backward`` method is seen by a profile hook while the script
-runs.
+runs, which has foreign_nodes.OBSERVED watch that call as it runs and note the
+nodes made inside operator methods.
 """
 
 from __future__ import annotations

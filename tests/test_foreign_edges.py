@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from backpropviz import cli, foreign
+from backpropviz import cli, foreign, foreign_nodes
 from backpropviz.check import check_graph, check_script
 from backpropviz.ir import validate
 from backpropviz.script import graph_of_script
@@ -254,3 +254,24 @@ def test_check_still_refuses_an_update_after_backward(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "values changed after backward(), e.g. an update" in err
+
+
+def test_a_run_too_big_to_watch_is_read_again_and_an_update_is_not_hidden(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setattr(foreign_nodes, "WATCHED_NODES", 2)  # the script's run: not watched
+    path = write(tmp_path, "update.py", """\
+        from micrograd.engine import Value
+        w = Value(2.0)
+        x = Value(3.0)
+        L = w * x
+        L.backward()
+        w.data -= 0.1 * w.grad
+        """)
+    G = graph_of_script(path)
+    drawn = values(G)
+    # Read again from w = 1.7, backward gives dL/dx = 1.7, not the 2 the script's run
+    # left: the gradients drawn are the script's, and the note says why no share is.
+    assert (drawn["w"]["grad"], drawn["x"]["grad"]) == (3.0, 2.0)
+    assert [grad for _, _, grad in G.out_edges(node_of(G, "w"), data="grad")] == [None]
+    assert any("values changed after backward()" in note and "not drawn" in note
+               for note in G.graph["notes"])
