@@ -181,13 +181,7 @@ def test_a_chain_rule_under_another_name_is_watched(engine, form):
 
 def test_an_engine_without_a_chain_rule_to_watch_says_so_and_its_clip_is_refused(tmp_path,
                                                                                   capsys):
-    path = write(tmp_path, "inline.py", """\
-        from named_closures import Inline as Value
-        a = Value(1.5)
-        b = Value(-2.0)
-        L = a * b + a
-        L.backward()
-        """)
+    path = ENGINES / "no_rule.py"
     G = graph_of_script(path)
     validate(G)
     drawn = values(G)

@@ -68,6 +68,7 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
     G = graphs[0]
     graphs.append(drawn_graph(G))  # the group closed: a view with its members
     graphs.append(graph_of_script(ENGINES / "neuron.py", quiet=True))
+    graphs.append(graph_of_script(ENGINES / "no_rule.py", quiet=True))  # unwatched
     monkeypatch.setenv("ENGINE", "Overwrites")  # a student's = instead of +=
     graphs.append(check_script(ENGINES / "graded.py").graph)  # expected, error_start
     sys.path.insert(0, str(ENGINES))
