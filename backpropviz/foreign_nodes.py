@@ -461,6 +461,8 @@ def _alive(ref: Any) -> Any:
 OBSERVED = _Observed()
 # The operator methods inside which a node made is a wrapped number (micrograd's
 # ``other if isinstance(other, Value) else Value(other)``), a helper's too.
-OPERATOR_METHODS = frozenset(f"__{name}__" for base in (
-    "add", "sub", "mul", "truediv", "floordiv", "pow", "matmul", "mod")
-    for name in (base, "r" + base, "i" + base)) | {"__neg__", "__pos__"}
+OPERATOR_METHODS = frozenset((
+    "__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__",
+    "__mul__", "__rmul__", "__imul__", "__truediv__", "__rtruediv__", "__itruediv__",
+    "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__",
+    "__ipow__", "__matmul__", "__rmatmul__", "__neg__", "__pos__"))
