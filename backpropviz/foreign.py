@@ -162,8 +162,8 @@ def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
             rank_of.setdefault(id(obj), position)
     nodes, children = collect(roots)
     graph = ForeignGraph(list(dict.fromkeys(roots)), [], {}, {}, {})
-    run = OBSERVED.run_from(graph.roots[0])
-    graph.used = {node: run.used[node] for node in nodes if run and node in run.used}
+    last = OBSERVED.last_run()  # the script's last backward(), as it ran
+    graph.used = {node: last.used[node] for node in nodes if last and node in last.used}
     for node in nodes:
         label = getattr(node, "label", None)
         if isinstance(label, str) and label:
@@ -181,8 +181,9 @@ def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
                                                                 key=index.__getitem__)
             _read_op(graph, node, kids, ordered=node in ordered)
     graph.params = _parameters(names or {}, set(children))
-    if backward and run is not None:
-        _use_run(graph, run)
+    _note_updates(graph)
+    if backward and last is not None and last.root is graph.roots[0]:
+        _use_run(graph, last)
     elif backward:
         _watch_backward(graph, children)
     return graph
@@ -279,22 +280,26 @@ def _use_run(graph: ForeignGraph, run: Run) -> None:
                 "them (p.grad = 0) before each backward()")
         graph.notes.append(f"gradients as .grad holds them ({graph.inconsistency}); the edges "
                            "show the last backward()'s shares")
-    for node in graph.order:
-        now = number(node, "data")
-        if node in run.used and not _close(run.used[node], now):
-            graph.updated[node] = now
-    notes = [changed_note(graph.names.get(node), run.used[node], now)
-             for node, now in graph.updated.items()]
-    if len(notes) > 3:  # a training loop's update: one note, not one a parameter
-        notes = [f"{len(notes)} values changed after the update and are drawn as the forward "
-                 f"pass used them, e.g. {notes[0].split(' after the update')[0]}"]
-    graph.notes.extend(notes)
     changed = [node for node in graph.order if node in run.after
                and not _close(number(node, "grad"), run.after[node])]
     if changed:
         who = graph.names.get(changed[0], "a value")
         graph.notes.append(f"gradients as the last backward() left them ({who}.grad is "
                            f"{number(changed[0], 'grad'):.6g} now: changed after it)")
+
+
+def _note_updates(graph: ForeignGraph) -> None:
+    """The values changed since the last backward() used them (``p.data -= lr * p.grad``)."""
+    for node in graph.order:
+        now = number(node, "data")
+        if node in graph.used and not _close(graph.used[node], now):
+            graph.updated[node] = now
+    notes = [changed_note(graph.names.get(node), graph.used[node], now)
+             for node, now in graph.updated.items()]
+    if len(notes) > 3:  # a training loop's update: one note, not one a parameter
+        notes = [f"{len(notes)} values changed after the update and are drawn as the forward "
+                 f"pass used them, e.g. {notes[0].split(' after the update')[0]}"]
+    graph.notes.extend(notes)
 
 
 def _unwatched(graph: ForeignGraph, run: Run) -> None:

@@ -427,10 +427,10 @@ class _Observed:
     def made_by_op(self, node: Any) -> bool:
         return _alive(self._made.get(id(node))) is node
 
-    def run_from(self, root: Any) -> Run | None:
-        """The watched run from ``root``, if it was the last and has ended."""
+    def last_run(self) -> Run | None:
+        """The script's last backward() of another engine, watched, if it has ended."""
         run = self.run
-        return run if run is not None and run.root is root and run.after else None
+        return run if run is not None and run.after is not None else None
 
 
 # A graph with more nodes than this is not watched as the script runs it (the drawing
