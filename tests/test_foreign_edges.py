@@ -19,7 +19,7 @@ import pytest
 from backpropviz import cli, foreign, foreign_nodes
 from backpropviz.check import check_graph, check_script
 from backpropviz.ir import validate
-from backpropviz.script import graph_of_script
+from backpropviz.script import graph_of_script, running
 
 ENGINES = Path(__file__).resolve().parent / "engines"
 sys.path.insert(0, str(ENGINES))
@@ -72,6 +72,15 @@ def test_micrograd_after_an_update_draws_the_numbers_the_forward_pass_used(tmp_p
     assert G.graph["backward_order"] and G.graph["seeds"]
     assert "w = 2 → 1.7 after the update (drawn as the forward pass used it)" in G.graph["notes"]
     assert not any("not drawn" in note for note in G.graph["notes"])
+    # From y, the picture is y's part of that run: w as used, the update noted.
+    H = graph_of_script(path, ["y"])
+    assert values(H)["w"]["data"] == 2.0 and values(H)["y"]["data"] == 6.0
+    assert "w = 2 → 1.7 after the update (drawn as the forward pass used it)" in H.graph["notes"]
+    # The script's objects are as its engine made them: sets and closures put back.
+    with running(path) as run:
+        L, w = run.names["L"], run.names["w"]
+        assert type(L._prev) is set and type(w._prev) is set
+        assert L._backward.__qualname__ == "Value.__add__.<locals>._backward"
 
 
 def test_a_training_loop_draws_its_last_pass_as_it_ran():
