@@ -265,7 +265,8 @@ def digests(roots: list[Any], children: dict[Any, list[Any]], data: Mapping[Any,
 def start_run(root: Any, children: dict[Any, list[Any]], order_key: Any) -> tuple[Run, list]:
     """Begin watching a backward() from ``root``: the data and gradients now, every
     chain rule wrapped (its calls recorded) and every children set iterating in the
-    order of ``order_key`` (None: as it is). Returns the run and what ``_finish`` restores."""
+    order of ``order_key`` (None: as it is). Returns the run and what ``finish_run``
+    puts back."""
     used = {node: number(node, "data") for node in children}
     run = Run(root, children, used, {node: number(node, "grad") for node in children})
     restore: list[tuple[Any, str, Any, bool]] = []  # (object, attribute, kept, had it)
@@ -280,6 +281,7 @@ def start_run(root: Any, children: dict[Any, list[Any]], order_key: Any) -> tupl
 
 
 def finish_run(run: Run, restore: list) -> None:
+    """End a watched run: the engine put back as it was, the gradients it left noted."""
     _restore(restore)
     run.after = {node: number(node, "grad") for node in run.children}
 
