@@ -154,9 +154,11 @@ def check_script(path: str | os.PathLike, roots: Sequence[str] = (),
         used = {node: node._used for node in graph.order if node._used is not None}
     else:
         graph = foreign.read_graph(root, names=namespace)
-    if graph.inconsistency is not None:
+    why = graph.inconsistency or ("values changed after backward(), e.g. an update p.data -= "
+                                  "lr * p.grad" if graph.updated else None)
+    if why is not None:
         raise CheckError(f"the gradients the script leaves are not those of one backward() "
-                         f"from {name}: {graph.inconsistency}; check a script that ends with "
+                         f"from {name}: {why}; check a script that ends with "
                          f"one {name}.backward() (before any update)")
     # An engine whose backward() gives gradients, but which the script never
     # called: nothing to grade. (One whose backward leaves them all 0 is graded.)

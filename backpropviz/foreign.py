@@ -9,10 +9,15 @@ micrograd package, the lecture's hand-written class and a student's own all
 qualify.
 
 Nothing is recomputed for the picture. The gradients are the engine's own:
-its ``backward()`` is run once more with every node's ``_backward`` watched,
-so each operand edge carries what that engine's rule really added, in the
-order it really ran (and the gradients the script left are checked against
-that run). A children *set* loses order and repeats: the order of operands
+the script's last ``backward()`` is watched as it runs (foreign_nodes), each
+node's chain rule wrapped, so each operand edge carries what that engine's
+rule really added, in the order it really ran, and every value is drawn as
+that run found it (a value the script updates afterwards, ``p.data -= lr *
+p.grad``, is drawn as used, with the update noted). A number an operator
+wrapped in a node (micrograd's ``y - 1.0``) is drawn as a constant. Where the
+script's run was not seen (the Python API), ``backward()`` is run once more,
+watched, and the gradients the script left are checked against that run.
+A children *set* loses order and repeats: the order of operands
 is taken from the graph itself (names, then structure, never ``id()``), so a
 script draws the same on every run; a non-commutative op's operands are
 ordered so that the op gives the engine's own result; ``a + a`` stored as
@@ -21,13 +26,11 @@ one child is drawn with its two edges, and the legend says so.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import numbers
 import os
 import re
 import traceback
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,42 +39,27 @@ import networkx as nx
 from . import ops
 from .builder import Builder, Producer
 from .engine import EngineError, Node, Value, apply
-from .errors import BackpropvizError
+from .foreign_nodes import (
+    CHILD_ATTRS,
+    OBSERVED,
+    Event,
+    ForeignError,
+    Run,
+    children_attr,
+    collect,
+    digests,
+    finish_run,
+    looks_like_node,
+    number,
+    postorder,
+    start_run,
+    tag_of,
+)
+from .formatting import changed_note
 
 __all__ = ["CHILD_ATTRS", "PRODUCER", "TAGS", "ForeignError", "ForeignGraph", "children_attr",
            "collect", "from_objects", "from_tag",
            "looks_like_node", "near_miss", "number", "read_graph", "to_ir"]
-
-CHILD_ATTRS = ("_prev", "_children", "prev", "children", "_parents", "parents")
-TAG_ATTRS = ("_op", "op")
-_COLLECTIONS = (set, frozenset, tuple, list)
-
-
-class ForeignError(BackpropvizError):
-    """An object graph that looks like an engine's but cannot be read as one."""
-
-
-def children_attr(obj: Any) -> str | None:
-    """The name of the attribute that holds ``obj``'s children, if it has one."""
-    for name in CHILD_ATTRS:
-        try:
-            children = getattr(obj, name, None)
-        except Exception:  # a property that fails is not a children collection
-            continue
-        if isinstance(children, _COLLECTIONS):
-            return name
-    return None
-
-
-def looks_like_node(obj: Any) -> bool:
-    """Whether ``obj`` is a node of a micrograd-style engine (not backpropviz's own)."""
-    if isinstance(obj, (type, Node, numbers.Number, str)):
-        return False
-    try:
-        return (children_attr(obj) is not None and hasattr(obj, "data")
-                and hasattr(obj, "grad"))
-    except Exception:
-        return False
 
 
 def near_miss(obj: Any) -> str | None:
@@ -118,33 +106,6 @@ def from_tag(tag: str, arity: int | None = None) -> tuple[str, float | None]:
     return (fitting or names)[0], None
 
 
-def _tag(obj: Any) -> str:
-    for name in TAG_ATTRS:
-        tag = getattr(obj, name, None)
-        if isinstance(tag, str):
-            return tag
-    return ""
-
-
-def number(obj: Any, attribute: str) -> float:
-    """``obj.<attribute>`` as a float, or ForeignError naming the attribute."""
-    value = getattr(obj, attribute)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ForeignError(f"a {type(obj).__name__}'s .{attribute} is "
-                           f"{type(value).__name__}, not a number") from None
-
-
-@dataclass
-class Event:
-    """One call of a node's ``_backward``: its gradient then, each child's before and after."""
-
-    node: Any
-    upstream: float
-    children: list[tuple[Any, float, float]]
-
-
 @dataclass
 class ForeignGraph:
     """An engine's object graph, read: order, operands, ops and its backward run.
@@ -168,9 +129,18 @@ class ForeignGraph:
     events: list[Event] | None = None
     grads: dict[Any, float] | None = None
     notes: list[str] = field(default_factory=list)
+    used: dict[Any, float] = field(default_factory=dict)  # data as backward() found it
+    updated: dict[Any, float] = field(default_factory=dict)  # data changed since: now
+    constants: set = field(default_factory=set)  # numbers an operator wrapped in a node
+    unwatched: str | None = None  # why no chain rule could be watched
 
     def index(self) -> dict[Any, int]:
         return {node: i for i, node in enumerate(self.order)}
+
+    def data(self, node: Any) -> float:
+        """A node's number as the forward pass used it (before any update)."""
+        used = self.used.get(node)
+        return number(node, "data") if used is None else used
 
 
 def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
@@ -192,14 +162,18 @@ def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
             rank_of.setdefault(id(obj), position)
     nodes, children = collect(roots)
     graph = ForeignGraph(list(dict.fromkeys(roots)), [], {}, {}, {})
+    last = OBSERVED.last_run()  # the script's last backward(), as it ran
+    graph.used = {node: last.used[node] for node in nodes if last and node in last.used}
     for node in nodes:
         label = getattr(node, "label", None)
         if isinstance(label, str) and label:
             graph.names[node] = label  # an explicit label wins over the variable name
         elif id(node) in name_of:
             graph.names[node] = name_of[id(node)]
+    graph.constants = {node for node in nodes if not children[node] and node not in graph.names
+                       and OBSERVED.made_by_op(node)}
     ordered = {node for node in children if _ordered(node)}
-    graph.order = _stable_order(graph.roots, children, graph.names, rank_of, ordered)
+    graph.order = _stable_order(graph, children, rank_of, ordered)
     index = graph.index()
     for node in graph.order:
         if children[node]:
@@ -207,50 +181,12 @@ def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
                                                                 key=index.__getitem__)
             _read_op(graph, node, kids, ordered=node in ordered)
     graph.params = _parameters(names or {}, set(children))
-    if backward:
+    _note_updates(graph)
+    if backward and last is not None and last.root is graph.roots[0]:
+        _use_run(graph, last)
+    elif backward:
         _watch_backward(graph, children)
     return graph
-
-
-def collect(roots: Iterable[Any]) -> tuple[list[Any], dict[Any, list[Any]]]:
-    """Every node below the roots and its children, checked: nodes only, no cycle."""
-    children: dict[Any, list[Any]] = {}
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        if node in children:
-            continue
-        attribute = children_attr(node)
-        kids = list(getattr(node, attribute)) if attribute else []
-        for kid in kids:
-            if not looks_like_node(kid):
-                raise ForeignError(f"a {type(node).__name__}'s .{attribute} holds a "
-                                   f"{type(kid).__name__}, not a node with .data, .grad and "
-                                   "children")
-        children[node] = kids
-        number(node, "data")
-        stack.extend(kids)
-    # A cycle: some node is below itself (iterative depth-first search).
-    state: dict[Any, int] = {}
-    for start in children:
-        if start in state:
-            continue
-        path = [(start, iter(children[start]))]
-        state[start] = 1
-        while path:
-            node, kids = path[-1]
-            kid = next(kids, None)
-            if kid is None:
-                state[node] = 2
-                path.pop()
-            elif state.get(kid) == 1:
-                raise ForeignError(f"the children of a {type(kid).__name__} (data "
-                                   f"{number(kid, 'data'):g}) lead back to it: a graph of "
-                                   "values has no cycles")
-            elif kid not in state:
-                state[kid] = 1
-                path.append((kid, iter(children[kid])))
-    return list(children), children
 
 
 def _ordered(node: Any) -> bool:
@@ -258,7 +194,7 @@ def _ordered(node: Any) -> bool:
     return isinstance(getattr(node, children_attr(node)), (tuple, list))
 
 
-def _stable_order(roots: list[Any], children: dict[Any, list[Any]], names: dict[Any, str],
+def _stable_order(graph: ForeignGraph, children: dict[Any, list[Any]],
                   rank_of: dict[int, int], ordered: set) -> list[Any]:
     """Operands before results, in an order read from the graph alone.
 
@@ -269,41 +205,15 @@ def _stable_order(roots: list[Any], children: dict[Any, list[Any]], names: dict[
     does not matter.
     """
     rank: dict[Any, float] = {}
-    digest: dict[Any, str] = {}
-    for node in _postorder(roots, children, key=None):
-        kids = children[node]
+    for node in postorder(graph.roots, children, key=None):
         own = rank_of.get(id(node), math.inf)
-        rank[node] = min([own, *(rank[kid] for kid in kids)])
-        text = repr((_tag(node), number(node, "data"), names.get(node),
-                     sorted(digest[kid] for kid in kids)))
-        digest[node] = hashlib.sha1(text.encode()).hexdigest()
+        rank[node] = min([own, *(rank[kid] for kid in children[node])])
+    digest = digests(graph.roots, children, {node: graph.data(node) for node in children},
+                      graph.names)
 
     def key(node: Any) -> tuple:
         return rank[node], digest[node]
-    return _postorder(roots, children, key=key, ordered=ordered)
-
-
-def _postorder(roots: list[Any], children: dict[Any, list[Any]], key: Any,
-               ordered: set = frozenset()) -> list[Any]:
-    """Depth-first post-order from the roots (no recursion), children sorted by
-    ``key`` unless the node keeps them ``ordered``."""
-    done: dict[Any, None] = {}
-    for root in roots:
-        if root in done:
-            continue
-        stack = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if node in done:
-                continue
-            if expanded:
-                done[node] = None
-                continue
-            stack.append((node, True))
-            kids = (children[node] if key is None or node in ordered
-                    else sorted(children[node], key=key))
-            stack.extend((kid, False) for kid in reversed(kids) if kid not in done)
-    return list(done)
+    return postorder(graph.roots, children, key=key, ordered=ordered)
 
 
 def _parameters(names: Mapping[str, Any], nodes: set) -> set:
@@ -324,25 +234,26 @@ def _parameters(names: Mapping[str, Any], nodes: set) -> set:
 def _read_op(graph: ForeignGraph, node: Any, kids: list[Any], ordered: bool) -> None:
     """The op of a result, and its operands in argument order: as the engine keeps
     them, or (from a set) in graph order, turned where the data says so."""
-    name, exponent = from_tag(_tag(node), len(kids))
-    data = number(node, "data")
+    name, exponent = from_tag(tag_of(node), len(kids))
+    data = graph.data(node)
     spec = ops.get(name)
     arity = set(spec.forms)
-    if len(kids) == 1 and 1 not in arity and 2 in arity and _gives(name, [kids[0]] * 2, data):
+    used = [graph.data(kid) for kid in kids]
+    if len(kids) == 1 and 1 not in arity and 2 in arity and _gives(name, used * 2, data):
         # a + a, a * a: a set keeps one child; the data says it was used twice.
         kids = [kids[0], kids[0]]
         graph.reconstructed.add(node)
     elif (not ordered and len(kids) == 2 and not spec.commutative
-          and not _gives(name, kids, data) and _gives(name, kids[::-1], data)):
+          and not _gives(name, used, data) and _gives(name, used[::-1], data)):
         kids = kids[::-1]  # the order in which the op gives the engine's own result
     graph.ops[node] = (name, exponent)
     graph.operands[node] = kids
 
 
-def _gives(op: str, kids: list[Any], data: float, exponent: float | None = None) -> bool:
-    """Whether the reference engine's ``op`` of the children's data is ``data``."""
+def _gives(op: str, operands: list[float], data: float, exponent: float | None = None) -> bool:
+    """Whether the reference engine's ``op`` of the ``operands`` is ``data``."""
     try:
-        result = apply(op, [Value(number(kid, "data")) for kid in kids], exponent).data
+        result = apply(op, [Value(operand) for operand in operands], exponent).data
     except (EngineError, TypeError, ValueError, ArithmeticError):
         return False
     return result == data or math.isclose(result, data, rel_tol=1e-12, abs_tol=1e-300)
@@ -351,47 +262,100 @@ def _gives(op: str, kids: list[Any], data: float, exponent: float | None = None)
 # ---------------------------------------------------------------- backward
 
 
+def _use_run(graph: ForeignGraph, run: Run) -> None:
+    """Draw the script's own backward() as it was watched; say what changed since."""
+    graph.script_ran = True
+    graph.events, graph.grads = run.events, run.after
+    _unwatched(graph, run)
+    root = graph.roots[0]
+    earlier = [node for node in graph.order if node is not root and run.before.get(node)]
+    if earlier:
+        if run.passes > 1:
+            graph.inconsistency = f"backward() ran {run.passes} times and the gradients added up"
+        else:
+            first = earlier[0]
+            graph.inconsistency = (
+                f"the last backward() added to gradients an earlier one left "
+                f"({graph.names.get(first, 'a value')} held {run.before[first]:.6g}); reset "
+                "them (p.grad = 0) before each backward()")
+        graph.notes.append(f"gradients as .grad holds them ({graph.inconsistency}); the edges "
+                           "show the last backward()'s shares")
+    changed = [node for node in graph.order if node in run.after
+               and not _close(number(node, "grad"), run.after[node])]
+    if changed:
+        who = graph.names.get(changed[0], "a value")
+        graph.notes.append(f"gradients as the last backward() left them ({who}.grad is "
+                           f"{number(changed[0], 'grad'):.6g} now: changed after it)")
+
+
+def _note_updates(graph: ForeignGraph) -> None:
+    """The values changed since the last backward() used them (``p.data -= lr * p.grad``)."""
+    for node in graph.order:
+        now = number(node, "data")
+        if node in graph.used and not _close(graph.used[node], now):
+            graph.updated[node] = now
+    notes = [changed_note(graph.names.get(node), graph.used[node], now)
+             for node, now in graph.updated.items()]
+    if len(notes) > 3:  # a training loop's update: one note, not one a parameter
+        notes = [f"{len(notes)} values changed after the update and are drawn as the forward "
+                 f"pass used them, e.g. {notes[0].split(' after the update')[0]}"]
+    graph.notes.extend(notes)
+
+
+def _unwatched(graph: ForeignGraph, run: Run) -> None:
+    if run.unwatched:
+        graph.unwatched = run.unwatched
+        graph.notes.append(run.unwatched)
+
+
 def _watch_backward(graph: ForeignGraph, children: dict[Any, list[Any]]) -> None:
-    """Run the engine's backward() from the first root with every _backward watched.
+    """Run the engine's backward() from the first root, watched (the script's own run
+    was not seen: the Python API, a script that imports backpropviz too).
 
     While it runs, each children set iterates in graph order, so that the
     engine's own topological sort, and with it every running sum, comes out
     the same on every run. The gradients drawn are this run's; the ones the
-    script left are checked against them, and left in place.
+    script left are checked against them, and left in place: if they differ,
+    the run is repeated with every set in its own order, as the script's ran
+    (an engine whose result depends on that order, e.g. = for += at a fork).
     """
     root = graph.roots[0]
-    backward = getattr(root, "backward", None)
-    if not callable(backward):
+    if not callable(getattr(root, "backward", None)):
         graph.notes.append("the engine has no backward(): forward values only")
         return
     left = {node: number(node, "grad") for node in graph.order}
     script_ran = graph.script_ran = any(grad != 0 for grad in left.values())
-    events: list[Event] = []
-    originals = _wrap_backwards(graph.order, children, events)
-    sets = _order_sets(graph, children)
-    for node in graph.order:
+    index = graph.index()
+    run = _rerun(root, children, index.__getitem__)
+    _unwatched(graph, run)
+    graph.events, graph.grads = run.events, run.after
+    if not script_ran:
+        return  # backward is run for the script, as for an engine script
+    if not all(_close(run.after[node], grad) for node, grad in left.items()):
+        run = _rerun(root, children, None)
+        graph.events, graph.grads = run.events, run.after
+    for node, grad in left.items():
+        node.grad = grad  # leave the script's objects as it left them
+    if all(_close(run.after[node], grad) for node, grad in left.items()):
+        return
+    graph.grads, graph.events = left, None
+    graph.inconsistency = _why_different(graph, left, run.after)
+    graph.notes.append(f"gradients as the script left them ({graph.inconsistency}), so the "
+                       "edges' shares are not drawn")
+
+
+def _rerun(root: Any, children: dict[Any, list[Any]], order_key: Any) -> Run:
+    """The engine's backward() from ``root`` run again from zero gradients, watched."""
+    for node in children:
         node.grad = 0.0
+    run, restore = start_run(root, children, order_key)
     try:
-        backward()
+        root.backward()
     except Exception as error:
         raise ForeignError(f"the engine's backward() failed: {_where(error)}") from None
     finally:
-        _unwrap_backwards(originals)
-        for node, attribute, kept in sets:
-            setattr(node, attribute, kept)
-    ran = {node: number(node, "grad") for node in graph.order}
-    graph.events = events if originals else None
-    graph.grads = ran
-    if not script_ran:
-        return  # backward is run for the script, as for an engine script
-    for node, grad in left.items():
-        node.grad = grad  # leave the script's objects as it left them
-    if all(_close(ran[node], grad) for node, grad in left.items()):
-        return
-    graph.grads, graph.events = left, None
-    graph.inconsistency = _why_different(graph, left, ran)
-    graph.notes.append(f"gradients as the script left them ({graph.inconsistency}), so the "
-                       "edges' shares are not drawn")
+        finish_run(run, restore)
+    return run
 
 
 def _why_different(graph: ForeignGraph, left: dict, ran: dict) -> str:
@@ -432,69 +396,6 @@ def _where(error: BaseException) -> str:
     frame = traceback.extract_tb(error.__traceback__)[-1]
     return (f"{type(error).__name__}: {error} ({os.path.basename(frame.filename)}, "
             f"line {frame.lineno})")
-
-
-class _InOrder(set):
-    """A set that iterates in a given order: a node's children during the watched run."""
-
-    def __init__(self, items: list[Any]) -> None:
-        super().__init__(items)
-        self._order = list(dict.fromkeys(items))
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._order)
-
-
-def _order_sets(graph: ForeignGraph, children: dict[Any, list[Any]]) -> list[tuple]:
-    """Swap every children set for one in graph order; what to put back."""
-    index = graph.index()
-    swapped = []
-    for node in graph.order:
-        attribute = children_attr(node)
-        kept = getattr(node, attribute)
-        if not isinstance(kept, (set, frozenset)):
-            continue
-        try:
-            setattr(node, attribute, _InOrder(sorted(children[node], key=index.__getitem__)))
-        except (AttributeError, TypeError):
-            continue  # a read-only attribute: its set iterates as it will
-        swapped.append((node, attribute, kept))
-    return swapped
-
-
-def _wrap_backwards(order: list[Any], children: dict[Any, list[Any]],
-                    events: list[Event]) -> list[tuple[Any, Any, bool]]:
-    """Replace each node's _backward by a watcher; what to put back (empty: none could be)."""
-    originals = []
-    for node in order:
-        original = getattr(node, "_backward", None)
-        if not callable(original):
-            continue
-        own = "_backward" in getattr(node, "__dict__", {})
-        kids = list(dict.fromkeys(children[node]))
-
-        def watched(node: Any = node, original: Any = original, kids: list = kids) -> Any:
-            upstream = number(node, "grad")
-            before = [number(kid, "grad") for kid in kids]
-            result = original()
-            events.append(Event(node, upstream, [
-                (kid, was, number(kid, "grad")) for kid, was in zip(kids, before, strict=True)]))
-            return result
-        try:
-            node._backward = watched
-        except (AttributeError, TypeError):  # __slots__ without _backward, a frozen class
-            _unwrap_backwards(originals)
-            return []
-        originals.append((node, original, own))
-    return originals
-
-
-def _unwrap_backwards(originals: list[tuple[Any, Any, bool]]) -> None:
-    for node, original, own in originals:
-        if own:
-            node._backward = original
-        else:
-            del node._backward  # the class's method shows through again
 
 
 # ---------------------------------------------------------------- the IR
@@ -545,25 +446,27 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
             attrs: dict[str, Any] = {}
             if node in graph.reconstructed:
                 attrs["reconstructed"] = True
-            dead = ops.dead_units(name, number(kids[0], "data"))
+            dead = ops.dead_units(name, graph.data(kids[0]))
             if dead is not None:
                 attrs["dead"] = dead
             build.add_op(node, name, kids, exponent=exponent, sent=sent.get(node),
                          running=sums.get(node), **attrs)
-        # An unnamed leaf is an input: another engine's weights in plain lists look
-        # just like the numbers its ops wrap, and their gradients are the lesson.
+        # An unnamed leaf is an input (another engine's weights in plain lists, whose
+        # gradients are the lesson), unless an operator made it: a number it wrapped.
         role = ("output" if node in roots else "intermediate" if kids
-                else "param" if node in params else "input")
+                else "param" if node in params else "const" if node in graph.constants
+                else "input")
         grad = None if graph.grads is None else graph.grads[node]
-        build.add_value(node, label=graph.names.get(node), data=number(node, "data"),
+        build.add_value(node, label=graph.names.get(node), data=graph.data(node),
                         grad=grad, shape=(), role=role, made_by=node if kids else None)
     graph.value_ids = build.value_ids
     notes = list(graph.notes)
     if graph.reconstructed:
         notes.append("a value used twice by one op (a + a) is kept once in the engine's "
                      "children set; both edges are drawn, each with half of what it sent")
+    unwatched = {"unwatched": graph.unwatched} if graph.unwatched else {}
     return build.finish(graph.roots, backward_order=sorted(processed, key=processed.get),
-                        seeds=seeds, notes=notes)
+                        seeds=seeds, notes=notes, **unwatched)
 
 
 class ForeignProducer(Producer):

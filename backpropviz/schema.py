@@ -194,6 +194,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("remarks", GRAPH, TEXTS, "how the graph was simplified for drawing, where "
               "the picture shows it by itself: said on stderr and in the text form, not "
               "drawn", f"{_PRODUCERS}, {_VIEWS}"),
+    Attribute("unwatched", GRAPH, TEXT, "why the backward pass has gradients but no steps (an "
+              "engine whose chain rules could not be watched)", _FOREIGN),
     Attribute("entered", GRAPH, FLAG, "backward started beyond the drawing (the seeds are "
               "the roots' gradients)", f"{_ENGINE}, {_TORCH}"),
     Attribute("module_groups", GRAPH, TEXTS, "the groups that are nn.Module calls", _TORCH),

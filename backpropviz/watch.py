@@ -5,7 +5,8 @@ names; the root of its last ``backward()`` call is that graph, and the local
 names of the functions that made the call name its values. The engine and the
 PyTorch recording tell the watch of each call (``engine.backward_listeners``);
 another engine's ``backward`` method is seen by a profile hook while the script
-runs.
+runs, which has foreign_nodes.OBSERVED watch that call as it runs and note the
+nodes made inside operator methods.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from types import FrameType
 from typing import Any
 
 from . import engine, foreign
+from .foreign_nodes import OBSERVED
 
 __all__ = ["Watch", "watching"]
 
@@ -85,6 +87,7 @@ def watching(script: str | os.PathLike | None, *,
     engine nor PyTorch; it is left out if a profiler is already running).
     """
     watch = Watch(script)
+    OBSERVED.forget()
     engine.backward_listeners.append(watch.heard)
     hook = _backward_hook(watch) if other_engines and sys.getprofile() is None else None
     if hook is not None:
@@ -99,19 +102,27 @@ def watching(script: str | os.PathLike | None, *,
 
 def _backward_hook(watch: Watch) -> Any:
     """A profile function noting the outermost call of a node's ``backward`` method (a
-    recursive backward calls itself on every node; only the first call is the root's)."""
+    recursive backward calls itself on every node; only the first call is the root's),
+    which foreign.OBSERVED watches as it runs, and the nodes operators make."""
     active: list[FrameType] = []
+    observed = OBSERVED
 
     def hook(frame: FrameType, event: str, arg: Any) -> None:
-        if frame.f_code.co_name != "backward":
+        name = frame.f_code.co_name
+        if name == "__init__" and event == "call":
+            observed.init_called(frame)
+        if name != "backward":
             return
         if event == "call":
             node = frame.f_locals.get("self")
             if foreign.looks_like_node(node):
                 if not active:
                     watch.called_from(frame.f_back, (node,))
+                    observed.backward_called(node)
                 active.append(frame)
         elif event == "return" and active and active[-1] is frame:
             active.pop()
+            if not active:
+                observed.backward_returned()
 
     return hook

@@ -70,6 +70,7 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
     graphs.append(graph_of_script(ENGINES / "neuron.py", quiet=True))
     # a neuron's weighted sum folded into one + (remarks)
     graphs.append(graph_of_script(ROOT / "examples" / "scalar_neuron.py", quiet=True))
+    graphs.append(graph_of_script(ENGINES / "no_rule.py", quiet=True))  # unwatched
     monkeypatch.setenv("ENGINE", "Overwrites")  # a student's = instead of +=
     graphs.append(check_script(ENGINES / "graded.py").graph)  # expected, error_start
     sys.path.insert(0, str(ENGINES))

@@ -63,6 +63,8 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
                            f"not {suffix!r}")
     check_size(G, max_nodes)
     if not G.graph.get("backward_order") and phase != "forward":
+        if G.graph.get("unwatched"):  # gradients, but no steps: say why
+            raise AnimateError(f"cannot animate the backward pass: {G.graph['unwatched']}")
         raise AnimateError("the graph has no backward record; call .backward() on the output "
                            "in the script, or pass phase='forward'")
     require_manim()
