@@ -662,9 +662,10 @@ class Writer:
         if key in self.state.current_edges:
             classes.append("current")
             result.update(color=t.highlight_line, penwidth=_pt(CURRENT_EDGE_PEN))
-            if attrs.get("grad") is not None and self.show_grads:
+            if attrs.get("grad") is not None and self.show_grads and u not in self.plain:
                 # The gradient flows back: beside the highlight a blue line, its
-                # arrowhead at the operand (graphviz: the head takes the first colour).
+                # arrowhead at the operand (graphviz: the head takes the first colour);
+                # not into a constant, which is drawn without a gradient.
                 result.update(color=f"{t.highlight_line}:{t.grad}", dir="both",
                               arrowtail="normal")
             if "badge" in result:

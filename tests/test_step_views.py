@@ -104,3 +104,25 @@ def test_the_band_leaves_the_legend_its_own_spacing(example):
     for name in ("add_mul", "d2l_objective"):
         G = example(name)
         assert gap(draw(G, step=1).svg) == pytest.approx(gap(draw(G).svg), abs=20)
+
+
+def test_a_step_sends_no_blue_arrow_into_a_constant():
+    # L = (x * 2) ** 2: at the × step the gradient goes back to x, not to the 2,
+    # which is drawn without a gradient.
+    from backpropviz import Value
+    from backpropviz.figure import to_dot
+    from backpropviz.ir import to_networkx
+
+    x = Value(3.0, label="x")
+    L = (x * 2.0) ** 2
+    L.backward()
+    G = to_networkx(L)
+    const = next(n for n, role in G.nodes(data="role") if role == "const")
+    x_node = next(n for n, label in G.nodes(data="label") if label == "x")
+    times = next(n for n, op in G.nodes(data="op") if op == "mul")
+    step = G.graph["backward_order"].index(times) + 1
+    dot = to_dot(G, step=step)
+    into = [line for line in dot.splitlines() if line.strip().startswith(f'"{const}" -> ')]
+    from_x = [line for line in dot.splitlines() if line.strip().startswith(f'"{x_node}" -> ')]
+    assert into and all('arrowtail' not in line for line in into)
+    assert any('arrowtail="normal"' in line for line in from_x)
