@@ -8,6 +8,7 @@ import networkx as nx
 
 from .captions import Caption, step_captions
 from .dot import font
+from .metrics import text_width
 from .style import LEGEND_PT, THEMES, VALUE_PT, Theme
 
 __all__ = ["BAND_CHARS", "step_bands"]
@@ -17,7 +18,9 @@ __all__ = ["BAND_CHARS", "step_bands"]
 # every step's band has as many lines, and the width, of the largest, so that
 # all the steps keep one layout.
 BAND_CHARS = 76
-_BAND_EM = 0.62  # a character's width in a band, in ems (generous: its cell's minimum)
+_BAND_EM = 0.62  # a character's width in a band, in ems, at most (the widest band's)
+_BOLD = 1.1  # how much wider bold sets than regular, at most
+_KEY_TEXT = " this step  its op and edges,   ◀ blue: the gradients it sends back to the inputs"
 
 
 def _band_lines(caption: Caption) -> list[str]:
@@ -45,9 +48,16 @@ def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
     captions = step_captions(G, precision)
     lines = [_band_lines(caption) for caption in captions]
     height = max(len(step) for step in lines)
-    widest = max([len(caption.rule) + 16 for caption in captions]
-                 + [len(line) for step in lines for line in step])
-    width = int(min(widest, BAND_CHARS + 8) * _BAND_EM * VALUE_PT)
+    last = len(captions) - 1
+    # As wide as its widest row on any step (measured as graphviz sets it, a
+    # little more for the bold), so that no step's band is wider than another's
+    # and the key beneath the lines stays put through a build.
+    widest = max([_BOLD * text_width(f"step {k} of {last}", LEGEND_PT)
+                  + text_width("  " + caption.rule, LEGEND_PT)
+                  for k, caption in enumerate(captions)]
+                 + [text_width(line, VALUE_PT) for step in lines for line in step]
+                 + [text_width(_KEY_TEXT, LEGEND_PT) + 12])
+    width = int(1.06 * widest + 12)  # (its lines are broken at BAND_CHARS)
     key = (f'<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="1"><TR>'
            f'<TD BORDER="1" COLOR="{t.highlight_line}" BGCOLOR="{t.highlight_fill}" '
            'STYLE="ROUNDED">'
@@ -55,9 +65,10 @@ def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
            f'<TD>{font(" its op and edges,   ", t.muted, LEGEND_PT)}</TD>'
            f'<TD>{font("◀ blue", t.grad, LEGEND_PT)}</TD>'
            f'<TD>{font(": the gradients it sends back to the inputs", t.muted, LEGEND_PT)}</TD>'
+           # (any room the band has over the key goes to this last cell, not between its words)
+           f'<TD WIDTH="{max(1, width - int(text_width(_KEY_TEXT, LEGEND_PT)) - 16)}"></TD>'
            "</TR></TABLE>")
     bands = []
-    last = len(captions) - 1
     for k, (caption, step) in enumerate(zip(captions, lines, strict=True)):
         rows = [f'<B>{font(f"step {k} of {last}", t.text, LEGEND_PT)}</B>'
                 + font(escape("  " + caption.rule), t.muted, LEGEND_PT)]

@@ -126,3 +126,23 @@ def test_a_step_sends_no_blue_arrow_into_a_constant():
     from_x = [line for line in dot.splitlines() if line.strip().startswith(f'"{x_node}" -> ')]
     assert into and all('arrowtail' not in line for line in into)
     assert any('arrowtail="normal"' in line for line in from_x)
+
+
+@pytest.mark.parametrize("name", ["d2l_mlp", "d2l_objective", "mlp3"])
+def test_a_step_build_keeps_its_key_and_legend_in_place(example, name):
+    # Slide after slide, what does not change (the key to the highlight, the
+    # legend, the picture's size) stays at the same pixels: a build does not flicker.
+    import re
+
+    from backpropviz.diagram import step_diagrams
+
+    keys = ("value", "parameter", "gradient", "this step", "◀ blue")
+    seen = set()
+    for diagram in step_diagrams(example(name)):
+        texts = re.findall(r'<text[^>]*x="([0-9.\-]+)" y="([0-9.\-]+)"[^>]*>([^<]*)</text>',
+                           diagram.svg)
+        placed = tuple(sorted((text.strip(), x, y) for x, y, text in texts
+                              if text.strip() in keys))
+        assert len(placed) >= 4
+        seen.add((re.search(r'viewBox="([^"]+)"', diagram.svg).group(1), placed))
+    assert len(seen) == 1, seen
