@@ -19,6 +19,7 @@ from .torch_record import (
     _active,
     _Call,
     _last,
+    _result_key,
     _same_values,
     _torch,
     capture,
@@ -99,8 +100,9 @@ def _graph(torch: Any, roots: tuple, names: Mapping[str, Any] | None,
                 f"the tensor {name}of shape {tuple(root.shape)} has no grad_fn, so there is no "
                 "graph to draw; compute it from tensors created with requires_grad=True")
     if recording is None:
-        raise TorchImportError("no recording: run the torch code inside "
-                               "`with backpropviz.torch_import.capture():` so its values are kept")
+        raise TorchImportError("no recording: from_torch draws tensors computed inside "
+                               "`with backpropviz.torch_import.capture():`, so run the torch "
+                               "code there first")
     return _Builder(recording, names).build(roots)
 
 
@@ -117,7 +119,8 @@ class _Builder:
             if name.startswith("_"):
                 continue
             if is_torch_tensor(obj):
-                key = ("node", obj.grad_fn) if obj.grad_fn is not None else ("leaf", id(obj))
+                key = (_result_key(obj.grad_fn, obj.output_nr) if obj.grad_fn is not None
+                       else ("leaf", id(obj)))
                 self.name_of.setdefault(key, name)
             elif isinstance(obj, module):  # a network: its parameters as net.0.weight, ...
                 for path, part in obj.named_modules():
@@ -131,7 +134,7 @@ class _Builder:
     def build(self, roots: tuple) -> nx.MultiDiGraph:
         calls = self._calls_needed(roots)
         self.calls = groups.numbered(call.group for call in calls)
-        root_keys = [("node", root.grad_fn) for root in roots]
+        root_keys = [_result_key(root.grad_fn, root.output_nr) for root in roots]
 
         # Every IR node gets a place in the order the script made it: a leaf
         # where it was created (or first used), a number where it was used,
@@ -148,8 +151,9 @@ class _Builder:
                 else:
                     order = (call.index, 0, position)
                 entries.append((order, "value", operand))
-            entries.append(((call.index, 1, 0), "op", call))
-            entries.append(((call.index, 2, -1), "result", call))
+            # split's ops one after another, each followed by its result
+            entries.append(((call.index, 1, 2 * call.result), "op", call))
+            entries.append(((call.index, 1, 2 * call.result + 1), "result", call))
         entries.sort(key=lambda entry: entry[0])
 
         saves, inner_bytes = self._saves(calls)
@@ -168,7 +172,7 @@ class _Builder:
                     if grad is not None:
                         contributions.setdefault(operand.key, []).append(grad)
                 continue
-            key = ("node", item.output) if kind == "result" else item.key
+            key = item.key
             build.add_value(key, nbytes=stored.get(key, 0),
                             made_by=item if kind == "result" else None,
                             **self._value_attrs(key, item, root_keys))
@@ -225,37 +229,44 @@ class _Builder:
 
     def _calls_needed(self, roots: tuple) -> list[_Call]:
         """The recorded calls the roots depend on, in the order they ran."""
-        needed: dict[int, _Call] = {}
-        stack = [root.grad_fn for root in roots]
+        needed: dict[tuple, _Call] = {}
+        stack = [_result_key(root.grad_fn, root.output_nr) for root in roots]
         while stack:
-            node = stack.pop()
-            call = self.recording._call_of.get(node)
+            key = stack.pop()
+            call = self.recording._call_of.get(key)
             if call is None:
                 raise TorchImportError(
-                    f"the value of a tensor made by {node.name()} was not recorded: run all "
-                    "of the torch code inside `with backpropviz.torch_import.capture():`")
-            if call.index in needed:
+                    f"the value of a tensor made by {key[1].name()} was not recorded: compute "
+                    "it inside the script (or, from Python, inside "
+                    "`with backpropviz.torch_import.capture():`)")
+            if key in needed:
                 continue
-            if call.problem is not None:
-                raise TorchImportError(call.problem)
-            needed[call.index] = call
+            shares = self.recording._shares.get(call.output)
+            problem = call.problem or (shares.problem if shares is not None else None)
+            if problem is not None:
+                raise TorchImportError(problem)
+            needed[key] = call
             for operand in call.operands:
                 if operand.key[0] == "problem":
                     _, culprit, message = operand.key
-                    name = self.name_of.get(("node", culprit))
+                    name = self.name_of.get(culprit)
                     raise TorchImportError(message.format(
-                        f"the tensor {name!r}" if name else f"a tensor made by {culprit.name()}"))
+                        f"the tensor {name!r}" if name else f"a tensor made by {culprit[1].name()}"))
                 if operand.key[0] == "node":
-                    stack.append(operand.key[1])
-        return [needed[index] for index in sorted(needed)]
+                    stack.append(operand.key)
+        return sorted(needed.values(), key=lambda call: (call.index, call.result))
 
     def _sent(self, call: _Call) -> list[Any]:
         """The gradient each operand edge carried: what autograd sent along it, summed."""
         gradients = self.recording._gradients
+        shares = self.recording._shares.get(call.output) if call.results > 1 else None
         by_link: dict[Any, list] = {}
         for node, j, link in call.external:
-            record = gradients.get(node)
-            grad = None if record is None else record.inputs[j]
+            if shares is not None:  # split's q: only what q's gradient sent
+                grad = shares.inputs[call.result][j]
+            else:
+                record = gradients.get(node)
+                grad = None if record is None else record.inputs[j]
             if grad is not None:
                 by_link.setdefault(link, []).append(grad)
         sharing: dict[Any, list[int]] = {}
@@ -298,7 +309,7 @@ class _Builder:
 
     def _tensor_value(self, key: Any) -> Any:
         if key[0] == "node":
-            return self.recording._outputs[key[1]].value
+            return self.recording._outputs[key].value
         return self.recording._leaves[key[1:]].value
 
     def _value_attrs(self, key: Any, item: Any, root_keys: list) -> dict:
@@ -307,8 +318,13 @@ class _Builder:
                     "role": "const"}
         value = self._tensor_value(key)
         if key[0] == "node":
-            record = self.recording._gradients.get(key[1])
-            grad = None if record is None else record.output
+            call = self.recording._call_of[key]
+            if call.results > 1:  # split's q: its own gradient, of the several its node got
+                shares = self.recording._shares.get(call.output)
+                grad = None if shares is None else shares.outputs[call.result]
+            else:
+                record = self.recording._gradients.get(key[1])
+                grad = None if record is None else record.output
             role = "output" if key in root_keys else "intermediate"
             label = self.name_of.get(key)
         else:
@@ -333,16 +349,17 @@ class _Builder:
                 if operand.key[0] == "leaf":
                     where.setdefault(self.recording._leaves[operand.key[1:]].storage,
                                      operand.key)
-            where[self.recording._outputs[call.output].storage] = ("node", call.output)
+            where[self.recording._outputs[call.key].storage] = call.key
         saves: dict[_Call, dict[Any, int]] = {}
         inner_bytes: dict[_Call, int] = {}
+        counted: set = set()  # inner tensors already counted (split's ops share their node's)
         for call in calls:
-            own = {self.recording._outputs[call.output].storage: ("node", call.output)}
+            own = {self.recording._outputs[call.key].storage: call.key}
             for operand in call.operands:
                 if operand.key[0] == "leaf":
                     own.setdefault(self.recording._leaves[operand.key[1:]].storage, operand.key)
                 elif operand.key[0] == "node":
-                    own.setdefault(self.recording._outputs[operand.key[1]].storage, operand.key)
+                    own.setdefault(self.recording._outputs[operand.key].storage, operand.key)
             numbers = {storage: operand.key for operand in call.operands
                        if operand.key[0] == "const" and operand.aten_name in call.saved_names
                        for storage, _ in (call.saved_names[operand.aten_name],)}
@@ -355,7 +372,9 @@ class _Builder:
                 else:
                     kept[key] = max(nbytes, kept.get(key, 0))
             saves[call] = kept
-            inner_bytes[call] = sum(inner.values())
+            inner_bytes[call] = sum(nbytes for storage, nbytes in inner.items()
+                                    if storage not in counted)
+            counted.update(inner)
         # A value two calls keep is one tensor: counted with the larger of what they keep.
         largest: dict[Any, int] = {}
         for kept in saves.values():
