@@ -250,8 +250,8 @@ class _Builder:
                 if operand.key[0] == "problem":
                     _, culprit, message = operand.key
                     name = self.name_of.get(culprit)
-                    raise TorchImportError(message.format(
-                        f"the tensor {name!r}" if name else f"a tensor made by {culprit[1].name()}"))
+                    raise TorchImportError(message.format(f"the tensor {name!r}" if name else
+                                                          f"a tensor made by {culprit[1].name()}"))
                 if operand.key[0] == "node":
                     stack.append(operand.key)
         return sorted(needed.values(), key=lambda call: (call.index, call.result))

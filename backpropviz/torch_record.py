@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import operator
 import numbers
+import operator
 import re
 import sys
 import weakref
@@ -328,6 +328,10 @@ class Recording:
         # A torch.autograd.Function is drawn under its class's name, whatever it computes.
         op = function if custom else _op_name(
             function, type(node).__name__ if len(nodes) == 1 else None)
+        if op == "transpose" and output.dim() > 2:
+            # ᵀ reverses all axes; x.transpose(0, 1) of a batch swaps two: say which.
+            axes = ", ".join(str(x) for x in flat if isinstance(x, int) and not isinstance(x, bool))
+            op = f"{function.strip('_')}({axes})"
         call = _Call(index, op, node, [], nodes, external, group=groups.current(),
                      result=output.output_nr, results=results)
         spec = ops.get(op)
@@ -378,9 +382,13 @@ class Recording:
         """A result of a function whose results come from different autograd nodes
         (multi_head_attention_forward's weights): kept, to refuse it if it is drawn."""
         node = output.grad_fn
-        problem = (f"{function} returns {count} tensors computed together, and what each sent "
-                   "back cannot be told apart; backpropviz draws such a function only when the "
-                   f"drawing uses its first result alone (this one uses result {position + 1})")
+        module = next((type(member).__name__ for member, _ in reversed(groups.current())
+                       if not isinstance(member, str)), None)
+        problem = (f"{module + chr(39) + 's ' if module else ''}{function} returns {count} "
+                   "tensors computed together, and what each sent back cannot be told apart; "
+                   "backpropviz draws such a function only when the drawing uses its first "
+                   f"result alone (this one uses result {position + 1}), so draw a root "
+                   "computed from its first result only (backpropviz render SCRIPT ROOT)")
         call = _Call(index, function, node, [], [], [], problem=problem,
                      result=output.output_nr)
         self._call_of[call.key] = call
@@ -570,9 +578,8 @@ def capture() -> Iterator[Recording]:
     ``from_torch(L, names=namespace, recording=recording)``.
     """
     _torch()
-    from torch.overrides import TorchFunctionMode
-
     import torch
+    from torch.overrides import TorchFunctionMode
 
     recording = Recording()
 

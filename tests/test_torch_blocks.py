@@ -1,0 +1,240 @@
+"""The PyTorch blocks of a deep-learning lecture, drawn with plain PyTorch's numbers.
+
+Each script in torch_scripts/ is drawn by the command line; every named value's
+data and gradient is compared with the same script run by plain PyTorch, which
+keeps the gradient of every intermediate (retain_grad) for the comparison.
+"""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from test_cli import script, written_graph
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
+
+from backpropviz import cli
+from backpropviz.check import disagreements
+from backpropviz.ir import operand_edges, result_of
+from backpropviz.torch_import import TorchImportError, capture, from_torch
+from backpropviz.views import closed_groups
+
+SCRIPTS = Path(__file__).resolve().parent / "torch_scripts"
+BLOCKS = ["attention_split", "several_results", "multihead_attention", "lstm_cell", "lstm",
+          "gru", "custom_function"]
+
+
+class _KeepGrads(TorchFunctionMode):
+    """Plain PyTorch, except that every tensor an op makes or uses keeps its .grad after
+    backward (a torch.autograd.Function's result is first seen where it is used)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        for tensor in tree_flatten((result, args, kwargs))[0]:
+            if isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None:
+                tensor.retain_grad()
+        return result
+
+
+def reference(name: str) -> dict:
+    """The script's names after plain PyTorch ran it."""
+    with _KeepGrads():
+        return runpy.run_path(str(SCRIPTS / f"{name}.py"), run_name="__main__")
+
+
+def tensor_named(namespace: dict, label: str):
+    """``q`` -> the tensor q; ``lstm.weight_ih_l0`` -> that parameter of the module lstm."""
+    if label in namespace:
+        return namespace[label]
+    module, _, parameter = label.partition(".")
+    return namespace[module].get_parameter(parameter)
+
+
+def close(drawn, expected) -> None:
+    np.testing.assert_allclose(np.asarray(drawn, dtype=np.float64),
+                               expected.detach().double().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory) -> dict:
+    """Each block's IR as ``backpropviz render SCRIPT... -o folder/ --format json`` wrote it
+    (run in this process, as the entry point runs it: torch is loaded once)."""
+    folder = tmp_path_factory.mktemp("blocks")
+    code = cli.main(["render", *(str(SCRIPTS / f"{name}.py") for name in BLOCKS),
+                     "-o", f"{folder}/", "--format", "json", "-j", "1"])
+    assert code == 0
+    return {name: written_graph(folder / f"{name}.json") for name in BLOCKS}
+
+
+def values(G) -> dict:
+    return {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
+            if attrs["kind"] == "value" and attrs["label"]}
+
+
+EXPECTED_NAMES = {
+    "attention_split": {"x", "q", "k", "v", "att", "y", "loss", "c_attn.weight", "c_attn.bias"},
+    "several_results": {"scores", "left", "right", "first", "second", "best", "top", "loss"},
+    "multihead_attention": {"x", "out", "loss", "attention.in_proj_weight",
+                            "attention.out_proj.weight"},
+    "lstm_cell": {"h", "c", "loss", "cell.weight_ih", "cell.weight_hh", "cell.bias_ih"},
+    "lstm": {"h_n", "score", "loss", "lstm.weight_ih_l0", "lstm.weight_hh_l1",
+             "head.weight"},
+    "gru": {"x", "out", "loss", "gru.weight_ih_l0", "gru.weight_hh_l0_reverse"},
+    "custom_function": {"W", "x", "z", "h", "loss"},
+}
+
+
+@pytest.mark.parametrize("name", BLOCKS)
+def test_every_drawn_number_is_plain_pytorchs(drawn, name):
+    G, namespace = drawn[name], reference(name)
+    named = values(G)
+    assert EXPECTED_NAMES[name] <= set(named)
+    for label, attrs in named.items():
+        tensor = tensor_named(namespace, label)
+        close(attrs["data"], tensor)
+        if tensor.grad is None:
+            assert attrs["grad"] is None, label
+        else:
+            close(attrs["grad"], tensor.grad)
+    # The picture adds up: each op's drawn result is that op of its drawn operands.
+    assert disagreements(G) == []
+
+
+def test_split_draws_one_op_per_result_each_edge_its_own_share(drawn):
+    G, namespace = drawn["attention_split"], reference("attention_split")
+    splits = {G.nodes[op]["op"]: op for op in G if G.nodes[op].get("op", "").startswith("split")}
+    assert sorted(splits) == ["split[0]", "split[1]", "split[2]"]
+    (qkv,) = {u for op in splits.values() for u, _, _ in operand_edges(G, op)}
+    total = 0
+    for number, piece in enumerate("qkv"):
+        op = splits[f"split[{number}]"]
+        assert G.nodes[result_of(G, op)]["label"] == piece
+        # What split's backward sent for this piece alone: its gradient in its columns.
+        share = torch.zeros(3, 12, dtype=torch.float64)
+        share[:, 4 * number:4 * number + 4] = namespace[piece].grad
+        (edge,) = operand_edges(G, op)
+        close(G.edges[edge]["grad"], share)
+        total += share
+    close(G.nodes[qkv]["grad"], total)
+
+
+def test_unbind_and_chunk_shares_add_up_to_the_gradient(drawn):
+    G, namespace = drawn["several_results"], reference("several_results")
+    named = {attrs["label"]: node for node, attrs in G.nodes(data=True) if attrs.get("label")}
+    for whole, pieces in (("scores", ("left", "right")), ("right", ("first", "second"))):
+        edges = [edge for piece in pieces
+                 for edge in operand_edges(G, next(iter(G.predecessors(named[piece]))))]
+        assert {edge[0] for edge in edges} == {named[whole]}
+        shares = sum(np.asarray(G.edges[edge]["grad"]) for edge in edges)
+        expected = namespace[whole].grad
+        if whole == "scores":  # scores also feeds topk
+            (topk,) = [op for op in G.successors(named["scores"]) if G.nodes[op]["op"] == "topk"]
+            shares = shares + np.asarray(G.edges[named["scores"], topk, 0]["grad"])
+        close(shares, expected)
+
+
+def test_custom_function_is_one_op_whose_backward_fills_its_edge(drawn):
+    G, namespace = drawn["custom_function"], reference("custom_function")
+    (op,) = [op for op in G if G.nodes[op].get("op") == "MyReLU"]
+    assert G.nodes[op]["symbol"] == "MyReLU"
+    (edge,) = operand_edges(G, op)
+    z, h = namespace["z"], namespace["h"]
+    close(G.edges[edge]["grad"], h.grad * (z > 0))  # MyReLU.backward, by hand
+    assert G.nodes[edge[0]]["label"] == "z"
+
+
+def test_custom_function_with_two_results_draws_each_share():
+    class SinCos(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t.sin(), t.cos()
+
+        @staticmethod
+        def backward(ctx, grad_sin, grad_cos):
+            (t,) = ctx.saved_tensors
+            return grad_sin * t.cos() - grad_cos * t.sin()
+
+    t0 = torch.tensor([0.5, 2.0])
+    with capture() as recording:
+        t = t0.clone().requires_grad_()
+        s, c = SinCos.apply(t)
+        L = (3 * s).sum() + (c * c).sum()
+        L.backward()
+    G = from_torch(L, names={"t": t, "s": s, "c": c}, recording=recording)
+    ops = {G.nodes[op]["op"]: op for op in G if G.nodes[op]["kind"] == "op"}
+    # dL/ds = 3 and dL/dc = 2 cos t: each result's share on its own edge.
+    (sin_edge,) = operand_edges(G, ops["SinCos[0]"])
+    (cos_edge,) = operand_edges(G, ops["SinCos[1]"])
+    close(G.edges[sin_edge]["grad"], 3 * t0.cos())
+    close(G.edges[cos_edge]["grad"], -2 * t0.cos() * t0.sin())
+    close(values(G)["t"]["grad"], t.grad)
+
+
+def test_a_backward_that_is_not_linear_in_its_gradients_is_refused():
+    class Odd(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 1, t * 2
+
+        @staticmethod
+        def backward(ctx, grad_a, grad_b):
+            return grad_a * grad_b + grad_a  # no per-result share adds up to this
+
+    with capture() as recording:
+        t = torch.tensor([1.0, 2.0], requires_grad=True)
+        a, b = Odd.apply(t)
+        L = (a * b).sum()
+        L.backward()
+    with pytest.raises(TorchImportError, match="does not add up"):
+        from_torch(L, recording=recording)
+
+
+@pytest.mark.parametrize("name, module", [("multihead_attention", "attention"),
+                                          ("lstm", "lstm"), ("gru", "gru")])
+def test_modules_draw_the_block_as_one_op_with_its_parameters_gradients(drawn, name, module):
+    G, namespace = drawn[name], reference(name)
+    closed = closed_groups(G, modules=True)
+    (op,) = [op for op, attrs in closed.nodes(data=True)
+             if attrs["kind"] == "op" and attrs["op"] == "group" and attrs["symbol"] == module]
+    for u, _, key in closed.in_edges(op, keys=True):
+        label = closed.nodes[u]["label"]
+        if label and label.startswith(f"{module}."):
+            close(closed.edges[u, op, key]["grad"], tensor_named(namespace, label).grad)
+
+
+def test_lstm_cell_unrolled_draws_each_steps_gates():
+    with capture() as recording:
+        namespace = runpy.run_path(str(SCRIPTS / "lstm_cell.py"))
+    G = from_torch(namespace["loss"], names=namespace, recording=recording)
+    ops = [attrs["op"] for _, attrs in G.nodes(data=True) if attrs["kind"] == "op"]
+    # Three steps of four gates: σ for input, forget and output, tanh for the candidate.
+    assert ops.count("sigmoid") == 9 and ops.count("chunk[3]") == 3
+    cells = {tuple(attrs["group_calls"]) for _, attrs in G.nodes(data=True)
+             if attrs.get("group") == ["cell"]}
+    assert len(cells) == 3
+
+
+def test_a_later_result_of_a_fused_function_gets_one_sentence(tmp_path, capsys):
+    path = script(tmp_path, "weights.py", """
+        import torch
+        from torch import nn
+
+        torch.manual_seed(0)
+        attention = nn.MultiheadAttention(4, 2)
+        x = torch.randn(3, 1, 4)
+        out, weights = attention(x, x, x)
+        loss = weights.pow(2).sum()
+        loss.backward()
+        """)
+    out = tmp_path / "out.svg"
+    assert cli.main(["render", str(path), "-o", str(out)]) == 1
+    (message,) = capsys.readouterr().err.splitlines()
+    assert message.startswith("backpropviz: error: MultiheadAttention's "
+                              "multi_head_attention_forward returns 2 tensors")
+    assert "uses its first result alone (this one uses result 2)" in message
+    assert not out.exists()
