@@ -384,7 +384,8 @@ class Recording:
         node = output.grad_fn
         module = next((type(member).__name__ for member, _ in reversed(groups.current())
                        if not isinstance(member, str)), None)
-        problem = (f"{module + chr(39) + 's ' if module else ''}{function} returns {count} "
+        owner = f"{module}'s " if module else ""  # MultiheadAttention's
+        problem = (f"{owner}{function} returns {count} "
                    "tensors computed together, and what each sent back cannot be told apart; "
                    "backpropviz draws such a function only when the drawing uses its first "
                    f"result alone (this one uses result {position + 1}), so draw a root "

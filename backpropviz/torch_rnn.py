@@ -24,19 +24,19 @@ def _linear(x: Any, weight: Any, bias: Any) -> Any:
     return F.linear(x, weight, bias)
 
 
-def lstm_cell(x: Any, hx: Sequence[Any], w_ih: Any, w_hh: Any, b_ih: Any = None,
-              b_hh: Any = None) -> tuple[Any, Any]:
-    """One LSTM step: gates i, f, g, o from x and h; c' = f⊙c + i⊙g, h' = o⊙tanh(c')."""
+def _lstm_step(x_gates: Any, hx: Sequence[Any], w_hh: Any, b_hh: Any) -> tuple[Any, Any]:
+    """One LSTM step from the input's share of the gates (x W_ihᵀ + b_ih): gates i, f, g, o;
+    c' = σ(f)⊙c + σ(i)⊙tanh(g), h' = σ(o)⊙tanh(c')."""
     h, c = hx
-    gates = _linear(x, w_ih, b_ih) + _linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, dim=1)
+    i, f, g, o = (x_gates + _linear(h, w_hh, b_hh)).chunk(4, dim=1)
     c_next = f.sigmoid() * c + i.sigmoid() * g.tanh()
     return o.sigmoid() * c_next.tanh(), c_next
 
 
-def gru_cell(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:
-    """One GRU step: r, z from x and h; n = tanh(x_n + r⊙h_n); h' = (1 − z)⊙n + z⊙h."""
-    x_r, x_z, x_n = _linear(x, w_ih, b_ih).chunk(3, dim=1)
+def _gru_step(x_gates: Any, h: Any, w_hh: Any, b_hh: Any) -> Any:
+    """One GRU step from the input's share of the gates: r, z; n = tanh(x_n + r⊙h_n);
+    h' = (1 − z)⊙n + z⊙h."""
+    x_r, x_z, x_n = x_gates.chunk(3, dim=1)
     h_r, h_z, h_n = _linear(h, w_hh, b_hh).chunk(3, dim=1)
     r = (x_r + h_r).sigmoid()
     z = (x_z + h_z).sigmoid()
@@ -44,18 +44,30 @@ def gru_cell(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any =
     return (1 - z) * n + z * h
 
 
-def _layers(cell: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequence[Any],
+def lstm_cell(x: Any, hx: Sequence[Any], w_ih: Any, w_hh: Any, b_ih: Any = None,
+              b_hh: Any = None) -> tuple[Any, Any]:
+    """torch.lstm_cell: (h', c')."""
+    return _lstm_step(_linear(x, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+def gru_cell(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:
+    """torch.gru_cell: h'."""
+    return _gru_step(_linear(x, w_ih, b_ih), h, w_hh, b_hh)
+
+
+def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequence[Any],
             has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool,
             batch_first: bool) -> tuple:
-    """A stack of recurrent layers over a sequence, as torch.lstm / torch.gru run it:
-    each layer's outputs (both directions side by side) are the next layer's inputs."""
+    """A stack of recurrent layers over a sequence, as torch.lstm / torch.gru run it: the
+    input's share of every step's gates at once, then step after step; each layer's
+    outputs (both directions side by side) are the next layer's inputs."""
     import torch
     import torch.nn.functional as F  # noqa: N812
 
     directions = 2 if bidirectional else 1
     per_cell = 4 if has_biases else 2
-    if batch_first:
-        x = x.transpose(0, 1)
+    time = 1 if batch_first else 0
+    length = x.shape[time]
     finals: list[list[Any]] = [[] for _ in range(states)]
     for layer in range(num_layers):
         if layer and dropout and train:
@@ -63,37 +75,36 @@ def _layers(cell: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequ
         outputs = []
         for direction in range(directions):
             at = layer * directions + direction
-            weights = list(params[at * per_cell:(at + 1) * per_cell])
+            weights = params[at * per_cell:(at + 1) * per_cell]
+            (w_ih, w_hh), (b_ih, b_hh) = weights[:2], weights[2:] or (None, None)
+            x_gates = _linear(x, w_ih, b_ih)
             state = tuple(h[at] for h in hx) if states > 1 else hx[0][at]
-            steps = range(x.shape[0] - 1, -1, -1) if direction else range(x.shape[0])
             made: dict[int, Any] = {}
-            for t in steps:
-                state = cell(x[t], state, *weights)
+            for t in (range(length - 1, -1, -1) if direction else range(length)):
+                state = step(x_gates.select(time, t), state, w_hh, b_hh)
                 made[t] = state[0] if states > 1 else state
-            outputs.append(torch.stack([made[t] for t in range(x.shape[0])]))
+            outputs.append(torch.stack([made[t] for t in range(length)], dim=time))
             for kept, value in zip(finals, state if states > 1 else (state,), strict=True):
                 kept.append(value)
         x = outputs[0] if directions == 1 else torch.cat(outputs, dim=2)
-    return (x.transpose(0, 1) if batch_first else x,
-            *(torch.stack(kept) for kept in finals))
+    return (x, *(torch.stack(kept) for kept in finals))
 
 
 def lstm(x: Any, hx: Sequence[Any], params: Sequence[Any], *options: Any) -> tuple:
     """torch.lstm on a padded batch: (output, h_n, c_n)."""
-    return _layers(lstm_cell, 2, x, hx, params, *options)
+    return _layers(_lstm_step, 2, x, hx, params, *options)
 
 
 def gru(x: Any, hx: Any, params: Sequence[Any], *options: Any) -> tuple:
     """torch.gru on a padded batch: (output, h_n)."""
-    return _layers(gru_cell, 1, x, (hx,), params, *options)
+    return _layers(_gru_step, 1, x, (hx,), params, *options)
 
 
 def _padded(args: tuple) -> bool:
     """Whether torch.lstm / torch.gru was called on a padded batch (a packed sequence has
-    its batch sizes, a tensor, second), without projections (proj_size: 5 weights a cell)."""
-    import torch
-
-    if len(args) != 9 or isinstance(args[1], torch.Tensor):
+    its batch sizes second, so its weights come fourth), without projections (proj_size:
+    5 weights a cell)."""
+    if len(args) != 9 or not isinstance(args[3], bool):
         return False
     _, _, params, has_biases, num_layers, _, _, bidirectional, _ = args
     return len(params) == num_layers * (2 if bidirectional else 1) * (4 if has_biases else 2)

@@ -7,6 +7,7 @@ keeps the gradient of every intermediate (retain_grad) for the comparison.
 
 from __future__ import annotations
 
+import contextlib
 import runpy
 from pathlib import Path
 
@@ -238,3 +239,72 @@ def test_a_later_result_of_a_fused_function_gets_one_sentence(tmp_path, capsys):
                               "multi_head_attention_forward returns 2 tensors")
     assert "uses its first result alone (this one uses result 2)" in message
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name, sigmoids", [("lstm", 3 * 3 * 2), ("gru", 2 * 3 * 2)])
+def test_recurrent_layers_are_drawn_gate_by_gate(drawn, name, sigmoids):
+    # lstm: 3 gates of σ, 3 steps, 2 layers; gru: 2 gates of σ, 3 steps, 2 directions.
+    ops = [attrs["op"] for _, attrs in drawn[name].nodes(data=True) if attrs["kind"] == "op"]
+    assert ops.count("sigmoid") == sigmoids
+
+
+RECURRENT = {
+    "two-layer bidirectional LSTM from a given state": (
+        lambda: torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True),
+        lambda m, x, h0: m(x, (h0, torch.zeros(4, 2, 4))),
+        lambda result: result[0].sum() + result[1][0].pow(2).sum()),
+    "batch-first two-layer GRU, no biases": (
+        lambda: torch.nn.GRU(3, 4, num_layers=2, batch_first=True, bias=False),
+        lambda m, x, h0: m(x),
+        lambda result: result[0].pow(2).sum()),
+    "GRU cell from a given state": (
+        lambda: torch.nn.GRUCell(3, 4),
+        lambda m, x, h0: m(x[0], h0[0]),
+        lambda result: result.pow(2).sum()),
+}
+
+
+@pytest.mark.parametrize("case", RECURRENT)
+def test_recurrent_layers_have_plain_pytorchs_gradients(case):
+    make, call, loss_of = RECURRENT[case]
+    torch.manual_seed(0)
+    x0, h00 = torch.randn(2, 2, 3), torch.randn(4, 2, 4)
+    grads = {}
+    for drawing in (False, True):
+        torch.manual_seed(1)
+        module = make()
+        with capture() if drawing else contextlib.nullcontext() as recording:
+            x, h0 = x0.clone().requires_grad_(), h00.clone().requires_grad_()
+            loss = loss_of(call(module, x, h0))
+            loss.backward()
+        grads[drawing] = {"x": x.grad, "h0": h0.grad,
+                          **{f"module.{n}": p.grad for n, p in module.named_parameters()}}
+        if drawing:
+            G = from_torch(loss, names={"module": module, "x": x, "h0": h0},
+                           recording=recording)
+            assert disagreements(G) == []
+            drawn_grads = {label: attrs["grad"] for label, attrs in values(G).items()}
+    for label, grad in grads[False].items():
+        if grad is None:
+            assert grads[True][label] is None
+            continue
+        close(grads[True][label], grad)  # the written-out gates give torch's own gradients
+        if label in drawn_grads:
+            close(drawn_grads[label], grad)
+    assert {label for label in grads[False] if label.startswith("module.")} <= set(drawn_grads)
+
+
+def test_iterating_over_a_tensor_draws_unbind_per_row():
+    W0 = torch.tensor([[1.0, -2.0], [3.0, 0.5]])
+    with capture() as recording:
+        W = W0.clone().requires_grad_()
+        first, second = W * 2  # iterating unbinds: one autograd node, two results
+        L = (first * second).sum()
+        L.backward()
+    G = from_torch(L, names={"W": W, "first": first, "second": second}, recording=recording)
+    named = values(G)
+    close(named["first"]["data"], 2 * W0[0])
+    close(named["second"]["grad"], 2 * W0[0])  # dL/dsecond = first
+    close(named["W"]["grad"], W.grad)
+    assert {G.nodes[op]["op"] for op in G if G.nodes[op]["kind"] == "op"} >= {"unbind[0]",
+                                                                             "unbind[1]"}
