@@ -292,7 +292,8 @@ class Recording:
         elif node in self._owned and output is None:
             operand.key = ("problem", key, "{} is one of the results a function computed "
                            "together with its first one, inside it; backpropviz draws such "
-                           "a function only when the drawing uses its first result alone")
+                           "a function only when the drawing uses its first result alone, so "
+                           "draw a root computed from that one (backpropviz render SCRIPT ROOT)")
         elif output is not None and output.version != _version(x):
             operand.key = ("problem", key, "{} was changed in place without autograd "
                            "recording it (under torch.no_grad() or through .data) after it "
