@@ -62,13 +62,16 @@ def close(drawn, expected) -> None:
 
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory) -> dict:
-    """Each block's IR as ``backpropviz render SCRIPT... -o folder/ --format json`` wrote it
-    (run in this process, as the entry point runs it: torch is loaded once)."""
+    """Each block's IR as ``backpropviz render SCRIPT -o SCRIPT.json`` wrote it, run in this
+    process as the entry point runs it (torch loaded once). One script a call: several
+    would be forked, and a fork of a process whose torch threads ran can hang."""
     folder = tmp_path_factory.mktemp("blocks")
-    code = cli.main(["render", *(str(SCRIPTS / f"{name}.py") for name in BLOCKS),
-                     "-o", f"{folder}/", "--format", "json", "-j", "1"])
-    assert code == 0
-    return {name: written_graph(folder / f"{name}.json") for name in BLOCKS}
+    graphs = {}
+    for name in BLOCKS:
+        out = folder / f"{name}.json"
+        assert cli.main(["render", str(SCRIPTS / f"{name}.py"), "-o", str(out)]) == 0
+        graphs[name] = written_graph(out)
+    return graphs
 
 
 def values(G) -> dict:
