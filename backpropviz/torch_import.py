@@ -28,6 +28,7 @@ from .torch_record import (
     _active,
     _Call,
     _last,
+    _result_key,
     _same_values,
     _torch,
     capture,
@@ -108,8 +109,9 @@ def _graph(torch: Any, roots: tuple, names: Mapping[str, Any] | None,
                 f"the tensor {name}of shape {tuple(root.shape)} has no grad_fn, so there is no "
                 "graph to draw; compute it from tensors created with requires_grad=True")
     if recording is None:
-        raise TorchImportError("no recording: run the torch code inside "
-                               "`with backpropviz.torch_import.capture():` so its values are kept")
+        raise TorchImportError("no recording: from_torch draws tensors computed inside "
+                               "`with backpropviz.torch_import.capture():`, so run the torch "
+                               "code there first")
     return _Builder(recording, names).build(roots)
 
 
@@ -126,7 +128,8 @@ class _Builder:
             if name.startswith("_"):
                 continue
             if is_torch_tensor(obj):
-                key = ("node", obj.grad_fn) if obj.grad_fn is not None else ("leaf", id(obj))
+                key = (_result_key(obj.grad_fn, obj.output_nr) if obj.grad_fn is not None
+                       else ("leaf", id(obj)))
                 self.name_of.setdefault(key, name)
             elif isinstance(obj, module):  # a network: its parameters as net.0.weight, ...
                 for path, part in obj.named_modules():
@@ -138,9 +141,9 @@ class _Builder:
                     self.name_of.setdefault(("leaf", id(buffer)), f"{name}.{buffer_name}")
 
     def build(self, roots: tuple) -> nx.MultiDiGraph:
-        root_nodes, calls, passes = self._roots_of_passes([root.grad_fn for root in roots])
+        root_keys, calls, passes = self._roots_of_passes(
+            [_result_key(root.grad_fn, root.output_nr) for root in roots])
         self.calls = groups.numbered(call.group for call in calls)
-        root_keys = [("node", node) for node in root_nodes]
 
         # Every IR node gets a place in the order the script made it: a leaf
         # where it was created (or first used), a number where it was used,
@@ -157,8 +160,9 @@ class _Builder:
                 else:
                     order = (call.index, 0, position)
                 entries.append((order, "value", operand))
-            entries.append(((call.index, 1, 0), "op", call))
-            entries.append(((call.index, 2, -1), "result", call))
+            # split's ops one after another, each followed by its result
+            entries.append(((call.index, 1, 2 * call.result), "op", call))
+            entries.append(((call.index, 1, 2 * call.result + 1), "result", call))
         entries.sort(key=lambda entry: entry[0])
 
         saves, inner_bytes = self._saves(calls)
@@ -173,7 +177,7 @@ class _Builder:
                              exponent=item.exponent, sent=[_plain(grad) for grad in sent],
                              saves=saves[item], **self._op_attrs(item), **extra)
                 continue
-            key = ("node", item.output) if kind == "result" else item.key
+            key = item.key
             build.add_value(key, nbytes=stored.get(key, 0),
                             made_by=item if kind == "result" else None,
                             **self._value_attrs(key, item, root_keys))
@@ -213,11 +217,11 @@ class _Builder:
         while True:
             calls = self._calls_needed(nodes)
             passes = passes_through(self.recording, calls)
-            drawn = {call.output for call in calls}
-            added = [top.output for number in passes
+            drawn = {call.key for call in calls}
+            added = [top.key for number in passes
                      for top in pass_tops(self.recording, number)
-                     if top.output not in drawn
-                     and not drawn_from(self._calls_needed([top.output]), nodes)]
+                     if top.key not in drawn
+                     and not drawn_from(self._calls_needed([top.key]), nodes)]
             if not added:
                 refuse_create_graph(self.recording, calls, passes)
                 return nodes, calls, passes
@@ -256,45 +260,52 @@ class _Builder:
                 G.edges[edge]["running"] = attrs["grad"]
 
     def _calls_needed(self, roots: list) -> list[_Call]:
-        """The recorded calls the roots (autograd nodes) depend on, in the order they ran."""
-        needed: dict[int, _Call] = {}
+        """The recorded calls the roots (their value keys) depend on, in the order they ran."""
+        needed: dict[tuple, _Call] = {}
         stack = list(roots)
         while stack:
-            node = stack.pop()
-            if node in self.recording.gradient_nodes:
+            key = stack.pop()
+            if key[1] in self.recording.gradient_nodes:
                 raise TorchImportError(CREATE_GRAPH)
-            call = self.recording._call_of.get(node)
+            call = self.recording._call_of.get(key)
             if call is None:
                 raise TorchImportError(
-                    f"the value of a tensor made by {node.name()} was not recorded: run all "
-                    "of the torch code inside `with backpropviz.torch_import.capture():`")
-            if call.index in needed:
+                    f"the value of a tensor made by {key[1].name()} was not recorded: compute "
+                    "it inside the script (or, from Python, inside "
+                    "`with backpropviz.torch_import.capture():`)")
+            if key in needed:
                 continue
-            if call.problem is not None:
-                raise TorchImportError(call.problem)
-            needed[call.index] = call
+            shares = self.recording._shares.get(call.output)
+            problem = call.problem or (shares.problem if shares is not None else None)
+            if problem is not None:
+                raise TorchImportError(problem)
+            needed[key] = call
             for operand in call.operands:
                 if operand.key[0] == "problem":
                     _, culprit, message = operand.key
-                    if culprit in self.recording.gradient_nodes:
+                    if culprit[1] in self.recording.gradient_nodes:
                         raise TorchImportError(CREATE_GRAPH)
-                    name = self.name_of.get(("node", culprit))
-                    raise TorchImportError(message.format(
-                        f"the tensor {name!r}" if name else f"a tensor made by {culprit.name()}"))
+                    name = self.name_of.get(culprit)
+                    raise TorchImportError(message.format(f"the tensor {name!r}" if name else
+                                                          f"a tensor made by {culprit[1].name()}"))
                 if operand.key[0] == "node":
-                    stack.append(operand.key[1])
-        return [needed[index] for index in sorted(needed)]
+                    stack.append(operand.key)
+        return sorted(needed.values(), key=lambda call: (call.index, call.result))
 
     def _sent(self, call: _Call, pass_number: int | None = None) -> list[Any]:
         """The gradient each operand edge carried: what autograd sent along it, summed
         over the passes (or in pass ``pass_number`` alone)."""
         gradients = self.recording._gradients
+        shares = self.recording._shares.get(call.output) if call.results > 1 else None
         by_link: dict[Any, list] = {}
         for node, j, link in call.external:
-            record = gradients.get(node)
-            inputs = None if record is None else record.inputs if pass_number is None \
-                else record.sent.get(pass_number)
-            grad = None if inputs is None else inputs[j]
+            if shares is not None:  # split's q: only what q's gradient sent
+                grad = shares.inputs[call.result][j]
+            else:
+                record = gradients.get(node)
+                inputs = None if record is None else record.inputs if pass_number is None \
+                    else record.sent.get(pass_number)
+                grad = None if inputs is None else inputs[j]
             if grad is not None:
                 by_link.setdefault(link, []).append(grad)
         sharing: dict[Any, list[int]] = {}
@@ -337,7 +348,7 @@ class _Builder:
 
     def _tensor_value(self, key: Any) -> Any:
         if key[0] == "node":
-            return self.recording._outputs[key[1]].value
+            return self.recording._outputs[key].value
         return self.recording._leaves[key[1:]].value
 
     def _value_attrs(self, key: Any, item: Any, root_keys: list) -> dict:
@@ -346,8 +357,13 @@ class _Builder:
                     "role": "const"}
         value = self._tensor_value(key)
         if key[0] == "node":
-            record = self.recording._gradients.get(key[1])
-            grad = None if record is None else record.output
+            call = self.recording._call_of[key]
+            if call.results > 1:  # split's q: its own gradient, of the several its node got
+                shares = self.recording._shares.get(call.output)
+                grad = None if shares is None else shares.outputs[call.result]
+            else:
+                record = self.recording._gradients.get(key[1])
+                grad = None if record is None else record.output
             role = "output" if key in root_keys else "intermediate"
             label = self.name_of.get(key)
         else:
@@ -372,16 +388,17 @@ class _Builder:
                 if operand.key[0] == "leaf":
                     where.setdefault(self.recording._leaves[operand.key[1:]].storage,
                                      operand.key)
-            where[self.recording._outputs[call.output].storage] = ("node", call.output)
+            where[self.recording._outputs[call.key].storage] = call.key
         saves: dict[_Call, dict[Any, int]] = {}
         inner_bytes: dict[_Call, int] = {}
+        counted: set = set()  # inner tensors already counted (split's ops share their node's)
         for call in calls:
-            own = {self.recording._outputs[call.output].storage: ("node", call.output)}
+            own = {self.recording._outputs[call.key].storage: call.key}
             for operand in call.operands:
                 if operand.key[0] == "leaf":
                     own.setdefault(self.recording._leaves[operand.key[1:]].storage, operand.key)
                 elif operand.key[0] == "node":
-                    own.setdefault(self.recording._outputs[operand.key[1]].storage, operand.key)
+                    own.setdefault(self.recording._outputs[operand.key].storage, operand.key)
             numbers = {storage: operand.key for operand in call.operands
                        if operand.key[0] == "const" and operand.aten_name in call.saved_names
                        for storage, _ in (call.saved_names[operand.aten_name],)}
@@ -394,7 +411,9 @@ class _Builder:
                 else:
                     kept[key] = max(nbytes, kept.get(key, 0))
             saves[call] = kept
-            inner_bytes[call] = sum(inner.values())
+            inner_bytes[call] = sum(nbytes for storage, nbytes in inner.items()
+                                    if storage not in counted)
+            counted.update(inner)
         # A value two calls keep is one tensor: counted with the larger of what they keep.
         largest: dict[Any, int] = {}
         for kept in saves.values():

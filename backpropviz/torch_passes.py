@@ -28,7 +28,7 @@ def _calls_of_pass(recording: Recording, number: int) -> list[_Call]:
 def _tops(calls: list[_Call]) -> list[_Call]:
     """The calls whose result none of ``calls`` used: where a pass through them entered."""
     used = {operand.key for call in calls for operand in call.operands}
-    return [call for call in calls if ("node", call.output) not in used]
+    return [call for call in calls if call.key not in used]
 
 
 def pass_tops(recording: Recording, number: int) -> list[_Call]:
@@ -37,9 +37,9 @@ def pass_tops(recording: Recording, number: int) -> list[_Call]:
 
 
 def drawn_from(calls: list[_Call], nodes: list) -> bool:
-    """Whether ``calls`` (a root's graph) use any of the autograd nodes ``nodes`` (roots)."""
+    """Whether ``calls`` (a root's graph) use any of the values ``nodes`` (roots' keys)."""
     roots = set(nodes)
-    return any(operand.key[0] == "node" and operand.key[1] in roots
+    return any(operand.key[0] == "node" and operand.key in roots
                for call in calls for operand in call.operands)
 
 
@@ -74,7 +74,7 @@ def seeds_of_passes(recording: Recording, calls: list[_Call], passes: list[int],
         for call in in_pass:
             if call not in drawn:
                 entered = entered or any(
-                    operand.key[0] == "node" and recording._call_of.get(operand.key[1]) in drawn
+                    operand.key[0] == "node" and recording._call_of.get(operand.key) in drawn
                     for operand in call.operands)
                 continue
             for operand, grad in zip(call.operands, sent(call, number), strict=True):
@@ -82,7 +82,7 @@ def seeds_of_passes(recording: Recording, calls: list[_Call], passes: list[int],
                     previous = arriving.get(operand.key)
                     arriving[operand.key] = grad if previous is None else previous + grad
         for call in in_pass:
-            key = ("node", call.output)
+            key = call.key
             brought = gradients[call.output].passes.get(number)
             if call not in drawn or brought is None:
                 continue

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 import numbers
+import operator
 import re
 import sys
 import weakref
@@ -12,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import groups, ops
+from . import groups, ops, torch_rnn
 from .engine import backward_listeners
 from .errors import BackpropvizError
 
@@ -67,7 +70,7 @@ TORCH_NODES = {
 TORCH_FUNCTIONS = {
     "subtract": "sub", "multiply": "mul", "truediv": "div", "true_divide": "div",
     "divide": "div", "square": "pow", "negative": "neg", "feature_dropout": "dropout",
-    "permute": "transpose",
+    "permute": "transpose", "iter": "unbind",  # for row in W: the rows, by unbind
 }
 
 
@@ -98,13 +101,18 @@ def _op_name(function: str, node_class: str | None) -> str:
 # ---------------------------------------------------------------- recording
 
 
+def _result_key(node: Any, number: int) -> tuple:
+    """The key of result ``number`` of autograd node ``node`` (split's q, k, v: 0, 1, 2)."""
+    return ("node", node, number)
+
+
 @dataclass
 class _Operand:
     """One operand of a recorded call: a tensor (by value key) or a number written in the script.
 
-    ``link`` is the autograd node the operand's gradient arrives at (its
-    ``grad_fn``, or ``("leaf", id)`` for a leaf's AccumulateGrad), None when
-    torch computes no gradient for it.
+    ``link`` is where the operand's gradient arrives: the result of an autograd
+    node (its key, ``("node", grad_fn, output_nr)``), or ``("leaf", id)`` for a
+    leaf's AccumulateGrad; None when torch computes no gradient for it.
     """
 
     key: Any
@@ -130,6 +138,23 @@ class _Call:
     saved: list[tuple[Any, int]] = field(default_factory=list)  # (storage key, nbytes)
     # "self"/"other" -> (storage key, nbytes), for a number autograd saves as a tensor
     saved_names: dict[str, tuple[Any, int]] = field(default_factory=dict)
+    problem: str | None = None
+    result: int = 0  # which result of its node it is (split's q, k, v: 0, 1, 2)
+    results: int = 1  # how many results the node has that the script holds
+
+    @property
+    def key(self) -> tuple:
+        """The value key of its result."""
+        return _result_key(self.output, self.result)
+
+
+@dataclass
+class _Shares:
+    """At an autograd node with several results (split), what backward sent to its
+    operands for each result alone (``inputs[result][edge]``), and each result's gradient."""
+
+    inputs: list[list[Any]]
+    outputs: list[Any]
     problem: str | None = None
 
 
@@ -188,9 +213,10 @@ class Recording:
     def __init__(self) -> None:
         torch = _torch()
         self.calls: list[_Call] = []
-        self._call_of: dict[Any, _Call] = {}  # output node -> call
+        self._call_of: dict[tuple, _Call] = {}  # result key -> call
         self._owned: set = set()  # every node some call created
-        self._outputs: dict[Any, _Output] = {}
+        self._outputs: dict[tuple, _Output] = {}  # result key -> its value then
+        self._shares: dict[Any, _Shares] = {}  # node with several results -> what each sent
         self._leaves: dict[tuple[int, int, int], _Leaf] = {}  # (id, version, revision)
         self._revisions: dict[tuple[int, int], int] = {}
         self._born: dict[int, tuple[Any, int]] = {}  # id(tensor) -> (weakref, call index)
@@ -205,6 +231,8 @@ class Recording:
         self.arrivals: dict[int, list[_Arrival]] = {}  # id(leaf) -> each pass that reached it
         self._hooked_leaves: set[int] = set()
         self.gradient_nodes: set = set()  # autograd nodes of gradients made with create_graph
+        self._mode: Any = None  # the function mode recording into this (set by capture)
+        self._running = 0  # how many recorded calls are running now (their insides are theirs)
         # Autograd numbers its nodes as it creates them: anything numbered
         # below this was made before recording began.
         with torch.enable_grad():
@@ -235,25 +263,38 @@ class Recording:
         flat = tree_flatten((args, kwargs))[0]
         tensors = [x for x in flat if isinstance(x, torch.Tensor)]
         if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
-            result = func(*args, **kwargs)
+            result = self._run(func, args, kwargs)
             self._note_births(result, index)
             return result
+        written_out = torch_rnn.written_out(func, args, kwargs)
+        if written_out is not None:
+            # An LSTM or GRU: its gates op by op, each recorded as the script's own.
+            with self._mode:
+                return written_out(*args)
         swapped = bool(_REFLECTED.fullmatch(function) or function == "rsub") and len(flat) >= 2
         if swapped:
             # 2 - x arrives as x.__rsub__(2): draw the operands in the order of the math.
             flat[:2] = flat[1::-1]
         before = [self._operand_before(x, index, position) for position, x in enumerate(flat)]
-        links = {operand.link for operand in before if isinstance(operand, _Operand)}
-        result = func(*args, **kwargs)
+        links = {operand.link[1] for operand in before
+                 if isinstance(operand, _Operand) and operand.link and operand.link[0] == "node"}
+        result = self._run(func, args, kwargs)
         self._note_births(result, index)
         # The results, and the arguments an in-place call changed (h[0] = 0 returns None).
         outputs = list({id(t): t for t in (*tree_flatten(result)[0], *tensors)
                         if isinstance(t, torch.Tensor) and t.grad_fn is not None
                         and t.grad_fn not in self._owned and t.grad_fn not in links}.values())
-        new_nodes = list(dict.fromkeys(t.grad_fn for t in outputs))
-        for output in outputs:
-            self._add_call(index, function, flat, before, output, outputs, len(new_nodes),
-                           swapped)
+        first: _Call | None = None
+        for position, output in enumerate(outputs):
+            if first is None:
+                results = sum(t.grad_fn is output.grad_fn for t in outputs)
+                first = self._add_call(index, function, flat, before, output, results, swapped)
+            elif output.grad_fn is first.output:  # split's k and v: q's call walked their node
+                op = first.op.rsplit("[", 1)[0]
+                self._keep(output, dataclasses.replace(
+                    first, op=f"{op}[{output.output_nr}]", result=output.output_nr))
+            else:
+                self._add_later_result(index, function, output, position, len(outputs))
         return result
 
     def _run_backward(self, func: Any, args: tuple, kwargs: dict) -> Any:
@@ -277,6 +318,13 @@ class Recording:
             self.create_graph_passes.add(number)
         return number
 
+    def _run(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        self._running += 1
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self._running -= 1
+
     def _note_births(self, result: Any, index: int) -> None:
         torch = sys.modules["torch"]
         if isinstance(result, torch.Tensor) and result.grad_fn is None:
@@ -290,19 +338,22 @@ class Recording:
         node = x.grad_fn
         if node is None:
             return self._leaf_operand(x, (index, 0, position))
-        operand = _Operand(key=("node", node), link=node)
-        output = self._outputs.get(node)
-        if node not in self._owned and node._sequence_nr() >= self._first_sequence_nr:
-            operand.key = ("problem", node, "{} has an autograd history no recorded call "
+        key = _result_key(node, x.output_nr)
+        operand = _Operand(key=key, link=key)
+        output = self._outputs.get(key)
+        if (node not in self._owned and key not in self._call_of
+                and node._sequence_nr() >= self._first_sequence_nr):
+            operand.key = ("problem", key, "{} has an autograd history no recorded call "
                            "made (a view of a tensor later changed in place, or a gradient "
                            "made with create_graph=True); backpropviz cannot draw it, so "
                            "clone() the view before changing its base")
-        elif x.output_nr != 0:
-            operand.key = ("problem", node, "{} is one result of an op with several (split, "
-                           "unbind, iterating over a tensor); backpropviz draws ops with one "
-                           "result, so use indexing instead")
+        elif node in self._owned and output is None:
+            operand.key = ("problem", key, "{} is one of the results a function computed "
+                           "together with its first one, inside it; backpropviz draws such "
+                           "a function only when the drawing uses its first result alone, so "
+                           "draw a root computed from that one (backpropviz render SCRIPT ROOT)")
         elif output is not None and output.version != _version(x):
-            operand.key = ("problem", node, "{} was changed in place without autograd "
+            operand.key = ("problem", key, "{} was changed in place without autograd "
                            "recording it (under torch.no_grad() or through .data) after it "
                            "was computed, so its drawn value would be wrong")
         return operand
@@ -328,11 +379,20 @@ class Recording:
                         link=("leaf", id(tensor)) if tensor.requires_grad else None)
 
     def _add_call(self, index: int, function: str, flat: list, before: list, output: Any,
-                  outputs: list, new_nodes: int, swapped: bool) -> None:
+                  results: int, swapped: bool) -> _Call:
+        torch = sys.modules["torch"]
         node = output.grad_fn
         nodes, external = self._walk(node, before)
-        op = _op_name(function, type(node).__name__ if len(nodes) == 1 else None)
-        call = _Call(index, op, node, [], nodes, external, group=groups.current())
+        custom = isinstance(node, torch.autograd.function.BackwardCFunction)
+        # A torch.autograd.Function is drawn under its class's name, whatever it computes.
+        op = function if custom else _op_name(
+            function, type(node).__name__ if len(nodes) == 1 else None)
+        if op == "transpose" and output.dim() > 2:
+            # ᵀ reverses all axes; x.transpose(0, 1) of a batch swaps two: say which.
+            axes = ", ".join(str(x) for x in flat if isinstance(x, int) and not isinstance(x, bool))
+            op = f"{function.strip('_')}({axes})"
+        call = _Call(index, op, node, [], nodes, external, group=groups.current(),
+                     result=output.output_nr, results=results)
         spec = ops.get(op)
         for position, (x, operand) in enumerate(zip(flat, before, strict=True)):
             if isinstance(operand, _Operand):
@@ -355,13 +415,15 @@ class Recording:
         self._note_saved(call)
         if spec.masked:
             _note_mask(call, node, flat)
-        if new_nodes > 1 or any(t.output_nr != 0 for t in outputs):
-            call.problem = (f"{function} returns several tensors that require grad; "
-                            "backpropviz draws ops with one result")
-        self.calls.append(call)
-        self._call_of[node] = call
-        self._outputs[node] = _Output(output.detach().clone(), _version(output),
-                                      _storage_key(output))
+        if results > 1:
+            # One op per result, split[0], split[1], ...: the IR's op has one result.
+            call.op = f"{op}[{output.output_nr}]"
+            if len(nodes) > 1:
+                call.problem = (f"{function} returns several results of one computation made "
+                                "inside it, and what each sent back cannot be told apart; "
+                                "backpropviz can draw it only with one result")
+            node.register_hook(_shares_hook(weakref.ref(self), node))
+        self._keep(output, call)
         recording = weakref.ref(self)
         for position, created in enumerate(nodes):
             self._owned.add(created)
@@ -371,15 +433,42 @@ class Recording:
             if leaf is not None and id(leaf) not in self._hooked_leaves:
                 self._hooked_leaves.add(id(leaf))
                 _hook_leaf(recording, leaf)
+        return call
+
+    def _keep(self, output: Any, call: _Call) -> None:
+        self.calls.append(call)
+        self._call_of[call.key] = call
+        self._outputs[call.key] = _Output(output.detach().clone(), _version(output),
+                                          _storage_key(output))
+
+    def _add_later_result(self, index: int, function: str, output: Any, position: int,
+                          count: int) -> None:
+        """A result of a function whose results come from different autograd nodes
+        (multi_head_attention_forward's weights): kept, to refuse it if it is drawn."""
+        node = output.grad_fn
+        module = next((type(member).__name__ for member, _ in reversed(groups.current())
+                       if not isinstance(member, str)), None)
+        owner = f"{module}'s " if module else ""  # MultiheadAttention's
+        problem = (f"{owner}{function} returns {count} "
+                   "tensors computed together, and what each sent back cannot be told apart; "
+                   "backpropviz draws such a function only when the drawing uses its first "
+                   f"result alone (this one uses result {position + 1}), so draw a root "
+                   "computed from its first result only (backpropviz render SCRIPT ROOT)")
+        call = _Call(index, function, node, [], [], [], problem=problem,
+                     result=output.output_nr)
+        self._call_of[call.key] = call
+        self._outputs[call.key] = _Output(output.detach().clone(), _version(output),
+                                          _storage_key(output))
 
     def _walk(self, output: Any, before: list) -> tuple[list, list]:
         """The autograd nodes a call created, and the edges that leave them."""
-        stop = {operand.link for operand in before if isinstance(operand, _Operand)}
+        stop = {operand.link[1] for operand in before
+                if isinstance(operand, _Operand) and operand.link and operand.link[0] == "node"}
         nodes, external, seen = [output], [], {output}
         stack = [output]
         while stack:
             node = stack.pop()
-            for j, (target, _) in enumerate(node.next_functions):
+            for j, (target, number) in enumerate(node.next_functions):
                 if target is None or target in seen:
                     continue
                 variable = getattr(target, "variable", None)
@@ -388,7 +477,7 @@ class Recording:
                     external.append((node, j, ("leaf", id(variable))))
                 elif (target in stop or target in self._owned
                       or target._sequence_nr() < self._first_sequence_nr):
-                    external.append((node, j, target))
+                    external.append((node, j, _result_key(target, number)))
                 else:
                     seen.add(target)
                     nodes.append(target)
@@ -396,9 +485,9 @@ class Recording:
         return nodes, external
 
     def _operand_for_link(self, link: Any, order: tuple) -> _Operand:
-        if isinstance(link, tuple):  # a leaf, met through its AccumulateGrad node
+        if link[0] == "leaf":  # a leaf, met through its AccumulateGrad node
             return self._leaf_operand(self._variables[link], order)
-        return _Operand(key=("node", link), link=link)
+        return _Operand(key=link, link=link)
 
     def _note_saved(self, call: _Call) -> None:
         """Which tensors the call's backward rules keep (read now, before backward frees them)."""
@@ -459,6 +548,46 @@ class Recording:
         if leaf.grad.grad_fn is not None:  # backward(create_graph=True): a graph of .grad
             self.gradient_nodes.add(leaf.grad.grad_fn)
 
+    def _share_out(self, node: Any, grad_inputs: tuple, grad_outputs: tuple) -> None:
+        values = [None if kept is None else kept.value
+                  for kept in (self._outputs.get(_result_key(node, number))
+                               for number in range(len(grad_outputs)))]
+        shares = _shares(node, grad_inputs, grad_outputs, values)
+        record = self._shares.get(node)
+        if record is not None:  # a second backward pass adds, as .grad does
+            shares.inputs = [[_add(a, b) for a, b in zip(old, new, strict=True)]
+                             for old, new in zip(record.inputs, shares.inputs, strict=True)]
+            shares.outputs = [_add(a, b) for a, b in zip(record.outputs, shares.outputs,
+                                                        strict=True)]
+            shares.problem = record.problem or shares.problem
+        self._shares[node] = shares
+
+
+def _shares(node: Any, grad_inputs: tuple, grad_outputs: tuple, values: list) -> _Shares:
+    """What ``node`` sends its operands for each of its results alone: its own backward
+    rule (split's: the gradient put in its slice) run on that result's gradient, the
+    others' zero. Their sum must be what it sent for all of them at once."""
+    torch = sys.modules["torch"]
+    rule = node.apply if isinstance(node, torch.autograd.function.BackwardCFunction) else node
+    zeros = [None if value is None else torch.zeros_like(value) for value in values]
+    shares: list[list[Any]] = []
+    for number, grad in enumerate(grad_outputs):
+        if grad is None:
+            shares.append([None] * len(grad_inputs))
+            continue
+        alone = rule(*(grad if other == number else zero for other, zero in enumerate(zeros)))
+        alone = alone if isinstance(alone, tuple) else (alone,)
+        shares.append([None if g is None else g.detach().clone() for g in alone])
+    problem = None
+    for edge, total in enumerate(grad_inputs):
+        parts = [share[edge] for share in shares if share[edge] is not None]
+        if total is not None and parts and not torch.allclose(
+                functools.reduce(operator.add, parts), total, rtol=1e-5, atol=1e-6):
+            problem = (f"what {node.name()} sent back for its results one at a time does not "
+                       "add up to what it sent for all of them, so its edges cannot be drawn")
+    return _Shares(shares, [None if g is None else g.detach().clone() for g in grad_outputs],
+                   problem)
+
 
 def _note_mask(call: _Call, node: Any, flat: list) -> None:
     """Dropout's mask, as autograd keeps it (the factor it multiplies by: 0 or 1/(1 - p)),
@@ -468,6 +597,16 @@ def _note_mask(call: _Call, node: Any, flat: list) -> None:
     if factor is not None and p is not None:
         call.mask = (factor.detach() != 0).double().clone()
         call.rate = p
+
+
+def _shares_hook(recording: weakref.ref, node: Any) -> Any:
+    def hook(grad_inputs: tuple, grad_outputs: tuple) -> None:
+        torch = sys.modules["torch"]
+        live = recording()
+        if live is not None:
+            with torch._C.DisableTorchFunction(), torch.no_grad():
+                live._share_out(node, grad_inputs, grad_outputs)
+    return hook
 
 
 def _gradient_hook(recording: weakref.ref, call: _Call, position: int) -> Any:
@@ -561,6 +700,7 @@ def capture() -> Iterator[Recording]:
     ``from_torch(L, names=namespace, recording=recording)``.
     """
     _torch()
+    import torch
     from torch.overrides import TorchFunctionMode
 
     recording = Recording()
@@ -569,6 +709,20 @@ def capture() -> Iterator[Recording]:
         def __torch_function__(self, func: Any, types: Any, args: tuple = (),
                                kwargs: dict | None = None) -> Any:
             return recording._record(func, args, kwargs or {})
+
+    recording._mode = _RecordingMode()
+
+    # A torch.autograd.Function's apply is no torch function: it is recorded by hand.
+    function = torch.autograd.Function
+    apply = vars(function)["apply"]
+
+    def recorded_apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+        run = functools.partial(apply.__func__, cls)
+        if _active and _active[-1] is recording and not recording._running:
+            run.__name__ = cls.__name__  # type: ignore[attr-defined]
+            with torch._C.DisableTorchFunction():
+                return recording._record(run, args, kwargs)
+        return run(*args, **kwargs)
 
     # Each nn.Module call is a group: its ops are drawn as one with --modules.
     from torch.nn.modules import module as modules
@@ -586,10 +740,12 @@ def capture() -> Iterator[Recording]:
              modules.register_module_forward_hook(leave, always_call=True)]
     _active.append(recording)
     _last[:] = [recording]
+    function.apply = classmethod(recorded_apply)
     try:
-        with _RecordingMode():
+        with recording._mode:
             yield recording
     finally:
+        function.apply = apply
         _active.remove(recording)
         for hook in hooks:
             hook.remove()

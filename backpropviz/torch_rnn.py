@@ -1,0 +1,123 @@
+"""PyTorch's recurrent cells written out in torch ops, so that each gate is drawn with its numbers.
+
+``nn.LSTM``, ``nn.GRU`` and their cells run one fused function each
+(``torch.lstm``, ``torch.gru_cell``, ...) whose insides autograd keeps to
+itself: its results come out of several autograd nodes at once, and what
+each sent back cannot be told apart. While a script is recorded, those
+functions run as the equations of PyTorch's documentation instead, op by
+op, inside the module's group (``--modules`` draws the module as one op).
+The numbers are autograd's for these ops; they agree with the fused
+function's to float rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["written_out"]
+
+
+def _linear(x: Any, weight: Any, bias: Any) -> Any:
+    import torch.nn.functional as F  # noqa: N812 - PyTorch's own spelling
+
+    return F.linear(x, weight, bias)
+
+
+def _lstm_step(x_gates: Any, hx: Sequence[Any], w_hh: Any, b_hh: Any) -> tuple[Any, Any]:
+    """One LSTM step from the input's share of the gates (x W_ihᵀ + b_ih): gates i, f, g, o;
+    c' = σ(f)⊙c + σ(i)⊙tanh(g), h' = σ(o)⊙tanh(c')."""
+    h, c = hx
+    i, f, g, o = (x_gates + _linear(h, w_hh, b_hh)).chunk(4, dim=1)
+    c_next = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c_next.tanh(), c_next
+
+
+def _gru_step(x_gates: Any, h: Any, w_hh: Any, b_hh: Any) -> Any:
+    """One GRU step from the input's share of the gates: r, z; n = tanh(x_n + r⊙h_n);
+    h' = (1 − z)⊙n + z⊙h."""
+    x_r, x_z, x_n = x_gates.chunk(3, dim=1)
+    h_r, h_z, h_n = _linear(h, w_hh, b_hh).chunk(3, dim=1)
+    r = (x_r + h_r).sigmoid()
+    z = (x_z + h_z).sigmoid()
+    n = (x_n + r * h_n).tanh()
+    return (1 - z) * n + z * h
+
+
+def lstm_cell(x: Any, hx: Sequence[Any], w_ih: Any, w_hh: Any, b_ih: Any = None,
+              b_hh: Any = None) -> tuple[Any, Any]:
+    """torch.lstm_cell: (h', c')."""
+    return _lstm_step(_linear(x, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+def gru_cell(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:
+    """torch.gru_cell: h'."""
+    return _gru_step(_linear(x, w_ih, b_ih), h, w_hh, b_hh)
+
+
+def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequence[Any],
+            has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool,
+            batch_first: bool) -> tuple:
+    """A stack of recurrent layers over a sequence, as torch.lstm / torch.gru run it: the
+    input's share of every step's gates at once, then step after step; each layer's
+    outputs (both directions side by side) are the next layer's inputs."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    directions = 2 if bidirectional else 1
+    per_cell = 4 if has_biases else 2
+    time = 1 if batch_first else 0
+    length = x.shape[time]
+    finals: list[list[Any]] = [[] for _ in range(states)]
+    for layer in range(num_layers):
+        if layer and dropout and train:
+            x = F.dropout(x, dropout, training=True)
+        outputs = []
+        for direction in range(directions):
+            at = layer * directions + direction
+            weights = params[at * per_cell:(at + 1) * per_cell]
+            (w_ih, w_hh), (b_ih, b_hh) = weights[:2], weights[2:] or (None, None)
+            x_gates = _linear(x, w_ih, b_ih)
+            state = tuple(h[at] for h in hx) if states > 1 else hx[0][at]
+            made: dict[int, Any] = {}
+            for t in (range(length - 1, -1, -1) if direction else range(length)):
+                state = step(x_gates.select(time, t), state, w_hh, b_hh)
+                made[t] = state[0] if states > 1 else state
+            outputs.append(torch.stack([made[t] for t in range(length)], dim=time))
+            for kept, value in zip(finals, state if states > 1 else (state,), strict=True):
+                kept.append(value)
+        x = outputs[0] if directions == 1 else torch.cat(outputs, dim=2)
+    return (x, *(torch.stack(kept) for kept in finals))
+
+
+def lstm(x: Any, hx: Sequence[Any], params: Sequence[Any], *options: Any) -> tuple:
+    """torch.lstm on a padded batch: (output, h_n, c_n)."""
+    return _layers(_lstm_step, 2, x, hx, params, *options)
+
+
+def gru(x: Any, hx: Any, params: Sequence[Any], *options: Any) -> tuple:
+    """torch.gru on a padded batch: (output, h_n)."""
+    return _layers(_gru_step, 1, x, (hx,), params, *options)
+
+
+def _padded(args: tuple) -> bool:
+    """Whether torch.lstm / torch.gru was called on a padded batch (a packed sequence has
+    its batch sizes second, so its weights come fourth), without projections (proj_size:
+    5 weights a cell)."""
+    if len(args) != 9 or not isinstance(args[3], bool):
+        return False
+    _, _, params, has_biases, num_layers, _, _, bidirectional, _ = args
+    return len(params) == num_layers * (2 if bidirectional else 1) * (4 if has_biases else 2)
+
+
+def written_out(func: Any, args: tuple, kwargs: dict) -> Callable | None:
+    """The ops-by-ops version of ``func`` for these arguments, if there is one."""
+    import torch
+
+    if kwargs:
+        return None
+    if func is torch.lstm_cell or func is torch.gru_cell:
+        return lstm_cell if func is torch.lstm_cell else gru_cell
+    if (func is torch.lstm or func is torch.gru) and _padded(args):
+        return lstm if func is torch.lstm else gru
+    return None
