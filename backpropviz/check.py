@@ -353,6 +353,7 @@ def _applied(attrs: dict, data: list) -> Any:
     """The reference engine's result of the op ``attrs`` on numbers ``data``."""
     scalar = all(isinstance(x, float) for x in data)
     operands = [Value(x) if scalar else Tensor(x) for x in data]
-    result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis")).data
+    result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"),
+                   attrs.get("keepdims", False)).data
     return float(result) if scalar else np.asarray(result).tolist()
 
