@@ -50,7 +50,7 @@ _APPLY: dict[str, Callable[..., Node]] = {
     "pow": operator.pow, "neg": operator.neg, "matmul": operator.matmul,
     **{name: methodcaller(name) for name in ("relu", "tanh", "exp", "log", "sigmoid", "sqrt",
                                              "square", "sqnorm")},
-    "sum": methodcaller("sum"), "mean": methodcaller("mean"),
+    "sum": lambda a, **along: a.sum(**along), "mean": lambda a, **along: a.mean(**along),
     "transpose": lambda a: a.T,
 }
 
