@@ -274,13 +274,20 @@ def time_limit(seconds: float | None, what: str = "the script",
         return
     stopped: list[str | None] = []  # where the code was, once stopped
 
-    def stop_at(frame: FrameType | None) -> None:
-        stopped.append(_user_line(_stack_lines(frame), script))
+    def stop_at(frame: FrameType | None) -> bool:
+        """Note where the code was; whether to stop it there: the first time, and again
+        where it runs code of the user's (which caught the stop and went on), not in a
+        library's (printing the traceback of the stop, say)."""
+        lines = _stack_lines(frame)
+        if not stopped:
+            stopped.append(_user_line(lines, script))
+            return True
+        return _user_line(lines[-1:], script) is not None
 
     if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
         def on_alarm(signum: int, frame: FrameType | None) -> None:
-            stop_at(frame)
-            raise _TimeUp
+            if stop_at(frame):
+                raise _TimeUp(f"{what} ran longer than {seconds:g} s (--script-timeout)")
 
         previous = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
@@ -301,9 +308,10 @@ def time_limit(seconds: float | None, what: str = "the script",
 
 
 @contextlib.contextmanager
-def _timer_thread(seconds: float, stop_at: Callable[[FrameType | None], None]) -> Iterator[None]:
-    """Raise _TimeUp in this thread after ``seconds``, and each second after, until the
-    block ends (by ``PyThreadState_SetAsyncExc``: at the thread's next bytecode)."""
+def _timer_thread(seconds: float, stop_at: Callable[[FrameType | None], bool]) -> Iterator[None]:
+    """Raise _TimeUp in this thread after ``seconds``, and each second after where
+    ``stop_at`` says so, until the block ends (by ``PyThreadState_SetAsyncExc``: at the
+    thread's next bytecode)."""
     import ctypes
 
     target = threading.get_ident()
@@ -317,8 +325,8 @@ def _timer_thread(seconds: float, stop_at: Callable[[FrameType | None], None]) -
             with lock:
                 if done.is_set():
                     return
-                stop_at(sys._current_frames().get(target))
-                set_async(thread, ctypes.py_object(_TimeUp))
+                if stop_at(sys._current_frames().get(target)):
+                    set_async(thread, ctypes.py_object(_TimeUp))
             wait = 1.0
 
     watcher = threading.Thread(target=watch, name="backpropviz script timeout", daemon=True)
