@@ -252,7 +252,12 @@ def _termination_said(path: str) -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        _put_back(signal.SIGTERM, previous)
+
+
+def _put_back(signum: int, handler: Any) -> None:
+    """Restore a signal's handler (None: one not set from Python, the default then)."""
+    signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 @contextlib.contextmanager
@@ -264,8 +269,8 @@ def time_limit(seconds: float | None, what: str = "the script",
 
     In the main thread of a POSIX process SIGALRM stops it, in pure Python and in a
     C call that waits (``time.sleep``, a blocking read) alike; elsewhere a timer
-    thread raises in this thread, which a C call delays until it returns. The stop
-    is raised again each second, should the code catch it.
+    thread raises in this thread, which a C call delays until it returns. Should the
+    code catch the stop and go on, it is stopped again each second.
     """
     if seconds is not None and not (isinstance(seconds, int | float) and seconds > 0):
         raise UsageError(f"script_timeout must be a positive number of seconds, got {seconds!r}")
@@ -297,7 +302,7 @@ def time_limit(seconds: float | None, what: str = "the script",
             pass
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            _put_back(signal.SIGALRM, previous)
     else:
         with _timer_thread(seconds, stop_at), contextlib.suppress(_TimeUp):
             yield
@@ -358,12 +363,14 @@ def _user_line(lines: Sequence[tuple[str, int, str]], script: str | os.PathLike 
     mine = os.path.realpath(script) if script is not None else None
     for filename, line, function in reversed(lines):
         real = os.path.realpath(filename)
-        if real == mine:
-            shown = str(script)
-        elif filename.startswith("<frozen ") or real.startswith(_not_users()):
-            continue
-        elif filename.startswith("<"):  # a notebook cell, code given as a string
+        if filename.startswith("<"):  # a notebook cell, code given as a string; not python's
+            if filename.startswith("<frozen "):
+                continue
             shown = filename
+        elif real == mine:
+            shown = str(script)
+        elif real.startswith(_not_users()):
+            continue
         else:
             shown = os.path.relpath(real) if real.startswith(os.getcwd() + os.sep) else real
         return f"{shown}:{line}" + (f" (in {function})" if function != "<module>" else "")
