@@ -267,10 +267,10 @@ def time_limit(seconds: float | None, what: str = "the script",
     ``script``, a notebook cell) once it has run ``seconds``: ScriptError, saying the
     line it was at. None: no limit.
 
-    In the main thread of a POSIX process SIGALRM stops it, in pure Python and in a
-    C call that waits (``time.sleep``, a blocking read) alike; elsewhere a timer
-    thread raises in this thread, which a C call delays until it returns. Should the
-    code catch the stop and go on, it is stopped again each second.
+    SIGALRM stops it, in pure Python and in a C call that waits (``time.sleep``, a
+    blocking read) alike, so it needs the main thread of a POSIX process (UsageError
+    elsewhere). Should the code catch the stop and go on, it is stopped again each
+    second.
     """
     if seconds is not None and not (isinstance(seconds, int | float) and seconds > 0):
         raise UsageError(f"script_timeout must be a positive number of seconds, got {seconds!r}")
@@ -289,60 +289,28 @@ def time_limit(seconds: float | None, what: str = "the script",
             return True
         return _user_line(lines[-1:], script) is not None
 
-    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
-        def on_alarm(signum: int, frame: FrameType | None) -> None:
-            if stop_at(frame):
-                raise _TimeUp(f"{what} ran longer than {seconds:g} s (--script-timeout)")
+    if not hasattr(signal, "setitimer") or \
+            threading.current_thread() is not threading.main_thread():
+        raise UsageError("script_timeout needs the main thread of a POSIX process (it stops "
+                         "the script with SIGALRM): run the script from there, or without it")
 
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
-        try:
-            yield
-        except _TimeUp:
-            pass
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            _put_back(signal.SIGALRM, previous)
-    else:
-        with _timer_thread(seconds, stop_at), contextlib.suppress(_TimeUp):
-            yield
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        if stop_at(frame):
+            raise _TimeUp(f"{what} ran longer than {seconds:g} s (--script-timeout)")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        yield
+    except _TimeUp:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _put_back(signal.SIGALRM, previous)
     if stopped:
         at = stopped[0]
         raise ScriptError(f"{what} ran longer than {seconds:g} s (--script-timeout)"
                           + (f"; it was at {at}" if at else "")) from None
-
-
-@contextlib.contextmanager
-def _timer_thread(seconds: float, stop_at: Callable[[FrameType | None], bool]) -> Iterator[None]:
-    """Raise _TimeUp in this thread after ``seconds``, and each second after where
-    ``stop_at`` says so, until the block ends (by ``PyThreadState_SetAsyncExc``: at the
-    thread's next bytecode)."""
-    import ctypes
-
-    target = threading.get_ident()
-    lock, done = threading.Lock(), threading.Event()
-    thread = ctypes.c_ulong(target)
-    set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
-
-    def watch() -> None:
-        wait = seconds
-        while not done.wait(wait):
-            with lock:
-                if done.is_set():
-                    return
-                if stop_at(sys._current_frames().get(target)):
-                    set_async(thread, ctypes.py_object(_TimeUp))
-            wait = 1.0
-
-    watcher = threading.Thread(target=watch, name="backpropviz script timeout", daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        with lock:
-            done.set()
-            set_async(thread, None)  # one raised too late for the block is dropped
-        watcher.join()
 
 
 @functools.cache

@@ -65,7 +65,7 @@ def line_of(path: Path, text: str) -> int:
 
 def command(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([BIN, *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, check=False)
+                          timeout=120, check=False)
 
 
 def ours(stderr: str) -> list[str]:
@@ -114,7 +114,7 @@ def test_a_script_that_catches_the_stop_is_stopped_again(tmp_path):
     assert time.monotonic() - started < 10
 
 
-def test_off_the_main_thread_a_timer_thread_stops_a_pure_python_loop(tmp_path):
+def test_off_the_main_thread_the_timeout_is_refused_before_the_script_runs(tmp_path):
     loop = script(tmp_path, "loop.py", ENDLESS)
     caught: list[BaseException] = []
 
@@ -127,10 +127,9 @@ def test_off_the_main_thread_a_timer_thread_stops_a_pure_python_loop(tmp_path):
     worker = threading.Thread(target=run)
     worker.start()
     worker.join(timeout=20)
-    assert not worker.is_alive()
-    assert [type(error) for error in caught] == [ScriptError]
-    assert str(caught[0]).endswith(f"it was at {loop}:{line_of(loop, 'steps += 1')} "
-                                   "(in train_step)")
+    assert not worker.is_alive()  # refused, not run: the loop would never end
+    assert [type(error) for error in caught] == [UsageError]
+    assert str(caught[0]).startswith("script_timeout needs the main thread")
 
 
 def test_check_and_memory_honour_the_timeout_too(tmp_path, monkeypatch, capsys):
