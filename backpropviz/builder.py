@@ -104,7 +104,8 @@ class Builder:
         share arrived; ``saves`` the values its backward rule reads (default: the
         registry's, ``out`` being its result). Returns its id."""
         oid = self.op_ids[key] = f"op{len(self.op_ids)}"
-        node: dict[str, Any] = {"kind": "op", "op": op, "symbol": ops.symbol(op, exponent)}
+        symbol = ops.symbol(op, exponent, attrs.get("axis"))  # a reduction's axis: Σ₀
+        node: dict[str, Any] = {"kind": "op", "op": op, "symbol": symbol}
         if exponent is not None:
             node["exponent"] = exponent
         self.graph.add_node(oid, **node, **attrs)

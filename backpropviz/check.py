@@ -122,12 +122,12 @@ def _close(a: float, b: float) -> bool:
 
 
 def check_script(path: str | os.PathLike, roots: Sequence[str] = (),
-                 argv: Sequence[str] = ()) -> Report:
+                 argv: Sequence[str] = (), script_timeout: float | None = None) -> Report:
     """Run the script at ``path`` as ``render`` runs it (``script.running``: a script
-    whose work is inside ``main()`` too, with ``argv`` as its arguments) and check the
-    gradients of the graph it left: the ``roots`` named, else what its last backward()
-    ran from, else its output."""
-    with running(path, argv) as run:
+    whose work is inside ``main()`` too, with ``argv`` as its arguments, stopped after
+    ``script_timeout`` seconds) and check the gradients of the graph it left: the
+    ``roots`` named, else what its last backward() ran from, else its output."""
+    with running(path, argv, script_timeout=script_timeout) as run:
         namespace = run.names
         try:
             found = find_roots(namespace, roots, path, called=run.called)
@@ -433,6 +433,7 @@ def _applied(attrs: dict, data: list) -> Any:
     """The reference engine's result of the op ``attrs`` on numbers ``data``."""
     scalar = all(isinstance(x, float) for x in data)
     operands = [Value(x) if scalar else Tensor(x) for x in data]
-    result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis")).data
+    result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"),
+                   attrs.get("keepdims", False)).data
     return float(result) if scalar else np.asarray(result).tolist()
 

@@ -85,8 +85,8 @@ def _guarded(command: Callable[[], int]) -> int:
             return _fail(error, 2)
         except BackpropvizError as error:  # each says what went wrong in one sentence
             return _fail(error, 1)
-        except KeyboardInterrupt:
-            print("backpropviz: interrupted", file=sys.stderr)
+        except KeyboardInterrupt as interrupt:  # ScriptInterrupted says where the script was
+            print(f"backpropviz: {str(interrupt) or 'interrupted'}", file=sys.stderr)
             return 130
 
 
@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
                             f"({', '.join(_CHECK_FORMATS)})")
     check.add_argument("--rankdir", choices=("LR", "RL", "TB", "BT"), default="LR",
                        help="direction of the data flow (default LR)")
-    add_arguments(check, lambda name: name == "theme")
+    add_arguments(check, lambda name: name in ("theme", "script_timeout"))
     memory = commands.add_parser(
         "memory", help="chart the bytes the forward pass keeps for the backward pass",
         description="Run SCRIPT, find its graph as render does, and chart the bytes held for "
@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_argument("--format", choices=MEMORY_FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: "
                              f"{', '.join(MEMORY_FORMATS)}")
-    add_arguments(memory, lambda name: name == "theme")
+    add_arguments(memory, lambda name: name in ("theme", "script_timeout"))
     memory.add_argument("--max-nodes", type=positive(int), metavar="N",
                         default=DEFAULT_MAX_NODES,
                         help=f"refuse graphs with more than N values and ops (default "
@@ -245,7 +245,8 @@ def _render(args: argparse.Namespace) -> int:
         require_writable_folder(args.steps)
     with _stdout_for(output):
         G = graph_of_script(args.script, args.roots, backward=not options.forward_only,
-                            max_nodes=max_nodes, argv=args.script_args)
+                            max_nodes=max_nodes, argv=args.script_args,
+                            script_timeout=options.script_timeout)
         if steps:
             out.write_steps(G, args.steps, options)
         if output == "-":
@@ -265,7 +266,8 @@ def _check(args: argparse.Namespace) -> int:
         format_of(args.output, formats=_CHECK_FORMATS, what="the report")
         require_writable(args.output)
     try:
-        report = check_script(args.script, args.roots, argv=args.script_args)
+        report = check_script(args.script, args.roots, argv=args.script_args,
+                              script_timeout=args.script_timeout)
     except BackpropvizError as error:
         # Could not grade at all: 2, so that a grader tells it from wrong gradients (1).
         return _fail(error, 2)
@@ -289,7 +291,7 @@ def _memory(args: argparse.Namespace) -> int:
         require_writable(output)
     with _stdout_for(output):
         G = graph_of_script(args.script, args.roots, max_nodes=args.max_nodes,
-                            argv=args.script_args)
+                            argv=args.script_args, script_timeout=args.script_timeout)
         data = out.render_memory(G, fmt, from_arguments(args))
     if output == "-":
         return _to_stdout(data)

@@ -50,7 +50,7 @@ _APPLY: dict[str, Callable[..., Node]] = {
     "pow": operator.pow, "neg": operator.neg, "matmul": operator.matmul,
     **{name: methodcaller(name) for name in ("relu", "tanh", "exp", "log", "sigmoid", "sqrt",
                                              "square", "sqnorm")},
-    "sum": lambda a, axis=None: a.sum(axis), "mean": lambda a, axis=None: a.mean(axis),
+    "sum": lambda a, **along: a.sum(**along), "mean": lambda a, **along: a.mean(**along),
     "transpose": lambda a: a.T,
 }
 
@@ -61,12 +61,12 @@ def can_apply(op: str) -> bool:
 
 
 def apply(op: str, operands: Sequence[Node], exponent: float | None = None,
-          axis: int | None = None) -> Node:
+          axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Node:
     """``op`` applied to engine nodes, as the engine's own operators compute it.
 
     The reference for graphs recorded by other engines: ``backpropviz check``
     rebuilds a hand-written engine's computation with it, op by op. ``axis``
-    is a reduction's (sum, mean).
+    and ``keepdims`` are a reduction's (sum, mean).
     """
     if op == "pow" and exponent is not None and len(operands) == 1:
         return operands[0] ** exponent
@@ -76,7 +76,9 @@ def apply(op: str, operands: Sequence[Node], exponent: float | None = None,
     if op == "add" and len(operands) > 2:  # a folded chain: a + b + c
         return functools.reduce(operator.add, operands)
     try:
-        return function(*operands) if axis is None else function(*operands, axis=axis)
+        if axis is None and not keepdims:
+            return function(*operands)
+        return function(*operands, axis=axis, keepdims=keepdims)
     except TypeError:
         raise EngineError(f"op {op!r} cannot take {len(operands)} operand(s)") from None
 

@@ -84,8 +84,10 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     for node in order:
         if node.op is not None:
             attrs: dict[str, Any] = {}
-            axis = getattr(node, "axis", None)
-            if isinstance(axis, int):  # a reduction's axis (an index is not kept)
+            if getattr(node, "keepdims", False):
+                attrs["keepdims"] = True
+            axis = getattr(node, "axis", None)  # a reduction's (an index is not kept)
+            if axis is not None:
                 attrs["axis"] = axis
             dead = ops.dead_units(node.op, node.operands[0].data)
             if getattr(node, "keep", None) is not None:  # dropout: the mask it applied

@@ -32,6 +32,7 @@ from .script import (
     graph_of_namespace,
     may_use_another_engine,
     recording_for,
+    time_limit,
 )
 from .watch import watching
 
@@ -79,7 +80,8 @@ def _run(shell: Any, line: str, cell: str) -> Any:
     imported = {obj.__name__.split(".")[0] for obj in shell.user_ns.values()
                 if isinstance(obj, types.ModuleType)}
     with recording_for(cell, imported) as recording:
-        with watching(None, other_engines=may_use_another_engine(cell)) as watch:
+        with watching(None, other_engines=may_use_another_engine(cell)) as watch, \
+                time_limit(options.script_timeout, "the cell"):
             result = shell.run_cell(cell, store_history=False)
         if not result.success:  # IPython has shown the cell's traceback
             raise ScriptError("the cell failed, so there is no graph to draw")

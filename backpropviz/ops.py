@@ -159,14 +159,21 @@ class Op:
     def saved(self, arity: int) -> tuple[int | str, ...]:
         return self.form(arity).saved
 
-    def symbol_for(self, exponent: float | None = None) -> str:
+    def symbol_for(self, exponent: float | None = None, axis: Any = None) -> str:
         """The circle's symbol; a power shows its exponent on a blank (``(·)²``,
-        ``(·)⁻¹``), so that it cannot be read as a variable x."""
+        ``(·)⁻¹``), so that it cannot be read as a variable x; a reduction along an
+        axis shows it as an index (``Σ₀``, ``mean₋₁``, ``Σ₀,₂``)."""
+        if axis is not None:
+            axes = axis if isinstance(axis, tuple) else (axis,)
+            return self.symbol + ",".join(str(one).translate(_SUBSCRIPT) for one in axes)
         if self.exponent_at is None:
             return self.symbol
         if exponent is None:
             return self.symbol
         return "(·)" + superscript(_exponent_text(exponent))
+
+
+_SUBSCRIPT = str.maketrans("0123456789-", "₀₁₂₃₄₅₆₇₈₉₋")
 
 
 def _exponent_text(exponent: float) -> str:
@@ -332,9 +339,9 @@ def names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-def symbol(name: str, exponent: float | None = None) -> str:
-    """What is drawn in an operator's circle: ``+``, ``×``, ``ReLU``, ``x²``…"""
-    return get(name).symbol_for(exponent)
+def symbol(name: str, exponent: float | None = None, axis: Any = None) -> str:
+    """What is drawn in an operator's circle: ``+``, ``×``, ``ReLU``, ``x²``, ``Σ₀``…"""
+    return get(name).symbol_for(exponent, axis)
 
 
 def dead_units(name: str, operand: Any) -> Any:

@@ -169,6 +169,9 @@ class Options:
     timeout: float = field(default=DEFAULT_DOT_TIMEOUT, metadata=_option(
         "stop graphviz's layout after S seconds and say what to draw instead (default "
         f"{DEFAULT_DOT_TIMEOUT:g})", metavar="S"))
+    script_timeout: float | None = field(default=None, metadata=_option(
+        "stop the script after S seconds and say which line it was at (default: no limit, "
+        "as a training script may rightly run for minutes)", metavar="S"))
     quality: str | None = field(default=None, metadata=_option(
         "manim's quality: l 480p15 (default), m 720p30, h 1080p60, p 1440p60, k 4K",
         choices=tuple(QUALITIES)))
@@ -189,7 +192,7 @@ class Options:
                 or self.precision < 1:
             raise UsageError(f"precision must be a positive int of significant digits, "
                              f"got {self.precision!r}")
-        for name in ("timeout", "speed"):
+        for name in ("timeout", "speed", "script_timeout"):
             number = getattr(self, name)
             if number is not None and not (isinstance(number, int | float) and number > 0):
                 raise UsageError(f"{name} must be a positive number, got {number!r}")
@@ -304,7 +307,8 @@ def add_arguments(parser: Any, wanted: Callable[[str], bool]) -> None:
             parser.add_argument(flag, action="store_true", **keywords)
             continue
         parse = {"precision": positive(int), "timeout": positive(float),
-                 "speed": positive(float), "fit": _frame}.get(declared.name)
+                 "script_timeout": positive(float), "speed": positive(float),
+                 "fit": _frame}.get(declared.name)
         parser.add_argument(flag, type=parse, default=declared.default, **keywords)
 
 

@@ -92,6 +92,8 @@ FLAG = Kind("a bool", lambda x: isinstance(x, bool))
 COUNT = Kind("an int ≥ 0", _is_count)
 REAL = Kind("a number", _is_real, numbers=True)
 INDEX = Kind("an int", lambda x: isinstance(x, int) and not isinstance(x, bool))
+AXES = Kind("an int, or a tuple of ints", lambda x: INDEX.check(x) or (
+    isinstance(x, tuple) and all(map(INDEX.check, x))), graphml_json=True, is_tuple=True)
 GATES = Kind("a bool, or nested lists of bools", lambda x: _nested(x, FLAG.check),
              graphml_json=True)
 IDS = Kind("a list of node ids", _list_of(lambda x: isinstance(x, (str, int))), graphml_json=True)
@@ -156,7 +158,10 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("symbol", OP, TEXT, "what its circle shows: +, ×, @, ReLU…", _PRODUCERS,
               required=True),
     Attribute("exponent", OP, REAL, "a power's number exponent (a ** 2)", _PRODUCERS),
-    Attribute("axis", OP, INDEX, "a reduction's axis", _ENGINE),
+    Attribute("axis", OP, AXES, "the axis (or axes) a reduction ran along, as the script "
+              "gave it (none: all entries)", _ENGINE),
+    Attribute("keepdims", OP, FLAG, "a reduction kept its reduced axes, of length 1",
+              _ENGINE),
     Attribute("dead", OP, GATES, "where a gate blocks the gradient (a dead ReLU, a dropped "
               "unit), by entry of its operand", _PRODUCERS),
     Attribute("mask", OP, NUMBERS, "dropout's kept (1) and dropped (0) units",
@@ -447,7 +452,7 @@ def decode_graphml(domain: str, attrs: Mapping, place: str | None = None) -> dic
         kind = kinds.get(name)
         if kind is not None and kind.graphml_json:
             value = json.loads(value)
-            if kind.is_tuple:
+            if kind.is_tuple and isinstance(value, list):
                 value = tuple(value)
         decoded[name] = value
     for name, spec in _DECLARED.get(place, {}).items():

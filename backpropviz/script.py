@@ -18,25 +18,30 @@ import io
 import math
 import os
 import runpy
+import signal
 import sys
+import sysconfig
+import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType, TracebackType
 from typing import Any
 
 import networkx as nx
 
 from .builder import Producer
-from .errors import BackpropvizError, DrawError
+from .errors import BackpropvizError, DrawError, UsageError
 from .ir import fold_chains, name_constants, validate
 from .options import DEFAULT_MAX_NODES
 from .producers import PRODUCERS
 from .watch import watching
 
-__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "ScriptRun", "as_graph", "find_roots",
-           "graph_of_namespace", "graph_of_script", "imports_torch", "may_use_another_engine",
-           "recording_for", "require_script", "run_script", "running", "without_gradients"]
+__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "ScriptInterrupted", "ScriptRun", "as_graph",
+           "find_roots", "graph_of_namespace", "graph_of_script", "imports_torch",
+           "may_use_another_engine", "recording_for", "require_script", "run_script",
+           "running", "time_limit", "without_gradients"]
 
 
 _TORCH_MISSING = "this script uses PyTorch; install it with: pip install 'backpropviz[torch]'"
@@ -46,10 +51,24 @@ class ScriptError(BackpropvizError):
     """A script that gives no graph to draw: why, and what to do, in one sentence."""
 
 
+class ScriptInterrupted(KeyboardInterrupt):
+    """Ctrl-C while the script ran, with the line it was at: still a KeyboardInterrupt,
+    so that it stops whatever called (the command line exits with 130)."""
+
+
+class _TimeUp(BaseException):
+    """Raised in the script when its time is up (not an Exception, so that a script's
+    ``except Exception`` does not swallow it)."""
+
+
+class _HardExit(BaseException):
+    """Raised in the script in place of ``os._exit()``, which would end backpropviz too."""
+
+
 def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
                     backward: bool = True, max_nodes: int = DEFAULT_MAX_NODES,
                     argv: Sequence[str] = (), quiet: bool = False,
-                    fold: bool = True) -> nx.MultiDiGraph:
+                    fold: bool = True, script_timeout: float | None = None) -> nx.MultiDiGraph:
     """Run the script at ``path`` and return the IR of its graph.
 
     ``roots`` names the values to draw from (default: the script's outputs,
@@ -60,9 +79,10 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
     ``argv`` is what the script sees after its name in ``sys.argv``; ``quiet``
     swallows what it prints. With ``fold``, chains of additions whose inner
     sums have no name (``sum(...)``, a neuron's weighted sum) are one op
-    (``ir.fold_chains``).
+    (``ir.fold_chains``). A script still running after ``script_timeout`` seconds
+    is stopped, with a ScriptError that says where it was.
     """
-    with running(path, argv, quiet=quiet) as run:
+    with running(path, argv, quiet=quiet, script_timeout=script_timeout) as run:
         return graph_of_namespace(run.names, roots, called=run.called,
                                   recording=run.recording, backward=backward,
                                   max_nodes=max_nodes, fold=fold, where=run.path,
@@ -83,12 +103,13 @@ class ScriptRun:
 
 @contextlib.contextmanager
 def running(path: str | os.PathLike, argv: Sequence[str] = (), *,
-            quiet: bool = False) -> Iterator[ScriptRun]:
+            quiet: bool = False, script_timeout: float | None = None) -> Iterator[ScriptRun]:
     """Run the script as ``python`` would, watched, for every command that reads one
     (render, check, memory): under the recording its framework needs (PyTorch's
     capture), with every backward() call kept, so that a script whose work is inside
     ``main()`` is read as well as one that works at top level. The recording stays
-    open in the block; ``quiet`` swallows what the script prints there too."""
+    open in the block; ``quiet`` swallows what the script prints there too;
+    ``script_timeout`` bounds the script's run (``run_script``)."""
     script = Path(path)
     require_script(script)
     try:
@@ -98,7 +119,7 @@ def running(path: str | os.PathLike, argv: Sequence[str] = (), *,
     silence = contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()
     with silence, recording_for(source) as recording:
         with watching(script, other_engines=may_use_another_engine(source)) as watch:
-            namespace = run_script(script, argv)
+            namespace = run_script(script, argv, script_timeout=script_timeout)
         yield ScriptRun(script, source, watch.names(namespace), watch.roots, recording)
 
 
@@ -138,12 +159,16 @@ def find_roots(namespace: dict[str, Any], names: Sequence[str] = (),
         Path(script))
 
 
-def run_script(path: str | os.PathLike, argv: Sequence[str] = ()) -> dict[str, Any]:
+def run_script(path: str | os.PathLike, argv: Sequence[str] = (), *,
+               script_timeout: float | None = None) -> dict[str, Any]:
     """The script's global names after running it as ``python SCRIPT ARGV...`` would.
 
     Its folder is first on ``sys.path`` while it runs; ``sys.argv``, the path
     and the working directory are restored afterwards. A script that fails
-    prints its own traceback, as python would, and raises ScriptError.
+    prints its own traceback, as python would, and raises ScriptError; so does
+    one that calls ``os._exit()`` (which would end this process with no word)
+    or still runs after ``script_timeout`` seconds, saying where it was. Ctrl-C
+    raises ScriptInterrupted, which says where the script was too.
     """
     require_script(Path(path))
     path = str(path)
@@ -151,19 +176,191 @@ def run_script(path: str | os.PathLike, argv: Sequence[str] = ()) -> dict[str, A
     sys.argv = [path, *argv]
     sys.path.insert(0, os.path.dirname(os.path.realpath(path)))
     try:
-        return runpy.run_path(path, run_name="__main__")
+        with time_limit(script_timeout, "the script", path):
+            return _run_path(path)
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+        os.chdir(saved_cwd)  # outputs are relative to where the command ran
+
+
+def _run_path(path: str) -> dict[str, Any]:
+    """``run_script``'s run, as python runs a script, its ends made errors of ours."""
+    hard_exits: list[int] = []
+    try:
+        with _os_exit_refused(hard_exits), _termination_said(path):
+            namespace = runpy.run_path(path, run_name="__main__")
     except SystemExit as done:
-        return _after_exit(done, path)
+        namespace = _after_exit(done, path)
+    except _HardExit:
+        pass  # said below
+    except KeyboardInterrupt as interrupt:
+        at = _user_line(_traceback_lines(interrupt.__traceback__), path)
+        raise ScriptInterrupted("interrupted while the script was running"
+                                + (f", at {at}" if at else "")) from None
     except Exception as error:
         if isinstance(error, ModuleNotFoundError) and error.name == "torch":
             raise ScriptError(_TORCH_MISSING) from None
         _print_script_traceback(error, path)
         raise ScriptError(f"{path} failed with {type(error).__name__} "
                           "(its traceback is above)") from None
+    if hard_exits:  # even if the script caught what stood in for it
+        raise ScriptError(f"{path} called os._exit({hard_exits[0]}), which ends the process "
+                          "at once, so backpropviz had nothing to draw; let the script end "
+                          "normally (or call sys.exit())")
+    return namespace
+
+
+@contextlib.contextmanager
+def _os_exit_refused(calls: list[int]) -> Iterator[None]:
+    """``os._exit(n)`` while the script runs raises _HardExit (noting ``n`` in ``calls``)
+    rather than end this process; a process the script forked exits as asked."""
+    real_exit, parent = os._exit, os.getpid()
+
+    def refused(status: int) -> None:
+        if os.getpid() != parent:  # e.g. a multiprocessing worker, done
+            real_exit(status)
+        calls.append(status)
+        raise _HardExit
+
+    os._exit = refused
+    try:
+        yield
     finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-        os.chdir(saved_cwd)  # outputs are relative to where the command ran
+        os._exit = real_exit
+
+
+@contextlib.contextmanager
+def _termination_said(path: str) -> Iterator[None]:
+    """SIGTERM while the script runs (sent by the script itself, or by whoever stops it)
+    ends the process as it would, but first says in one line where the script was."""
+    if os.name != "posix" or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    parent = os.getpid()
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() == parent:  # not a worker the script forked, stopped by its pool
+            at = _user_line(_stack_lines(frame), path)
+            print(f"backpropviz: error: the script was stopped by {signal.Signals(signum).name}"
+                  + (f" at {at}" if at else "") + ", so there is nothing to draw",
+                  file=sys.stderr, flush=True)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        _put_back(signal.SIGTERM, previous)
+
+
+def _put_back(signum: int, handler: Any) -> None:
+    """Restore a signal's handler (None: one not set from Python, the default then)."""
+    signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None, what: str = "the script",
+               script: str | os.PathLike | None = None) -> Iterator[None]:
+    """Stop the code run in the block (``what`` it is, for the message: a script at
+    ``script``, a notebook cell) once it has run ``seconds``: ScriptError, saying the
+    line it was at. None: no limit.
+
+    SIGALRM stops it, in pure Python and in a C call that waits (``time.sleep``, a
+    blocking read) alike, so it needs the main thread of a POSIX process (UsageError
+    elsewhere). Should the code catch the stop and go on, it is stopped again each
+    second.
+    """
+    if seconds is not None and not (isinstance(seconds, int | float) and seconds > 0):
+        raise UsageError(f"script_timeout must be a positive number of seconds, got {seconds!r}")
+    if seconds is None or seconds == math.inf:
+        yield
+        return
+    stopped: list[str | None] = []  # where the code was, once stopped
+
+    def stop_at(frame: FrameType | None) -> bool:
+        """Note where the code was; whether to stop it there: the first time, and again
+        where it runs code of the user's (which caught the stop and went on), not in a
+        library's (printing the traceback of the stop, say)."""
+        lines = _stack_lines(frame)
+        if not stopped:
+            stopped.append(_user_line(lines, script))
+            return True
+        return _user_line(lines[-1:], script) is not None
+
+    if not hasattr(signal, "setitimer") or \
+            threading.current_thread() is not threading.main_thread():
+        raise UsageError("script_timeout needs the main thread of a POSIX process (it stops "
+                         "the script with SIGALRM): run the script from there, or without it")
+
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        if stop_at(frame):
+            raise _TimeUp(f"{what} ran longer than {seconds:g} s (--script-timeout)")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        yield
+    except _TimeUp:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _put_back(signal.SIGALRM, previous)
+    if stopped:
+        at = stopped[0]
+        raise ScriptError(f"{what} ran longer than {seconds:g} s (--script-timeout)"
+                          + (f"; it was at {at}" if at else "")) from None
+
+
+@functools.cache
+def _not_users() -> tuple[str, ...]:
+    """Where python's own modules, the installed packages and ours live: not the user's
+    code."""
+    folders = [sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib",
+                                                     "platlib")]
+    folders.append(os.path.dirname(os.path.realpath(__file__)))
+    return tuple({os.path.realpath(folder) + os.sep for folder in folders if folder})
+
+
+def _user_line(lines: Sequence[tuple[str, int, str]], script: str | os.PathLike | None
+               ) -> str | None:
+    """``train.py:14 (in train_step)``: the innermost of ``lines`` (file, line, function;
+    outermost first) in the user's code (the script, else any file that is neither
+    python's nor an installed package's nor ours), the script named as it was given."""
+    mine = os.path.realpath(script) if script is not None else None
+    for filename, line, function in reversed(lines):
+        real = os.path.realpath(filename)
+        if filename.startswith("<"):  # a notebook cell, code given as a string; not python's
+            if filename.startswith("<frozen "):
+                continue
+            shown = filename
+        elif real == mine:
+            shown = str(script)
+        elif real.startswith(_not_users()):
+            continue
+        else:
+            shown = os.path.relpath(real) if real.startswith(os.getcwd() + os.sep) else real
+        return f"{shown}:{line}" + (f" (in {function})" if function != "<module>" else "")
+    return None
+
+
+def _stack_lines(frame: FrameType | None) -> list[tuple[str, int, str]]:
+    """The stack of ``frame``, outermost first, as (file, line, function)."""
+    lines = []
+    while frame is not None:
+        lines.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
+        frame = frame.f_back
+    return lines[::-1]
+
+
+def _traceback_lines(tb: TracebackType | None) -> list[tuple[str, int, str]]:
+    """A traceback's frames, outermost first, as (file, line, function)."""
+    lines = []
+    while tb is not None:
+        lines.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_code.co_name))
+        tb = tb.tb_next
+    return lines
 
 
 def require_script(script: Path) -> None:

@@ -52,6 +52,8 @@ def _spec(field: Any) -> Any:
         return lambda text: _one_of(text, choices)
     if field.name == "precision":
         return directives.positive_int
+    if field.name == "script_timeout":
+        return float  # seconds; Options refuses one that is not positive
     return directives.unchanged_required
 
 
@@ -77,7 +79,8 @@ class BackpropvizDirective(SphinxDirective):
             options = self._options()
             prepare(fmt, options, steps="steps" in self.options)
             G = graph_of_script(script, self.options.get("roots", "").split(), quiet=True,
-                                backward=not options.forward_only)
+                                backward=not options.forward_only,
+                                script_timeout=options.script_timeout)
             if fmt == "html":
                 page = show(G, options, format="html")._repr_html_()
                 return [nodes.raw("", page, format="html")]

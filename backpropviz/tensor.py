@@ -51,7 +51,7 @@ class Tensor(Node):
     PyTorch, ``.grad`` is None until a backward pass reaches the tensor.
     """
 
-    __slots__ = ("axis", "keep", "rate")
+    __slots__ = ("axis", "index", "keep", "keepdims", "rate")
     _no_grad = None  # PyTorch's .grad before backward
     _rules = _TENSOR_RULES
 
@@ -65,7 +65,9 @@ class Tensor(Node):
         self.op = _op
         self.operands = _children
         self.exponent = exponent
-        self.axis = axis
+        self.axis = axis  # a reduction's (sum, mean)
+        self.index = None  # what indexing picked
+        self.keepdims = False  # a reduction that keeps its reduced axes, of length 1
         self.keep = self.rate = None  # dropout's mask and p
         self.requires_grad = requires_grad
         self._index = next(_creation_counter)
@@ -281,14 +283,16 @@ class Tensor(Node):
             picked = np.array(self.data[index], dtype=np.float64)
         except IndexError as error:
             raise EngineError(f"index {index!r} does not fit shape {self.shape}: {error}") from None
-        return Tensor(picked, _children=(self,), _op="getitem", axis=index)
+        out = Tensor(picked, _children=(self,), _op="getitem")
+        out.index = index
+        return out
 
     @_tensor_rule("getitem")
     def _getitem_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
         # The picked entries get the gradient, the others 0; an entry picked
         # twice gets both (np.add.at adds at repeated indices).
         spread = np.zeros(node.operands[0].shape)
-        np.add.at(spread, node.axis, g)
+        np.add.at(spread, node.index, g)
         return (spread,)
 
     def relu(self) -> Tensor:
@@ -374,26 +378,47 @@ class Tensor(Node):
     def _sqnorm_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
         return (2.0 * node.operands[0].data * g,)  # d‖A‖²/dA = 2A
 
-    def sum(self, axis: int | None = None) -> Tensor:
-        self._check_axis(axis)
-        return self._unary("sum", np.array(self.data.sum(axis=axis)), axis)
+    def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
+        """The sum of all entries, or along ``axis`` (an int or a tuple of ints, negative
+        from the end), as numpy's: ``keepdims`` keeps each summed axis, of length 1."""
+        return self._reduce("sum", np.sum, axis, keepdims)
 
     @_tensor_rule("sum")
     def _sum_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
         return (_spread(node, g),)  # every summed entry moves the sum one for one
 
-    def mean(self, axis: int | None = None) -> Tensor:
-        self._check_axis(axis)
-        return self._unary("mean", np.array(self.data.mean(axis=axis)), axis)
+    def mean(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
+        """The mean of all entries, or along ``axis``, as ``sum`` takes them."""
+        return self._reduce("mean", np.mean, axis, keepdims)
 
     @_tensor_rule("mean")
     def _mean_rule(node: Tensor, g: np.ndarray) -> tuple[np.ndarray]:
         # The mean of k entries moves by 1/k for each.
         return (_spread(node, g) * (node.data.size / node.operands[0].data.size),)
 
-    def _check_axis(self, axis: int | None) -> None:
-        if axis is not None and not -self.ndim <= axis < self.ndim:
-            raise EngineError(f"axis {axis} is out of range for shape {self.shape}")
+    def _reduce(self, op: str, reduce: Callable, axis: Any, keepdims: Any) -> Tensor:
+        axis = self._checked_axis(axis)
+        if not isinstance(keepdims, bool | np.bool_):
+            raise EngineError(f"keepdims is True or False, got {keepdims!r}")
+        out = self._unary(op, np.array(reduce(self.data, axis=axis, keepdims=keepdims)), axis)
+        out.keepdims = bool(keepdims)
+        return out
+
+    def _checked_axis(self, axis: Any) -> int | tuple[int, ...] | None:
+        """``axis`` as numpy takes it (a list as a tuple); EngineError for one out of range,
+        given twice, or not an int."""
+        if axis is None:
+            return None
+        axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
+        for one in axes:
+            if not isinstance(one, numbers.Integral) or isinstance(one, bool | np.bool_):
+                raise EngineError(f"an axis is an int or a tuple of ints, got {axis!r}")
+            if not -self.ndim <= one < self.ndim:
+                raise EngineError(f"axis {one} is out of range for shape {self.shape}")
+        if len({one % self.ndim for one in axes}) < len(axes):
+            raise EngineError(f"axis {axis!r} names an axis twice")
+        axes = tuple(int(one) for one in axes)
+        return axes if isinstance(axis, tuple | list) else axes[0]
 
     @property
     def T(self) -> Tensor:  # noqa: N802 (numpy's and PyTorch's name)
@@ -411,6 +436,6 @@ def _listed(array: np.ndarray | None) -> Any:
 def _spread(node: Tensor, g: np.ndarray) -> np.ndarray:
     """The upstream gradient of a reduction, copied back over the reduced axis."""
     shape = node.operands[0].shape
-    if node.axis is not None:
-        g = np.expand_dims(g, node.axis)
+    if node.axis is not None and not node.keepdims:
+        g = np.expand_dims(g, node.axis)  # back in place, of length 1, before the copying
     return np.broadcast_to(g, shape).copy()

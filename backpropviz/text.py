@@ -86,8 +86,13 @@ def _call(G: nx.MultiDiGraph, op: Any, names: dict[Any, str]) -> str:
     if attrs.get("exponent") is not None:
         args.append(format_number(attrs["exponent"]))
     for keyword in ("axis", "p"):
-        if attrs.get(keyword) is not None:
-            args.append(f"{keyword}={format_number(attrs[keyword])}")
+        given = attrs.get(keyword)
+        if isinstance(given, tuple):  # axes: (0, 2)
+            args.append(f"{keyword}=({', '.join(map(str, given))}{',' * (len(given) == 1)})")
+        elif given is not None:
+            args.append(f"{keyword}={format_number(given)}")
+    if attrs.get("keepdims"):
+        args.append("keepdims=True")
     return f"{name}({', '.join(args)})"
 
 

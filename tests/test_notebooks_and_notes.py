@@ -50,6 +50,8 @@ IPYTHON_SESSION = """
     page = ip.run_cell_magic("backpropviz", "--format html", "c = base * base\\n")
     missing = ip.run_cell("%%backpropviz nope\\nd = base * 2\\n")
     failed = ip.run_cell("%%backpropviz\\ne = base * undefined_name\\n")
+    slow = ip.run_cell("%%backpropviz --script-timeout 0.3\\nsteps = 0\\n"
+                       "while True: steps += 1\\n")
     # A PyTorch cell after cells of backpropviz's engine: its own graph, backward or not.
     ip.run_cell("%%backpropviz -o torch.txt\\nimport torch\\n"
                 "w = torch.tensor([1.0, 2.0], requires_grad=True)\\n"
@@ -59,6 +61,7 @@ IPYTHON_SESSION = """
     print(json.dumps({
         "shown": repr(shown), "page": sorted(page._repr_mimebundle_()),
         "L": ip.user_ns["L"].data, "missing": missing.success, "failed": failed.success,
+        "slow": slow.success,
         "rankdir": "rankdir=\\"BT\\"" in shown.source,
     }))
     """
@@ -78,6 +81,9 @@ def test_the_cell_magic_runs_the_cell_and_shows_its_graph(tmp_path):
     assert "UsageError: backpropviz: unknown root 'nope'" in said  # one line, no traceback
     assert "NameError" in said  # IPython's own traceback of the cell
     assert "UsageError: backpropviz: the cell failed, so there is no graph to draw" in said
+    assert result["slow"] is False  # stopped, and says where: the cell's second line
+    assert re.search(r"UsageError: backpropviz: the cell ran longer than 0.3 s "
+                     r"\(--script-timeout\); it was at <ipython-input-\d+-\w+>:2\n", said)
     # out = Σ w², ∂out/∂w = 2w; o2 = tanh(v²) at v = 3, ∂o2/∂v = 2v(1 − tanh²(9))
     torch_text = (tmp_path / "torch.txt").read_text()
     assert "w = param" in torch_text and "grad [2] [2, 4]" in torch_text
