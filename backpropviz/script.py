@@ -454,21 +454,57 @@ def _imports(source: str, package: str) -> bool:
 
 
 def _number_names(namespace: Mapping[str, Any], source: str) -> dict[str, float]:
-    """The script's global names bound to plain numbers (``y = 0``), less those whose
-    number is also written as a literal in its arithmetic (``/ 2``), which would make
-    the name a guess."""
+    """The script's global names bound to plain numbers (``lam = 0.1``) that its
+    arithmetic uses (``lam * s``), less those whose number is also written as a
+    literal anywhere else in it (``/ 2``, ``xs = [3.0, 2.0]``, ``range(2)``): a
+    constant equal to such a number may be that literal, so the name would be a guess."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return {}
-    literals = set()
+    definitions = set()  # the literal each `name = 0.1` binds (its own, not another use)
+
+    def define(value: ast.AST) -> None:
+        definitions.add(id(value.operand if isinstance(value, ast.UnaryOp) else value))
+
     for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp):
-            for side in (node.left, node.right):
-                if isinstance(side, ast.Constant) and type(side.value) in (int, float):
-                    literals.add(float(side.value))
+        if not isinstance(node, ast.Assign):
+            continue
+        if all(isinstance(t, ast.Name) for t in node.targets):
+            define(node.value)
+        elif (len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)
+              and isinstance(node.value, ast.Tuple)
+              and len(node.targets[0].elts) == len(node.value.elts)):
+            for value in node.value.elts:  # x, y = Tensor(...), 0
+                define(value)
+    parent = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+    def may_be_drawn(constant: ast.Constant) -> bool:
+        """Whether a literal can be a scalar the graph uses: in arithmetic, in a list of
+        numbers a loop runs over (not a matrix handed to Tensor([...])), range(2)."""
+        above = parent.get(id(constant))
+        if isinstance(above, ast.UnaryOp):  # -1.0 is one literal
+            above = parent.get(id(above))
+        if isinstance(above, (ast.BinOp, ast.Compare, ast.AugAssign)):
+            return True
+        if not isinstance(above, (ast.List, ast.Tuple, ast.Call)):
+            return False
+        while isinstance(above, (ast.List, ast.Tuple)):
+            above = parent.get(id(above))
+        if isinstance(above, ast.Call):
+            return isinstance(above.func, ast.Name) and above.func.id == "range"
+        return True
+
+    literals, used = set(), set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and type(node.value) in (int, float)
+                and id(node) not in definitions and may_be_drawn(node)):
+            literals.add(float(node.value))
+            literals.add(-float(node.value))  # (x - 1 is drawn with −1)
+        if isinstance(node, (ast.BinOp, ast.AugAssign)):
+            used.update(name.id for name in ast.walk(node) if isinstance(name, ast.Name))
     return {name: float(value) for name, value in namespace.items()
-            if type(value) in (int, float) and not name.startswith("_")
+            if type(value) in (int, float) and not name.startswith("_") and name in used
             and float(value) not in literals}
 
 

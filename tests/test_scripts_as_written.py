@@ -292,3 +292,27 @@ def test_a_missing_dot_is_found_before_the_script_runs(tmp_path):
     assert "failed to execute 'dot'" in done.stderr.decode()
     done = run("render", "loud.py", "-o", "x.json", cwd=tmp_path, env=env)
     assert done.returncode == 0 and b"RAN" in done.stdout
+
+
+@pytest.mark.parametrize("engine", ["from micrograd.engine import Value",
+                                    "from backpropviz import Value"])
+def test_a_constant_is_not_named_after_a_number_that_merely_equals_it(tmp_path, engine):
+    # The 3.0 comes from the data xs, not from lr; the 1.0 of the loop's data is
+    # not the loop counter step. A number the arithmetic uses, written nowhere
+    # else, names its constant (lam).
+    path = script(tmp_path, "fit.py", f"""\
+        {engine}
+        w = Value(0.5)
+        lr = 3.0
+        lam = 0.1
+        xs = [3.0, 1.0]
+        for step in range(2):
+            loss = sum(w * x for x in xs) + lam * w
+        loss.backward()
+        """)
+    ok(path, "-o", "fit.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "fit.json")
+    consts = {attrs["data"]: attrs["label"] for _, attrs in G.nodes(data=True)
+              if attrs.get("role") == "const"}
+    assert consts.get(3.0) is None and consts.get(1.0) is None
+    assert consts.get(0.1) == "lam"
