@@ -394,8 +394,9 @@ class Writer:
                     head = eid + CONTINUE_TO
                     for name, row in ((head, band[u]), (eid + CONTINUE_FROM, band[v])):
                         nodes[row].append(f"{_quote(name)} {_attrs(self.mark(u, v, name))};")
-                    if self.pins is None:  # the first beside u, not a column further on
-                        nodes[band[u]].append(f"{{rank=same; {_quote(u)}; {_quote(head)};}}")
+                    if self.pins is None:  # the first beside u (its badge), not further on
+                        beside = eid if badge is not None else u
+                        nodes[band[u]].append(f"{{rank=same; {_quote(beside)}; {_quote(head)};}}")
                     edge_lines.append(f"  {_quote(eid + CONTINUE_FROM)} -> {_quote(v)} "
                                       f"{_attrs(self.pinned({**onward, 'id': eid + CONTINUED}))};")
                     onward["arrowhead"] = attrs["arrowhead"] = "none"
