@@ -190,3 +190,11 @@ main()
     assert status == 2
     assert "the script never calls backward()" in one_line_error(err)
 
+
+
+def test_a_script_without_any_graph_is_told_there_is_none(tmp_path, capsys):
+    # Nothing of an engine at all: not "never calls backward()", but no graph.
+    status, _, err = check(tmp_path, "import math\nprint(math.sqrt(2))\n", capsys)
+    assert status == 2
+    line = one_line_error(err)
+    assert "no graph found" in line and "backward" not in line
