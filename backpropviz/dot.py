@@ -268,6 +268,12 @@ def folded(options: DotOptions) -> bool:
     return bool(options.wrap) if isinstance(options.wrap, tuple) else options.wrap > 1
 
 
+def badge_pt(frame: tuple[int, int] | None) -> float:
+    """The size of a contribution's numbers on its edge: smaller than a box's, except
+    in a figure fitted to a frame, whose smallest number is what the back row reads."""
+    return LABEL_PT if frame is None else VALUE_PT
+
+
 def edge_id(u: Any, v: Any, key: Any) -> str:
     """The id of an edge in the DOT, the SVG and the layout: ``"u->v#key"``."""
     return f"{u}->{v}#{key}"
@@ -644,9 +650,10 @@ class Writer:
             contribution = attrs["grad"]
             known = key in self.state.processed
             texts, indices = _grid_texts(contribution, o.precision)
-            html = _array_html(texts, t.grad, t, size=LABEL_PT, indices=indices,
+            size = badge_pt(o.frame)
+            html = _array_html(texts, t.grad, t, size=size, indices=indices,
                                dead=self.dead_edges.get(key) if known else None,
-                               widths=_column_widths([texts], LABEL_PT), fill=_backdrop(t),
+                               widths=_column_widths([texts], size), fill=_backdrop(t),
                                brackets=type(contribution) is not float
                                and bool(np.ndim(contribution)), hidden=not known)
             classes.append("contribution" if known else "pending-contribution")

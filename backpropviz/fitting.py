@@ -14,14 +14,21 @@ from typing import Any
 import networkx as nx
 
 from .crossings import count_crossings
-from .dot import EDGE_LABEL_NODES, dot_options, fork_edges, plain_constants, validated
+from .dot import (
+    EDGE_LABEL_NODES,
+    badge_pt,
+    dot_options,
+    fork_edges,
+    plain_constants,
+    validated,
+)
 from .errors import DrawError
 from .figure import to_dot
 from .folding import fold_cuts, ranks
 from .graphviz import run_dot
 from .options import parse_frame
 from .placement import folded_extent
-from .style import BOOK, EXPRESSION_PT, LABEL_PT, LEGEND_PT, LONG_SYMBOL_PT, NAME_PT, VALUE_PT
+from .style import BOOK, EXPRESSION_PT, LEGEND_PT, LONG_SYMBOL_PT, NAME_PT, VALUE_PT
 from .views import drawn_graph
 
 __all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit"]
@@ -102,7 +109,8 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     plain = plain_constants(G, options.get("show_constants", False))
     symbolic = options.get("symbolic", False)
     drawn_forks = not (options.get("forward_only") or symbolic) and fork_edges(G, plain)
-    number_pt = NAME_PT if symbolic else min(VALUE_PT, LABEL_PT) if drawn_forks else VALUE_PT
+    number_pt = NAME_PT if symbolic else min(VALUE_PT, badge_pt(frame)) if drawn_forks \
+        else VALUE_PT
     text_pt = min(LEGEND_PT, EXPRESSION_PT, LONG_SYMBOL_PT)
     options = {**options, "frame": frame}  # laid out as it will be drawn
     candidates: dict[str, list[Fit]] = {direction: [] for direction in directions}
