@@ -465,12 +465,14 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
     # last pass, which the steps show, adds to it (+=) from its first share on.
     had_gradient = set(G.graph.get("seeds", {})) | {
         v for v, passes in G.nodes(data="passes") if passes and passes > 1}
+    reached: set = set()  # the values a drawn share of this pass has reached
     # Each value's running sum as the steps reach it: its number before a fork adds to it.
     running: dict[Any, Any] = dict(G.graph.get("seeds", {}))
     for v, passes in G.nodes(data="passes"):
         if passes and passes > 1:
             running.setdefault(v, None)  # earlier passes' sum: not recorded
     for step in backward_steps(G):
+        forked_now = False
         op_attrs = G.nodes[step.op]
         spec = ops.get(op_attrs["op"])
         result_attrs = G.nodes[step.result]
@@ -496,7 +498,10 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
                          tensor=result_shape != () or shape != (), size_ratio=size_ratio,
                          broadcast=broadcast)
             sign = "+=" if u in had_gradient else "="
+            if sign == "+=" and (u in reached or u in G.graph.get("seeds", {})):
+                forked_now = True  # a share of this pass's own came before
             had_gradient.add(u)
+            reached.add(u)
             left = partial_name(top, names[u])
             texts.append(f"{left.text} {sign} {rhs.text}")
             tex_sign = r"\mathrel{+}=" if sign == "+=" else "="
@@ -507,13 +512,16 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
                                   None if shares is None else shares[position], before,
                                   edge["grad"], edge.get("running"), precision)
         # Constants left out of the equation still hold a gradient from now on.
-        had_gradient.update(u for u, v, key in step.edges
-                            if G.edges[u, v, key].get("grad") is not None)
+        sent = {u for u, v, key in step.edges if G.edges[u, v, key].get("grad") is not None}
+        had_gradient.update(sent)
+        reached.update(sent)
         rule = spec.rule
         if spec.gate_note and np.any(op_attrs.get("dead", False)):
             rule += "; " + spec.gate_note
         if any(" += " in text for text in texts):
-            rule += "; a value used twice adds up its gradients (+=)"
+            # (+= for a share of this pass's at a fork, or only for earlier passes')
+            rule += ("; a value used twice adds up its gradients (+=)" if forked_now else
+                     "; backward passes add to the gradient already there (+=)")
         if not texts:
             texts, texs = [f"{spec.name}: no gradient to pass on"], [r"\text{no gradient}"]
             worked = list(texts)

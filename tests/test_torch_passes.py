@@ -391,3 +391,19 @@ def test_random_passes_draw_what_autograd_holds_and_add_up(seed):
             continue
         assert close(attrs["grad"], expected, rel=1e-5), (attrs["label"], seed)
     assert_adds_up(G)
+
+
+def test_a_micro_batchs_caption_says_passes_add_up_not_a_fork(tmp_path):
+    # w is used once per pass: its += comes from the earlier micro-batch, not a fork.
+    from backpropviz.captions import step_captions
+
+    path = write(tmp_path, """\
+        import torch
+        w = torch.tensor([1.0, -2.0], requires_grad=True)
+        for x in [torch.tensor([1.0, 2.0]), torch.tensor([3.0, 1.0])]:
+            loss = (w * x).sum() ** 2
+            loss.backward()
+        """)
+    rules = [caption.rule for caption in step_captions(graph_of_script(path, quiet=True))]
+    assert any("backward passes add to the gradient already there" in rule for rule in rules)
+    assert not any("used twice" in rule for rule in rules)
