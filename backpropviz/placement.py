@@ -25,9 +25,7 @@ def placement(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str] | None:
         return _book_pins(G, options)
     if not folded(options):
         return None
-    pins = _pins(G, options)
-    del pins[EXTENT]
-    return pins
+    return _pins(G, options)[0]
 
 
 # How far up each point right moves in the book's layout (a shear of dot's left-to-right).
@@ -49,14 +47,14 @@ def _book_pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
     return pins
 
 
-# The key under which _pins gives the folded picture's size and crossings.
-EXTENT = " extent"
 # The gap between the rows (columns) of a folded picture, in points.
 _ROW_GAP = 18.0
 
 
-def _pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
-    """Where each node and edge of a folded picture goes.
+def _pins(G: nx.MultiDiGraph, options: DotOptions
+          ) -> tuple[dict[str, str], tuple[float, float], dict]:
+    """Where each node and edge of a folded picture goes; the picture's size (points,
+    with its pad), and its draft's layout.
 
     dot lays the rows (clusters) out in one run, but stacks them in an order
     of its own; here they are put in reading order: rows top to bottom, left
@@ -110,7 +108,7 @@ def _pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
     size = ((max(along, label[0]), edge - _ROW_GAP + label[1]) if across
             else (max(edge - _ROW_GAP, label[0]), along + label[1]))
     pad = 2 * float(data.get("pad", 0)) * 72  # (the same on the picture drawn)
-    pins[EXTENT] = f"{size[0] + pad:.2f},{size[1] + pad:.2f},{count_crossings(data)}"
+    extent = (size[0] + pad, size[1] + pad)
     names = {obj["_gvid"]: obj["name"] for obj in data.get("objects", []) if "pos" in obj}
     for line in data.get("edges", []):
         tail = band_of(names[line["tail"]])
@@ -118,7 +116,7 @@ def _pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
             continue  # left for neato to route
         dx, dy = shift[tail]
         pins[line["id"]] = " ".join(_moved(part, dx, dy) for part in line["pos"].split())
-    return pins
+    return pins, extent, data
 
 
 @lru_cache(maxsize=16)
@@ -131,8 +129,8 @@ def _draft(source: str) -> dict:
 def folded_extent(G: nx.MultiDiGraph, options: DotOptions) -> tuple[float, float, int]:
     """A folded picture's size (points, with its pad) and its edges' crossings, from its
     draft alone: its rows keep dot's routes, so nothing is laid out again."""
-    width, height, crossings = _pins(G, options)[EXTENT].split(",")
-    return float(width), float(height), int(crossings)
+    _, (width, height), data = _pins(G, options)
+    return width, height, count_crossings(data)
 
 
 def _moved(part: str, dx: float, dy: float) -> str:

@@ -18,7 +18,6 @@ __all__ = ["BAND_CHARS", "step_bands"]
 # every step's band has as many lines, and the width, of the largest, so that
 # all the steps keep one layout.
 BAND_CHARS = 76
-_BAND_EM = 0.62  # a character's width in a band, in ems, at most (the widest band's)
 _BOLD = 1.1  # how much wider bold sets than regular, at most
 _KEY_TEXT = " this step  its op and edges,   ◀ blue: the gradients it sends back to the inputs"
 
