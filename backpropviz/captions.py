@@ -24,6 +24,7 @@ __all__ = [
     "Name",
     "differentiated",
     "name_parts",
+    "typeset",
     "partial_name",
     "step_captions",
     "value_names",
@@ -69,8 +70,13 @@ RESULT_ENTRIES = 12
 # stays short; past this many characters the operands become "…".
 _MAX_EXPRESSION = 18
 _ELLIPSIS = Name("…", r"\ldots")
-_GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "eta", "theta", "lambda", "mu",
-          "sigma", "tau", "phi", "psi", "omega"}
+# Greek letters as a script spells them (``lambda`` is Python's keyword: the book
+# writes ``lambd``), drawn as the letter in every view: lambd / 2 is λ/2.
+_GREEK_LETTERS = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε",
+                  "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "mu": "μ",
+                  "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "psi": "ψ", "omega": "ω"}
+_GREEK = {**_GREEK_LETTERS, "lambd": "λ", "lmbda": "λ", "lam": "λ", "eps": "ε"}
+_GREEK_TEX = {letter: "\\" + name for name, letter in _GREEK_LETTERS.items()}
 
 
 # A name with a trailing index, set as a subscript by the picture, the page and
@@ -78,27 +84,39 @@ _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "eta", "theta", "lambda"
 # are the index) or an underscore and one letter (x_i, h_t). Any other
 # snake_case name (total_loss, X_train, x_in) is a word, written as it is.
 _INDEXED_NAME = re.compile(r"([A-Za-z]+)(?:_?([0-9]+(?:_[0-9]+)*)|_([A-Za-z]))")
+_IDENTIFIER = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z0-9_]*")
 
 
 def name_parts(label: str) -> tuple[str, str]:
     """A name's base and subscript: ``W1`` -> ("W", "1"), ``w1_11`` -> ("w", "1,11"),
-    ``x_i`` -> ("x", "i"); ``total_loss`` -> ("total_loss", "")."""
+    ``x_i`` -> ("x", "i"), ``lambd`` -> ("λ", ""), ``eta2`` -> ("η", "2");
+    ``total_loss`` -> ("total_loss", "")."""
     match = _INDEXED_NAME.fullmatch(label)
     if match:
-        return match.group(1), (match.group(2) or match.group(3)).replace("_", ",")
-    return label, ""
+        base = match.group(1)
+        return _GREEK.get(base, base), (match.group(2) or match.group(3)).replace("_", ",")
+    return _GREEK.get(label, label), ""
+
+
+def typeset(label: str) -> str:
+    """A label as every view writes it in plain text: its Greek names as letters
+    (``lambd/2`` -> ``λ/2``), the rest as the script wrote it."""
+    return _IDENTIFIER.sub(lambda match: _GREEK.get(match.group(), match.group()), label)
 
 
 def _label_name(label: str) -> Name:
     """A user's name; in TeX a trailing index becomes a subscript (W1 -> W_{1})."""
     base, index = name_parts(label)
+    text = typeset(label)
     if not base.isalpha():
-        return Name(label, r"\mathrm{" + _tex_escape(label) + "}")
-    tex = "\\" + base if base in _GREEK else (base if len(base) == 1 else
-                                              r"\mathrm{" + base + "}")
+        tex = _tex_escape(text)
+        for letter, command in _GREEK_TEX.items():
+            tex = tex.replace(letter, command + " ")
+        return Name(text, r"\mathrm{" + tex + "}")
+    tex = _GREEK_TEX.get(base) or (base if len(base) == 1 else r"\mathrm{" + base + "}")
     if index:
         tex += "_{" + _tex_escape(index) + "}"
-    return Name(label, tex)
+    return Name(text, tex)
 
 
 def _tex_escape(text: str) -> str:

@@ -120,9 +120,11 @@ def font(text: str, color: str, size: float | None = None, face: str | None = No
 _IDENTIFIER = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _expression_html(text: str, theme: Theme) -> str:
+def _expression_html(text: str, theme: Theme, color: str | None = None,
+                     pt: float = EXPRESSION_PT) -> str:
     """An expression heading typeset as the boxes' names are: ``W1 x + b1`` as
-    W₁ x + b₁, one-letter names in italics, words (relu, tanh) upright."""
+    W₁ x + b₁, ``lambd/2`` as λ/2, one-letter names in italics, words (relu,
+    tanh) upright; in the headings' grey unless ``color``."""
     def between(part: str) -> str:  # (a piece may start a text of its own)
         return escape(part).replace(" ", _GAP)
 
@@ -137,11 +139,14 @@ def _expression_html(text: str, theme: Theme) -> str:
         parts += [between(text[last:match.start()]), body]
         last = match.end()
     parts.append(between(text[last:]))
-    return font("".join(parts), theme.muted, EXPRESSION_PT, NAME_FONT)
+    return font("".join(parts), color or theme.muted, pt, NAME_FONT)
 
 
 def _name_html(name: str, theme: Theme) -> str:
-    """A name in the book's style: ``W1`` as an italic W with subscript 1."""
+    """A name in the book's style: ``W1`` as an italic W with subscript 1; a name
+    the script wrote as an expression (``lambd/2``) typeset as headings are."""
+    if not _IDENTIFIER.fullmatch(name):
+        return _expression_html(name, theme, theme.text, NAME_PT)
     base, sub = name_parts(name)
     body = f"<I>{escape(base)}</I>" + (f"<SUB>{escape(sub)}</SUB>" if sub else "")
     return font(body, theme.text, NAME_PT, NAME_FONT)

@@ -16,6 +16,7 @@ import functools
 import importlib.util
 import io
 import math
+import operator
 import os
 import runpy
 import signal
@@ -503,9 +504,57 @@ def _number_names(namespace: Mapping[str, Any], source: str) -> dict[str, float]
             literals.add(-float(node.value))  # (x - 1 is drawn with −1)
         if isinstance(node, (ast.BinOp, ast.AugAssign)):
             used.update(name.id for name in ast.walk(node) if isinstance(name, ast.Name))
-    return {name: float(value) for name, value in namespace.items()
-            if type(value) in (int, float) and not name.startswith("_") and name in used
-            and float(value) not in literals}
+    numbers = {name: float(value) for name, value in namespace.items()
+               if type(value) in (int, float) and not name.startswith("_")}
+    named = {name: number for name, number in numbers.items()
+             if name in used and number not in literals}
+    for expression, number in _number_expressions(tree, numbers).items():
+        if number not in literals:
+            named.setdefault(expression, number)
+    return named
+
+
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+               ast.Div: operator.truediv, ast.Pow: operator.pow}
+
+
+def _number_expressions(tree: ast.AST, numbers: Mapping[str, float]) -> dict[str, float]:
+    """The arithmetic the script does on plain numbers only, with at least one of its
+    names (``lambd / 2`` in ``lambd / 2 * penalty``), as written (spaces kept only
+    around + and −) and its value as Python computed it: a constant the graph holds
+    with that value came from that expression."""
+    found: dict[str, float] = {}
+
+    def value(node: ast.AST) -> float | None:
+        if isinstance(node, ast.Name):
+            return numbers.get(node.id)
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return float(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+            left, right = value(node.left), value(node.right)
+            if left is None or right is None:
+                return None
+            try:
+                return float(_ARITHMETIC[type(node.op)](left, right))
+            except (ArithmeticError, TypeError):  # (a complex power, 1 / 0)
+                return None
+        return None
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.BinOp) and any(isinstance(part, ast.Name)
+                                               for part in ast.walk(node)):
+            number = value(node)
+            if number is not None:  # the largest such expression, not its parts
+                text = ast.unparse(node)
+                for spaced, tight in ((" / ", "/"), (" * ", "·")):
+                    text = text.replace(spaced, tight)
+                found.setdefault(text, number)
+                return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
 
 
 def _own_function(namespace: dict[str, Any]) -> str | None:

@@ -134,7 +134,9 @@ def test_tex_compiles(example, tmp_path):
     ("X_train", ("X_train", ""), r"\mathrm{X\_train}"),
     ("h_t", ("h", "t"), "h_{t}"),
     ("W1a", ("W1a", ""), r"\mathrm{W1a}"),
-    ("alpha2", ("alpha", "2"), r"\alpha_{2}"),
+    ("alpha2", ("α", "2"), r"\alpha_{2}"),
+    ("lambd", ("λ", ""), r"\lambda"),  # the book's spelling: lambda is a keyword
+    ("eta", ("η", ""), r"\eta"),
 ])
 def test_the_caption_and_the_picture_split_a_name_alike(label, parts, tex):
     assert name_parts(label) == parts
@@ -145,6 +147,20 @@ def test_the_caption_and_the_picture_split_a_name_alike(label, parts, tex):
     assert value_names(G)["v0"].tex == tex
     base, sub = parts
     assert f"<I>{base}</I>" + (f"<SUB>{sub}</SUB>" if sub else "") in to_dot(G)
+
+
+def test_a_name_written_as_an_expression_is_typeset_alike_in_every_view():
+    # A constant named after the script's `lambd / 2`: λ/2 in the text, in TeX
+    # and on the box (an italic λ, the 2 upright).
+    a = Value(3.0, label="a")
+    half = Value(0.05, label="lambd/2")
+    b = half * a
+    b.backward()
+    G = to_networkx(b)
+    name = value_names(G)["v1"]
+    assert (name.text, name.tex) == ("λ/2", r"\mathrm{\lambda /2}")
+    assert "<I>λ</I>/2" in to_dot(G) and "lambd" not in to_dot(G)
+
 
 
 # Every op of the registry, built by the engine on small operands, with the

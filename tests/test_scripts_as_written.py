@@ -316,3 +316,23 @@ def test_a_constant_is_not_named_after_a_number_that_merely_equals_it(tmp_path, 
               if attrs.get("role") == "const"}
     assert consts.get(3.0) is None and consts.get(1.0) is None
     assert consts.get(0.1) == "lam"
+
+
+def test_a_constant_computed_from_the_scripts_numbers_is_named_by_that_expression(tmp_path):
+    # D2L writes lambd / 2 * (...): Python folds it to 0.05 before the engine
+    # sees it, and the figure names that constant λ/2 as the book does; a value
+    # that also appears as a literal (the 0.5 of w * 0.5) is left unnamed.
+    path = script(tmp_path, "penalty.py", """\
+        from backpropviz import Value
+        lambd, rate = 0.1, 0.25
+        w = Value(2.0, label="w")
+        loss = w * 0.5 + lambd / 2 * (w * w) + (rate * 2) * w
+        loss.backward()
+        """)
+    ok(path, "-o", "penalty.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "penalty.json")
+    consts = {attrs["data"]: attrs["label"] for _, attrs in G.nodes(data=True)
+              if attrs.get("role") == "const"}
+    assert consts[0.1 / 2] == "lambd/2" and consts[0.5] is None
+    ok(path, "-o", "penalty.txt", cwd=tmp_path)
+    assert "λ/2 = const" in (tmp_path / "penalty.txt").read_text()

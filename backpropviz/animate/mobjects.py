@@ -22,7 +22,7 @@ from manim import (
     VMobject,
 )
 
-from ..captions import name_parts
+from ..captions import name_parts, typeset
 from ..formatting import MAX_ITEMS, dead_cells, format_array
 from ..style import (
     DEAD_PEN,
@@ -290,6 +290,7 @@ class ValueNode(VGroup):
 
     def _name(self) -> VGroup:
         base, sub = name_parts(self.attrs["label"])
+        base = typeset(base)  # (a name written as an expression: lambd/2 is λ/2)
         em = NAME_PT * self.scale_factor
         name = VGroup(self.store.text(base, em, self.theme.text, serif=True, italic=True))
         if sub:
