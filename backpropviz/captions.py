@@ -24,9 +24,9 @@ __all__ = [
     "Name",
     "differentiated",
     "name_parts",
-    "typeset",
     "partial_name",
     "step_captions",
+    "typeset",
     "value_names",
 ]
 
