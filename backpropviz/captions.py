@@ -205,10 +205,30 @@ def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
         args = [names[u] for u, _, _ in operand_edges(G, op)]
         full = _expression(op_attrs, args, tensor)
         if len(full.text) > longest:
-            full = _expression(op_attrs, [arg if len(arg.text) <= 2 else _ELLIPSIS
-                                          for arg in args], tensor)
+            full = _shortened(G, op, args, tensor, longest)
         names[node] = full
     return names
+
+
+def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
+               longest: int) -> Name:
+    """An expression too long to head a box, shortened: first without the
+    parameters the op's own module holds (``model.0.weight`` in model.0's linear:
+    ``linear(x)``, as PyTorch writes the call ``model.0(x)``), else with its long
+    operands as "…"."""
+    attrs = G.nodes[op]
+    owners = {attrs.get("symbol"), *(attrs.get("group") or [])[-1:]}
+    operands = [u for u, _, _ in operand_edges(G, op)]
+    own = [G.nodes[u].get("role") == "param"
+           and (G.nodes[u].get("label") or "").rsplit(".", 1)[0] in owners for u in operands]
+    if any(own) and not all(own) and ops.get(attrs["op"]).form(len(args)).expression.text \
+            .endswith("($args)"):
+        args = [arg for arg, mine in zip(args, own, strict=True) if not mine]
+        kept = _expression(attrs, args, tensor)
+        if len(kept.text) <= longest:
+            return kept
+    return _expression(attrs, [arg if len(arg.text) <= 2 else _ELLIPSIS for arg in args],
+                       tensor)
 
 
 def differentiated(G: nx.MultiDiGraph, names: dict[Any, Name]) -> Name:

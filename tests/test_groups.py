@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from backpropviz import Tensor, Value, group
-from backpropviz.captions import step_captions
+from backpropviz.captions import step_captions, value_names
 from backpropviz.diagram import draw, step_diagrams
 from backpropviz.figure import to_dot
 from backpropviz.ir import from_node_link, operand_edges, result_of, to_networkx, to_node_link
@@ -185,6 +185,19 @@ def test_a_drawn_group_is_named_in_italics_and_modules_plainly(example):
     module_level = to_dot(torch_graph, modules=True)
     assert "model.0<BR/>" in module_level and ">Linear</FONT>" in module_level  # path, class
     assert draw(torch_graph, modules=True).svg.count("model.1") >= 1
+
+
+def test_a_module_call_is_named_as_pytorch_writes_it_not_with_its_parameters():
+    # model.0(x), not model.0(x, …, …): the module holds its weight and bias.
+    pytest.importorskip("torch")
+    G = graph_of_script(TORCH_SCRIPTS / "sequential.py", quiet=True)
+    view = closed_groups(G, modules=True)
+    names = value_names(view)
+    first = next(op for op, attrs in view.nodes(data=True) if attrs.get("symbol") == "model.0")
+    assert names[result_of(view, first)].text == "model.0(X)"
+    linear = next(op for op, attrs in G.nodes(data=True) if attrs.get("op") == "linear")
+    assert value_names(G)[result_of(G, linear)].text == "linear(X)"
+    assert "(<I>X</I>, …" not in to_dot(view)
 
 
 def test_a_group_entered_twice_is_two_operators():
