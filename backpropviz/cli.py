@@ -246,7 +246,7 @@ def _render(args: argparse.Namespace) -> int:
     with _stdout_for(output):
         G = graph_of_script(args.script, args.roots, backward=not options.forward_only,
                             max_nodes=max_nodes, argv=args.script_args,
-                            script_timeout=options.script_timeout)
+                            script_timeout=options.script_timeout, fold=not options.keep_sums)
         if steps:
             out.write_steps(G, args.steps, options)
         if output == "-":

@@ -94,7 +94,7 @@ def _run(shell: Any, line: str, cell: str) -> Any:
             roots = list(find_roots(assigned, script="the cell", recording=recording))
         G = graph_of_namespace(namespace, roots, called=watch.roots, recording=recording,
                                backward=not options.forward_only,
-                               max_nodes=max_nodes,
+                               max_nodes=max_nodes, fold=not options.keep_sums,
                                where="the cell", source=cell)
     if args.output is not None:
         write(G, args.output, options, format=fmt)

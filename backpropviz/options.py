@@ -159,6 +159,9 @@ class Options:
     compact: bool = field(default=False, metadata=_option(
         "only named values as boxes: each run of ops whose results have no name drawn as "
         "one operator, labelled with what it computes"))
+    keep_sums: bool = field(default=False, metadata=_option(
+        "keep each sum as the script wrote it (x1w1 + x2w2, then + b) rather than one + "
+        "of all its terms"))
     symbolic: bool = field(default=False, metadata=_option(
         "names only, no numbers, as the book draws its figures"))
     show_constants: bool = field(default=False, metadata=_option(

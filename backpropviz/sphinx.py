@@ -80,7 +80,8 @@ class BackpropvizDirective(SphinxDirective):
             prepare(fmt, options, steps="steps" in self.options)
             G = graph_of_script(script, self.options.get("roots", "").split(), quiet=True,
                                 backward=not options.forward_only,
-                                script_timeout=options.script_timeout)
+                                script_timeout=options.script_timeout,
+                                fold=not options.keep_sums)
             if fmt == "html":
                 page = show(G, options, format="html")._repr_html_()
                 return [nodes.raw("", page, format="html")]

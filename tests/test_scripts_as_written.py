@@ -336,3 +336,29 @@ def test_a_constant_computed_from_the_scripts_numbers_is_named_by_that_expressio
     assert consts[0.1 / 2] == "lambd/2" and consts[0.5] is None
     ok(path, "-o", "penalty.txt", cwd=tmp_path)
     assert "λ/2 = const" in (tmp_path / "penalty.txt").read_text()
+
+
+@pytest.mark.parametrize("engine", ["from micrograd.engine import Value",
+                                    "from backpropviz import Value"])
+def test_keep_sums_draws_each_addition_the_script_wrote(tmp_path, engine):
+    # micrograd's neuron: x1w1 + x2w2, then + b. Folded, one + of three terms;
+    # kept, two additions, the inner sum's gradient that of n * n: 2n.
+    path = script(tmp_path, "neuron.py", f"""\
+        {engine}
+        x1, x2, w1, w2, b = Value(2.0), Value(0.0), Value(-3.0), Value(1.0), Value(7.5)
+        x1w1 = x1 * w1
+        x2w2 = x2 * w2
+        n = x1w1 + x2w2 + b
+        o = n * n
+        o.backward()
+        """)
+    additions = {}
+    for flags in ((), ("--keep-sums",)):
+        ok(path, "-o", "n.json", *flags, cwd=tmp_path)
+        G = written_graph(tmp_path / "n.json")
+        additions[flags] = [len(G.in_edges(op)) for op, attrs in G.nodes(data=True)
+                            if attrs.get("op") == "add"]
+    assert additions[()] == [3] and additions[("--keep-sums",)] == [2, 2]
+    inner = next(attrs for _, attrs in G.nodes(data=True) if attrs.get("kind") == "value"
+                 and not attrs.get("label") and attrs.get("data") == -6.0 + 0.0)
+    assert inner["grad"] == 2 * (-6.0 + 0.0 + 7.5)
