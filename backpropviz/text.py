@@ -62,12 +62,19 @@ def to_text(G: nx.MultiDiGraph, precision: int = 4) -> str:
 
 
 def _unique_names(G: nx.MultiDiGraph) -> dict[Any, str]:
-    """Each value's name as drawn, with its id where another value has the same name."""
+    """Each value's name as drawn, with its id where another value has the same name
+    (but for an unnamed scalar constant: its number is all there is to say of it)."""
     names = {node: name.text for node, name in value_names(G).items()}
     count: dict[str, int] = {}
     for name in names.values():
         count[name] = count.get(name, 0) + 1
-    return {node: name if count[name] == 1 else f"{name}#{node}" for node, name in names.items()}
+
+    def number(node: Any) -> bool:
+        attrs = G.nodes[node]
+        return attrs.get("role") == "const" and not attrs.get("label") and not attrs["shape"]
+
+    return {node: name if count[name] == 1 or number(node) else f"{name}#{node}"
+            for node, name in names.items()}
 
 
 def _dead(G: nx.MultiDiGraph, op: Any) -> str:

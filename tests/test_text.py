@@ -64,6 +64,20 @@ def test_two_values_of_one_name_are_told_apart_by_their_ids():
     assert "h#v0 = input" in text and "h#v2 = mul(h#v0, 2)" in text
 
 
+def test_a_number_used_twice_is_written_as_its_number_both_times():
+    # c = a·b − 1, d = c·c − 1: two constants −1, each its own number (no ids).
+    a, b = Value(2.0, label="a"), Value(-3.0, label="b")
+    c = a * b - 1
+    c.label = "c"
+    d = c * c - 1
+    d.label = "d"
+    d.backward()
+    text = to_text(to_networkx(d))
+    assert "c = sub(a·b, 1)" in text and "d = sub(c·c, 1)" in text and "#" not in \
+        text.split("# backward")[0]
+    assert text.count("1 = const") == 2
+
+
 def test_the_text_is_the_same_for_the_engine_and_pytorch(example):
     pytest.importorskip("torch")
     ours = to_text(example("d2l_mlp"))
