@@ -94,6 +94,8 @@ def from_torch(*roots: Any, names: Mapping[str, Any] | None = None,
     if not roots:
         raise TorchImportError("from_torch needs at least one tensor to draw")
     recording = recording or (_active or _last or [None])[-1]
+    if recording is not None and recording.differentiates_gradient:
+        raise TorchImportError(CREATE_GRAPH)
     with torch._C.DisableTorchFunction():
         return _graph(torch, roots, names, recording)
 

@@ -44,8 +44,12 @@ def drawn_from(calls: list[_Call], nodes: list) -> bool:
 
 
 def refuse_create_graph(recording: Recording, calls: list[_Call], passes: list[int]) -> None:
-    """Refuse a drawing that a pass with create_graph=True went through: the graph of the
-    gradient it built is not recorded, and a second backward pass along it adds to .grad."""
+    """Refuse a drawing that a pass with create_graph=True went through, when the script
+    then differentiated the gradient it built: that graph is not recorded, and the second
+    backward pass along it adds to .grad. (A gradient made with create_graph=True and
+    never differentiated leaves the first pass's numbers as they are: drawn.)"""
+    if not recording.differentiates_gradient:
+        return
     leaves = {operand.key[1] for call in calls for operand in call.operands
               if operand.key[0] == "leaf"}
     reached = set(passes) | {arrival.pass_number for leaf in leaves

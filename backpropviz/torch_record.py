@@ -231,6 +231,7 @@ class Recording:
         self.arrivals: dict[int, list[_Arrival]] = {}  # id(leaf) -> each pass that reached it
         self._hooked_leaves: set[int] = set()
         self.gradient_nodes: set = set()  # autograd nodes of gradients made with create_graph
+        self.differentiates_gradient = False  # whether a pass went through one of them
         self._mode: Any = None  # the function mode recording into this (set by capture)
         self._running = 0  # how many recorded calls are running now (their insides are theirs)
         # Autograd numbers its nodes as it creates them: anything numbered
@@ -254,8 +255,9 @@ class Recording:
 
         index = next(self._counter)
         function = _function_name(func)
-        if function == "backward" and args:
-            # loss.backward(), or torch.autograd.backward((loss, ...)): tell who listens.
+        if (function == "backward" or func is torch.autograd.grad) and args:
+            # loss.backward(), torch.autograd.backward((loss, ...)) or
+            # torch.autograd.grad(loss, xs): tell who listens.
             for listener in backward_listeners:
                 listener(*(args[0] if isinstance(args[0], (tuple, list)) else args[:1]))
         if func in (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad):
@@ -302,11 +304,28 @@ class Recording:
         a gradient it returns with a graph of its own (create_graph=True) is kept note of."""
         from torch.utils._pytree import tree_flatten
 
+        if self.gradient_nodes and args and self._reaches_gradient(tree_flatten(args[0])[0]):
+            self.differentiates_gradient = True
         result = func(*args, **kwargs)
         for tensor in tree_flatten(result)[0]:
             if getattr(tensor, "grad_fn", None) is not None:
                 self.gradient_nodes.add(tensor.grad_fn)
         return result
+
+    def _reaches_gradient(self, roots: list) -> bool:
+        """Whether a backward pass from ``roots`` goes through a gradient that an
+        earlier pass made with create_graph=True (a second derivative)."""
+        stack = [root.grad_fn for root in roots if getattr(root, "grad_fn", None) is not None]
+        seen: set = set()
+        while stack:
+            node = stack.pop()
+            if node in self.gradient_nodes:
+                return True
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            stack.extend(next_node for next_node, _ in node.next_functions)
+        return False
 
     def pass_now(self) -> int:
         """The number of the backward pass running now (0 for the first the recording saw);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import textwrap
@@ -11,7 +12,7 @@ import pytest
 
 from backpropviz import graph_of_script
 from backpropviz.cli import main
-from backpropviz.ir import validate
+from backpropviz.ir import from_node_link, validate
 
 torch = pytest.importorskip("torch")
 
@@ -329,6 +330,25 @@ def test_a_gradient_penalty_is_refused_when_its_first_order_graph_is_drawn():
     for root in (y, loss):
         with pytest.raises(TorchImportError, match="create_graph"):
             from_torch(root, names={"x": x, "y": y}, recording=recording)
+
+
+def test_a_gradient_made_with_create_graph_and_never_differentiated_is_drawn(tmp_path):
+    # create_graph=True alone changes no number: the first-order pass is drawn,
+    # rooted at what autograd.grad differentiated (y), not at the gradient g.
+    path = write(tmp_path, """\
+        import torch
+        x = torch.tensor(2.0, requires_grad=True)
+        y = x ** 3
+        (g,) = torch.autograd.grad(y, x, create_graph=True)
+        """)
+    reference = plain_run(path)
+    out = tmp_path / "first.json"
+    assert main(["render", str(path), "-o", str(out)]) == 0
+    G = from_node_link(json.loads(out.read_text()))
+    values = {attrs["label"]: attrs for _, attrs in G.nodes(data=True) if attrs.get("label")}
+    assert set(values) == {"x", "y"}
+    assert values["x"]["grad"] == reference["g"].item() == 12.0
+    assert values["y"]["data"] == reference["y"].item()
 
 
 # ---------------------------------------------------------------- random graphs, random passes
