@@ -239,7 +239,9 @@ def differentiated(G: nx.MultiDiGraph, names: dict[Any, Name]) -> Name:
     seeds = list(G.graph.get("seeds", {}))
     if len(seeds) == 1 and G.nodes[seeds[0]].get("label") and not G.graph.get("entered"):
         return names[seeds[0]]
-    return Name("L", "L")
+    taken = {name.text for name in names.values()}
+    letter = next((letter for letter in ("L", "J", "F", "E") if letter not in taken), "L")
+    return Name(letter, letter)
 
 
 def partial_name(top: Name, value: Name) -> Name:
@@ -287,8 +289,21 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
             # ∂L/∂L is 1; another number is what backward() started from (a
             # student's engine that forgot the seed, a gradient given to backward).
             texts[-1] += f" (the seed backward() started from; {partial.text} itself is 1)"
-    return _plain(",  ".join(texts), r",\quad ".join(texs),
-                   f"seed: the gradient of {top.text} with respect to itself is 1")
+    if len(seeds) == 1:
+        rule = f"seed: the gradient of {top.text} with respect to itself is 1"
+    else:  # backward([p, q]): what it differentiates is their sum, weighted by the seeds
+        terms = [names[root].text if np.all(np.asarray(seed) == 1.0)
+                 else f"{_number(float(seed)).text}·{_wrap(names[root], ops.PRODUCT).text}"
+                 if np.ndim(seed) == 0 else f"⟨seed, {names[root].text}⟩"
+                 for root, seed in seeds.items()]
+        rule = (f"seeds: backward starts from {_listed([names[root].text for root in seeds])} "
+                f"at once, so it differentiates {top.text} = {' + '.join(terms)}")
+    return _plain(",  ".join(texts), r",\quad ".join(texs), rule)
+
+
+def _listed(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _local(attrs: Mapping, arg: int, args: list[Name], result: Name, upstream: Name,

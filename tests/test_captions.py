@@ -304,3 +304,19 @@ def test_groups_and_compact_views_are_worked_too(example):
         lines = [line for caption in step_captions(view) for line in caption.worked]
         # The group s = λ/2 (‖W1‖² + ‖W2‖²) sends λ W1 back: its number, recorded.
         assert "∂J/∂W1 = ∂s/∂W1 · ∂J/∂s = ∂s/∂W1 · 1 = [0.1, −0.1; 0, 0.1]" in lines
+
+
+def test_backward_from_several_roots_says_it_differentiates_their_sum():
+    # backward from p and q at once (torch.autograd.backward([p, q])) is the
+    # gradient of p + q; a root already named L leaves the letter to it.
+    for first in ("p", "L"):
+        a, b = Value(2.0, label="a"), Value(3.0, label="b")
+        p, q = a * b, a + b
+        p.label, q.label = first, "q"
+        G = to_networkx(p, q)
+        G.graph["seeds"] = {node: 1.0 for node in G.graph["roots"]}
+        seed = step_captions(G, 4)[0]
+        total = "J" if first == "L" else "L"
+        assert seed.rule == (f"seeds: backward starts from {first} and q at once, so it "
+                             f"differentiates {total} = {first} + q")
+        assert seed.worked == (f"∂{total}/∂{first} = 1,  ∂{total}/∂q = 1",)
