@@ -373,7 +373,7 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
     operands = [G.nodes[w]["data"] for w, _, _ in step.edges]
     recorded = {"a": operands[0], "b": operands[1] if len(operands) > 1 else None,
                 "r": G.nodes[step.result]["data"], "g": upstream,
-                "m": attrs.get("mask"), "p": attrs.get("p")}
+                "m": attrs.get("mask"), "p": attrs.get("p"), "gate": _passes(G, op)}
     used = set(template.get_identifiers())
     if any(recorded[k] is None or _size(recorded[k]) > SMALL_ENTRIES
            for k in recorded if k in used or (k == "a" and "a_pow" in used)):
@@ -393,6 +393,23 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
         fields["a_pow"] = a if less == 1 else a + superscript(f"{less:g}")
     text = template.substitute(fields)
     return f"Σ({text})" if broadcast else text
+
+
+def _passes(G: nx.MultiDiGraph, op: Any) -> Any:
+    """A gate's local derivative as numbers: 1 where the op passes the gradient, 0
+    where it blocks it (a ReLU's 1[z > 0] at the recorded z), from the entries the
+    IR records as blocked, else from the op's gate on its operand's recorded data."""
+    attrs = G.nodes[op]
+    gate = ops.get(attrs["op"]).gate
+    if attrs.get("dead") is not None:
+        blocked = np.asarray(attrs["dead"], dtype=bool)
+    elif gate is not None:
+        (operand, _, _), *_ = operand_edges(G, op)
+        blocked = np.asarray(gate(np.asarray(G.nodes[operand]["data"])), dtype=bool)
+    else:
+        return None
+    passes = np.where(blocked, 0.0, 1.0)
+    return float(passes) if passes.ndim == 0 else passes
 
 
 def _worked_line(left: Name, sign: str, rhs: Name, product: str | None, contribution: Any,

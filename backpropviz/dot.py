@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
@@ -58,6 +58,7 @@ __all__ = [
     "Writer",
     "dot_options",
     "edge_id",
+    "equation_html",
     "folded",
     "font",
     "fork_edges",
@@ -125,21 +126,38 @@ def _expression_html(text: str, theme: Theme, color: str | None = None,
     """An expression heading typeset as the boxes' names are: ``W1 x + b1`` as
     W₁ x + b₁, ``lambd/2`` as λ/2, one-letter names in italics, words (relu,
     tanh) upright; in the headings' grey unless ``color``."""
-    def between(part: str) -> str:  # (a piece may start a text of its own)
-        return escape(part).replace(" ", _GAP)
+    return font(_typeset(text, lambda part: escape(part).replace(" ", _GAP)),
+                color or theme.muted, pt, NAME_FONT)
 
-    # A subscript drawn no smaller than the legend (portable_svg sets it smaller).
-    sub_pt = LEGEND_PT / SUBSCRIPT_SCALE
+
+def equation_html(text: str, color: str, pt: float) -> str:
+    """A caption's equation (``∂L/∂W1 = ∂L/∂z · xᵀ = …``) set as the book sets its
+    mathematics: in the names' serif, the names typeset as the boxes' are (italic,
+    W₁ with its subscript), numbers and words upright. (One family for the whole
+    line: graphviz places each run of a label by its own estimate of the run's
+    width, and runs of two families drift apart.)"""
+    return font(_typeset(text, lambda part: escape(part).replace(" ", _GAP), names_only=True),
+                color, pt, NAME_FONT)
+
+
+def _typeset(text: str, between: Callable[[str], str], names_only: bool = False) -> str:
+    """``text`` as HTML-like label text: each name (W1, x, λ) typeset, one letter
+    in italics, an index as a subscript no smaller than the legend; the text
+    around them through ``between``. With ``names_only``, a word (the, seed,
+    ReLU) is left as text."""
+    sub_pt = LEGEND_PT / SUBSCRIPT_SCALE  # (portable_svg sets a subscript smaller)
     parts, last = [], 0
     for match in _IDENTIFIER.finditer(text):
         base, sub = name_parts(match.group())
+        if names_only and len(base) > 1 and not sub:
+            continue
         body = f"<I>{escape(base)}</I>" if len(base) == 1 else escape(base)
         if sub:
             body += f'<SUB><FONT POINT-SIZE="{sub_pt:.1f}">{escape(sub)}</FONT></SUB>'
         parts += [between(text[last:match.start()]), body]
         last = match.end()
     parts.append(between(text[last:]))
-    return font("".join(parts), color or theme.muted, pt, NAME_FONT)
+    return "".join(parts)
 
 
 def _name_html(name: str, theme: Theme) -> str:
@@ -666,7 +684,8 @@ class Writer:
                 # Past slide size, a label placed after the layout keeps dot fast.
                 result["xlabel"] = f"<{html}>"
             else:
-                line = t.grad if known else t.edge
+                # (before its step the badge keeps its place, unseen: no empty frame)
+                line = t.grad if known else "transparent"
                 badge = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1" '
                          f'STYLE="ROUNDED" COLOR="{line}"{_bgcolor(t)}>'
                          f"<TR><TD>{html}</TD></TR></TABLE>")

@@ -242,7 +242,7 @@ _OPS = [
     Op("relu", "ReLU", _unary(_function("ReLU", r"\mathrm{ReLU}"),
                               # The book's order: the upstream gradient, gated by φ'(z) = 1[z > 0].
                               "$g $dot 1[$a>0]", r"$g $dot \mathbf{1}[$a > 0]",
-                              "$g $dot 1[$a > 0]", saved=(0,)),
+                              "$g $dot $gate", saved=(0,)),
        "ReLU gates the gradient: it passes where the input is positive and stops elsewhere",
        gate=_relu_gate, gate_note="dead units (input ≤ 0) pass nothing", gate_name="a dead ReLU"),
     Op("dropout", "dropout", _unary(_function("dropout", r"\mathrm{dropout}"),

@@ -7,7 +7,7 @@ from html import escape
 import networkx as nx
 
 from .captions import Caption, step_captions
-from .dot import font
+from .dot import equation_html, font
 from .metrics import text_width
 from .style import LEGEND_PT, THEMES, VALUE_PT, Theme
 
@@ -19,6 +19,7 @@ __all__ = ["BAND_CHARS", "step_bands"]
 # all the steps keep one layout.
 BAND_CHARS = 76
 _BOLD = 1.1  # how much wider bold sets than regular, at most
+_ROW_PT = round(1.7 * VALUE_PT)  # an equation row's height, subscripts and all
 _KEY_TEXT = " this step  its op and edges,   ◀ blue: the gradients it sends back to the inputs"
 
 
@@ -71,10 +72,13 @@ def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
     for k, (caption, step) in enumerate(zip(captions, lines, strict=True)):
         rows = [f'<B>{font(f"step {k} of {last}", t.text, LEGEND_PT)}</B>'
                 + font(escape("  " + caption.rule), t.muted, LEGEND_PT)]
-        rows += [font(escape(line), t.text, VALUE_PT) for line in step]
-        rows += [font("&#160;", t.text, VALUE_PT)] * (height - len(step))
-        rows.append(key)
-        cells = "".join(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{row}</TD></TR>' for row in rows)
+        equations = [equation_html(line, t.text, VALUE_PT) for line in step]
+        equations += [font("&#160;", t.text, VALUE_PT)] * (height - len(step))
+        # Every equation row as tall as one with a subscript (W₁): the band, and so the
+        # picture, is the same size at every step.
+        cells = "".join(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"{extra}>{row}</TD></TR>'
+                        for row, extra in [(rows[0], ""), *((row, f' HEIGHT="{_ROW_PT}"')
+                                                           for row in equations), (key, "")])
         bands.append(f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="1" WIDTH="{width}" '
                      f'BGCOLOR="{t.label_fill}">{cells}</TABLE>')
     return bands

@@ -228,10 +228,12 @@ def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict,
     if len(outputs) != 1:
         return None
     top = made[outputs[0]]
-    # An unnamed number used only inside (the 2 of "/ 2") is part of the group.
+    # A number used only inside is part of the group: unnamed (the 2 of "/ 2") or
+    # named by the arithmetic that made it (λ/2), not by a variable of the script (y).
     absorbed = {u for op in inner for u, _, _ in operand_edges(G, op)
                 if u not in made and not G._pred[u] and G.nodes[u].get("role") == "const"
-                and not G.nodes[u].get("label") and set(G.successors(u)) <= inner}
+                and not (G.nodes[u].get("label") or "").isidentifier()
+                and set(G.successors(u)) <= inner}
     entering: dict[Any, list] = {}
     for op in sorted(inner, key=position.get):
         for edge in operand_edges(G, op):

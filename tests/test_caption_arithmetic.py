@@ -3,7 +3,7 @@
 The checker below knows nothing of how captions are made. It reads a worked
 line as a reader does: it splits it at " = ", keeps the parts that are only
 numbers (``(−1.5) · 0.4988``, ``[0; 2] · [1; 2]ᵀ``, ``2 · [−2] ⊙ [0.5]``,
-``1[[−1; 2] > 0]``), works each out in interval arithmetic (a number shown with
+``[−4; 2] ⊙ [0; 1]``), works each out in interval arithmetic (a number shown with
 4 significant digits stands for everything that rounds to it) and asks that
 neighbouring parts can be equal. A note in words at the end, ``(overwrote 1 —
 …)``, is no arithmetic and is left out; a part with names in it is symbolic.
@@ -85,7 +85,7 @@ class Interval:
 _NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:e[−+-]?\d+)?|nan|inf")
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻·", "0123456789-.")
 _POWER = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+[⁰¹²³⁴⁵⁶⁷⁸⁹·]*")  # ² or ⁻⁰·⁵ (its point a raised dot)
-_TOKEN = re.compile(r"\s*(1\[|" + _NUMBER.pattern + r"|ln|" + _POWER.pattern +
+_TOKEN = re.compile(r"\s*(" + _NUMBER.pattern + r"|ln|" + _POWER.pattern +
                     r"|[\[\];,()·⊙/+−^>ᵀ])")
 
 
@@ -184,14 +184,6 @@ class Arithmetic:
             inner = self.sum()
             self.take(")")
             return inner
-        if token == "1[":  # the indicator 1[z > 0], entry by entry
-            inner = self.sum()
-            self.take(">")
-            bound = self.sum()
-            self.take("]")
-            assert not np.any(bound.mid) and not np.any(bound.rad), "only 1[… > 0] is known"
-            assert np.all(np.abs(inner.mid) > inner.rad), "a mask of a number that may be 0"
-            return Interval((inner.mid > 0).astype(float), np.zeros(()))
         if token == "[":
             return self.table()
         if _NUMBER.fullmatch(token):
@@ -223,8 +215,8 @@ _WORDS = re.compile(r"[A-Za-zα-ωΑ-Ω_∂…]")
 
 
 def numeric(part: str) -> bool:
-    """Whether a part of a line is numbers only (``1[``, ``ln`` and ``e−05`` allowed)."""
-    rest = re.sub(r"1\[|\bln\b|(?<=\d)e[−+-]?(?=\d)|\bnan\b|\binf\b", "", part)
+    """Whether a part of a line is numbers only (``ln`` and ``e−05`` allowed)."""
+    rest = re.sub(r"\bln\b|(?<=\d)e[−+-]?(?=\d)|\bnan\b|\binf\b", "", part)
     return not _WORDS.search(rest)
 
 
@@ -268,7 +260,7 @@ def false_arithmetic(line: str, precision: int = 4) -> str | None:
     "∂L/∂x = w · ∂L/∂(x·w) = (−1.5) · 0.4988 = −0.7481",  # 1.5 · 0.49875… rounds to 0.7481
     "∂L/∂W1 += ∂L/∂z · xᵀ = [0; 2] · [1; 2]ᵀ = [0, 0; 2, 4]",
     "∂J/∂W2 = 2 W2 ⊙ ∂J/∂(‖W2‖²) = 2 · [2, −1] ⊙ 0.05 = [0.2, −0.1]",
-    "∂L/∂z = ∂L/∂h ⊙ 1[z>0] = [−4; 2] ⊙ 1[[−1; 2] > 0] = [0; 2]",
+    "∂L/∂z = ∂L/∂h ⊙ 1[z>0] = [−4; 2] ⊙ [0; 1] = [0; 2]",
     "∂L/∂z = (1 − h²) · ∂L/∂h = (1 − 0.04996²) · 0.5 = 0.4988",
     "∂L/∂a = ∂L/∂r · 1 / 64 = 1 · 1 / 64 = 0.01562",
     "∂L/∂b = 2 · 3^(2 − 1) · 1 = 6",
@@ -283,7 +275,7 @@ def test_the_checker_passes_true_lines(line):
     "∂L/∂x = 2 + (−3) = 1",
     "∂L/∂W1 = [0; 2] · [1; 2]ᵀ = [0, 0; 2, 5]",
     "∂L/∂W1 = [0; 2] · [1; 2]ᵀ = [0; 2]",  # a 2 × 2 result written as a column
-    "∂L/∂z = [−4; 2] ⊙ 1[[−1; 2] > 0] = [−4; 2]",
+    "∂L/∂z = [−4; 2] ⊙ [0; 1] = [−4; 2]",
     "∂L/∂x = (−1.5) · 0.4988 = −0.7581",  # a digit off, far outside the rounding
 ])
 def test_the_checker_catches_false_lines(line):
@@ -295,7 +287,10 @@ def test_the_checker_catches_false_lines(line):
 
 def _band_text(band: str) -> list[str]:
     """A step picture's caption band as its lines read: the broken ones joined again."""
-    cells = [unescape(text) for text in re.findall(r"<FONT[^>]*>([^<]*)</FONT>", band)]
+    # (a row of the band is a cell; its names are typeset: tags inside the text)
+    rows = re.findall(r'<TR><TD ALIGN="LEFT" BALIGN="LEFT"[^>]*>(.*?)</TD></TR>', band)
+    cells = [unescape(re.sub(r"<[^>]+>", "", row)).replace("\xa0", " ")
+             for row in rows if "<TABLE" not in row]
     lines: list[str] = []
     for cell in cells:
         if cell.startswith("    = ") and lines:

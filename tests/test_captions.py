@@ -278,7 +278,8 @@ def test_a_fork_shows_its_running_sum_before_and_after(example):
              for line in caption.worked]
     assert "∂J/∂W2 += ∂J/∂o · hᵀ = [−2] · [0; 2]ᵀ = [0, −4]" in lines
     assert "∂J/∂W2 = [0.2, −0.1] + [0, −4] = [0.2, −4.1]" in lines
-    assert "∂J/∂z = ∂J/∂h ⊙ 1[z>0] = [−4; 2] ⊙ 1[[−1; 2] > 0] = [0; 2]" in lines
+    # the gate's 1[z > 0] at z = [−1; 2] is [0; 1]: the first unit is dead
+    assert "∂J/∂z = ∂J/∂h ⊙ 1[z>0] = [−4; 2] ⊙ [0; 1] = [0; 2]" in lines
 
 
 def test_large_operands_leave_the_numbers_to_the_picture():

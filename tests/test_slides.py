@@ -38,8 +38,8 @@ def test_a_number_bound_to_a_global_name_is_named(example):
     G = example("d2l_objective")
     constants = sorted((attrs["data"], attrs["label"] or "") for _, attrs in G.nodes(data=True)
                        if attrs.get("role") == "const")
-    # y = 0 names its constant; the 2 of "/ 2" and the 0.05 of lambd / 2 have no name.
-    assert constants == [(0.0, "y"), (0.05, ""), (2.0, "")]
+    # y = 0 names its constant, lambd / 2 its 0.05 (drawn λ/2); the 2 of "/ 2" has none.
+    assert constants == [(0.0, "y"), (0.05, "lambd/2"), (2.0, "")]
 
 
 def test_a_literal_that_equals_a_global_number_is_not_named(tmp_path):
