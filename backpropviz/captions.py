@@ -24,6 +24,7 @@ __all__ = [
     "Name",
     "differentiated",
     "name_parts",
+    "name_runs",
     "partial_name",
     "step_captions",
     "typeset",
@@ -102,6 +103,18 @@ def typeset(label: str) -> str:
     """A label as every view writes it in plain text: its Greek names as letters
     (``lambd/2`` -> ``λ/2``), the rest as the script wrote it."""
     return _IDENTIFIER.sub(lambda match: _GREEK.get(match.group(), match.group()), label)
+
+
+def name_runs(text: str) -> list[tuple[str, str]]:
+    """A text with names in it as runs of (text, the subscript after it): ``W1 x + b1``
+    -> [("W", "1"), (" x + b", "1"), ("", "")], Greek names as letters."""
+    runs, last = [], 0
+    for match in _IDENTIFIER.finditer(text):
+        base, sub = name_parts(match.group())
+        runs.append((text[last:match.start()] + base, sub))
+        last = match.end()
+    runs.append((text[last:], ""))
+    return runs
 
 
 def _label_name(label: str) -> Name:

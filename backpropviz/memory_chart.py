@@ -19,6 +19,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from .captions import name_runs
 from .errors import BackpropvizError
 from .files import write_atomically
 from .formatting import byte_size
@@ -39,6 +40,7 @@ INSTALL_HINT = "install it with: pip install 'backpropviz[chart]'"
 TITLE_PX, SUBTITLE_PX, TICK_PX, NAME_PX, PHASE_PX, LIST_PX = 44, 26, 22, 22, 24, 24
 # Past these, a bar is drawn as its roles' totals, not one block per value.
 MAX_BLOCKS, MAX_LABELLED_STEPS = 40, 48
+_STAGGER_PX = 62  # how much lower the second row of staggered labels sits
 
 
 class ChartError(BackpropvizError):
@@ -78,6 +80,24 @@ class _Svg:
         family = f' font-family="{NAME_FONT}"' if italic else ""
         self.parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{px}" fill="{fill}" '
                           f'text-anchor="{anchor}"{family}{style}{extra}>{escape(text)}</text>')
+
+    def name(self, x: float, y: float, text: str, px: float, fill: str, *,
+             anchor: str = "start", extra: str = "") -> None:
+        """A value's name in the names' italic serif, typeset as the figures set it:
+        W1 x + b1 as W₁ x + b₁ (each index a lowered, smaller run). Anchored at its
+        start, the middle measured here: cairosvg misplaces the runs of a centred text."""
+        if anchor == "middle":
+            x -= text_width(text, px, "serif") / 2
+        runs = []
+        for plain, sub in name_runs(text):
+            runs.append(escape(plain))
+            if sub:
+                drop = 0.25 * px
+                runs.append(f'<tspan dy="{drop:.1f}" font-size="{0.7 * px:.1f}">'
+                            f'{escape(sub)}</tspan><tspan dy="{-drop:.1f}"></tspan>')
+        self.parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{px}" fill="{fill}" '
+                          f'text-anchor="start" font-family="{NAME_FONT}" '
+                          f'font-style="italic"{extra}>{"".join(runs)}</text>')
 
     def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str, width: float = 1.5,
              dash: str = "") -> None:
@@ -158,6 +178,8 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
     peak = line.peak
     assert peak is not None  # there are steps
     left, right, top, bottom = 170, 1410, 190, 870
+    if _staggered(line, (right - left) / max(1, len(line.steps))):
+        bottom -= _STAGGER_PX  # (the second row of labels below the bars)
     ticks, unit, unit_name = _ticks(max(line.peak_bytes, 1) * 1.05)
     scale = (bottom - top) / (ticks[-1] * unit)
 
@@ -207,9 +229,9 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
                     height >= NAME_PX + 6 and \
                     text_width(name, NAME_PX, "serif" if by_blocks else "sans") <= bar - 8:
                 # Named where it is first kept: reading left to right, each block's value.
-                svg.text(x + bar / 2, y - height / 2 + NAME_PX * 0.35, name, NAME_PX,
-                         _readable_on(fill, t), anchor="middle", italic=by_blocks,
-                         extra=' class="block-name"')
+                (svg.name if by_blocks else svg.text)(
+                    x + bar / 2, y - height / 2 + NAME_PX * 0.35, name, NAME_PX,
+                    _readable_on(fill, t), anchor="middle", extra=' class="block-name"')
             y -= height
         freed = sum(line.kept[item].nbytes for item in step.freed)
         if freed:  # what this step let go, as the outline of the blocks it was
@@ -218,8 +240,8 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
                      ' stroke-dasharray="6 5"')
             names = ", ".join(line.kept[item].name for item in step.freed)
             if freed * scale >= NAME_PX + 6 and text_width(names, NAME_PX, "serif") <= bar - 8:
-                svg.text(x + bar / 2, y - freed * scale / 2 + NAME_PX * 0.35, names, NAME_PX,
-                         t.muted, anchor="middle", italic=True, extra=' class="freed-names"')
+                svg.name(x + bar / 2, y - freed * scale / 2 + NAME_PX * 0.35, names, NAME_PX,
+                         t.muted, anchor="middle", extra=' class="freed-names"')
         if step is peak and kept_any:
             svg.rect(x - 3, y - 3, bar + 6, bottom - y + 3, "none",
                      f' stroke="{t.highlight_line}" stroke-width="4"')
@@ -244,15 +266,22 @@ def _step_title(line: Timeline, step: MemoryStep) -> str:
 def _step_labels(svg: _Svg, line: Timeline, left: float, slot: float, bottom: float) -> None:
     """Each bar's op under it (when there is room), then a bracket for each pass."""
     t = svg.theme
+    staggered = _staggered(line, slot)
     if len(line.steps) <= MAX_LABELLED_STEPS:
+        # Staggered, every other bar's labels a row lower, when a bar is too narrow
+        # for its own: each then has the room of two bars.
+        room = (2 if staggered else 1) * slot - 4
         for step in line.steps:
             middle = left + (step.index - 0.5) * slot
             color = t.text if step.phase == FORWARD else t.grad
-            svg.text(middle, bottom + 34, fit_text(line.symbols[step.op], slot - 4, TICK_PX),
+            below = bottom + (_STAGGER_PX if staggered and step.index % 2 == 0 else 0)
+            svg.text(middle, below + 34, fit_text(line.symbols[step.op], room, TICK_PX),
                      TICK_PX, color, anchor="middle")
-            svg.text(middle, bottom + 64,
-                     fit_text(line.results[step.op], slot - 4, NAME_PX, "serif"),
-                     NAME_PX, color, anchor="middle", italic=True)
+            svg.name(middle, below + 64,
+                     fit_text(line.results[step.op], room, NAME_PX, "serif"),
+                     NAME_PX, color, anchor="middle")
+    if staggered:
+        bottom += _STAGGER_PX
     phases = ((FORWARD, "forward pass", t.text), (BACKWARD, "backward pass", t.grad))
     for phase, words, color in phases:
         steps = [step for step in line.steps if step.phase == phase]
@@ -271,6 +300,15 @@ def _step_labels(svg: _Svg, line: Timeline, left: float, slot: float, bottom: fl
     if line.backward:
         divider = left + len(line.forward) * slot
         svg.line(divider, 170, divider, bottom + 70, t.muted, 1.5, dash="4 6")
+
+
+def _staggered(line: Timeline, slot: float) -> bool:
+    """Whether some bar's op or result is wider than its bar (the labels are then
+    staggered over two rows)."""
+    return len(line.steps) <= MAX_LABELLED_STEPS and any(
+        text_width(line.symbols[step.op], TICK_PX) > slot - 4
+        or text_width(line.results[step.op], NAME_PX, "serif") > slot - 4
+        for step in line.steps)
 
 
 def _luminance(color: str) -> float:
@@ -320,8 +358,8 @@ def _peak_list(svg: _Svg, line: Timeline, colors: dict, x: float, top: float) ->
         svg.rect(x, y - 20, 26, 26, fill, f' stroke="{t.node_line}" stroke-width="1"')
         many = f" ×{count}" if count > 1 else ""
         room = 250 - text_width(many, LIST_PX, "serif")
-        svg.text(x + 38, y, fit_text(name, room, LIST_PX, "serif") + many, LIST_PX,
-                 t.text, italic=True, extra=' class="peak-value"')
+        svg.name(x + 38, y, fit_text(name, room, LIST_PX, "serif") + many, LIST_PX,
+                 t.text, extra=' class="peak-value"')
         svg.text(x + 430, y, byte_size(nbytes), LIST_PX, t.muted, anchor="end")
         y += 38
     if len(shown) < len(entries):

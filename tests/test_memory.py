@@ -336,8 +336,11 @@ def test_each_bar_is_as_tall_as_its_bytes_and_the_peak_is_marked(example):
     assert min(float(t.get("font-size")) for t in texts) >= 20  # readable on a slide
     words = " ".join(t.text or "" for t in texts)
     assert "peak 120 bytes" in words
-    for name in ("W1", "x", "z", "W2", "h"):  # the peak's values, named
-        assert any(t.text == name for t in texts)
+    for name in ("W1", "x", "z", "W2", "h"):  # the peak's values, named (W₁: W, then 1 lowered)
+        assert any("".join(t.itertext()) == name for t in texts)
+    w1 = next(t for t in texts if "".join(t.itertext()) == "W1")
+    (index,) = [run for run in w1 if run.text == "1"]
+    assert float(index.get("dy")) > 0 and float(index.get("font-size")) < float(w1.get("font-size"))
 
 
 def test_the_chart_is_a_1920_by_1080_png():
@@ -432,3 +435,13 @@ def test_a_group_drawn_as_one_op_keeps_what_its_ops_kept():
     (inner,) = [kept for kept in closed.kept.values() if kept.role == "inner"]
     assert (inner.name, inner.nbytes) == ("inside hidden", 16)
     assert [s.bytes_held for s in closed.backward][-1] == 0
+
+
+def test_labels_too_wide_for_their_bar_are_staggered_not_cut(example):
+    # mlp3's 22 bars are too narrow for "W2 h1 + b2": every other bar's labels go a
+    # row lower, and no label is shortened with "…".
+    line = timeline(example("mlp3"))
+    root = ET.fromstring(timeline_svg(line))
+    labels = ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+    assert not [label for label in labels if label.endswith("…")]
+    assert {line.results[step.op] for step in line.steps} <= set(labels)
