@@ -13,6 +13,7 @@ import pytest
 
 from backpropviz import Value
 from backpropviz.captions import step_captions, value_names
+from backpropviz.diagram import draw
 from backpropviz.errors import DrawError, OutputError
 from backpropviz.formatting import format_array, format_number
 from backpropviz.html import Page, render_html, step_through, to_html
@@ -315,7 +316,17 @@ def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example
     ids = {name.text: str(node) for node, name in value_names(G).items()}
     page, _, requests, errors = open_page(browser, tmp_path, G, "memory", width=1920,
                                           height=1080)
-    at_peak = sorted(ids[n] for n in ("W1", "x", "z", "W2", "h", "o − y", "Σ(o − y)²", "2"))
+    # Off until asked for: no outline, no bar.
+    assert page.evaluate(READ_MEMORY)["held"] == [] and page.locator("#memory").is_hidden()
+    assert page.get_attribute("#memory-toggle", "aria-pressed") == "false"
+    page.click("#memory-toggle")
+    assert page.get_attribute("#memory-toggle", "aria-pressed") == "true"
+    assert page.locator("#memory-key").is_visible()
+    # Exactly the values the figure marks as saved: the constant 2 of L / 2 is kept
+    # too, but the figure gives it no mark, so neither does the overlay.
+    at_peak = sorted(ids[n] for n in ("W1", "x", "z", "W2", "h", "o − y", "Σ(o − y)²"))
+    figure = draw(G).svg
+    assert sorted(re.findall(r'<g id="(v\d+)" class="node value[^"]* stored', figure)) == at_peak
     # After the forward pass all 120 bytes are kept (counted by hand in test_memory).
     state = page.evaluate(READ_MEMORY)
     assert state["text"] == "after the forward pass: 120 bytes kept for backward (the peak)"
@@ -337,4 +348,7 @@ def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example
     state = page.evaluate(READ_MEMORY)
     assert state["text"].startswith("after backward step 7: 0 bytes")
     assert state["held"] == [] and state["fill"] == 0 and state["now"] == ["spark-14"]
+    page.keyboard.press("Home")
+    page.keyboard.press("m")  # off again: the marks go
+    assert page.evaluate(READ_MEMORY)["held"] == [] and page.locator("#memory").is_hidden()
     assert errors == [] and all(url.startswith("file:") for url in requests)
