@@ -250,6 +250,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
                      "labelPt": badge_pt(fit)}  # as large as draw's contributions
     data["details"] = value_details(G)
     data["practice"] = practice_questions(G, precision) if practice else None
+    data["precision"] = precision  # an answer is checked at the digits drawn
     data["graphClasses"] = graph_classes
     data["memory"] = meter = step_meter(timeline(G), theme=theme)
     spark = meter.pop("svg")  # drawn in the page, not kept in its data

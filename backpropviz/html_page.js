@@ -697,7 +697,7 @@
     setTimeout(function () { score.focus({ preventScroll: true }); }, 0);
   }
 
-  var PRACTICE_PAUSE = 900;  // ms the finished step stays drawn whole before the next
+  var PRACTICE_PAUSE = 600;  // ms the finished step stays drawn whole before the next
   if (practice) {
     root.classList.add("practising");
     practice.frontier = nextAsking(0);
