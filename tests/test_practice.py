@@ -108,7 +108,7 @@ def test_hints_name_the_rule_and_are_true_arithmetic_once_answered(example, tmp_
 
 
 def test_practice_is_an_option_of_the_page_only():
-    with pytest.raises(UsageError, match="--practice.*for .html only, not svg"):
+    with pytest.raises(UsageError, match=r"--practice.*for \.html only, not svg"):
         Options(practice=True).check("svg")
     with pytest.raises(UsageError, match="--steps"):
         Options(practice=True).check("html", steps=True)
@@ -299,7 +299,8 @@ def test_a_matrix_answer_in_either_form_and_the_dead_relus_question(example, bro
         "gradient times dividend / divisor²; sum copies the gradient to every entry; power "
         "multiplies the gradient by the exponent times the input to one power less; subtract "
         "passes the gradient to the first input and its negative to the second; "
-        "matmul multiplies the gradient by the transpose of the other factor; dead units (input ≤ 0) pass nothing.")
+        "matmul multiplies the gradient by the transpose of the other factor; "
+        "dead units (input ≤ 0) pass nothing.")
     assert errors == []
     page.close()
 
