@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
+from backpropviz.captions import value_names
 from backpropviz.html import render_html
-from tests.test_html import browser, open_page  # noqa: F401  (the fixture)
+from backpropviz.script import graph_of_script
+from backpropviz.style import THEMES
+from tests.test_html import EXAMPLES, browser, open_page  # noqa: F401  (the fixture)
 
 VIEW = """() => {
   const svg = document.querySelector('#stage svg');
@@ -147,3 +151,89 @@ def test_the_page_without_a_frame_keeps_draws_layout(example, tmp_path):
     # draw lays the objective out in one long row; for the page's 1240x500 stage
     # it is folded, nearer the stage's shape.
     assert aspect(plain) > 3.5 and abs(aspect(folded) - 1240 / 500) < 0.5
+
+
+# ---------------------------------------------------------------- nothing in the way
+
+TOOLTIP = """() => {
+  const tip = document.getElementById('tooltip');
+  const cells = (selector) => [...tip.querySelectorAll(selector + ' td')].map(td => td.textContent);
+  return {hidden: tip.hidden, name: tip.querySelector('.name') && tip.querySelector('.name').textContent,
+          data: cells('table.data'), grad: cells('table.grad'),
+          sources: [...tip.querySelectorAll('.sources li:not(.sum)')].map(li => li.textContent),
+          sum: tip.querySelector('.sources .sum') !== null};
+}"""
+
+
+def _number(text: str) -> float:
+    return float(text.replace("−", "-"))
+
+
+def _entries(x) -> list[float]:
+    return [float(v) for v in np.asarray(x, dtype=np.float64).ravel()]
+
+
+def test_hover_and_focus_show_a_value_whole_and_where_its_gradient_came_from(browser, tmp_path):  # noqa: F811 (the fixture)
+    G = graph_of_script(EXAMPLES / "capstone" / "forked_neuron.py", (), quiet=True)
+    names = {name.text: node for node, name in value_names(G).items()}
+    page, _, _, errors = open_page(browser, tmp_path, G, "capstone")
+    page.keyboard.press("End")
+    h = names["h"]
+    page.hover(f"g#{h}")
+    tip = page.evaluate(TOOLTIP)
+    assert tip["name"] == "h"
+    # Full precision: tanh(0.05) to float64's digits, not the 4 drawn.
+    assert [_number(c) for c in tip["data"]] == pytest.approx(_entries(G.nodes[h]["data"]),
+                                                              rel=1e-14, abs=0)
+    assert [_number(c) for c in tip["grad"]] == pytest.approx(_entries(G.nodes[h]["grad"]),
+                                                              rel=1e-14)
+    # Each edge h's gradient came back along, with its share and the op.
+    edges = [(v, g) for _, v, g in G.out_edges(h, data="grad") if g is not None]
+    assert len(tip["sources"]) == len(edges) == 2 and tip["sum"]
+    for (op, share), text in zip(sorted(edges, key=lambda e: G.graph["backward_order"]
+                                        .index(e[0])), tip["sources"], strict=True):
+        symbol, kind = G.nodes[op]["symbol"], G.nodes[op]["op"]
+        assert text.startswith(f"from {symbol} ({kind} → ")
+        assert _number(text.rsplit(": ", 1)[1]) == pytest.approx(share, rel=1e-14)
+    # At step 1 only the first share has come back.
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    page.mouse.move(0, 0)
+    page.hover(f"g#{h}")
+    assert len(page.evaluate(TOOLTIP)["sources"]) == 1
+    # The keyboard reaches every value (Tab), and the details come with the focus.
+    page.mouse.move(0, 0)
+    page.evaluate("() => document.activeElement.blur()")
+    reached = []
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        focused = page.evaluate("() => document.activeElement.closest('g.node.value') ? "
+                                "document.activeElement.id : null")
+        if focused:
+            reached.append(focused)
+            tip = page.evaluate(TOOLTIP)
+            assert not tip["hidden"] and tip["name"] == value_names(G)[focused].text
+    assert set(reached) == {str(v) for v, kind in G.nodes(data="kind") if kind == "value"}
+    assert errors == []
+    page.close()
+
+
+def test_a_drag_pans_and_selects_no_text(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
+    before = page.evaluate(VIEW)
+    text = page.locator("g#v1 text").first.bounding_box()  # a number of W1
+    # A double click (which fits the drawing) or a triple click selects nothing.
+    page.mouse.dblclick(text["x"] + 2, text["y"] + text["height"] / 2)
+    assert page.evaluate("() => window.getSelection().toString()") == ""
+    page.mouse.click(text["x"] + 2, text["y"] + text["height"] / 2, click_count=3)
+    assert page.evaluate("() => window.getSelection().toString()") == ""
+    # A drag from a number out over the caption pans, and selects nothing either.
+    caption = page.locator("#caption").bounding_box()
+    page.mouse.move(text["x"] + 2, text["y"] + text["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(caption["x"] + caption["width"] / 2, caption["y"] + 5, steps=8)
+    page.mouse.up()
+    assert page.evaluate("() => window.getSelection().toString()") == ""
+    assert page.evaluate(VIEW)["viewBox"] != before["viewBox"]
+    assert errors == []
+    page.close()
