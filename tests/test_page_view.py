@@ -237,3 +237,104 @@ def test_a_drag_pans_and_selects_no_text(example, browser, tmp_path):  # noqa: F
     assert page.evaluate(VIEW)["viewBox"] != before["viewBox"]
     assert errors == []
     page.close()
+
+
+# Every number drawn now (in value boxes, on badges and on the page's own labels of
+# the current edges), its size in screen pixels.
+NUMBER_SIZES = """() => {
+  const sizes = [];
+  for (const text of document.querySelectorAll(
+      '#stage g.node.value text, #stage g.badge text, #stage .overlay-label text')) {
+    if (!/^[−\\d.]+$/.test(text.textContent.trim())) continue;
+    const box = text.getBoundingClientRect();
+    if (!box.width) continue;
+    sizes.push(parseFloat(text.getAttribute('font-size')) * text.getScreenCTM().a);
+  }
+  return sizes;
+}"""
+
+
+def test_every_number_is_readable_at_every_step(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    G = example("d2l_objective")
+    page, _, _, errors = open_page(browser, tmp_path, G, "objective")
+    smallest = []
+    for step in range(len(G.graph["backward_order"]) + 1):
+        if step:
+            page.keyboard.press("ArrowRight")
+        smallest.append(min(page.evaluate(NUMBER_SIZES)))
+    # The last step's x → @ contribution, a label of the page's, as large as draw's
+    # contributions on the fork's badges beside it.
+    sizes = """(selector) => [...document.querySelectorAll(selector)].filter(t => t.textContent
+      .trim()).map(t => parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a)"""
+    labels = page.evaluate(sizes, "#stage .overlay-label text")
+    badges = page.evaluate(sizes, "#stage g.badge.contribution text")
+    assert labels and badges and min(labels) >= min(badges) - 0.01
+    assert min(smallest) >= 12.5, smallest
+    assert errors == []
+    page.close()
+
+
+PENDING = """() => [...document.querySelectorAll('#stage g.badge.pending-contribution')].map(b => {
+  const visible = [...b.children].filter(c => !c.classList.contains('badge-bridge') &&
+    getComputedStyle(c).visibility !== 'hidden');
+  const bridge = b.querySelector('.badge-bridge');
+  const into = document.getElementById(b.id + '/in').querySelector('path');
+  const out = document.getElementById(b.id + '/out').querySelector('path');
+  const a = into.getPointAtLength(into.getTotalLength()), z = out.getPointAtLength(0);
+  const s = bridge && bridge.getPointAtLength(0), e = bridge && bridge.getPointAtLength(
+    bridge.getTotalLength());
+  return {id: b.id, visible: visible.length, joins: !!bridge &&
+    Math.hypot(s.x - a.x, s.y - a.y) < 0.01 && Math.hypot(e.x - z.x, e.y - z.y) < 0.01};
+})"""
+
+
+def test_a_forks_badges_appear_at_their_step_and_not_before(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    G = example("fork")
+    page, _, _, errors = open_page(browser, tmp_path, G, "fork")
+    forks = sorted(f"{u}->{v}#{k}" for u, v, k in G.edges(keys=True)
+                   if G.nodes[u]["kind"] == "value" and G.out_degree(u) == 2)
+    pending = page.evaluate(PENDING)
+    # Before their step: no box, the edge drawn straight through where it will be.
+    assert sorted(p["id"] for p in pending) == forks
+    assert all(p["visible"] == 0 and p["joins"] for p in pending)
+    page.keyboard.press("ArrowRight")  # c = b·b: both shares of b
+    assert sorted(p["id"] for p in page.evaluate(PENDING)) == forks[:2]
+    shown = page.locator("g.badge.contribution text").all_text_contents()
+    assert sorted(t for t in shown if t.strip()) == ["6", "6"]
+    page.keyboard.press("ArrowLeft")
+    assert all(p["visible"] == 0 and p["joins"] for p in page.evaluate(PENDING))
+    assert errors == []
+    page.close()
+
+
+def test_dead_entries_are_framed_not_only_coloured(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    G = example("d2l_mlp")
+    page, _, _, errors = open_page(browser, tmp_path, G, "mlp")
+    page.keyboard.press("End")
+    dead_fill = THEMES["light"].dead_fill
+    frames = page.evaluate(f"""() => [...document.querySelectorAll(
+      '#stage polygon[fill="{dead_fill}"]')].map(p => [p.closest('g[id]').id,
+      getComputedStyle(p).strokeDasharray])""")
+    # z's dead entry, W1's dead row and the edge into the dead ReLU, and the legend's key.
+    assert {node for node, _ in frames} >= {"v1", "v3", "legend"}
+    assert all(dashes not in ("none", "") for _, dashes in frames)
+    assert errors == []
+    page.close()
+
+
+def test_every_control_is_labelled_and_the_caption_is_announced(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    G = example("d2l_mlp")
+    for practice in (False, True):
+        path = render_html(G, tmp_path / f"a11y-{practice}.html", practice=practice)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(path.as_uri())
+        unnamed = page.evaluate("""() => [...document.querySelectorAll('button, input')]
+          .filter(c => !(c.textContent.trim() || c.getAttribute('aria-label') ||
+            (c.id && document.querySelector(`label[for="${c.id}"]`))))
+          .map(c => c.id)""")
+        assert unnamed == []
+        assert page.get_attribute("#caption", "aria-live") == "polite"
+        if practice:
+            assert page.get_attribute("#practice-feedback", "aria-live") == "polite"
+            assert page.evaluate("() => document.activeElement.id") == "answer"
+        page.close()
