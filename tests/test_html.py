@@ -302,12 +302,19 @@ def test_step_through_shows_inline_in_a_notebook_and_saves(tmp_path):
 
 READ_MEMORY = """() => {
   const ids = (selector) => [...document.querySelectorAll(selector)].map(g => g.id).sort();
-  const node = document.querySelector('g.node.held > polygon, g.node.held > path');
+  const node = document.querySelector('g.node.held > :first-child');
+  // What each kept value draws in the colour of the mark: its box's outline, nothing else.
+  const saved = getComputedStyle(document.getElementById('memory-fill')).backgroundColor;
+  const marked = [...document.querySelectorAll('g.node.held')].map(g => {
+    const parts = [...g.querySelectorAll('*')].filter(e => getComputedStyle(e).stroke === saved);
+    const box = g.getBBox(), part = parts.length && parts[0].getBBox();
+    return parts.length === 1 && Math.abs(part.width - box.width) < 1 &&
+      Math.abs(part.height - box.height) < 1; });
   return {text: document.getElementById('memory-text').textContent,
     held: ids('g.node.held'), freed: ids('g.node.freed'), now: ids('#memory-spark .now'),
     fill: document.getElementById('memory-fill').getBoundingClientRect().width /
           document.getElementById('memory-bar').clientWidth,
-    stroke: node ? getComputedStyle(node).stroke : null}; }"""
+    stroke: node ? getComputedStyle(node).stroke : null, outlines: marked}; }"""
 
 
 def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example, browser,
@@ -331,6 +338,7 @@ def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example
     state = page.evaluate(READ_MEMORY)
     assert state["text"] == "after the forward pass: 120 bytes kept for backward (the peak)"
     assert state["held"] == at_peak and state["freed"] == []
+    assert state["outlines"] == [True] * len(at_peak)
     assert state["fill"] == pytest.approx(1, abs=0.01)
     assert state["now"] == ["spark-7"]  # the last of the 7 forward steps
     red, green, blue = (int(THEMES["light"].saved[i:i + 2], 16) for i in (1, 3, 5))
