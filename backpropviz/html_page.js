@@ -66,7 +66,7 @@
       row.forEach(function (cell, c) {
         var dead = entry.dead && entry.dead[r][c];
         var text = svgElement("text", {
-          "text-anchor": "end", "font-family": "Helvetica,Arial,sans-serif",
+          "class": dead ? "dead" : "", "text-anchor": "end", "font-family": "Helvetica,Arial,sans-serif",
           "font-size": data.theme.labelPt, "fill": dead ? data.theme.deadText : data.theme.grad
         });
         text.textContent = cell;
@@ -153,6 +153,7 @@
     current = now;
     showPractice(now);
     bridgePendingBadges();
+    frameDeadLabels();
     root.setAttribute("data-step", String(now));
     slider.value = String(now);
     counter.textContent = now + " / " + last;
@@ -458,6 +459,17 @@
         d: "M" + a.x.toFixed(2) + "," + a.y.toFixed(2) + "L" + b.x.toFixed(2) + "," +
           b.y.toFixed(2)
       }));
+    });
+  }
+
+  /* A dead entry on the page's own labels framed too, as draw frames its own. */
+  function frameDeadLabels() {
+    svg.querySelectorAll(".overlay-label text.dead").forEach(function (text) {
+      var box = text.getBBox();
+      text.parentNode.insertBefore(svgElement("rect", {
+        "class": "dead-frame", x: (box.x - 1).toFixed(2), y: (box.y - 1).toFixed(2),
+        width: (box.width + 2).toFixed(2), height: (box.height + 2).toFixed(2)
+      }), text);
     });
   }
 

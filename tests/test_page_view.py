@@ -318,6 +318,12 @@ def test_dead_entries_are_framed_not_only_coloured(example, browser, tmp_path): 
     # z's dead entry, W1's dead row and the edge into the dead ReLU, and the legend's key.
     assert {node for node, _ in frames} >= {"v1", "v3", "legend"}
     assert all(dashes not in ("none", "") for _, dashes in frames)
+    # The page's own label of the contribution into the dead ReLU (step 6) frames it too.
+    page.goto(page.url.split("#")[0] + "#step=6")
+    labelled = page.evaluate("""() => [...document.querySelectorAll('.overlay-label text')]
+      .map(t => [t.textContent, t.previousElementSibling.classList.contains('dead-frame') &&
+                 getComputedStyle(t.previousElementSibling).strokeDasharray !== 'none'])""")
+    assert labelled == [["0", True], ["2", False]]  # z = [−1; 2]: the first unit is dead
     assert errors == []
     page.close()
 
