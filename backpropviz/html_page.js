@@ -29,17 +29,21 @@
 
   /* Put every changing group into the version drawn for step `now`. */
   function drawStep(now) {
-    Object.keys(data.frames).forEach(function (id) {
-      var versions = data.frames[id];
-      var index = 0;
-      while (index + 1 < versions.length && versions[index + 1][0] <= now) { index++; }
-      if (shown[id] === index) { return; }
-      var group = byId(id);
-      group.setAttribute("class", versions[index][1]);
-      group.innerHTML = versions[index][2];
-      shown[id] = index;
-    });
+    Object.keys(data.frames).forEach(function (id) { drawAsAt(id, now); });
     graph.setAttribute("class", data.graphClasses[now]);
+  }
+
+  /* Draw group `id` (if it changes at all) as it is drawn at step `step`. */
+  function drawAsAt(id, step) {
+    var versions = data.frames[id];
+    if (!versions) { return; }
+    var index = 0;
+    while (index + 1 < versions.length && versions[index + 1][0] <= step) { index++; }
+    if (shown[id] === index) { return; }
+    var group = byId(id);
+    group.setAttribute("class", versions[index][1]);
+    group.innerHTML = versions[index][2];
+    shown[id] = index;
   }
 
   function svgElement(tag, attributes) {
@@ -523,19 +527,6 @@
     var next = step + 1;
     while (next <= last && !data.practice[next].length) { next++; }
     return next;
-  }
-
-  /* Draw group `id` as it was at step `step`. */
-  function drawAsAt(id, step) {
-    var versions = data.frames[id];
-    if (!versions) { return; }
-    var index = 0;
-    while (index + 1 < versions.length && versions[index + 1][0] <= step) { index++; }
-    if (shown[id] === index) { return; }
-    var group = byId(id);
-    group.setAttribute("class", versions[index][1]);
-    group.innerHTML = versions[index][2];
-    shown[id] = index;
   }
 
   function hideUnanswered(now) {

@@ -163,6 +163,9 @@ def test_the_mlp_answered_right_from_the_keyboard(example, browser, tmp_path):  
     # Hidden: the caption's numbers and the gradient ∂L/∂(Σ(o − y)²) of step 1.
     state = read_state(page)
     assert set(state["grads"]) == {"v11"} and state["caption"] == ""
+    page.hover("g#v9")  # nor does hovering give it away
+    assert page.locator("#tooltip .none").text_content() == "not computed yet"
+    assert page.evaluate("() => document.activeElement.id") == "answer"
     # The page's keys do not fire while typing: ← stays in the field.
     page.keyboard.type("0.5")
     page.keyboard.press("ArrowLeft")
