@@ -335,3 +335,17 @@ def test_the_practice_page_is_one_offline_file(example):
     html = to_html(example("d2l_mlp"), practice=True)
     assert "<script src" not in html and "url(" not in html
     assert html.count('id="answer"') == 1 and '<label for="answer"' in html
+
+
+def test_every_adapter_makes_the_practice_page(example, tmp_path, capsys):
+    from backpropviz.cli import main
+    from backpropviz.output import show
+
+    assert main(["render", str(EXAMPLES / "fork.py"), "-o", str(tmp_path / "p.html"),
+                 "--practice"]) == 0
+    assert 'id="answer"' in (tmp_path / "p.html").read_text(encoding="utf-8")
+    assert main(["render", str(EXAMPLES / "fork.py"), "-o", str(tmp_path / "p.svg"),
+                 "--practice"]) != 0
+    assert "--practice" in capsys.readouterr().err and not (tmp_path / "p.svg").exists()
+    page = show(example("fork"), Options(practice=True), format="html")
+    assert 'id="answer"' in page.html and "practise" in page.title()
