@@ -29,7 +29,7 @@ from .style import THEMES
 from .views import drawn_graph
 
 __all__ = ["Page", "page_data", "page_head", "render_html", "step_through", "svg_frames",
-           "to_html"]
+           "to_html", "value_details"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
 ET.register_namespace("", SVG_NS)
@@ -53,6 +53,11 @@ def _full(x: Any, precision: int) -> list[list[str]]:
     return _drawn(x, precision, TOOLTIP_MAX_ITEMS)
 
 
+def _exact(x: Any) -> list[list[str]]:
+    """A whole number or array at full precision, as hovering a value shows it."""
+    return _full(x, FULL_PRECISION)
+
+
 def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     """The backward pass step by step, as JSON-ready data for the page and its tests.
 
@@ -63,12 +68,13 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     changed, and those of them that already had a gradient: ``+=``), and the
     chain-rule ``caption`` (its worked lines, with the engine's numbers, one a
     line) and ``rule`` of captions.py. ``values`` and ``ops``
-    describe the nodes for the tooltips; ``contributions`` holds each operand
+    describe the nodes for the tooltips (a value's data at full precision);
+    ``contributions`` holds each operand
     edge's contribution as drawn (and its dead-ReLU cells).
     """
     names = value_names(G)
     values = {str(node): {"name": names[node].text, "role": attrs["role"],
-                          "shape": list(attrs["shape"]), "data": _full(attrs["data"], precision)}
+                          "shape": list(attrs["shape"]), "data": _exact(attrs["data"])}
               for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
     ops = {str(node): {"op": attrs["op"], "symbol": attrs["symbol"],
                        "result": str(result_of(G, node)),
@@ -104,28 +110,25 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
 
 
 def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
-    """What hovering or focusing a value shows, at full precision: its ``data``, its
-    gradient after each step that changed it (``grads``: ``[step, cells]``), and
+    """What hovering or focusing a value shows besides its data, at full precision:
+    its gradient after each step that changed it (``grads``: ``[step, cells]``), and
     where that gradient came from (``sources``: each edge's share, the op it came
     back through and the step; the seed at step 0)."""
-    def exact(x: Any) -> list[list[str]]:
-        return _drawn(x, FULL_PRECISION, TOOLTIP_MAX_ITEMS)
-
     seeds = G.graph.get("seeds", {})
-    details = {str(node): {"data": exact(attrs["data"]), "grads": [], "sources": []}
+    details = {str(node): {"grads": [], "sources": []}
                for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
     for node, seed in seeds.items():
-        details[str(node)]["grads"].append([0, exact(seed)])
+        details[str(node)]["grads"].append([0, _exact(seed)])
         details[str(node)]["sources"].append({"edge": None, "op": None, "step": 0,
-                                              "share": exact(seed)})
+                                              "share": _exact(seed)})
     for index, step in enumerate(backward_steps(G), start=1):
         for u, v, key in step.edges:
             grad = G.edges[u, v, key].get("grad")
             if grad is not None:
                 details[str(u)]["sources"].append({"edge": edge_id(u, v, key), "op": str(v),
-                                                   "step": index, "share": exact(grad)})
+                                                   "step": index, "share": _exact(grad)})
         for value in step.updated:
-            details[str(value)]["grads"].append([index, exact(step.grads[value])])
+            details[str(value)]["grads"].append([index, _exact(step.grads[value])])
     return details
 
 

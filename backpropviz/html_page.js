@@ -353,8 +353,7 @@
         "scalar");
       var arrays = document.createElement("div");
       arrays.className = "arrays";
-      var detail = data.details[id];
-      arrays.appendChild(column("value", table(detail.data, "data")));
+      arrays.appendChild(column("value", table(value.data, "data")));
       var grad = gradientShown(id);
       var content;
       if (grad) {
