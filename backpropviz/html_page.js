@@ -70,7 +70,8 @@
       row.forEach(function (cell, c) {
         var dead = entry.dead && entry.dead[r][c];
         var text = svgElement("text", {
-          "class": dead ? "dead" : "", "text-anchor": "end", "font-family": "Helvetica,Arial,sans-serif",
+          "class": dead ? "dead" : "", "text-anchor": "end",
+          "font-family": "Helvetica,Arial,sans-serif",
           "font-size": data.theme.labelPt, "fill": dead ? data.theme.deadText : data.theme.grad
         });
         text.textContent = cell;
@@ -147,7 +148,8 @@
 
   /* Step `step`; the address follows (#step=N, a new history entry, so that Back
    * returns to the step before), unless the step came from the address itself
-   * (how = "address") or from playing (one entry for the whole play). */
+   * (how = "address") or from playing or practising (one entry for the whole play,
+   * or the whole exercise). In practice the step goes no further than the question. */
   function go(step, how) {
     var now = Math.max(0, Math.min(reach(), step));
     drawStep(now);
@@ -518,7 +520,9 @@
   });
 
   function reach() { return practice && !practice.done ? practice.frontier : last; }
-  function practising(now) { return practice !== null && !practice.done && now === practice.frontier; }
+  function practising(now) {
+    return practice !== null && !practice.done && now === practice.frontier;
+  }
   function question() { return data.practice[practice.frontier][practice.question]; }
 
   /* The step after `step` that asks something; past the last, the end. */
