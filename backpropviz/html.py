@@ -113,20 +113,24 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
     """What hovering or focusing a value shows besides its data, at full precision:
     its gradient after each step that changed it (``grads``: ``[step, cells]``), and
     where that gradient came from (``sources``: each edge's share, the op it came
-    back through and the step; the seed at step 0)."""
+    back through, which operand it was if the op took the value twice, and the step;
+    the seed at step 0)."""
     seeds = G.graph.get("seeds", {})
     details = {str(node): {"grads": [], "sources": []}
                for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
     for node, seed in seeds.items():
         details[str(node)]["grads"].append([0, _exact(seed)])
-        details[str(node)]["sources"].append({"edge": None, "op": None, "step": 0,
-                                              "share": _exact(seed)})
+        details[str(node)]["sources"].append({"edge": None, "op": None, "operand": None,
+                                              "step": 0, "share": _exact(seed)})
     for index, step in enumerate(backward_steps(G), start=1):
         for u, v, key in step.edges:
             grad = G.edges[u, v, key].get("grad")
             if grad is not None:
-                details[str(u)]["sources"].append({"edge": edge_id(u, v, key), "op": str(v),
-                                                   "step": index, "share": _exact(grad)})
+                twice = G.number_of_edges(u, v) > 1  # a + a: say which a
+                details[str(u)]["sources"].append({
+                    "edge": edge_id(u, v, key), "op": str(v), "step": index,
+                    "operand": G.edges[u, v, key]["arg"] + 1 if twice else None,
+                    "share": _exact(grad)})
         for value in step.updated:
             details[str(value)]["grads"].append([index, _exact(step.grads[value])])
     return details

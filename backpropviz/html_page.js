@@ -419,7 +419,8 @@
       var item = document.createElement("li");
       var op = source.op && data.ops[source.op];
       item.textContent = (op ? "from " + op.symbol + " (" + op.op + " → " +
-        data.values[op.result].name + "), step " + source.step + ": " : "the seed: ") +
+        data.values[op.result].name + (source.operand ? ", operand " + source.operand : "") +
+        "), step " + source.step + ": " : "the seed: ") +
         source.share.map(function (row) { return row.join(", "); }).join("; ");
       list.appendChild(item);
     });

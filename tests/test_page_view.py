@@ -344,3 +344,19 @@ def test_every_control_is_labelled_and_the_caption_is_announced(example, browser
             assert page.get_attribute("#practice-feedback", "aria-live") == "polite"
             assert page.evaluate("() => document.activeElement.id") == "answer"
         page.close()
+
+
+def test_hover_tells_the_two_shares_of_a_plus_a_apart(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    G = example("fork")  # b = a + a: both shares of a come back through the same +
+    page, _, _, errors = open_page(browser, tmp_path, G, "fork")
+    page.keyboard.press("End")
+    page.hover("g#v0")
+    tip = page.evaluate(TOOLTIP)
+    shares = {G.edges[u, v, k]["arg"] + 1: g for u, v, k, g in G.out_edges("v0", keys=True,
+                                                                         data="grad")}
+    assert [(text.split("operand ")[1][0], _number(text.rsplit(": ", 1)[1]))
+            for text in tip["sources"]] == [(str(arg), share) for arg, share in
+                                            sorted(shares.items())]
+    assert [_number(c) for c in tip["grad"]] == [G.nodes["v0"]["grad"]] and tip["sum"]
+    assert errors == []
+    page.close()
