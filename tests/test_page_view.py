@@ -158,7 +158,8 @@ def test_the_page_without_a_frame_keeps_draws_layout(example, tmp_path):
 TOOLTIP = """() => {
   const tip = document.getElementById('tooltip');
   const cells = (selector) => [...tip.querySelectorAll(selector + ' td')].map(td => td.textContent);
-  return {hidden: tip.hidden, name: tip.querySelector('.name') && tip.querySelector('.name').textContent,
+  const name = tip.querySelector('.name');
+  return {hidden: tip.hidden, name: name && name.textContent,
           data: cells('table.data'), grad: cells('table.grad'),
           sources: [...tip.querySelectorAll('.sources li:not(.sum)')].map(li => li.textContent),
           sum: tip.querySelector('.sources .sum') !== null};
