@@ -54,15 +54,15 @@ def _number_question(value: str, edge: str | None, prompt: str, expect: list[lis
             "worked": line, "reveals": []}
 
 
-def _gate_question(G: nx.MultiDiGraph, operand: Any, names: dict, left: str,
-                   line: str) -> dict[str, Any]:
+def _gate_question(G: nx.MultiDiGraph, operand: Any, names: dict, left: str, line: str,
+                   rule: str) -> dict[str, Any]:
     """Why a dead ReLU's gradient is zero where it is: a choice, the gate first."""
     x = names[operand].text
     where = " where it is" if G.nodes[operand]["shape"] else ""
     return {"kind": "choice", "value": str(operand), "edge": None,
             "prompt": f"Why is {left} zero{where}?",
             "choices": [choice.format(x=x) for choice in GATE_CHOICES], "answer": 0,
-            "rule": ops.get("relu").gate_note, "hint": GATE_HINT.format(x=x),
+            "rule": rule, "hint": GATE_HINT.format(x=x),
             "worked": line, "reveals": []}
 
 
@@ -92,7 +92,7 @@ def _step_questions(G: nx.MultiDiGraph, step: Any, caption: Any, names: dict, to
                                               FORK_RULE, lines[1],
                                               number_text(running, precision)))
         if spec.gate is not None and np.any(G.nodes[step.op].get("dead", False)):
-            questions.append(_gate_question(G, u, names, left, lines[0]))
+            questions.append(_gate_question(G, u, names, left, lines[0], spec.gate_note))
     _mark_reveals(questions)
     return questions
 
