@@ -41,13 +41,16 @@ class Caption:
     ``worked`` is the step with its numbers, one line per equation, in
     Unicode: the rule, the engine's numbers put in, the contribution it
     recorded ("∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3"), and at a fork the running
-    sum before and after ("∂L/∂x = 2 + (−3) = −1").
+    sum before and after ("∂L/∂x = 2 + (−3) = −1"). ``edges`` pairs each operand
+    edge the worked lines speak of with its own lines among them (the practice
+    page asks for them one by one).
     """
 
     text: str
     tex: str
     rule: str
     worked: tuple[str, ...]
+    edges: tuple[tuple[tuple, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -563,7 +566,7 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         upstream_number = step.grads.get(step.result)
         shares = _rule_shares(G, step, upstream_number)
         args = [names[u] for u, _, _ in step.edges]
-        texts, texs, worked = [], [], []
+        texts, texs, worked, per_edge = [], [], [], []
         for position, (u, v, key) in enumerate(step.edges):
             edge = G.edges[u, v, key]
             if edge.get("grad") is None:
@@ -591,9 +594,11 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
             texs.append(f"{left.tex} {tex_sign} {rhs.tex}")
             product = None if upstream_number is None else _worked_product(
                 G, step, (u, v, key), upstream_number, names, size_ratio, broadcast, precision)
-            worked += _edge_lines(left, sign, rhs, product,
-                                  None if shares is None else shares[position], before,
-                                  edge["grad"], edge.get("running"), precision)
+            lines = _edge_lines(left, sign, rhs, product,
+                                None if shares is None else shares[position], before,
+                                edge["grad"], edge.get("running"), precision)
+            worked += lines
+            per_edge.append(((u, v, key), tuple(lines)))
         # Constants left out of the equation still hold a gradient from now on.
         sent = {u for u, v, key in step.edges if G.edges[u, v, key].get("grad") is not None}
         had_gradient.update(sent)
@@ -608,5 +613,6 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         if not texts:
             texts, texs = [f"{spec.name}: no gradient to pass on"], [r"\text{no gradient}"]
             worked = list(texts)
-        captions.append(Caption(",  ".join(texts), r",\quad ".join(texs), rule, tuple(worked)))
+        captions.append(Caption(",  ".join(texts), r",\quad ".join(texs), rule, tuple(worked),
+                                tuple(per_edge)))
     return captions

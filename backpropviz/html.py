@@ -14,21 +14,22 @@ import networkx as nx
 
 from .captions import differentiated, step_captions, value_names
 from .diagram import draw, step_diagrams
-from .dot import edge_id
+from .dot import badge_pt, edge_id
 from .errors import DrawError
 from .files import write_atomically
 from .formatting import MAX_ITEMS, dead_cells, format_array
 from .ir import operand_edges, result_of
 from .memory import timeline
 from .memory_chart import step_meter
-from .page_head import page_head, theme_css
+from .page_head import dead_cell_css, page_head, theme_css
+from .practice import practice_questions
 from .script import as_graph
 from .steps import backward_steps, dead_masks
-from .style import LABEL_PT, THEMES
+from .style import THEMES
 from .views import drawn_graph
 
 __all__ = ["Page", "page_data", "page_head", "render_html", "step_through", "svg_frames",
-           "to_html"]
+           "to_html", "value_details"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
 ET.register_namespace("", SVG_NS)
@@ -36,6 +37,8 @@ ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
 
 # Tooltips show whole arrays; only past this many entries a side are they elided.
 TOOLTIP_MAX_ITEMS = 64
+# ...and every number to this many significant digits (a float64 holds 15 to 17).
+FULL_PRECISION = 15
 
 
 def _drawn(x: Any, precision: int, max_items: int = MAX_ITEMS) -> list[list[str]]:
@@ -50,6 +53,11 @@ def _full(x: Any, precision: int) -> list[list[str]]:
     return _drawn(x, precision, TOOLTIP_MAX_ITEMS)
 
 
+def _exact(x: Any) -> list[list[str]]:
+    """A whole number or array at full precision, as hovering a value shows it."""
+    return _full(x, FULL_PRECISION)
+
+
 def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     """The backward pass step by step, as JSON-ready data for the page and its tests.
 
@@ -60,12 +68,13 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     changed, and those of them that already had a gradient: ``+=``), and the
     chain-rule ``caption`` (its worked lines, with the engine's numbers, one a
     line) and ``rule`` of captions.py. ``values`` and ``ops``
-    describe the nodes for the tooltips; ``contributions`` holds each operand
+    describe the nodes for the tooltips (a value's data at full precision);
+    ``contributions`` holds each operand
     edge's contribution as drawn (and its dead-ReLU cells).
     """
     names = value_names(G)
     values = {str(node): {"name": names[node].text, "role": attrs["role"],
-                          "shape": list(attrs["shape"]), "data": _full(attrs["data"], precision)}
+                          "shape": list(attrs["shape"]), "data": _exact(attrs["data"])}
               for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
     ops = {str(node): {"op": attrs["op"], "symbol": attrs["symbol"],
                        "result": str(result_of(G, node)),
@@ -98,6 +107,33 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             "caption": "\n".join(caption.worked), "rule": caption.rule,
         })
     return {"values": values, "ops": ops, "contributions": contributions, "steps": states}
+
+
+def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
+    """What hovering or focusing a value shows besides its data, at full precision:
+    its gradient after each step that changed it (``grads``: ``[step, cells]``), and
+    where that gradient came from (``sources``: each edge's share, the op it came
+    back through, which operand it was if the op took the value twice, and the step;
+    the seed at step 0)."""
+    seeds = G.graph.get("seeds", {})
+    details = {str(node): {"grads": [], "sources": []}
+               for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
+    for node, seed in seeds.items():
+        details[str(node)]["grads"].append([0, _exact(seed)])
+        details[str(node)]["sources"].append({"edge": None, "op": None, "operand": None,
+                                              "step": 0, "share": _exact(seed)})
+    for index, step in enumerate(backward_steps(G), start=1):
+        for u, v, key in step.edges:
+            grad = G.edges[u, v, key].get("grad")
+            if grad is not None:
+                twice = G.number_of_edges(u, v) > 1  # a + a: say which a
+                details[str(u)]["sources"].append({
+                    "edge": edge_id(u, v, key), "op": str(v), "step": index,
+                    "operand": G.edges[u, v, key]["arg"] + 1 if twice else None,
+                    "share": _exact(grad)})
+        for value in step.updated:
+            details[str(value)]["grads"].append([index, _exact(step.grads[value])])
+    return details
 
 
 # ---------------------------------------------------------------- the SVG
@@ -197,7 +233,7 @@ PAGE_FRAME = "1240x500"
 
 
 def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "light",
-            precision: int = 4, fit: Any = PAGE_FRAME) -> str:
+            precision: int = 4, fit: Any = PAGE_FRAME, practice: bool = False) -> str:
     """One self-contained HTML page stepping through the backward pass of ``G`` (an IR
     graph, or a Value/Tensor root or roots, named after ``names``, as for ``draw``).
 
@@ -208,6 +244,8 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     A group is one op, as in draw's pictures. The drawing is laid out for
     the ``fit`` frame (draw's ``fit``: folded if that shows it larger; None:
     as draw lays it out), and fills the window; it zooms and pans.
+    With ``practice`` the gradients are hidden and the page asks for them, step
+    by step (practice.py's questions), and scores the answers.
     """
     G = drawn_graph(as_graph(G, names))
     svg, frames, graph_classes = svg_frames(G, rankdir=rankdir, theme=theme,
@@ -216,14 +254,17 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     data = page_data(G, precision=precision)
     data["frames"] = frames
     data["theme"] = {"grad": palette.grad, "deadText": palette.dead_text,
-                     "labelPt": LABEL_PT}
+                     "labelPt": badge_pt(fit)}  # as large as draw's contributions
+    data["details"] = value_details(G)
+    data["practice"] = practice_questions(G, precision) if practice else None
+    data["precision"] = precision  # an answer is checked at the digits drawn
     data["graphClasses"] = graph_classes
     data["memory"] = meter = step_meter(timeline(G), theme=theme)
     spark = meter.pop("svg")  # drawn in the page, not kept in its data
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
-    title = f"backpropviz: the backward pass of {subject}"
+    title = f"backpropviz: {'practise ' if practice else ''}the backward pass of {subject}"
     last = len(data["steps"]) - 1
-    style = f'{theme_css(palette)}\n{_asset("html_page.css")}'
+    style = f'{theme_css(palette)}\n{_asset("html_page.css")}\n{dead_cell_css(palette)}'
     return f"""{page_head(title, style)}
 <body class="theme-{palette.name}">
 <div id="bpv" data-step="0" data-steps="{last}">
@@ -234,12 +275,13 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 <div id="step-label"></div>
 <div id="caption" aria-live="polite"></div>
 <div id="rule"></div>
-</section>
-<section id="memory" aria-label="memory kept for backward"{"" if meter["peak"] else " hidden"}>
+{_PRACTICE_PANEL if practice else ""}</section>
+<section id="memory" aria-label="memory kept for backward" hidden>
 {spark}
 <div id="memory-bar" title="bytes kept for backward, of the peak"><div id="memory-fill"></div>
 </div>
 <div id="memory-text" aria-live="polite"></div>
+{_MEMORY_KEY}
 </section>
 <nav id="controls" aria-label="backward steps">
 <button type="button" id="first" title="first step (Home)">⇤ first</button>
@@ -252,7 +294,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 <button type="button" id="fit" title="fit to the window (0); zoom: wheel, pinch; pan: drag">⤢ fit
 </button>
 <button type="button" id="fullscreen" title="full screen (F)">⛶ full screen</button>
-</nav>
+{_MEMORY_TOGGLE if meter["peak"] else ""}</nav>
 <div id="tooltip" role="tooltip" hidden></div>
 </div>
 <script type="application/json" id="bpv-data">{_json_for_script(data)}</script>
@@ -261,6 +303,30 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 </body>
 </html>
 """
+
+
+# The practice page's question, beside the caption: a field for a number or a
+# matrix, or the choices of a question with choices; "show" gives the answer.
+_PRACTICE_PANEL = """<div id="practice" role="region" aria-label="practice">
+<form id="practice-form" autocomplete="off">
+<label for="answer" id="practice-prompt"></label>
+<input id="answer" type="text" spellcheck="false" inputmode="text"
+ aria-describedby="practice-feedback" placeholder="a number, or [0, 0; 2, 4]">
+<div id="practice-choices" role="group" aria-labelledby="practice-prompt" hidden></div>
+<button type="submit" id="check">check ⏎</button>
+<button type="button" id="reveal" title="show this answer (it counts as shown)">show</button>
+</form>
+<div id="practice-feedback" aria-live="polite"></div>
+<div id="practice-score" aria-live="polite" hidden></div>
+</div>
+"""
+
+# The memory overlay is off until asked for; its key says what its outlines mean.
+_MEMORY_TOGGLE = ('<button type="button" id="memory-toggle" aria-pressed="false" '
+                  'aria-controls="memory" title="show the memory kept for backward (M)">'
+                  "▦ memory</button>\n")
+_MEMORY_KEY = """<div id="memory-key"><span class="key-held"></span> saved for backward, still
+ kept <span class="key-freed"></span> freed</div>"""
 
 
 def render_html(G: Any, path: str | os.PathLike, **options: Any) -> Path:
@@ -312,10 +378,10 @@ class Page:
 
 def step_through(graph_or_root: Any, *, names: Any = None, height: int = 560,
                  rankdir: str = "LR", theme: str = "light", precision: int = 4,
-                 **figure: Any) -> Page:
-    """The step-through page of an IR graph or of a Value/Tensor root, as a Page;
-    ``figure`` are draw's other options (``show_constants``...), for the picture
-    offered beside the page."""
+                 practice: bool = False, **figure: Any) -> Page:
+    """The step-through page of an IR graph or of a Value/Tensor root, as a Page
+    (``practice``: the page that asks for the gradients); ``figure`` are draw's
+    other options (``show_constants``...), for the picture offered beside the page."""
     G = as_graph(graph_or_root, names)
     page = {"rankdir": rankdir, "theme": theme, "precision": precision}
-    return Page(to_html(G, **page), height, draw(G, **page, **figure))
+    return Page(to_html(G, **page, practice=practice), height, draw(G, **page, **figure))

@@ -29,17 +29,21 @@
 
   /* Put every changing group into the version drawn for step `now`. */
   function drawStep(now) {
-    Object.keys(data.frames).forEach(function (id) {
-      var versions = data.frames[id];
-      var index = 0;
-      while (index + 1 < versions.length && versions[index + 1][0] <= now) { index++; }
-      if (shown[id] === index) { return; }
-      var group = byId(id);
-      group.setAttribute("class", versions[index][1]);
-      group.innerHTML = versions[index][2];
-      shown[id] = index;
-    });
+    Object.keys(data.frames).forEach(function (id) { drawAsAt(id, now); });
     graph.setAttribute("class", data.graphClasses[now]);
+  }
+
+  /* Draw group `id` (if it changes at all) as it is drawn at step `step`. */
+  function drawAsAt(id, step) {
+    var versions = data.frames[id];
+    if (!versions) { return; }
+    var index = 0;
+    while (index + 1 < versions.length && versions[index + 1][0] <= step) { index++; }
+    if (shown[id] === index) { return; }
+    var group = byId(id);
+    group.setAttribute("class", versions[index][1]);
+    group.innerHTML = versions[index][2];
+    shown[id] = index;
   }
 
   function svgElement(tag, attributes) {
@@ -66,7 +70,8 @@
       row.forEach(function (cell, c) {
         var dead = entry.dead && entry.dead[r][c];
         var text = svgElement("text", {
-          "text-anchor": "end", "font-family": "Helvetica,Arial,sans-serif",
+          "class": dead ? "dead" : "", "text-anchor": "end",
+          "font-family": "Helvetica,Arial,sans-serif",
           "font-size": data.theme.labelPt, "fill": dead ? data.theme.deadText : data.theme.grad
         });
         text.textContent = cell;
@@ -121,14 +126,17 @@
   /* The bytes kept for backward after this step, and the values kept, marked in the graph. */
   function showMemory(now) {
     var memory = data.memory;
-    if (!memory.bytes.length) { return; }
+    if (!memory.bytes.length || !memoryOn) { return; }
     byId("memory-text").textContent = memory.text[now];
     byId("memory-fill").style.width = memory.fill[now] + "%";
     svg.querySelectorAll("g.node.held, g.node.freed").forEach(function (node) {
       node.classList.remove("held", "freed");
     });
     function mark(className) {
-      return function (id) { var node = byId(id); if (node) { node.classList.add(className); } };
+      return function (id) {
+        var node = byId(id);  // (the figure's saved mark: a constant has none, unless shown)
+        if (node && node.classList.contains("stored")) { node.classList.add(className); }
+      };
     }
     memory.held[now].forEach(mark("held"));
     memory.freed[now].forEach(mark("freed"));
@@ -140,20 +148,24 @@
 
   /* Step `step`; the address follows (#step=N, a new history entry, so that Back
    * returns to the step before), unless the step came from the address itself
-   * (how = "address") or from playing (one entry for the whole play). */
+   * (how = "address") or from playing or practising (one entry for the whole play,
+   * or the whole exercise). In practice the step goes no further than the question. */
   function go(step, how) {
-    var now = Math.max(0, Math.min(last, step));
+    var now = Math.max(0, Math.min(reach(), step));
     drawStep(now);
     showContributions(now);
     showCaption(now);
     showMemory(now);
     current = now;
+    showPractice(now);
+    bridgePendingBadges();
+    frameDeadLabels();
     root.setAttribute("data-step", String(now));
     slider.value = String(now);
     counter.textContent = now + " / " + last;
     var hash = "#step=" + now;
     if (how !== "address" && window.location.hash !== hash) {
-      if (how === "play") { history.replaceState(null, "", hash); }
+      if (how === "play" || how === "practice") { history.replaceState(null, "", hash); }
       else { history.pushState(null, "", hash); }
     }
   }
@@ -288,6 +300,8 @@
   document.addEventListener("keydown", function (event) {
     if (event.altKey || event.ctrlKey || event.metaKey) { return; }
     var target = event.target;
+    // Typing an answer, or choosing one: the keys are the field's, not the page's.
+    if (target.closest && target.closest("#practice")) { return; }
     if (target === slider && /^(Arrow|Home|End|Page)/.test(event.key)) { return; }
     if (target.tagName === "BUTTON" && (event.key === " " || event.key === "Enter")) { return; }
     var handled = true;
@@ -298,6 +312,7 @@
       case "Home": actions.first(); break;
       case "End": actions.last(); break;
       case "f": case "F": fullScreen(); break;
+      case "m": case "M": toggleMemory(); break;
       case "0": fit(); break;
       case "+": case "=": zoomCentre(1.25); break;
       case "-": zoomCentre(0.8); break;
@@ -341,7 +356,7 @@
       var arrays = document.createElement("div");
       arrays.className = "arrays";
       arrays.appendChild(column("value", table(value.data, "data")));
-      var grad = steps[current].grads[id];
+      var grad = gradientShown(id);
       var content;
       if (grad) {
         content = table(grad, "grad");
@@ -351,7 +366,7 @@
         content.textContent = "not computed yet";
       }
       arrays.appendChild(column("gradient", content));
-      tooltip.append(name, meta, arrays);
+      tooltip.append(name, meta, arrays, sources(id));
     } else if (op) {
       name.textContent = op.symbol;
       meta.textContent = op.op + " → " + data.values[op.result].name;
@@ -380,5 +395,329 @@
   });
   svg.addEventListener("mouseleave", function () { tooltip.hidden = true; });
 
-  go(stepInAddress(), "address");
+  /* Hover or focus: where a value's gradient came from, each share by the op it came
+   * back through, up to the step shown (the gradient as the page shows it now). */
+  function shownAt(id) {
+    var hiding = practising(current) && !practice.revealed[id] &&
+      (steps[current].updated.indexOf(id) >= 0 || steps[current].edges.indexOf(id) >= 0);
+    return hiding ? current - 1 : current;
+  }
+
+  function gradientShown(id) {
+    var found = null;
+    data.details[id].grads.forEach(function (version) {
+      if (version[0] <= shownAt(id)) { found = version[1]; }
+    });
+    return found;
+  }
+
+  function sources(id) {
+    var list = document.createElement("ul");
+    list.className = "sources";
+    data.details[id].sources.forEach(function (source) {
+      if (source.step > (source.edge ? shownAt(source.edge) : current)) { return; }
+      var item = document.createElement("li");
+      var op = source.op && data.ops[source.op];
+      item.textContent = (op ? "from " + op.symbol + " (" + op.op + " → " +
+        data.values[op.result].name + (source.operand ? ", operand " + source.operand : "") +
+        "), step " + source.step + ": " : "the seed: ") +
+        source.share.map(function (row) { return row.join(", "); }).join("; ");
+      list.appendChild(item);
+    });
+    if (list.children.length > 1) {
+      var sum = document.createElement("li");
+      sum.className = "sum";
+      sum.textContent = "the gradient is their sum";
+      list.appendChild(sum);
+    }
+    return list;
+  }
+
+  /* Values take the keyboard's focus too (Tab), and say what they are. */
+  svg.setAttribute("role", "group");
+  svg.setAttribute("aria-label", "the graph of the computation; Tab moves to its values");
+  svg.querySelectorAll("g.node.value").forEach(function (node) {
+    node.setAttribute("tabindex", "0");
+    node.setAttribute("aria-label", data.values[node.id].name);
+  });
+  svg.addEventListener("focusin", function (event) {
+    var node = event.target.closest("g.node.value");
+    if (!node) { return; }
+    describe(node.id);
+    tooltip.hidden = false;
+    var rect = node.getBoundingClientRect();
+    place({ clientX: rect.right, clientY: rect.top });
+  });
+  svg.addEventListener("focusout", function () { tooltip.hidden = true; });
+
+  /* A fork's contribution is drawn on its edge from its step on; before, the edge
+   * runs through where it will be, without an empty badge. */
+  function bridgePendingBadges() {
+    svg.querySelectorAll("g.badge.pending-contribution").forEach(function (badge) {
+      if (badge.querySelector(".badge-bridge")) { return; }
+      var into = byId(badge.id + "/in"), out = byId(badge.id + "/out");
+      var from = into && into.querySelector("path"), to = out && out.querySelector("path");
+      if (!from || !to) { return; }
+      var a = from.getPointAtLength(from.getTotalLength()), b = to.getPointAtLength(0);
+      badge.appendChild(svgElement("path", {
+        "class": "badge-bridge", fill: "none", stroke: from.getAttribute("stroke"),
+        "stroke-width": from.getAttribute("stroke-width") || "1",
+        d: "M" + a.x.toFixed(2) + "," + a.y.toFixed(2) + "L" + b.x.toFixed(2) + "," +
+          b.y.toFixed(2)
+      }));
+    });
+  }
+
+  /* A dead entry on the page's own labels framed too, as draw frames its own. */
+  function frameDeadLabels() {
+    svg.querySelectorAll(".overlay-label text.dead").forEach(function (text) {
+      var box = text.getBBox();
+      text.parentNode.insertBefore(svgElement("rect", {
+        "class": "dead-frame", x: (box.x - 1).toFixed(2), y: (box.y - 1).toFixed(2),
+        width: (box.width + 2).toFixed(2), height: (box.height + 2).toFixed(2)
+      }), text);
+    });
+  }
+
+  /* The memory overlay: off until asked for (the button, or M). */
+  var memoryOn = false;
+  var memoryToggle = byId("memory-toggle");
+  function toggleMemory() {
+    if (!memoryToggle) { return; }
+    memoryOn = !memoryOn;
+    memoryToggle.setAttribute("aria-pressed", String(memoryOn));
+    byId("memory").hidden = !memoryOn;
+    if (!memoryOn) {
+      svg.querySelectorAll("g.node.held, g.node.freed").forEach(function (node) {
+        node.classList.remove("held", "freed");
+      });
+    }
+    showMemory(current);
+  }
+  if (memoryToggle) {
+    memoryToggle.addEventListener("click", function (event) {
+      toggleMemory();
+      if (event.detail > 0) { event.currentTarget.blur(); }
+    });
+  }
+
+  /* ---------------------------------------------------------------- practice
+   * The gradients hidden, each backward step asks for the ones it produces
+   * (data.practice[k], built by practice.py), in the order of its caption. Until
+   * a question is answered, what it asks about is drawn as at the step before. */
+  var practice = data.practice ? {
+    frontier: 0, question: 0, tries: 0, results: [], revealed: {}, answered: [],
+    waiting: false, done: false
+  } : null;
+  var panel = byId("practice");
+  var answerField = byId("answer");
+  var feedback = byId("practice-feedback");
+  var choices = byId("practice-choices");
+  // The pieces of an edge drawn through a badge, by the edge's id.
+  var pieces = {};
+  Object.keys(data.frames).forEach(function (id) {
+    var slash = id.lastIndexOf("/");
+    if (slash > 0) { (pieces[id.slice(0, slash)] = pieces[id.slice(0, slash)] || []).push(id); }
+  });
+
+  function reach() { return practice && !practice.done ? practice.frontier : last; }
+  function practising(now) {
+    return practice !== null && !practice.done && now === practice.frontier;
+  }
+  function question() { return data.practice[practice.frontier][practice.question]; }
+
+  /* The step after `step` that asks something; past the last, the end. */
+  function nextAsking(step) {
+    var next = step + 1;
+    while (next <= last && !data.practice[next].length) { next++; }
+    return next;
+  }
+
+  function hideUnanswered(now) {
+    steps[now].updated.concat(steps[now].edges).forEach(function (id) {
+      if (practice.revealed[id]) { return; }
+      [id].concat(pieces[id] || []).forEach(function (part) { drawAsAt(part, now - 1); });
+      var label = byId(id) && byId(id).querySelector(".overlay-label");
+      if (label) { label.remove(); }
+    });
+  }
+
+  function showPractice(now) {
+    if (!practice) { return; }
+    var form = byId("practice-form");
+    var score = byId("practice-score");
+    score.hidden = !practice.done;
+    form.hidden = !practising(now);
+    if (practice.done) { return; }
+    if (!practising(now)) {
+      feedback.textContent = "The question waits at step " + practice.frontier +
+        " (→ or End to go back to it).";
+      return;
+    }
+    hideUnanswered(now);
+    byId("caption").textContent = practice.answered.join("\n");
+    byId("rule").textContent = "";
+    feedback.textContent = practice.feedback || "";
+    if (practice.waiting) { form.hidden = true; return; }  // the step drawn whole, a moment
+    var asked = question();
+    byId("practice-prompt").textContent = asked.kind === "choice" ? asked.prompt :
+      asked.prompt + " ?";
+    var typing = asked.kind === "number";
+    answerField.hidden = !typing;
+    byId("check").hidden = !typing;
+    choices.hidden = typing;
+    if (!typing) { showChoices(asked); }
+    (typing ? answerField : choices.querySelector("button")).focus({ preventScroll: true });
+  }
+
+  function showChoices(asked) {
+    choices.textContent = "";
+    asked.choices.forEach(function (text, index) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.textContent = (index + 1) + ". " + text;
+      button.addEventListener("click", function () { check(index); });
+      choices.appendChild(button);
+    });
+  }
+
+  /* An answer as rows of numbers: 3, −4.0, [0; 2], [0, 0; 2, 4], [[0, 0], [2, 4]];
+   * null if it is none of these. */
+  function parseAnswer(text) {
+    var t = text.replace(/[\u2212\u2013]/g, "-").trim();
+    var rows;
+    if (/^\[\s*\[/.test(t)) {
+      if (!/\]\s*\]$/.test(t)) { return null; }
+      rows = t.replace(/^\[\s*\[/, "").replace(/\]\s*\]$/, "").split(/\]\s*[,;]?\s*\[/);
+    } else {
+      rows = t.replace(/^\[/, "").replace(/\]$/, "").split(/[;\n]/);
+    }
+    var parsed = rows.map(function (row) {
+      return row.split(/[\s,]+/).filter(Boolean).map(Number);
+    });
+    var bad = parsed.some(function (row) {
+      return !row.length || row.some(function (n) { return !isFinite(n); });
+    });
+    return bad || !t ? null : parsed;
+  }
+
+  /* Whether a typed number is the drawn one: equal, or equal once rounded to the
+   * digits drawn (0.50 and 0.5; 0.333333 for 0.3333). */
+  function sameNumber(typed, drawnText) {
+    var drawn = Number(drawnText.replace("\u2212", "-"));
+    return typed === drawn || Number(typed.toPrecision(data.precision)) === drawn;
+  }
+
+  function flat(rows) { return [].concat.apply([], rows); }
+
+  /* "right", "shape" (not as many entries as drawn) or "wrong". A vector may be
+   * typed as a row or a column; a matrix by its rows. */
+  function compare(typed, expect) {
+    var vector = expect.length === 1 || expect.every(function (row) { return row.length === 1; });
+    var a = vector ? [flat(typed)] : typed, b = vector ? [flat(expect)] : expect;
+    if (a.length !== b.length || a.some(function (row, r) { return row.length !== b[r].length; })) {
+      return "shape";
+    }
+    return flat(a).every(function (n, i) { return sameNumber(n, flat(b)[i]); }) ? "right" : "wrong";
+  }
+
+  function entries(expect) {
+    return expect.length + "×" + expect[0].length + (expect.length * expect[0].length > 1 ?
+      " entries" : " entry");
+  }
+
+  function check(given) {
+    if (!practising(current) || practice.waiting) { return; }
+    var asked = question();
+    var verdict;
+    if (asked.kind === "choice") {
+      verdict = given === asked.answer ? "right" : "wrong";
+    } else {
+      var typed = parseAnswer(answerField.value);
+      if (typed === null) {
+        feedback.textContent = "Type a number, or a matrix as [0, 0; 2, 4] or [[0, 0], [2, 4]].";
+        return;
+      }
+      verdict = compare(typed, asked.expect);
+      if (verdict === "shape") {
+        feedback.textContent = "It has " + entries(asked.expect) + " (rows; columns).";
+        return;
+      }
+    }
+    if (verdict === "right") {
+      answered(asked, practice.tries === 0 ? "right" : practice.tries === 1 ? "hinted" : "shown");
+      return;
+    }
+    practice.tries++;
+    practice.feedback = practice.tries === 1 ? "Not quite. Hint: " + asked.hint :
+      "Not quite. Worked: " + asked.worked;
+    if (answerField.value) { answerField.select(); }
+    showPractice(current);
+  }
+
+  /* A question answered (or shown): its answer appears, then the next question; after
+   * the step's last, the whole step is drawn and the next step comes. */
+  function answered(asked, how) {
+    practice.results.push({ rule: asked.rule, how: how });
+    asked.reveals.forEach(function (id) { practice.revealed[id] = true; });
+    practice.answered.push(asked.worked);
+    practice.question++;
+    practice.tries = 0;
+    practice.feedback = (how === "shown" ? "Shown: " : "Right: ") + asked.worked;
+    answerField.value = "";
+    if (practice.question < data.practice[practice.frontier].length) {
+      go(practice.frontier, "practice");
+      return;
+    }
+    steps[practice.frontier].updated.concat(steps[practice.frontier].edges)
+      .forEach(function (id) { practice.revealed[id] = true; });
+    practice.waiting = true;
+    go(practice.frontier, "practice");
+    setTimeout(function () {
+      practice.waiting = false;
+      practice.revealed = {};
+      practice.answered = [];
+      practice.question = 0;
+      practice.feedback = "";
+      practice.frontier = nextAsking(practice.frontier);
+      if (practice.frontier > last) { finish(); }
+      go(practice.frontier, "practice");
+    }, PRACTICE_PAUSE);
+  }
+
+  function finish() {
+    practice.done = true;
+    practice.frontier = last;
+    var counts = { right: 0, hinted: 0, shown: 0 };
+    var missed = [];
+    practice.results.forEach(function (result) {
+      counts[result.how]++;
+      if (result.how !== "right" && missed.indexOf(result.rule) < 0) { missed.push(result.rule); }
+    });
+    var score = byId("practice-score");
+    score.textContent = "Done: " + counts.right + " of " + practice.results.length +
+      " right at the first try, " + counts.hinted + " after a hint, " + counts.shown +
+      " shown." + (missed.length ? " Rules to review: " + missed.join("; ") + "." :
+        " Every rule right.");
+    feedback.textContent = "";
+    score.setAttribute("tabindex", "-1");
+    setTimeout(function () { score.focus({ preventScroll: true }); }, 0);
+  }
+
+  var PRACTICE_PAUSE = 600;  // ms the finished step stays drawn whole before the next
+  if (practice) {
+    root.classList.add("practising");
+    practice.frontier = nextAsking(0);
+    byId("practice-form").addEventListener("submit", function (event) {
+      event.preventDefault();
+      check(null);
+    });
+    byId("reveal").addEventListener("click", function () {
+      if (practising(current) && !practice.waiting) { answered(question(), "shown"); }
+    });
+    if (practice.frontier > last) { finish(); }
+  }
+
+  go(practice && !/step=/.test(window.location.hash) ? practice.frontier : stepInAddress(),
+    "address");
 }());

@@ -166,6 +166,9 @@ class Options:
         "names only, no numbers, as the book draws its figures"))
     show_constants: bool = field(default=False, metadata=_option(
         "draw the gradients and saved marks of constants (the 2 in L / 2) too"))
+    practice: bool = field(default=False, metadata=_option(
+        "the page (.html) as an exercise: gradients hidden, each backward step asks for "
+        "the ones it produces, checks them, hints with the rule and scores the answers"))
     forward_only: bool = field(default=False, metadata=_option(
         "draw the forward pass only: do not run backward and leave gradients out",
         flag="--no-backward"))
@@ -231,7 +234,7 @@ class Options:
     def page(self) -> dict[str, Any]:
         """to_html's keywords."""
         return {"rankdir": self.rankdir or "LR", "theme": self.theme,
-                "precision": self.precision}
+                "precision": self.precision, "practice": self.practice}
 
     def clip(self) -> dict[str, Any]:
         """render_video's keywords."""
@@ -263,6 +266,12 @@ class Options:
             raise UsageError("--symbolic draws a figure without numbers "
                              f"({', '.join(KINDS[FIGURE])}); the steps, the page and the clip "
                              "show the numbers")
+        if self.practice and (kind != PAGE or steps):
+            raise UsageError(f"--practice makes the step-through page ask for the gradients: "
+                             f"for .html only, not {'--steps' if steps else fmt}")
+        if self.practice and self.forward_only:
+            raise UsageError("--practice asks for the gradients of the backward pass, which "
+                             "--no-backward leaves out")
         if self.forward_only and steps:
             raise UsageError("--steps shows the backward pass, which --no-backward leaves out")
         if self.forward_only and self.phase not in (None, "forward"):

@@ -6,7 +6,7 @@ from html import escape
 
 from .style import Theme
 
-__all__ = ["page_head", "theme_css"]
+__all__ = ["dead_cell_css", "page_head", "theme_css"]
 
 
 def page_head(title: str, style: str) -> str:
@@ -32,3 +32,10 @@ def theme_css(theme: Theme) -> str:
               "label-fill": theme.label_fill, "dead-text": theme.dead_text,
               "dead-fill": theme.dead_fill, "saved": theme.saved}
     return ":root{" + "".join(f"--{key}:{value};" for key, value in colors.items()) + "}"
+
+
+def dead_cell_css(theme: Theme) -> str:
+    """A dashed frame around each entry a gate zeroed (drawn on the theme's dead fill),
+    so that colour is not all that marks it."""
+    return (f'#stage polygon[fill="{theme.dead_fill}"]{{stroke:{theme.dead_text};'
+            "stroke-width:1.2px;stroke-dasharray:3 2}")

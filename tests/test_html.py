@@ -13,6 +13,7 @@ import pytest
 
 from backpropviz import Value
 from backpropviz.captions import step_captions, value_names
+from backpropviz.diagram import draw
 from backpropviz.errors import DrawError, OutputError
 from backpropviz.formatting import format_array, format_number
 from backpropviz.html import Page, render_html, step_through, to_html
@@ -301,12 +302,19 @@ def test_step_through_shows_inline_in_a_notebook_and_saves(tmp_path):
 
 READ_MEMORY = """() => {
   const ids = (selector) => [...document.querySelectorAll(selector)].map(g => g.id).sort();
-  const node = document.querySelector('g.node.held > polygon, g.node.held > path');
+  const node = document.querySelector('g.node.held > :first-child');
+  // What each kept value draws in the colour of the mark: its box's outline, nothing else.
+  const saved = getComputedStyle(document.getElementById('memory-fill')).backgroundColor;
+  const marked = [...document.querySelectorAll('g.node.held')].map(g => {
+    const parts = [...g.querySelectorAll('*')].filter(e => getComputedStyle(e).stroke === saved);
+    const box = g.getBBox(), part = parts.length && parts[0].getBBox();
+    return parts.length === 1 && Math.abs(part.width - box.width) < 1 &&
+      Math.abs(part.height - box.height) < 1; });
   return {text: document.getElementById('memory-text').textContent,
     held: ids('g.node.held'), freed: ids('g.node.freed'), now: ids('#memory-spark .now'),
     fill: document.getElementById('memory-fill').getBoundingClientRect().width /
           document.getElementById('memory-bar').clientWidth,
-    stroke: node ? getComputedStyle(node).stroke : null}; }"""
+    stroke: node ? getComputedStyle(node).stroke : null, outlines: marked}; }"""
 
 
 def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example, browser,
@@ -315,11 +323,22 @@ def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example
     ids = {name.text: str(node) for node, name in value_names(G).items()}
     page, _, requests, errors = open_page(browser, tmp_path, G, "memory", width=1920,
                                           height=1080)
-    at_peak = sorted(ids[n] for n in ("W1", "x", "z", "W2", "h", "o − y", "Σ(o − y)²", "2"))
+    # Off until asked for: no outline, no bar.
+    assert page.evaluate(READ_MEMORY)["held"] == [] and page.locator("#memory").is_hidden()
+    assert page.get_attribute("#memory-toggle", "aria-pressed") == "false"
+    page.click("#memory-toggle")
+    assert page.get_attribute("#memory-toggle", "aria-pressed") == "true"
+    assert page.locator("#memory-key").is_visible()
+    # Exactly the values the figure marks as saved: the constant 2 of L / 2 is kept
+    # too, but the figure gives it no mark, so neither does the overlay.
+    at_peak = sorted(ids[n] for n in ("W1", "x", "z", "W2", "h", "o − y", "Σ(o − y)²"))
+    figure = draw(G).svg
+    assert sorted(re.findall(r'<g id="(v\d+)" class="node value[^"]* stored', figure)) == at_peak
     # After the forward pass all 120 bytes are kept (counted by hand in test_memory).
     state = page.evaluate(READ_MEMORY)
     assert state["text"] == "after the forward pass: 120 bytes kept for backward (the peak)"
     assert state["held"] == at_peak and state["freed"] == []
+    assert state["outlines"] == [True] * len(at_peak)
     assert state["fill"] == pytest.approx(1, abs=0.01)
     assert state["now"] == ["spark-7"]  # the last of the 7 forward steps
     red, green, blue = (int(THEMES["light"].saved[i:i + 2], 16) for i in (1, 3, 5))
@@ -337,4 +356,7 @@ def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example
     state = page.evaluate(READ_MEMORY)
     assert state["text"].startswith("after backward step 7: 0 bytes")
     assert state["held"] == [] and state["fill"] == 0 and state["now"] == ["spark-14"]
+    page.keyboard.press("Home")
+    page.keyboard.press("m")  # off again: the marks go
+    assert page.evaluate(READ_MEMORY)["held"] == [] and page.locator("#memory").is_hidden()
     assert errors == [] and all(url.startswith("file:") for url in requests)

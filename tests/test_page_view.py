@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
+from backpropviz.captions import value_names
 from backpropviz.html import render_html
-from tests.test_html import browser, open_page  # noqa: F401  (the fixture)
+from backpropviz.script import graph_of_script
+from backpropviz.style import THEMES
+from tests.test_html import EXAMPLES, browser, open_page  # noqa: F401  (the fixture)
 
 VIEW = """() => {
   const svg = document.querySelector('#stage svg');
@@ -147,3 +151,213 @@ def test_the_page_without_a_frame_keeps_draws_layout(example, tmp_path):
     # draw lays the objective out in one long row; for the page's 1240x500 stage
     # it is folded, nearer the stage's shape.
     assert aspect(plain) > 3.5 and abs(aspect(folded) - 1240 / 500) < 0.5
+
+
+# ---------------------------------------------------------------- nothing in the way
+
+TOOLTIP = """() => {
+  const tip = document.getElementById('tooltip');
+  const cells = (selector) => [...tip.querySelectorAll(selector + ' td')].map(td => td.textContent);
+  const name = tip.querySelector('.name');
+  return {hidden: tip.hidden, name: name && name.textContent,
+          data: cells('table.data'), grad: cells('table.grad'),
+          sources: [...tip.querySelectorAll('.sources li:not(.sum)')].map(li => li.textContent),
+          sum: tip.querySelector('.sources .sum') !== null};
+}"""
+
+
+def _number(text: str) -> float:
+    return float(text.replace("−", "-"))
+
+
+def _entries(x) -> list[float]:
+    return [float(v) for v in np.asarray(x, dtype=np.float64).ravel()]
+
+
+def test_hover_and_focus_show_a_value_whole_and_where_its_gradient_came_from(browser, tmp_path):  # noqa: F811 (the fixture)
+    G = graph_of_script(EXAMPLES / "capstone" / "forked_neuron.py", (), quiet=True)
+    names = {name.text: node for node, name in value_names(G).items()}
+    page, _, _, errors = open_page(browser, tmp_path, G, "capstone")
+    page.keyboard.press("End")
+    h = names["h"]
+    page.hover(f"g#{h}")
+    tip = page.evaluate(TOOLTIP)
+    assert tip["name"] == "h"
+    # Full precision: tanh(0.05) to float64's digits, not the 4 drawn.
+    assert [_number(c) for c in tip["data"]] == pytest.approx(_entries(G.nodes[h]["data"]),
+                                                              rel=1e-14, abs=0)
+    assert [_number(c) for c in tip["grad"]] == pytest.approx(_entries(G.nodes[h]["grad"]),
+                                                              rel=1e-14)
+    # Each edge h's gradient came back along, with its share and the op.
+    edges = [(v, g) for _, v, g in G.out_edges(h, data="grad") if g is not None]
+    assert len(tip["sources"]) == len(edges) == 2 and tip["sum"]
+    for (op, share), text in zip(sorted(edges, key=lambda e: G.graph["backward_order"]
+                                        .index(e[0])), tip["sources"], strict=True):
+        symbol, kind = G.nodes[op]["symbol"], G.nodes[op]["op"]
+        assert text.startswith(f"from {symbol} ({kind} → ")
+        assert _number(text.rsplit(": ", 1)[1]) == pytest.approx(share, rel=1e-14)
+    # At step 1 only the first share has come back.
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    page.mouse.move(0, 0)
+    page.hover(f"g#{h}")
+    assert len(page.evaluate(TOOLTIP)["sources"]) == 1
+    # The keyboard reaches every value (Tab), and the details come with the focus.
+    page.mouse.move(0, 0)
+    page.evaluate("() => document.activeElement.blur()")
+    reached = []
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        focused = page.evaluate("() => document.activeElement.closest('g.node.value') ? "
+                                "document.activeElement.id : null")
+        if focused:
+            reached.append(focused)
+            tip = page.evaluate(TOOLTIP)
+            assert not tip["hidden"] and tip["name"] == value_names(G)[focused].text
+    assert set(reached) == {str(v) for v, kind in G.nodes(data="kind") if kind == "value"}
+    assert errors == []
+    page.close()
+
+
+def test_a_drag_pans_and_selects_no_text(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
+    before = page.evaluate(VIEW)
+    text = page.locator("g#v1 text").first.bounding_box()  # a number of W1
+    # A double click (which fits the drawing) or a triple click selects nothing.
+    page.mouse.dblclick(text["x"] + 2, text["y"] + text["height"] / 2)
+    assert page.evaluate("() => window.getSelection().toString()") == ""
+    page.mouse.click(text["x"] + 2, text["y"] + text["height"] / 2, click_count=3)
+    assert page.evaluate("() => window.getSelection().toString()") == ""
+    # A drag from a number out over the caption pans, and selects nothing either.
+    caption = page.locator("#caption").bounding_box()
+    page.mouse.move(text["x"] + 2, text["y"] + text["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(caption["x"] + caption["width"] / 2, caption["y"] + 5, steps=8)
+    page.mouse.up()
+    assert page.evaluate("() => window.getSelection().toString()") == ""
+    assert page.evaluate(VIEW)["viewBox"] != before["viewBox"]
+    assert errors == []
+    page.close()
+
+
+# Every number drawn now (in value boxes, on badges and on the page's own labels of
+# the current edges), its size in screen pixels.
+NUMBER_SIZES = """() => {
+  const sizes = [];
+  for (const text of document.querySelectorAll(
+      '#stage g.node.value text, #stage g.badge text, #stage .overlay-label text')) {
+    if (!/^[−\\d.]+$/.test(text.textContent.trim())) continue;
+    const box = text.getBoundingClientRect();
+    if (!box.width) continue;
+    sizes.push(parseFloat(text.getAttribute('font-size')) * text.getScreenCTM().a);
+  }
+  return sizes;
+}"""
+
+
+def test_every_number_is_readable_at_every_step(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    G = example("d2l_objective")
+    page, _, _, errors = open_page(browser, tmp_path, G, "objective")
+    smallest = []
+    for step in range(len(G.graph["backward_order"]) + 1):
+        if step:
+            page.keyboard.press("ArrowRight")
+        smallest.append(min(page.evaluate(NUMBER_SIZES)))
+    # The last step's x → @ contribution, a label of the page's, as large as draw's
+    # contributions on the fork's badges beside it.
+    sizes = """(selector) => [...document.querySelectorAll(selector)].filter(t => t.textContent
+      .trim()).map(t => parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a)"""
+    labels = page.evaluate(sizes, "#stage .overlay-label text")
+    badges = page.evaluate(sizes, "#stage g.badge.contribution text")
+    assert labels and badges and min(labels) >= min(badges) - 0.01
+    assert min(smallest) >= 12.5, smallest
+    assert errors == []
+    page.close()
+
+
+PENDING = """() => [...document.querySelectorAll('#stage g.badge.pending-contribution')].map(b => {
+  const visible = [...b.children].filter(c => !c.classList.contains('badge-bridge') &&
+    getComputedStyle(c).visibility !== 'hidden');
+  const bridge = b.querySelector('.badge-bridge');
+  const into = document.getElementById(b.id + '/in').querySelector('path');
+  const out = document.getElementById(b.id + '/out').querySelector('path');
+  const a = into.getPointAtLength(into.getTotalLength()), z = out.getPointAtLength(0);
+  const s = bridge && bridge.getPointAtLength(0), e = bridge && bridge.getPointAtLength(
+    bridge.getTotalLength());
+  return {id: b.id, visible: visible.length, joins: !!bridge &&
+    Math.hypot(s.x - a.x, s.y - a.y) < 0.01 && Math.hypot(e.x - z.x, e.y - z.y) < 0.01};
+})"""
+
+
+def test_a_forks_badges_appear_at_their_step_and_not_before(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    G = example("fork")
+    page, _, _, errors = open_page(browser, tmp_path, G, "fork")
+    forks = sorted(f"{u}->{v}#{k}" for u, v, k in G.edges(keys=True)
+                   if G.nodes[u]["kind"] == "value" and G.out_degree(u) == 2)
+    pending = page.evaluate(PENDING)
+    # Before their step: no box, the edge drawn straight through where it will be.
+    assert sorted(p["id"] for p in pending) == forks
+    assert all(p["visible"] == 0 and p["joins"] for p in pending)
+    page.keyboard.press("ArrowRight")  # c = b·b: both shares of b
+    assert sorted(p["id"] for p in page.evaluate(PENDING)) == forks[:2]
+    shown = page.locator("g.badge.contribution text").all_text_contents()
+    assert sorted(t for t in shown if t.strip()) == ["6", "6"]
+    page.keyboard.press("ArrowLeft")
+    assert all(p["visible"] == 0 and p["joins"] for p in page.evaluate(PENDING))
+    assert errors == []
+    page.close()
+
+
+def test_dead_entries_are_framed_not_only_coloured(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    G = example("d2l_mlp")
+    page, _, _, errors = open_page(browser, tmp_path, G, "mlp")
+    page.keyboard.press("End")
+    dead_fill = THEMES["light"].dead_fill
+    frames = page.evaluate(f"""() => [...document.querySelectorAll(
+      '#stage polygon[fill="{dead_fill}"]')].map(p => [p.closest('g[id]').id,
+      getComputedStyle(p).strokeDasharray])""")
+    # z's dead entry, W1's dead row and the edge into the dead ReLU, and the legend's key.
+    assert {node for node, _ in frames} >= {"v1", "v3", "legend"}
+    assert all(dashes not in ("none", "") for _, dashes in frames)
+    # The page's own label of the contribution into the dead ReLU (step 6) frames it too.
+    page.goto(page.url.split("#")[0] + "#step=6")
+    labelled = page.evaluate("""() => [...document.querySelectorAll('.overlay-label text')]
+      .map(t => [t.textContent, t.previousElementSibling.classList.contains('dead-frame') &&
+                 getComputedStyle(t.previousElementSibling).strokeDasharray !== 'none'])""")
+    assert labelled == [["0", True], ["2", False]]  # z = [−1; 2]: the first unit is dead
+    assert errors == []
+    page.close()
+
+
+def test_every_control_is_labelled_and_the_caption_is_announced(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    G = example("d2l_mlp")
+    for practice in (False, True):
+        path = render_html(G, tmp_path / f"a11y-{practice}.html", practice=practice)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(path.as_uri())
+        unnamed = page.evaluate("""() => [...document.querySelectorAll('button, input')]
+          .filter(c => !(c.textContent.trim() || c.getAttribute('aria-label') ||
+            (c.id && document.querySelector(`label[for="${c.id}"]`))))
+          .map(c => c.id)""")
+        assert unnamed == []
+        assert page.get_attribute("#caption", "aria-live") == "polite"
+        if practice:
+            assert page.get_attribute("#practice-feedback", "aria-live") == "polite"
+            assert page.evaluate("() => document.activeElement.id") == "answer"
+        page.close()
+
+
+def test_hover_tells_the_two_shares_of_a_plus_a_apart(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    G = example("fork")  # b = a + a: both shares of a come back through the same +
+    page, _, _, errors = open_page(browser, tmp_path, G, "fork")
+    page.keyboard.press("End")
+    page.hover("g#v0")
+    tip = page.evaluate(TOOLTIP)
+    shares = {G.edges[u, v, k]["arg"] + 1: g for u, v, k, g in G.out_edges("v0", keys=True,
+                                                                         data="grad")}
+    assert [(text.split("operand ")[1][0], _number(text.rsplit(": ", 1)[1]))
+            for text in tip["sources"]] == [(str(arg), share) for arg, share in
+                                            sorted(shares.items())]
+    assert [_number(c) for c in tip["grad"]] == [G.nodes["v0"]["grad"]] and tip["sum"]
+    assert errors == []
+    page.close()
