@@ -20,6 +20,7 @@ from .ops import ATOM, POSTFIX
 from .steps import backward_steps
 
 __all__ = [
+    "IDENTIFIER",
     "Caption",
     "Name",
     "differentiated",
@@ -88,7 +89,9 @@ _GREEK_TEX = {letter: "\\" + name for name, letter in _GREEK_LETTERS.items()}
 # are the index) or an underscore and one letter (x_i, h_t). Any other
 # snake_case name (total_loss, X_train, x_in) is a word, written as it is.
 _INDEXED_NAME = re.compile(r"([A-Za-z]+)(?:_?([0-9]+(?:_[0-9]+)*)|_([A-Za-z]))")
-_IDENTIFIER = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z0-9_]*")
+# A name in a text (o − y, W1 x + b1): a letter or _, then letters, digits and
+# underscores, not part of a number (the e of 1e-3).
+IDENTIFIER = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z0-9_]*")
 
 
 def name_parts(label: str) -> tuple[str, str]:
@@ -105,14 +108,14 @@ def name_parts(label: str) -> tuple[str, str]:
 def typeset(label: str) -> str:
     """A label as every view writes it in plain text: its Greek names as letters
     (``lambd/2`` -> ``λ/2``), the rest as the script wrote it."""
-    return _IDENTIFIER.sub(lambda match: _GREEK.get(match.group(), match.group()), label)
+    return IDENTIFIER.sub(lambda match: _GREEK.get(match.group(), match.group()), label)
 
 
 def name_runs(text: str) -> list[tuple[str, str]]:
     """A text with names in it as runs of (text, the subscript after it): ``W1 x + b1``
     -> [("W", "1"), (" x + b", "1"), ("", "")], Greek names as letters."""
     runs, last = [], 0
-    for match in _IDENTIFIER.finditer(text):
+    for match in IDENTIFIER.finditer(text):
         base, sub = name_parts(match.group())
         runs.append((text[last:match.start()] + base, sub))
         last = match.end()

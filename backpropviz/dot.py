@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
@@ -15,11 +15,10 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .captions import name_parts, value_names
+from .captions import value_names
 from .errors import DrawError
 from .folding import bands
 from .formatting import MAX_ITEMS, byte_size, display_number, grid_indices
-from .graphviz import SUBSCRIPT_SCALE
 from .ir import IRError, operand_edges, validate
 from .metrics import text_width
 from .steps import StepState, dead_masks, gradient_history
@@ -30,7 +29,6 @@ from .style import (
     CURRENT_OP_PEN,
     DEAD_PEN,
     EDGE_PEN,
-    EXPRESSION_PT,
     FONT,
     LABEL_PT,
     LEGEND_PT,
@@ -45,6 +43,10 @@ from .style import (
     Theme,
     symbol_pt,
 )
+from .typeset import GAP as _GAP
+from .typeset import expression_html as _expression_html
+from .typeset import font
+from .typeset import name_html as _name_html
 from .views import group_path
 
 __all__ = [
@@ -58,9 +60,7 @@ __all__ = [
     "Writer",
     "dot_options",
     "edge_id",
-    "equation_html",
     "folded",
-    "font",
     "fork_edges",
     "plain_constants",
     "validated",
@@ -108,66 +108,6 @@ def _attrs(attrs: Mapping[str, str]) -> str:
         else:
             parts.append(f"{key}={_quote(value)}")
     return "[" + " ".join(parts) + "]"
-
-
-def font(text: str, color: str, size: float | None = None, face: str | None = None) -> str:
-    extra = f' POINT-SIZE="{size:g}"' if size else ""
-    extra += f' FACE="{face}"' if face else ""
-    return f'<FONT COLOR="{color}"{extra}>{text}</FONT>'
-
-
-# A name inside an expression heading (o − y, W1 x + b1): letters, then letters,
-# digits and underscores, not part of a number (the e of 1e-3).
-_IDENTIFIER = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _expression_html(text: str, theme: Theme, color: str | None = None,
-                     pt: float = EXPRESSION_PT) -> str:
-    """An expression heading typeset as the boxes' names are: ``W1 x + b1`` as
-    W₁ x + b₁, ``lambd/2`` as λ/2, one-letter names in italics, words (relu,
-    tanh) upright; in the headings' grey unless ``color``."""
-    return font(_typeset(text, lambda part: escape(part).replace(" ", _GAP)),
-                color or theme.muted, pt, NAME_FONT)
-
-
-def equation_html(text: str, color: str, pt: float) -> str:
-    """A caption's equation (``∂L/∂W1 = ∂L/∂z · xᵀ = …``) set as the book sets its
-    mathematics: in the names' serif, the names typeset as the boxes' are (italic,
-    W₁ with its subscript), numbers and words upright. (One family for the whole
-    line: graphviz places each run of a label by its own estimate of the run's
-    width, and runs of two families drift apart.)"""
-    return font(_typeset(text, lambda part: escape(part).replace(" ", _GAP), names_only=True),
-                color, pt, NAME_FONT)
-
-
-def _typeset(text: str, between: Callable[[str], str], names_only: bool = False) -> str:
-    """``text`` as HTML-like label text: each name (W1, x, λ) typeset, one letter
-    in italics, an index as a subscript no smaller than the legend; the text
-    around them through ``between``. With ``names_only``, a word (the, seed,
-    ReLU) is left as text."""
-    sub_pt = LEGEND_PT / SUBSCRIPT_SCALE  # (portable_svg sets a subscript smaller)
-    parts, last = [], 0
-    for match in _IDENTIFIER.finditer(text):
-        base, sub = name_parts(match.group())
-        if names_only and len(base) > 1 and not sub:
-            continue
-        body = f"<I>{escape(base)}</I>" if len(base) == 1 else escape(base)
-        if sub:
-            body += f'<SUB><FONT POINT-SIZE="{sub_pt:.1f}">{escape(sub)}</FONT></SUB>'
-        parts += [between(text[last:match.start()]), body]
-        last = match.end()
-    parts.append(between(text[last:]))
-    return "".join(parts)
-
-
-def _name_html(name: str, theme: Theme) -> str:
-    """A name in the book's style: ``W1`` as an italic W with subscript 1; a name
-    the script wrote as an expression (``lambd/2``) typeset as headings are."""
-    if not _IDENTIFIER.fullmatch(name):
-        return _expression_html(name, theme, theme.text, NAME_PT)
-    base, sub = name_parts(name)
-    body = f"<I>{escape(base)}</I>" + (f"<SUB>{escape(sub)}</SUB>" if sub else "")
-    return font(body, theme.text, NAME_PT, NAME_FONT)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -766,7 +706,6 @@ class Writer:
 
 # The space between a legend's sample and its words: a no-break space, which
 # every SVG renderer keeps (Chromium and cairosvg drop a leading plain one).
-_GAP = "&#160;"
 
 
 def _backdrop(theme: Theme) -> str | None:

@@ -204,7 +204,8 @@ _OPS = [
        number_operands=True),
     Op("sub", "−", {2: Form(Writing("$a − $b", "$a - $b", SUM, (0, PRODUCT)),
                             (("$g", "$g"), ("−$g", "-$g")), numbers=("$g", "−$g"))},
-       "subtract passes the gradient to the first input and its negative to the second",
+       "subtract passes the gradient to the first input unchanged and to the second with "
+       "its sign flipped",
        broadcasts=True, verb="subtract", number_operands=True),
     Op("mul", "×", {2: Form(Writing("$a$dot$b", "$a $dot $b", PRODUCT, (PRODUCT, POSTFIX)),
                             (("$b $dot $g", "$b $dot $g"), ("$a $dot $g", "$a $dot $g")),
@@ -215,8 +216,8 @@ _OPS = [
                             (("$g / $b", "$g / $b"),
                              ("−$g $dot $a / $b²", "-$g $dot $a / $b^{2}")),
                             saved=(0, 1), numbers=("$g / $b", "−$g $dot $a / $b²"))},
-       "divide sends the dividend the gradient over the divisor, and the divisor minus "
-       "the gradient times dividend / divisor²",
+       "divide: the dividend gets the gradient ÷ the divisor, the divisor gets "
+       "−(gradient × dividend) ÷ divisor²",
        broadcasts=True, verb="divide", number_operands=True),
     Op("pow", "(·)ʸ", {
         # a ** n with a number n: the exponent is an attribute, not an operand.
@@ -227,7 +228,7 @@ _OPS = [
                 (("$b $a^($b − 1) $dot $g", r"$b \, $a^{$b - 1} $dot $g"),
                  ("ln $a $r $dot $g", r"\ln $a \, $r $dot $g")), saved=(0, 1, "out"),
                 numbers=("$b $dot $a^($b − 1) $dot $g", "ln $a $dot $r $dot $g"))},
-       "power multiplies the gradient by the exponent times the input to one power less",
+       "power: xⁿ sends back the gradient × n xⁿ⁻¹",
        broadcasts=True, verb="raise",
        number_operands=True, exponent_at=1),
     Op("neg", "−", _unary(Writing("−$a", "-$a", SUM, (PRODUCT,)), "−$g", "-$g",
@@ -286,7 +287,7 @@ _OPS = [
        "mean copies the gradient to every entry, divided by their count"),
     Op("transpose", "ᵀ", _unary(Writing("${a}ᵀ", r"$a^\top", POSTFIX, (ATOM,)),
                                 "($g)ᵀ", r"\left($g\right)^\top", "(${g})ᵀ"),
-       "transpose transposes the gradient"),
+       "transpose sends back the gradient transposed"),
     Op("getitem", "[ ]", _unary(Writing("$a[…]", r"$a[\ldots]", POSTFIX, (ATOM,)),
                                 "$g at […], 0 elsewhere", r"$g \text{ at } [\ldots]",
                                 "$g at […], 0 elsewhere"),

@@ -7,9 +7,9 @@ from html import escape
 import networkx as nx
 
 from .captions import Caption, step_captions
-from .dot import equation_html, font
 from .metrics import text_width
 from .style import LEGEND_PT, THEMES, VALUE_PT, Theme
+from .typeset import equation_html, font
 
 __all__ = ["BAND_CHARS", "step_bands"]
 

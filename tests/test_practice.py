@@ -298,10 +298,10 @@ def test_a_matrix_answer_in_either_form_and_the_dead_relus_question(example, bro
     page.wait_for_function("() => !document.getElementById('practice-score').hidden")
     assert page.text_content("#practice-score") == (
         "Done: 4 of 10 right at the first try, 1 after a hint, 5 shown. Rules to review: "
-        "divide sends the dividend the gradient over the divisor, and the divisor minus the "
-        "gradient times dividend / divisor²; sum copies the gradient to every entry; power "
-        "multiplies the gradient by the exponent times the input to one power less; subtract "
-        "passes the gradient to the first input and its negative to the second; "
+        "divide: the dividend gets the gradient ÷ the divisor, the divisor gets "
+        "−(gradient × dividend) ÷ divisor²; sum copies the gradient to every entry; power: "
+        "xⁿ sends back the gradient × n xⁿ⁻¹; subtract passes the gradient to the first "
+        "input unchanged and to the second with its sign flipped; "
         "matmul multiplies the gradient by the transpose of the other factor; "
         "dead units (input ≤ 0) pass nothing.")
     assert errors == []
