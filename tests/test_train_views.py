@@ -1,0 +1,174 @@
+"""A training run's figure, page and clip: the numbers they show are the run's, pass by pass.
+
+The runs here are made in the test, by a small training loop of our engine run
+in-process (not by backpropviz's recorder): each pass's IR is built right
+after backward, before the update changes the parameters, and each
+parameter's value before, gradient and value after the SGD step are noted as
+the loop holds them. The expected numbers are then the loop's own floats.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from backpropviz import Tensor, Value
+from backpropviz.formatting import display_number
+from backpropviz.options import Options
+from backpropviz.script import as_graph
+from backpropviz.train_figure import render_training_figure
+from backpropviz.training import Iteration, Run, Update
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+# ---------------------------------------------------------------- runs made here
+
+
+def neuron_run(passes: int = 5, rate: float = 0.1, *, momentum: float | None = None) -> Run:
+    """A neuron w·x + b fitted to one point, (w·x + b − 3)², by SGD (or, given
+    ``momentum``, by SGD with momentum, whose rate cannot be read off)."""
+    w = Value(2.0, label="w", requires_grad=True)
+    b = Value(0.5, label="b", requires_grad=True)
+    velocity = {"w": 0.0, "b": 0.0}
+    iterations = []
+    for index in range(passes):
+        x = Value(1.5, label="x")
+        loss = (w * x + b - 3.0) ** 2
+        loss.backward()
+        graph = as_graph(loss)  # before the update: the values this pass used
+        updates = {}
+        for name, p in (("w", w), ("b", b)):
+            before, grad = p.data, p.grad
+            if momentum is None:
+                p.data -= rate * grad
+            else:
+                velocity[name] = momentum * velocity[name] + grad
+                p.data -= rate * velocity[name]
+            updates[name] = Update(before, grad, p.data, rate if momentum is None else None)
+            p.grad = 0.0
+        iterations.append(Iteration(index, loss.data, graph, updates))
+    return Run(iterations, total=passes)
+
+
+def matrix_run(passes: int = 4, rate: float = 0.05) -> Run:
+    """The book's MLP (W1 2×2, W2 1×2, ReLU, L = ½(o − y)²) trained by SGD on one point."""
+    W1 = Tensor([[1.0, -1.0], [0.0, 1.0]], label="W1", requires_grad=True)
+    W2 = Tensor([[2.0, -1.0]], label="W2", requires_grad=True)
+    iterations = []
+    for index in range(passes):
+        x = Tensor([1.0, 2.0], label="x")
+        L = ((W2 @ (W1 @ x).relu() - 1.0) ** 2).sum() / 2
+        L.backward()
+        graph = as_graph(L)
+        updates = {}
+        for name, p in (("W1", W1), ("W2", W2)):
+            before, grad = p.data.tolist(), p.grad.tolist()
+            p.data = p.data - rate * p.grad
+            updates[name] = Update(before, grad, p.data.tolist(), rate)
+            p.zero_grad()
+        iterations.append(Iteration(index, float(L.data), graph, updates))
+    return Run(iterations, total=passes)
+
+
+# ---------------------------------------------------------------- the figure
+
+
+def _svg(path) -> ET.Element:
+    return ET.parse(path).getroot()
+
+
+def _panels(root: ET.Element) -> list[dict]:
+    """Each panel of the figure read back: its title, its ticks (value, y), its points
+    (iteration, y, the number in data-value) and the numbers written beside them."""
+    panels: list[dict] = []
+    for element in root.iter():
+        cls = element.get("class", "")
+        if cls == "panel-title":
+            panels.append({"title": element.text, "ticks": [], "points": [], "labels": []})
+        elif cls == "tick-y":
+            text = element.text.replace("\u2212", "-")
+            panels[-1]["ticks"].append((float(text), float(element.get("data-y"))))
+        elif cls.startswith("point"):
+            panels[-1]["points"].append((int(element.get("data-iteration")),
+                                         float(element.get("cy")),
+                                         float(element.get("data-value")), "after" in cls))
+        elif cls == "value-label":
+            panels[-1]["labels"].append(element.text)
+    return panels
+
+
+def _value_at(ticks: list[tuple[float, float]], y: float) -> float:
+    """The value a height stands for on a panel's axis, from two of its tick labels."""
+    (v0, y0), (v1, y1) = ticks[0], ticks[-1]
+    return v0 + (y - y0) * (v1 - v0) / (y1 - y0)
+
+
+def test_the_figure_draws_the_runs_losses_and_parameters(tmp_path):
+    run = neuron_run()
+    path = render_training_figure(run, tmp_path / "run.svg", Options())
+    panels = _panels(_svg(path))
+    assert [p["title"] for p in panels] == ["loss", "w", "b"]
+    loss, w, b = panels
+    # Each point stands, on its panel's axis, for the loop's number (to half a pixel).
+    losses = [it.loss for it in run.iterations]
+    assert [value for _, _, value, _ in loss["points"]] == losses
+    for (_, y, value, _), ticks in ((p, loss["ticks"]) for p in loss["points"]):
+        assert _value_at(ticks, y) == pytest.approx(value, abs=_pixel(ticks) / 2)
+    for name, panel in (("w", w), ("b", b)):
+        used = [it.parameters[name].before for it in run.iterations]
+        left = run.iterations[-1].parameters[name].after
+        assert [(i, v, after) for i, _, v, after in panel["points"]] == \
+            [*((i, v, False) for i, v in enumerate(used)), (len(used), left, True)]
+        for _, y, value, _ in panel["points"]:
+            assert _value_at(panel["ticks"], y) == pytest.approx(
+                value, abs=_pixel(panel["ticks"]) / 2)
+        # The numbers written: the first value used and the one the last update left.
+        assert panel["labels"] == [display_number(used[0]), display_number(left)]
+    assert loss["labels"] == [display_number(losses[0]), display_number(losses[-1])]
+    # And the loss falls, as SGD on this convex loss makes it.
+    assert losses == sorted(losses, reverse=True)
+
+
+def _pixel(ticks: list[tuple[float, float]]) -> float:
+    """How much value one pixel of a panel's height stands for."""
+    (v0, y0), (v1, y1) = ticks[0], ticks[-1]
+    return abs((v1 - v0) / (y1 - y0))
+
+
+def test_a_matrix_parameter_is_drawn_entry_by_entry(tmp_path):
+    run = matrix_run()
+    panels = _panels(_svg(render_training_figure(run, tmp_path / "m.svg", Options())))
+    by_title = {p["title"]: p for p in panels}
+    assert set(by_title) == {"loss", "W1, each entry", "W2, each entry"}
+    W1 = by_title["W1, each entry"]
+    entries = np.array([np.ravel(it.parameters["W1"].before) for it in run.iterations])
+    drawn = [value for _, _, value, after in W1["points"] if not after]
+    # One line per entry, entry by entry, each through the values the passes used.
+    assert drawn == [float(x) for x in entries.T.ravel()]
+    assert [value for *_, value, after in W1["points"] if after] == \
+        list(np.ravel(run.iterations[-1].parameters["W1"].after))
+
+
+def test_every_number_is_at_least_28_px_on_the_slide_and_the_png_is_one(tmp_path):
+    run = neuron_run()
+    root = _svg(render_training_figure(run, tmp_path / "run.svg", Options(theme="dark")))
+    assert (root.get("width"), root.get("height")) == ("1920", "1080")
+    sizes = [float(t.get("font-size")) for t in root.iter(f"{SVG}text")
+             if re.fullmatch(r"[−\d.e+]+", t.text or "")]
+    assert sizes and min(sizes) >= 28
+    png = render_training_figure(run, tmp_path / "run.png", Options())
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert render_training_figure(run, tmp_path / "run.pdf", Options()).read_bytes()[:4] == \
+        b"%PDF"
+
+
+def test_an_empty_run_is_refused_in_a_sentence_and_leaves_no_file(tmp_path):
+    from backpropviz.errors import DrawError
+
+    with pytest.raises(DrawError, match="kept no backward pass"):
+        render_training_figure(Run([]), tmp_path / "none.svg", Options())
+    assert list(tmp_path.iterdir()) == []
