@@ -126,7 +126,8 @@ def curve_panel(svg: _Svg, box: tuple[float, float, float, float], curve: Curve,
 
     heading = {"": curve.name, "entries": f"{curve.name}, each entry",
                "norm": f"‖{curve.name}‖ (its norm)"}[curve.what]
-    svg.text(left, top - title_px * 0.7, heading, title_px, t.text, italic=curve.name != "loss",
+    # The title sits above room for a number written over the panel's top point.
+    svg.text(left, top - label_px - title_px * 0.7, heading, title_px, t.text, italic=curve.name != "loss",
              bold=curve.name == "loss", extra=' class="panel-title"')
     for tick in ticks:
         _, y = at(0, tick)
@@ -169,12 +170,12 @@ def _end_labels(svg: _Svg, points: list[tuple[float, float]], values: list[float
     """The first and the last value of a line, written beside their points."""
     t = svg.theme
     (x0, y0), (x1, y1) = points[0], points[-1]
-    below = y0 < y1  # write each number on the side away from the line
-    svg.text(max(x0, edges[0] + 4), y0 + (px + 12 if below else -14),
+    falls = y0 < y1  # each number on the side away from the line: over a fall's start
+    svg.text(max(x0, edges[0] + 4), y0 + (-14 if falls else px + 12),
              display_number(values[0], precision), px, t.text, bold=True,
              extra=' class="value-label" data-which="first"')
     if len(points) > 1:
-        svg.text(min(x1, edges[1] - 4), y1 + (-14 if below else px + 12),
+        svg.text(min(x1, edges[1] - 4), y1 + (-14 if falls else px + 12),
                  display_number(values[-1], precision), px, t.text, anchor="end", bold=True,
                  extra=' class="value-label" data-which="last"')
 
@@ -205,7 +206,7 @@ def training_svg(run: Run, *, theme: str = "light", precision: int = 4) -> str:
     left_out = len(curves) - len(shown)
     subtitle = _subtitle(run) + (f"; {left_out} more parameters not drawn" if left_out else "")
     svg.text(60, 120, subtitle, SUBTITLE_PX, t.muted)
-    curve_panel(svg, (190, 240, 880, 930), loss_curve(run), x_max=x_max,
+    curve_panel(svg, (190, 260, 880, 930), loss_curve(run), x_max=x_max,
                 precision=precision, from_zero=True)
     svg.text(535, 1040, "iteration", TICK_PX, t.muted, anchor="middle")
     if not shown:
@@ -216,7 +217,7 @@ def training_svg(run: Run, *, theme: str = "light", precision: int = 4) -> str:
     for number, curve in enumerate(shown):
         row, column = divmod(number, columns)
         x0, y0 = 1040 + column * width, 180 + row * height
-        curve_panel(svg, (x0 + 130, y0 + 60, x0 + width - 40, y0 + height - 70), curve,
+        curve_panel(svg, (x0 + 130, y0 + 80, x0 + width - 40, y0 + height - 70), curve,
                     x_max=x_max, precision=precision)
     return svg.done()
 
