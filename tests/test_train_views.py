@@ -172,3 +172,166 @@ def test_an_empty_run_is_refused_in_a_sentence_and_leaves_no_file(tmp_path):
     with pytest.raises(DrawError, match="kept no backward pass"):
         render_training_figure(Run([]), tmp_path / "none.svg", Options())
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- the page in Chromium
+
+MOMENT = """() => {
+  const root = document.getElementById('bpv');
+  const now = document.querySelector('#loss-curve .loss-point.now');
+  return {iter: Number(root.dataset.iter), step: Number(root.dataset.step), hash: location.hash,
+          caption: document.getElementById('caption').textContent,
+          rule: document.getElementById('rule').textContent,
+          marked: now && [Number(now.dataset.iteration), Number(now.dataset.value)],
+          labels: [...document.querySelectorAll('#stage .update-label')].map(
+            g => [g.dataset.node, g.textContent]),
+          started: [...document.querySelectorAll('#stage g.node.started')].map(g => g.id)};
+}"""
+
+# The numbers written in a value box in the forward values' colour (its data, not its
+# gradient), in order.
+BOX_NUMBERS = """([id, color]) => [...document.getElementById(id).querySelectorAll('text')]
+  .filter(t => t.getAttribute('fill') === color && /^[−\\d.e]+$/.test(t.textContent.trim()))
+  .map(t => t.textContent.trim())"""
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from tests.test_html import CHROMIUM, CHROMIUM_ARGS
+
+    if not CHROMIUM.exists():
+        pytest.skip("no Chromium at /usr/bin/chromium (`make` installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def _open(chromium, tmp_path, run, moment="", *, theme="light"):
+    from backpropviz.train_page import render_training_page
+
+    path = render_training_page(run, tmp_path / f"run-{theme}.html", Options(theme=theme))
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    requests, errors = [], []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.as_uri() + moment)
+    return page, path, requests, errors
+
+
+def _steps(run: Run, k: int) -> int:
+    """The update's step in pass k: one after its last backward step (one per op)."""
+    ops = sum(1 for _, attrs in run.iterations[k].graph.nodes(data=True) if attrs["kind"] == "op")
+    return ops + 1
+
+
+def test_the_pass_control_and_its_keys_move_between_passes_keeping_the_step(chromium, tmp_path):
+    run = neuron_run()
+    page, path, requests, errors = _open(chromium, tmp_path, run)
+    assert page.evaluate(MOMENT)["marked"] == [0, run.iterations[0].loss]
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    for key, want in (("PageDown", 1), ("]", 2), ("]", 3), ("PageUp", 2), ("[", 1)):
+        page.keyboard.press(key)
+        moment = page.evaluate(MOMENT)
+        assert (moment["iter"], moment["step"], moment["hash"]) == (want, 2, f"#iter={want}&step=2")
+        # The loss curve marks the pass shown, at the loop's loss of that pass.
+        assert moment["marked"] == [want, run.iterations[want].loss]
+    page.click("#next-iter")
+    assert page.evaluate(MOMENT)["iter"] == 2
+    page.fill("#iteration", "4")
+    assert page.evaluate(MOMENT)["iter"] == 4
+    page.click("#loss-curve #loss-point-0")
+    assert page.evaluate(MOMENT)["iter"] == 0
+    assert requests == [path.as_uri()] and errors == []
+
+
+UPDATE = re.compile(r"(\w+) ← \1 − η·∂L/∂\1 = (\S+) − (\S+) · (\S+) = (\S+)")
+
+
+def _number(text: str) -> float:
+    return float(text.strip("()").replace("\u2212", "-"))
+
+
+def _half_unit(text: str) -> float:
+    """Half a unit in the last digit written: how far the number shown may be from its own."""
+    mantissa = text.strip("()").replace("\u2212", "").split("e")[0]
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    exponent = int(text.split("e")[1].replace("\u2212", "-")) if "e" in text else 0
+    return 0.5 * 10.0 ** (exponent - decimals)
+
+
+def test_the_update_step_shows_the_runs_numbers_and_its_arithmetic_is_true(chromium, tmp_path):
+    run = neuron_run()
+    for k in (0, 3):
+        page, _, _, errors = _open(chromium, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
+        moment = page.evaluate(MOMENT)
+        assert (moment["iter"], moment["step"]) == (k, _steps(run, k))
+        lines = moment["caption"].split("\n")
+        assert len(lines) == 2
+        for line, (name, update) in zip(lines, run.iterations[k].parameters.items(), strict=True):
+            found = UPDATE.fullmatch(line)
+            assert found, line
+            assert found[1] == name
+            before, rate, grad, after = found.groups()[1:]
+            # The numbers are the loop's, as drawn...
+            assert [before, rate, grad.strip("()"), after] == [
+                display_number(update.before), display_number(0.1),
+                display_number(update.grad), display_number(update.after)]
+            # ... and the arithmetic is true as written: what each number shown stands
+            # for (to half its last digit) leaves room for the equation to hold.
+            slack = _half_unit(before) + _half_unit(after) + \
+                _number(rate) * _half_unit(grad) + abs(_number(grad)) * _half_unit(rate)
+            assert abs(_number(before) - _number(rate) * _number(grad) - _number(after)) <= slack
+        # Each parameter's box carries its line in the drawing.
+        by_node = dict(moment["labels"])
+        assert sorted(by_node.values()) == sorted(lines)
+        assert errors == []
+
+
+def test_the_next_pass_starts_from_the_value_the_update_left(chromium, tmp_path):
+    run = neuron_run()
+    k = 1
+    page, _, _, errors = _open(chromium, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
+    nodes = dict(page.evaluate(MOMENT)["labels"])  # node id -> its update line
+    page.keyboard.press("ArrowRight")
+    moment = page.evaluate(MOMENT)
+    assert (moment["iter"], moment["step"]) == (k + 1, 0)
+    assert sorted(moment["started"]) == sorted(nodes)
+    for node, line in nodes.items():
+        name = line.split(" ")[0]
+        after = run.iterations[k].parameters[name].after
+        assert after == run.iterations[k + 1].parameters[name].before  # the loop's own fact
+        assert page.evaluate(BOX_NUMBERS, [node, "#000000"]) == [display_number(after)]
+        assert f"{name} = {display_number(after)}" in moment["rule"]
+    page.keyboard.press("ArrowLeft")  # back over the pass boundary, to the update
+    assert page.evaluate(MOMENT)["step"] == _steps(run, k)
+    assert errors == []
+
+
+def test_a_link_restores_its_moment_and_back_returns(chromium, tmp_path):
+    run = matrix_run()
+    page, _, _, errors = _open(chromium, tmp_path, run, theme="dark")
+    for _ in range(_steps(run, 0) + 1 + 3):  # through pass 0 and its update, into pass 1
+        page.keyboard.press("ArrowRight")
+    reached = page.evaluate(MOMENT)
+    assert (reached["iter"], reached["step"], reached["hash"]) == (1, 3, "#iter=1&step=3")
+    linked, _, _, more_errors = _open(chromium, tmp_path, run, "#iter=1&step=3", theme="dark")
+    assert linked.evaluate(MOMENT) == reached
+    page.go_back()
+    assert page.evaluate(MOMENT)["hash"] == "#iter=1&step=2"
+    assert errors == more_errors == []
+
+
+def test_an_optimizer_without_a_rate_shows_before_and_after(chromium, tmp_path):
+    run = neuron_run(momentum=0.9)
+    k = 2
+    page, _, _, errors = _open(chromium, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
+    lines = page.evaluate(MOMENT)["caption"].split("\n")
+    assert lines == [f"{name}: {display_number(u.before)} → {display_number(u.after)}"
+                     for name, u in run.iterations[k].parameters.items()]
+    # With momentum the step is not the rate times this gradient: no η to read off.
+    u = run.iterations[k].parameters["w"]
+    assert u.after != pytest.approx(u.before - 0.1 * u.grad)
+    assert errors == []
