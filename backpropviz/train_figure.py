@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import DrawError
 from .formatting import display_number
-from .memory_chart import HEIGHT, WIDTH, _mix, _Svg, _x_ticks, render_chart
+from .memory_chart import _mix, _Svg, _x_ticks, render_chart
 from .options import Options
 from .style import THEMES
 from .training import Run
@@ -127,8 +127,9 @@ def curve_panel(svg: _Svg, box: tuple[float, float, float, float], curve: Curve,
     heading = {"": curve.name, "entries": f"{curve.name}, each entry",
                "norm": f"‖{curve.name}‖ (its norm)"}[curve.what]
     # The title sits above room for a number written over the panel's top point.
-    svg.text(left, top - label_px - title_px * 0.7, heading, title_px, t.text, italic=curve.name != "loss",
-             bold=curve.name == "loss", extra=' class="panel-title"')
+    loss = curve.name == "loss"
+    svg.text(left, top - label_px - title_px * 0.7, heading, title_px, t.text, italic=not loss,
+             bold=loss, extra=' class="panel-title"')
     for tick in ticks:
         _, y = at(0, tick)
         svg.line(left, y, right, y, _mix(t.muted, t.backdrop, 0.75), 1)
@@ -155,11 +156,11 @@ def curve_panel(svg: _Svg, box: tuple[float, float, float, float], curve: Curve,
                     f'</title></circle>')
         if curve.after:
             px, py = ends[-1]
+            left_for_next = display_number(curve.after[number], precision)
             svg.add(f'<circle class="{point_class} after" cx="{px:.1f}" cy="{py:.1f}" '
                     f'r="{pen + 3}" fill="{t.backdrop}" stroke="{color}" stroke-width="2" '
                     f'data-iteration="{curve.xs[-1] + 1}" data-value="{curve.after[number]!r}">'
-                    f'<title>after the last update: {display_number(curve.after[number], precision)}'
-                    f'</title></circle>')
+                    f'<title>after the last update: {left_for_next}</title></circle>')
         if single:
             _end_labels(svg, ends, [*line, *(curve.after or ())], label_px, precision,
                         (left, right))

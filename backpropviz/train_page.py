@@ -15,11 +15,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
 
-from .captions import (RESULT_ENTRIES, Name, differentiated, number_text, partial_name,
-                       value_names)
+from .captions import RESULT_ENTRIES, differentiated, number_text, value_names
 from .files import write_atomically
 from .formatting import display_number
 from .html import _asset, _json_for_script, page_data, svg_frames
@@ -28,52 +26,17 @@ from .options import Options
 from .page_head import page_head, theme_css
 from .style import THEMES
 from .train_figure import curve_panel, loss_curve, require_passes
-from .training import Iteration, Run, Update
+from .training import Iteration, Run
+from .updates import parameter_nodes, update_line
 from .views import drawn_graph
 
-__all__ = ["render_training_page", "training_page", "update_lines"]
+__all__ = ["render_training_page", "training_page"]
 
 # The loss curve beside the graph, in its own SVG pixels (the page scales it).
 CURVE_WIDTH, CURVE_HEIGHT = 420, 300
 CURVE_SIZES = (24.0, 20.0, 20.0)  # its title, ticks and end labels
 # The stage beside the loss curve in a 1280x720 window: each pass is laid out to fill it.
 STAGE_FRAME = "940x480"
-
-
-def _factor(text: str) -> str:
-    """A number as a factor: a negative one in parentheses, ``(−1.5)``."""
-    return f"({text})" if text.startswith("\u2212") else text
-
-
-def update_lines(name: str, update: Update, top: str, precision: int) -> str:
-    """What the update did to one parameter, in the recorded numbers as displayed.
-
-    Plain SGD (a rate): ``w ← w − η·∂L/∂w = 2 − 0.1 · 1.5 = 1.85``; another optimizer:
-    ``w: 2 → 1.85``. A parameter of more than a few entries gets the rule alone (its
-    numbers are in its box and its tooltip)."""
-    small = np.size(update.before) <= RESULT_ENTRIES
-    before, grad, after = (number_text(x, precision)
-                           for x in (update.before, update.grad, update.after)) \
-        if small else ("", "", "")
-    if update.rate is None:
-        return f"{name}: {before} → {after}" if small else \
-            f"{name}: changed by the optimizer (no single learning rate)"
-    derivative = partial_name(Name(top, top), Name(name, name)).text
-    rule = f"{name} ← {name} − η·{derivative}"
-    rate = display_number(update.rate, precision)
-    if not small:
-        return f"{rule}, η = {rate}"
-    return f"{rule} = {before} − {rate} · {_factor(grad)} = {after}"
-
-
-def _parameter_nodes(G: nx.MultiDiGraph, names: dict) -> dict[str, str]:
-    """Each parameter's value node (SVG id) by the name the run gives it."""
-    found = {}
-    for node, attrs in G.nodes(data=True):
-        if attrs.get("kind") == "value" and attrs.get("role") == "param":
-            for name in {attrs.get("label"), names[node].text} - {None}:
-                found.setdefault(name, str(node))
-    return found
 
 
 def _pass_data(iteration: Iteration, previous: Iteration | None, options: Options) -> dict:
@@ -85,9 +48,9 @@ def _pass_data(iteration: Iteration, previous: Iteration | None, options: Option
     data = page_data(G, precision=options.precision)
     names = value_names(G)
     top = differentiated(G, names).text if G.graph.get("seeds") else "L"
-    nodes = _parameter_nodes(G, names)
+    nodes = parameter_nodes(G, names)
     updates = [{"name": name, "node": nodes.get(name),
-                "line": update_lines(name, update, top, options.precision),
+                "line": update_line(name, update, top, options.precision),
                 "after": number_text(update.after, options.precision)}
                for name, update in iteration.parameters.items()]
     start = ""
