@@ -335,3 +335,69 @@ def test_an_optimizer_without_a_rate_shows_before_and_after(chromium, tmp_path):
     u = run.iterations[k].parameters["w"]
     assert u.after != pytest.approx(u.before - 0.1 * u.grad)
     assert errors == []
+
+
+# ---------------------------------------------------------------- the clip
+
+
+def _story(run: Run):
+    """The clip's whole story played without drawing a frame (as tests/test_animate.py
+    runs its dry runs)."""
+    pytest.importorskip("manim")
+    from backpropviz.animate.training import TrainingScene
+    from tests.test_animate import dry_run
+
+    return dry_run(run, TrainingScene)
+
+
+def test_the_clip_tells_every_pass_with_the_runs_numbers():
+    run = neuron_run(4)
+    scene = _story(run)
+    # Each update turns each parameter's box into the value the loop left in it...
+    assert [k for k, _ in scene.updates_shown] == [0, 1, 2, 3]
+    for k, shown in scene.updates_shown:
+        assert shown == {name: [[display_number(u.after).replace("\u2212", "-")]]
+                         for name, u in run.iterations[k].parameters.items()}
+    # ... and each later pass's boxes show that pass's own forward values, the
+    # parameters' being where the update before left them.
+    names = {attrs["label"]: node for node, attrs in run.iterations[0].graph.nodes(data=True)
+             if attrs.get("label")}
+    for k, values in scene.values_shown:
+        for name, u in run.iterations[k].parameters.items():
+            assert values[names[name]] == [[display_number(
+                run.iterations[k - 1].parameters[name].after).replace("\u2212", "-")]]
+        assert values[scene.graph.graph["roots"][0]] == [[display_number(
+            run.iterations[k].loss).replace("\u2212", "-")]]
+    assert [k for k, _ in scene.values_shown] == [1, 2, 3]
+    # The loss curve grows one point a pass, the loop's losses.
+    assert scene.loss_points == [it.loss for it in run.iterations]
+    # The subtitles say each update with its numbers.
+    cues = [text for _, text in scene.cues]
+    for iteration in run.iterations:
+        w = iteration.parameters["w"]
+        assert any(f"= {display_number(w.before)} − 0.1 · {display_number(w.grad)} = "
+                   f"{display_number(w.after)}" in cue for cue in cues)
+
+
+def test_a_loop_whose_graph_changes_is_refused_in_a_sentence():
+    from backpropviz.animate import AnimateError
+
+    run = neuron_run(2)
+    other = matrix_run(1).iterations[0]
+    changed = Run([run.iterations[0], Iteration(1, other.loss, other.graph, {})])
+    with pytest.raises(AnimateError, match="graph of pass 1 differs"):
+        _story(changed)
+
+
+def test_the_clip_renders_at_low_quality(tmp_path):
+    av = pytest.importorskip("av")
+    from backpropviz.animate.training import render_training_clip
+
+    path = render_training_clip(neuron_run(2), tmp_path / "run.mp4",
+                                Options(speed=8.0, quality="l"))
+    with av.open(str(path)) as movie:
+        video = movie.streams.video[0]
+        assert (video.width, video.height) == (854, 480)
+        assert float(video.duration * video.time_base) > 1
+    assert (tmp_path / "run.srt").read_text(encoding="utf-8").count("w ← w − η·∂L/∂w") == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.mp4", "run.srt"]

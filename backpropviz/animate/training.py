@@ -82,14 +82,14 @@ class TrainingScene(BackpropScene):
     def setup(self) -> None:
         # Each pass as drawn (groups closed), the first as the sweep draws it too.
         self.passes = [drawn_graph(it.graph) for it in self.run.iterations]
-        super().setup()
-        shape = _structure(self.graph)
+        shape = _structure(self.passes[0])
         for iteration, G in zip(self.run.iterations[1:], self.passes[1:], strict=True):
             if _structure(G) != shape:
                 raise AnimateError(f"the graph of pass {iteration.index} differs from the "
                                    "first pass's, so the passes cannot share one drawing; draw "
                                    "that pass alone (--iteration), or the page, which draws "
                                    "each pass")
+        super().setup()
         names = value_names(self.graph)
         self.top = differentiated(self.graph, names).text if self.graph.graph.get("seeds") \
             else "L"
@@ -384,8 +384,11 @@ def _text_width(x: Any, precision: int) -> int:
 
 
 def _structure(G: nx.MultiDiGraph) -> tuple:
-    """What must be the same for two passes to share one drawing: nodes and edges."""
-    return (tuple(sorted(map(str, G.nodes))), tuple(sorted(map(str, G.edges(keys=True)))))
+    """What must be the same for two passes to share one drawing: nodes (and each value's
+    shape) and edges."""
+    return (tuple(sorted((str(node), str(attrs.get("shape"))) for node, attrs
+                         in G.nodes(data=True))),
+            tuple(sorted(map(str, G.edges(keys=True)))))
 
 
 def render_training_clip(run: Run, path: str | os.PathLike, options: Options) -> pathlib.Path:
