@@ -15,9 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
-
-from .captions import RESULT_ENTRIES, differentiated, number_text, value_names
+from .captions import differentiated, number_text, value_names
 from .files import write_atomically
 from .formatting import display_number
 from .html import _asset, _json_for_script, page_data, svg_frames
@@ -27,7 +25,7 @@ from .page_head import page_head, theme_css
 from .style import THEMES
 from .train_figure import curve_panel, loss_curve, require_passes
 from .training import Iteration, Run
-from .updates import parameter_nodes, update_line
+from .updates import parameter_nodes, start_line, update_line
 from .views import drawn_graph
 
 __all__ = ["render_training_page", "training_page"]
@@ -39,9 +37,9 @@ CURVE_SIZES = (24.0, 20.0, 20.0)  # its title, ticks and end labels
 STAGE_FRAME = "940x480"
 
 
-def _pass_data(iteration: Iteration, previous: Iteration | None, options: Options) -> dict:
+def _pass_data(iteration: Iteration, later: bool, options: Options) -> dict:
     """One kept pass for the page: its picture and steps (html.py's), the update's lines,
-    each parameter's node, and where the pass started from."""
+    each parameter's node, and (``later``: not the first pass) where it started from."""
     G = drawn_graph(iteration.graph, **options.view())
     page = options.page()
     svg, frames, graph_classes = svg_frames(G, **page, fit=STAGE_FRAME)
@@ -53,13 +51,7 @@ def _pass_data(iteration: Iteration, previous: Iteration | None, options: Option
                 "line": update_line(name, update, top, options.precision),
                 "after": number_text(update.after, options.precision)}
                for name, update in iteration.parameters.items()]
-    start = ""
-    if previous is not None:
-        values = ", ".join(f"{name} = {number_text(update.after, options.precision)}"
-                           for name, update in previous.parameters.items()
-                           if np.size(update.after) <= RESULT_ENTRIES)
-        start = (f"This forward pass starts from the parameters the last update left"
-                 f"{': ' + values if values else ''}.")
+    start = start_line(iteration, options.precision) if later else ""
     return {"index": iteration.index, "loss": display_number(iteration.loss, options.precision),
             "svg": svg, "frames": frames, "graphClasses": graph_classes,
             "steps": data["steps"], "values": data["values"], "ops": data["ops"],
@@ -79,8 +71,7 @@ def _loss_svg(run: Run, theme: str, precision: int) -> str:
 def training_page(run: Run, options: Options) -> str:
     """The run's page as one self-contained HTML text (see the module's docstring)."""
     require_passes(run)
-    passes = [_pass_data(iteration, run.iterations[k - 1] if k else None, options)
-              for k, iteration in enumerate(run.iterations)]
+    passes = [_pass_data(iteration, k > 0, options) for k, iteration in enumerate(run.iterations)]
     palette = THEMES[options.theme]
     data = {"passes": passes, "notes": run.notes, "every": run.every}
     style = f'{theme_css(palette)}\n{_asset("html_page.css")}\n{_asset("train_page.css")}'

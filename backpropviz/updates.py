@@ -13,9 +13,9 @@ import numpy as np
 
 from .captions import RESULT_ENTRIES, Name, number_text, partial_name
 from .formatting import display_number
-from .training import Update
+from .training import Iteration, Update
 
-__all__ = ["parameter_nodes", "update_line"]
+__all__ = ["parameter_nodes", "start_line", "update_line"]
 
 
 def _factor(text: str) -> str:
@@ -52,3 +52,13 @@ def parameter_nodes(G: nx.MultiDiGraph, names: dict) -> dict[str, str]:
             for name in {attrs.get("label"), names[node].text} - {None}:
                 found.setdefault(name, str(node))
     return found
+
+
+def start_line(iteration: Iteration, precision: int) -> str:
+    """Where a later pass's forward pass starts: the parameters as it read them (the
+    values an update left), those of a few entries written out."""
+    values = ", ".join(f"{name} = {number_text(update.before, precision)}"
+                       for name, update in iteration.parameters.items()
+                       if np.size(update.before) <= RESULT_ENTRIES)
+    return (f"Pass {iteration.index} starts from the parameters the last update left"
+            f"{': ' + values if values else ''}.")

@@ -363,7 +363,7 @@ def test_the_clip_tells_every_pass_with_the_runs_numbers():
     names = {attrs["label"]: node for node, attrs in run.iterations[0].graph.nodes(data=True)
              if attrs.get("label")}
     for k, values in scene.values_shown:
-        for name, u in run.iterations[k].parameters.items():
+        for name in run.iterations[k].parameters:
             assert values[names[name]] == [[display_number(
                 run.iterations[k - 1].parameters[name].after).replace("\u2212", "-")]]
         assert values[scene.graph.graph["roots"][0]] == [[display_number(

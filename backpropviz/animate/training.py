@@ -47,7 +47,7 @@ from ..steps import gradient_history
 from ..style import THEMES
 from ..train_figure import Curve, loss_curve, parameter_curves, require_passes
 from ..training import Run
-from ..updates import parameter_nodes, update_line
+from ..updates import parameter_nodes, start_line, update_line
 from ..views import drawn_graph
 from .formats import MAX_NODES, AnimateError, check_format, check_size, check_video
 from .mobjects import Z_BADGE, Z_MARK
@@ -211,11 +211,7 @@ class TrainingScene(BackpropScene):
         start = self.time
         self.clear_marks()
         self.set_title(f"Pass {iteration.index}: forward and backward, at speed")
-        self.set_lines([f"Pass {iteration.index} starts from the parameters the last update "
-                        f"left: " + ", ".join(
-                            f"{name} = {display_number(u.before, self.precision)}"
-                            for name, u in iteration.parameters.items()
-                            if not isinstance(u.before, list))])
+        self.set_lines([start_line(iteration, self.precision)])
         gone = [FadeOut(label) for label in self.grad_labels.values()]
         self.grad_labels = {}
         turns, shown = [], {}
@@ -332,7 +328,7 @@ class TrainingScene(BackpropScene):
     def _panel(self, curve: Curve, size: tuple[float, float], x_max: int) -> VGroup:
         """One of the end's panels, in screen units: ``curve``'s lines over the passes
         (the hollow point: the value the last update left), its name, its range, and
-        for a single line its first and last numbers."""
+        for a single line its last number."""
         width, height = size
         palette, em = self.palette, 0.26
         values = [y for line in curve.lines for y in line] + list(curve.after or ())
@@ -367,14 +363,11 @@ class TrainingScene(BackpropScene):
             if curve.after:
                 panel.add(Circle(radius=0.06).move_to(points[-1])
                           .set_stroke(palette.text, width=2).set_fill(palette.backdrop, 1))
-            if single:
+            if single:  # where the line ends (where it starts, the axis says)
                 shown = [*line, *(curve.after or ())]
-                first = self.store.text(display_number(shown[0], self.precision), em,
-                                        palette.text)
                 last = self.store.text(display_number(shown[-1], self.precision), em,
                                        palette.text)
-                panel.add(first.next_to(points[0], RIGHT, buff=0.15),
-                          last.next_to(points[-1], UP, buff=0.12, aligned_edge=RIGHT))
+                panel.add(last.next_to(points[-1], UP, buff=0.12, aligned_edge=RIGHT))
         return panel
 
 
