@@ -21,6 +21,7 @@ from backpropviz.options import Options
 from backpropviz.script import as_graph
 from backpropviz.train_figure import render_training_figure
 from backpropviz.training import Iteration, Run, Update
+from tests.test_html import browser  # noqa: F401  (the fixture)
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -195,19 +196,6 @@ BOX_NUMBERS = """([id, color]) => [...document.getElementById(id).querySelectorA
   .map(t => t.textContent.trim())"""
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    from tests.test_html import CHROMIUM, CHROMIUM_ARGS
-
-    if not CHROMIUM.exists():
-        pytest.skip("no Chromium at /usr/bin/chromium (`make` installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
 def _open(chromium, tmp_path, run, moment="", *, theme="light"):
     from backpropviz.train_page import render_training_page
 
@@ -226,9 +214,9 @@ def _steps(run: Run, k: int) -> int:
     return ops + 1
 
 
-def test_the_pass_control_and_its_keys_move_between_passes_keeping_the_step(chromium, tmp_path):
+def test_the_pass_control_and_its_keys_move_between_passes_keeping_the_step(browser, tmp_path):  # noqa: F811 (the fixture)
     run = neuron_run()
-    page, path, requests, errors = _open(chromium, tmp_path, run)
+    page, path, requests, errors = _open(browser, tmp_path, run)
     assert page.evaluate(MOMENT)["marked"] == [0, run.iterations[0].loss]
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
@@ -262,10 +250,10 @@ def _half_unit(text: str) -> float:
     return 0.5 * 10.0 ** (exponent - decimals)
 
 
-def test_the_update_step_shows_the_runs_numbers_and_its_arithmetic_is_true(chromium, tmp_path):
+def test_the_update_step_shows_the_runs_numbers_and_its_arithmetic_is_true(browser, tmp_path):  # noqa: F811 (the fixture)
     run = neuron_run()
     for k in (0, 3):
-        page, _, _, errors = _open(chromium, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
+        page, _, _, errors = _open(browser, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
         moment = page.evaluate(MOMENT)
         assert (moment["iter"], moment["step"]) == (k, _steps(run, k))
         lines = moment["caption"].split("\n")
@@ -290,10 +278,10 @@ def test_the_update_step_shows_the_runs_numbers_and_its_arithmetic_is_true(chrom
         assert errors == []
 
 
-def test_the_next_pass_starts_from_the_value_the_update_left(chromium, tmp_path):
+def test_the_next_pass_starts_from_the_value_the_update_left(browser, tmp_path):  # noqa: F811 (the fixture)
     run = neuron_run()
     k = 1
-    page, _, _, errors = _open(chromium, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
+    page, _, _, errors = _open(browser, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
     nodes = dict(page.evaluate(MOMENT)["labels"])  # node id -> its update line
     page.keyboard.press("ArrowRight")
     moment = page.evaluate(MOMENT)
@@ -310,24 +298,24 @@ def test_the_next_pass_starts_from_the_value_the_update_left(chromium, tmp_path)
     assert errors == []
 
 
-def test_a_link_restores_its_moment_and_back_returns(chromium, tmp_path):
+def test_a_link_restores_its_moment_and_back_returns(browser, tmp_path):  # noqa: F811 (the fixture)
     run = matrix_run()
-    page, _, _, errors = _open(chromium, tmp_path, run, theme="dark")
+    page, _, _, errors = _open(browser, tmp_path, run, theme="dark")
     for _ in range(_steps(run, 0) + 1 + 3):  # through pass 0 and its update, into pass 1
         page.keyboard.press("ArrowRight")
     reached = page.evaluate(MOMENT)
     assert (reached["iter"], reached["step"], reached["hash"]) == (1, 3, "#iter=1&step=3")
-    linked, _, _, more_errors = _open(chromium, tmp_path, run, "#iter=1&step=3", theme="dark")
+    linked, _, _, more_errors = _open(browser, tmp_path, run, "#iter=1&step=3", theme="dark")
     assert linked.evaluate(MOMENT) == reached
     page.go_back()
     assert page.evaluate(MOMENT)["hash"] == "#iter=1&step=2"
     assert errors == more_errors == []
 
 
-def test_an_optimizer_without_a_rate_shows_before_and_after(chromium, tmp_path):
+def test_an_optimizer_without_a_rate_shows_before_and_after(browser, tmp_path):  # noqa: F811 (the fixture)
     run = neuron_run(momentum=0.9)
     k = 2
-    page, _, _, errors = _open(chromium, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
+    page, _, _, errors = _open(browser, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
     lines = page.evaluate(MOMENT)["caption"].split("\n")
     assert lines == [f"{name}: {display_number(u.before)} → {display_number(u.after)}"
                      for name, u in run.iterations[k].parameters.items()]
