@@ -21,13 +21,24 @@ import numpy as np
 
 from .errors import DrawError
 from .formatting import display_number
-from .memory_chart import _mix, _Svg, _x_ticks, render_chart
+from .memory import timeline
+from .memory_chart import (
+    Panel,
+    Series,
+    _mix,
+    _Svg,
+    _x_ticks,
+    growth_svg,
+    render_chart,
+    timeline_svg,
+)
 from .options import Options
 from .style import THEMES
 from .training import Run
 
 __all__ = ["ENTRY_LINES", "Curve", "curve_panel", "loss_curve", "nice_ticks", "parameter_curves",
-           "render_training_figure", "require_passes", "training_svg"]
+           "peak_svg", "render_training_figure", "render_training_memory", "require_passes",
+           "training_svg"]
 
 # Sizes in SVG pixels of the 1920×1080 frame: every number at least 28 px.
 TITLE_PX, SUBTITLE_PX, PANEL_PX, TICK_PX, LABEL_PX = 44, 30, 32, 28, 30
@@ -226,4 +237,40 @@ def training_svg(run: Run, *, theme: str = "light", precision: int = 4) -> str:
 def render_training_figure(run: Run, path: str | os.PathLike, options: Options) -> Path:
     """Write the run's figure to ``path`` (.svg, .png or .pdf), whole or not at all."""
     return render_chart(training_svg(run, theme=options.theme, precision=options.precision),
+                        path)
+
+
+# ---------------------------------------------------------------- memory across the loop
+
+
+def peak_svg(run: Run, *, theme: str = "light") -> str:
+    """The bytes kept for backward at each pass's peak, one point a pass, on a 1920×1080
+    slide (memory_chart's growth chart): a flat line for a loop of a fixed batch."""
+    require_passes(run)
+    xs = [iteration.index for iteration in run.iterations]
+    if max(xs) == 0:
+        raise DrawError("a line of peaks needs two passes or more; this run kept one, "
+                        "whose memory chart is drawn with --iteration 0")
+    peaks = [timeline(iteration.graph).peak_bytes for iteration in run.iterations]
+    flat = len(set(peaks)) == 1
+    return growth_svg([Panel("kept for backward at the peak of each pass", "pass", xs,
+                             [Series("peak", peaks)])],
+                      title="Memory across the training loop",
+                      subtitle="the same at every pass: the same graph, the same batch" if flat
+                      else "it changes from pass to pass, as the pass's graph does",
+                      theme=theme)
+
+
+def render_training_memory(run: Run, path: str | os.PathLike, options: Options,
+                           iteration: int | None = None) -> Path:
+    """Write the run's memory chart to ``path`` (.svg, .png or .pdf): the peak of every pass
+    as a line, or with ``iteration`` (a pass's index, as the script counts its passes) that
+    pass's memory timeline."""
+    if iteration is None:
+        return render_chart(peak_svg(run, theme=options.theme), path)
+    kept = {it.index: it for it in run.iterations}
+    if iteration not in kept:
+        raise DrawError(f"the run kept no pass {iteration} (it kept {sorted(kept)})")
+    return render_chart(timeline_svg(timeline(kept[iteration].graph), theme=options.theme,
+                                     title=f"Memory kept for backward in pass {iteration}"),
                         path)

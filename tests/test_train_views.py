@@ -175,6 +175,25 @@ def test_an_empty_run_is_refused_in_a_sentence_and_leaves_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_memory_across_the_loop_is_a_flat_line_of_the_hand_counted_peak(tmp_path):
+    from backpropviz.train_figure import render_training_memory
+
+    run = neuron_run(4)
+    root = _svg(render_training_memory(run, tmp_path / "peaks.svg", Options()))
+    # Each pass keeps w and x for × and (w·x + b − 3) for the square: three float64s.
+    peaks = [float(c.get("data-bytes")) for c in root.iter(f"{SVG}circle")]
+    assert peaks == [3 * 8] * 4
+    one = _svg(render_training_memory(run, tmp_path / "pass2.svg", Options(), iteration=2))
+    assert "pass 2" in "".join(one.itertext())
+    assert max(int(g.get("data-bytes")) for g in one.iter(f"{SVG}g")
+               if g.get("data-bytes")) == 24
+    from backpropviz.errors import DrawError
+
+    with pytest.raises(DrawError, match=r"kept no pass 7 \(it kept \[0, 1, 2, 3\]\)"):
+        render_training_memory(run, tmp_path / "none.svg", Options(), iteration=7)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pass2.svg", "peaks.svg"]
+
+
 # ---------------------------------------------------------------- the page in Chromium
 
 MOMENT = """() => {
