@@ -238,7 +238,8 @@ class ValueNode(VGroup):
 
     def __init__(self, node: Any, attrs: dict, center: np.ndarray, width: float, height: float,
                  scale: float, theme: Theme, store: TextStore, precision: int,
-                 grads: Iterable[Any], gradient_slot: bool = True) -> None:
+                 grads: Iterable[Any], gradient_slot: bool = True,
+                 others: Iterable[Any] = ()) -> None:
         super().__init__()
         self.node = node
         self.attrs = attrs
@@ -257,6 +258,11 @@ class ValueNode(VGroup):
         self.data_cells = format_array(attrs["data"], precision, MAX_ITEMS)
         self.bracketed = len(shape) > 0
         data = Table(self.data_cells, store, self.em, theme.text, bracketed=self.bracketed)
+        # Columns wide enough for the other values this box will show (later passes').
+        data_tables = [data, *(Table(format_array(x, precision, MAX_ITEMS), store, self.em,
+                                     theme.text, bracketed=self.bracketed) for x in others)]
+        self.data_widths = _widest_columns(data_tables) if len(data_tables) > 1 else None
+        data_width = max(t.width for t in data_tables)
         # Columns wide enough for every gradient this box will show.
         grad_tables = [Table(format_array(g, precision, MAX_ITEMS), store, self.em, theme.grad,
                              bracketed=self.bracketed) for g in grads]
@@ -265,16 +271,16 @@ class ValueNode(VGroup):
         gap = (ARRAY_GAP if self.bracketed else NUMBER_GAP) * self.em if gradient_slot else 0.0
         if not gradient_slot:
             grad_width = 0.0
-        content_width = data.width + gap + grad_width
+        content_width = data_width + gap + grad_width
         body_y = center[1] - height / 2 + (height - self._header_height()) / 2 \
             if attrs["label"] else center[1]
         left = center[0] - content_width / 2
-        self.data_slot = np.array([left + data.width / 2, body_y, 0])
-        self.grad_slot = np.array([left + data.width + gap + grad_width / 2, body_y, 0])
+        self.data_slot = np.array([left + data_width / 2, body_y, 0])
+        self.grad_slot = np.array([left + data_width + gap + grad_width / 2, body_y, 0])
         # A rule parts two plain numbers; arrays are parted by their brackets.
         self.rule: Line | None = None
         if gradient_slot and not self.bracketed:
-            rule_x = left + data.width + gap / 2
+            rule_x = left + data_width + gap / 2
             half = ROW_PITCH * self.em / 2
             self.rule = Line([rule_x, body_y - half, 0], [rule_x, body_y + half, 0])
             self.rule.set_stroke(theme.node_line, width=pen_width(RULE_PEN, scale))
@@ -300,10 +306,13 @@ class ValueNode(VGroup):
             name.add(subscript)
         return name
 
-    def data_label(self) -> Table:
-        """The forward value in the SVG's colours, placed in its slot."""
-        table = Table(self.data_cells, self.store, self.em, self.theme.text,
-                      bracketed=self.bracketed)
+    def data_label(self, data: Any = None) -> Table:
+        """The forward value in the SVG's colours, placed in its slot: the value's own, or
+        ``data`` (what another pass of a training loop held in it)."""
+        cells = self.data_cells if data is None else format_array(data, self.precision,
+                                                                   MAX_ITEMS)
+        table = Table(cells, self.store, self.em, self.theme.text, bracketed=self.bracketed,
+                      widths=self.data_widths)
         return table.move_to(self.data_slot).set_z_index(Z_NUMBER)
 
     def grad_label(self, grad: Any, dead: np.ndarray | None = None) -> Table:
@@ -413,7 +422,8 @@ class GraphMobject(VGroup):
                  center: Sequence[float] = (0, 0, 0), max_width: float = 13.0,
                  max_height: float = 6.0, max_scale: float = 0.045, min_scale: float = 0.0,
                  precision: int = 4,
-                 grads: dict[Any, list] | None = None, gradient_slot: bool = True) -> None:
+                 grads: dict[Any, list] | None = None, gradient_slot: bool = True,
+                 others: dict[Any, list] | None = None) -> None:
         super().__init__()
         self.G = G
         self.layout = layout
@@ -425,7 +435,7 @@ class GraphMobject(VGroup):
                                 max_height / layout.height, max_scale)
         self.origin = np.array(center, dtype=float)
         s = self.scale_factor
-        grads = grads or {}
+        grads, others = grads or {}, others or {}
         self.values: dict[Any, ValueNode] = {}
         self.ops: dict[Any, OpNode] = {}
         self.edges: dict[tuple, EdgeArrow] = {}
@@ -440,7 +450,8 @@ class GraphMobject(VGroup):
             if attrs["kind"] == "value":
                 self.values[node] = ValueNode(node, attrs, center_point, box.width * s,
                                               box.height * s, s, theme, store, precision,
-                                              grads.get(node, ()), gradient_slot)
+                                              grads.get(node, ()), gradient_slot,
+                                              others.get(node, ()))
             else:
                 self.ops[node] = OpNode(node, attrs, center_point, box.width * s / 2, s,
                                         theme, store)

@@ -6,9 +6,8 @@ import os
 import pathlib
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Any
-
-import networkx as nx
 
 from ..files import make_folder, move_into_place
 from ..script import as_graph
@@ -28,7 +27,7 @@ from .formats import (
 
 # FORMATS ... require_manim are also importable from here, where they were first.
 __all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "TRANSPARENT_FORMATS", "AnimateError",
-           "render_video", "require_manim"]
+           "render_scene", "render_video", "require_manim"]
 
 
 def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality: str = "l",
@@ -69,12 +68,26 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
                            "in the script, or pass phase='forward'")
     require_manim()
 
+    def sweep(**options: Any) -> Any:
+        from .sweep import BackpropScene
+
+        return BackpropScene(G, **options)
+
+    return render_scene(sweep, target, quality=quality, phase=phase, theme=theme, speed=speed,
+                        rankdir=rankdir, precision=precision, progress=progress,
+                        transparent=transparent)
+
+
+def render_scene(make_scene: Callable[..., Any], target: pathlib.Path, *, quality: str,
+                 transparent: bool, progress: bool, **options: Any) -> pathlib.Path:
+    """Render the scene ``make_scene(**options, progress=...)`` makes to ``target`` (its
+    format by its suffix, options checked already), subtitles beside it; nothing is left at
+    ``target`` if rendering fails or is interrupted."""
+    suffix = target.suffix.lower()
     make_folder(target.parent)
     with tempfile.TemporaryDirectory(prefix="backpropviz-") as scratch:
-        movie, seconds = _render_in(scratch, G, suffix, quality=quality, phase=phase,
-                                    theme=theme, speed=speed, rankdir=rankdir,
-                                    precision=precision, progress=progress,
-                                    transparent=transparent)
+        movie, seconds = _render_in(scratch, make_scene, suffix, quality=quality,
+                                    progress=progress, transparent=transparent, **options)
         subtitles = movie.with_suffix(".srt")
         if subtitles.exists():
             move_into_place(subtitles, target.with_suffix(".srt"))
@@ -84,12 +97,10 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
     return target
 
 
-def _render_in(scratch: str, G: nx.MultiDiGraph, suffix: str, *, quality: str,
+def _render_in(scratch: str, make_scene: Callable[..., Any], suffix: str, *, quality: str,
                transparent: bool, progress: bool, **options: Any) -> tuple[pathlib.Path, float]:
     """Render in the directory ``scratch``; the movie's path there and its length."""
     import manim
-
-    from .sweep import BackpropScene
 
     # manim 0.22 builds a good palette for a GIF, then encodes it as "rgb8",
     # a fixed 3-3-2 palette that fringes every anti-aliased edge in yellow; so
@@ -110,7 +121,7 @@ def _render_in(scratch: str, G: nx.MultiDiGraph, suffix: str, *, quality: str,
         "max_inflight_encoders": 4,
     }
     with manim.tempconfig(settings):
-        scene = BackpropScene(G, progress=progress, **options)
+        scene = make_scene(progress=progress, **options)
         scene.render()
         movie = pathlib.Path(scene.renderer.file_writer.movie_file_path)
         seconds = float(scene.time)

@@ -139,14 +139,16 @@ class BackpropScene(MovingCameraScene):
         self.store.typeset([(tex, text) for _, tex, text in self.results], CAPTION_EM,
                            self.palette.text)
         self.dead_values, self.dead_edges = dead_masks(G) if self.backward else ({}, {})
-        shown = gradient_history(G) if self.backward else {}
-        self.diagram = GraphMobject(G, layout(G, rankdir=self.rankdir, theme=self.theme,
+        sized, shown, others = self.diagram_numbers()
+        self.diagram = GraphMobject(G, layout(sized, rankdir=self.rankdir, theme=self.theme,
                                          precision=self.precision, legend=False,
                                          forward_only=not self.backward),
                                self.palette, self.store, center=GRAPH_CENTER,
                                max_width=GRAPH_WIDTH, max_height=GRAPH_HEIGHT,
                                min_scale=MIN_SCALE, precision=self.precision, grads=shown,
-                               gradient_slot=self.backward)
+                               gradient_slot=self.backward, others=others)
+        # The forward value and the gradient each box shows now.
+        self.data_labels: dict[Any, Table] = {}
         self.grad_labels: dict[Any, Table] = {}
         self.edge_labels: dict[tuple, Table] = {}
         self.caption: VMobject | None = None
@@ -177,6 +179,14 @@ class BackpropScene(MovingCameraScene):
         # show_graph, the inputs (or all values), each forward op, the seed, each step
         self._beats_total = 2 + (ops if self.phase != "backward" else 0) \
             + (1 + len(self.steps) if self.backward else 0)
+
+    def diagram_numbers(self) -> tuple[nx.MultiDiGraph, dict[Any, list], dict[Any, list]]:
+        """What sizes the boxes: the graph laid out (its numbers set each box's width),
+        every gradient each box will show (its gradient columns fit the widest), and every
+        other forward value it will show. Here the graph itself, its backward pass and no
+        other value; a scene that shows other numbers in the same boxes (a training run's
+        later passes) makes room for those too."""
+        return self.graph, gradient_history(self.graph) if self.backward else {}, {}
 
     def t(self, seconds: float) -> float:
         """A duration at the scene's speed."""
@@ -362,8 +372,9 @@ class BackpropScene(MovingCameraScene):
 
     def show_values(self) -> None:
         """All forward values at once (for a clip of the backward pass only)."""
-        labels = [value.data_label() for value in self.diagram.values.values()]
-        self.play(FadeIn(VGroup(*labels)), run_time=self.t(0.8))
+        self.data_labels = {node: value.data_label()
+                            for node, value in self.diagram.values.items()}
+        self.play(FadeIn(VGroup(*self.data_labels.values())), run_time=self.t(0.8))
         self._tick()
 
     def play_forward(self) -> None:
@@ -371,8 +382,9 @@ class BackpropScene(MovingCameraScene):
         G, diagram = self.graph, self.diagram
         start = self.time
         leaves = [v for v in diagram.values if G.in_degree(v) == 0]
-        self.play(LaggedStart(*(FadeIn(diagram.values[v].data_label(), scale=1.3)
-                                for v in leaves), lag_ratio=0.15),
+        self.data_labels.update({v: diagram.values[v].data_label() for v in leaves})
+        self.play(LaggedStart(*(FadeIn(self.data_labels[v], scale=1.3) for v in leaves),
+                              lag_ratio=0.15),
                   run_time=self.t(0.9))
         self._tick()
         ops = self.forward_order()
@@ -401,7 +413,7 @@ class BackpropScene(MovingCameraScene):
         pace = FORWARD_PACE
         dots = [self._pulse(edge.forward_path(), palette.text, 0.7 * pace) for edge in incoming]
         ring = ring_over(diagram.ops[op], palette.text, palette.op_fill).set_z_index(Z_MARK)
-        label = diagram.values[result].data_label()
+        label = self.data_labels[result] = diagram.values[result].data_label()
         self.play(Succession(parallel(dots, self.t(0.7 * pace)),
                              FadeIn(ring, scale=1.25, rate_func=rate_functions.there_and_back,
                                     run_time=self.t(0.35 * pace)),

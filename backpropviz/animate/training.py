@@ -1,0 +1,398 @@
+"""The clip of a training run: the first pass told in full, then the others at speed.
+
+The first pass is the sweep's story (sweep.py: the graph, the forward pass,
+the backward sweep), followed by the update: each parameter's number turns
+into the value the script left in it, with the rule and its numbers in the
+caption. Then the camera steps back to make room for the loss curve beside
+the graph, and each later pass plays at speed: its forward values replace
+the last pass's (the parameters' start where the update left them), blue
+pulses run back through its backward order and its gradients appear, then
+its update; the curve grows a point a pass. The clip ends on the run's
+figure (train_figure.py): the loss and the parameters' paths.
+
+Every pass's numbers are its own IR's; a loop whose graph changes between
+passes cannot share one drawing and is refused in a sentence.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any
+
+import networkx as nx
+from manim import (
+    DOWN,
+    RIGHT,
+    UP,
+    AnimationGroup,
+    Circle,
+    Create,
+    Dot,
+    FadeIn,
+    FadeOut,
+    LaggedStart,
+    Line,
+    ReplacementTransform,
+    SurroundingRectangle,
+    VGroup,
+    VMobject,
+    config,
+)
+
+from ..captions import differentiated, value_names
+from ..formatting import display_number, format_array
+from ..options import Options
+from ..steps import gradient_history
+from ..style import THEMES
+from ..train_figure import Curve, loss_curve, parameter_curves, require_passes
+from ..training import Run
+from ..updates import parameter_nodes, start_line, update_line
+from ..views import drawn_graph
+from .formats import MAX_NODES, AnimateError, check_format, check_size, check_video
+from .mobjects import Z_BADGE, Z_MARK
+from .render import render_scene
+from .screen import CAPTION_Y, RULE_Y, note_line
+from .sweep import HOLD_FLOOR, READING_CPS, BackpropScene
+
+__all__ = ["TrainingScene", "render_training_clip"]
+
+# The loss curve beside the graph: its width against the graph's (at least CURVE_MIN
+# scene units), its height against its width, and the gap between them.
+CURVE_SHARE, CURVE_MIN, CURVE_ASPECT, CURVE_GAP = 0.3, 3.2, 0.75, 0.9
+# The end shows the loss and at most this many parameters.
+END_PANELS = 4
+# A pass at speed: its forward values, its backward sweep and its update, in seconds.
+FAST_FORWARD, FAST_BACKWARD, FAST_UPDATE = 1.0, 1.4, 1.6
+
+
+class TrainingScene(BackpropScene):
+    """A training run as a clip (see the module's docstring); ``run`` a training Run."""
+
+    def __init__(self, run: Run, **kwargs: Any) -> None:
+        require_passes(run)
+        super().__init__(run.iterations[0].graph, **kwargs)
+        self.run = run
+        # What the clip showed, for its tests: each update's parameters' cells (pass,
+        # name -> cells), each pass's forward values' cells, and the loss points.
+        self.updates_shown: list[tuple[int, dict[str, list[list[str]]]]] = []
+        self.values_shown: list[tuple[int, dict[Any, list[list[str]]]]] = []
+        self.loss_points: list[float] = []
+
+    def setup(self) -> None:
+        # Each pass as drawn (groups closed), the first as the sweep draws it too.
+        self.passes = [drawn_graph(it.graph) for it in self.run.iterations]
+        shape = _structure(self.passes[0])
+        for iteration, G in zip(self.run.iterations[1:], self.passes[1:], strict=True):
+            if _structure(G) != shape:
+                raise AnimateError(f"the graph of pass {iteration.index} differs from the "
+                                   "first pass's, so the passes cannot share one drawing; draw "
+                                   "that pass alone (--iteration), or the page, which draws "
+                                   "each pass")
+        super().setup()
+        names = value_names(self.graph)
+        self.top = differentiated(self.graph, names).text if self.graph.graph.get("seeds") \
+            else "L"
+        self.parameter_nodes = parameter_nodes(self.graph, names)
+        self.curve: VGroup | None = None
+
+    def diagram_numbers(self) -> tuple[nx.MultiDiGraph, dict[Any, list], dict[Any, list]]:
+        """Boxes with room for every pass's numbers: the layout is made from a copy of the
+        first pass whose values and gradients are, box by box, the widest any pass drawn
+        there (never drawn itself), and the columns fit every pass's values and gradients
+        and the values the updates leave."""
+        passes = self.passes
+        sized = self.graph.copy()
+        for node, attrs in sized.nodes(data=True):
+            if attrs["kind"] != "value":
+                continue
+            for key in ("data", "grad"):
+                held = [G.nodes[node][key] for G in passes
+                        if node in G and G.nodes[node].get(key) is not None]
+                if held:
+                    attrs[key] = max(held, key=lambda x: _text_width(x, self.precision))
+        grads: dict[Any, list] = {}
+        for G in passes:
+            for node, history in gradient_history(G).items():
+                grads.setdefault(node, []).extend(history)
+        others: dict[Any, list] = {node: [G.nodes[node]["data"] for G in passes[1:]]
+                                   for node in self.graph if node in passes[-1]
+                                   and self.graph.nodes[node]["kind"] == "value"}
+        names = value_names(self.graph)
+        for name, node in parameter_nodes(self.graph, names).items():
+            others.setdefault(node, []).extend(
+                it.parameters[name].after for it in self.run.iterations if name in it.parameters)
+        return sized, grads, others
+
+    # ------------------------------------------------------------ the story
+
+    def construct(self) -> None:
+        self.show_graph()
+        self.play_forward()
+        self.play_backward()
+        self.play_update(0, reading=True)
+        self.make_room()
+        for k in range(1, len(self.run.iterations)):
+            self.play_pass_at_speed(k)
+            self.play_update(k, reading=False)
+        self.show_run()
+
+    def play_update(self, k: int, *, reading: bool) -> None:
+        """Each parameter's number becomes the value the update left, its box outlined;
+        the caption writes each update with its numbers. ``reading``: held until the
+        caption can be read, else as long as a pass at speed allows."""
+        start = self.time
+        iteration = self.run.iterations[k]
+        lines = [update_line(name, update, self.top, self.precision)
+                 for name, update in iteration.parameters.items()]
+        self.set_lines(lines)
+        self.clear_marks()
+        turns, shown = [], {}
+        for name, update in iteration.parameters.items():
+            node = self.parameter_nodes.get(name)
+            if node is None:
+                continue
+            box = self.diagram.values[node]
+            new = box.data_label(update.after)
+            outline = SurroundingRectangle(box, color=self.palette.highlight_line, buff=0.06,
+                                           corner_radius=0.08, stroke_width=4)
+            self.marks.append(outline.set_z_index(Z_BADGE))
+            turns.extend([Create(outline), ReplacementTransform(self.data_labels[node], new)])
+            self.data_labels[node] = new
+            shown[name] = format_array(update.after, self.precision)
+        title = "Update: each parameter takes a step against its gradient"
+        self.set_title(title if k == 0 else f"Pass {iteration.index}: the update")
+        self.play(*self._pending(), *turns, *self.grow_curve(k), run_time=self.t(0.9))
+        self.updates_shown.append((k, shown))
+        text = "\n".join(lines)
+        needed = max(HOLD_FLOOR, len(text) / READING_CPS) if reading else FAST_UPDATE
+        self.wait(max(self.t(0.3), self.t(needed) - (self.time - start)))
+        self.cue(text, start)
+
+    def set_lines(self, lines: list[str]) -> None:
+        """Queue plain lines for the caption region, one under the other."""
+        block = VGroup(*(note_line(self.store, self.palette, line) for line in lines))
+        block.arrange(DOWN, buff=0.12)
+        block = self.place(block, 0, (RULE_Y + CAPTION_Y) / 2 + 0.1)
+        if self.caption is not None:
+            self.remove(self.caption)
+        self.caption = block
+        self.caption_text = "\n".join(lines)
+        self._queue(FadeIn(block, shift=0.1 * UP))
+
+    def make_room(self) -> None:
+        """The camera steps back until the graph and, to its right, the loss curve fit
+        the frame; the title and caption go, the next ones are set for the new view."""
+        diagram = self.diagram
+        width = max(CURVE_MIN, CURVE_SHARE * diagram.width)
+        left = diagram.get_left()[0] - 0.5
+        right = diagram.get_right()[0] + CURVE_GAP + width + 0.5
+        # The graph keeps its place between title and caption, scaled with the zoom.
+        zoom = max(1.0, (right - left) / config.frame_width,
+                   (diagram.height + 3.0) / config.frame_height)
+        center = [(left + right) / 2, diagram.get_center()[1] - 0.4 * zoom, 0]
+        overlay = [m for m in (self.title, self.caption, self.meter) if m is not None]
+        self.clear_marks()
+        frame = self.camera.frame
+        self.play(*(FadeOut(m) for m in overlay),
+                  frame.animate.scale(zoom * config.frame_width / frame.width).move_to(center),
+                  run_time=self.t(1.0))
+        self.title = self.caption = self.meter = None
+        self.curve_box = (diagram.get_right()[0] + CURVE_GAP, diagram.get_center()[1],
+                          width, width * CURVE_ASPECT, zoom)
+        self.play(*self.grow_curve(0), run_time=self.t(0.6))
+
+    def play_pass_at_speed(self, k: int) -> None:
+        """Pass k at speed: the last pass's gradients go, its forward values are replaced
+        by this pass's in the order they were computed, then blue pulses run back through
+        its backward order and its gradients appear."""
+        G, diagram = self.passes[k], self.diagram
+        iteration = self.run.iterations[k]
+        start = self.time
+        self.clear_marks()
+        self.set_title(f"Pass {iteration.index}: forward and backward, at speed")
+        self.set_lines([start_line(iteration, self.precision)])
+        gone = [FadeOut(label) for label in self.grad_labels.values()]
+        self.grad_labels = {}
+        turns, shown = [], {}
+        for node in nx.topological_sort(G):
+            attrs = G.nodes[node]
+            if attrs["kind"] != "value":
+                continue
+            cells = format_array(attrs["data"], self.precision)
+            shown[node] = cells
+            if cells != format_array(self.passes[k - 1].nodes[node]["data"], self.precision):
+                new = diagram.values[node].data_label(attrs["data"])
+                turns.append(ReplacementTransform(self.data_labels[node], new))
+                self.data_labels[node] = new
+        self.values_shown.append((k, shown))
+        self.play(*self._pending(), *gone, run_time=self.t(0.4))
+        if turns:
+            self.play(LaggedStart(*turns, lag_ratio=0.3), run_time=self.t(FAST_FORWARD))
+        self.play(LaggedStart(*self._sweep_of(G), lag_ratio=0.5),
+                  run_time=self.t(FAST_BACKWARD))
+        self.cue(self.caption_text, start)
+
+    def _sweep_of(self, G: nx.MultiDiGraph) -> list[AnimationGroup]:
+        """The seed, then per op of G's backward order its pulses back along its operand
+        edges and the gradients its operands end the pass with (a constant's not shown)."""
+        diagram, palette = self.diagram, self.palette
+        beats = []
+        for root, seed in G.graph.get("seeds", {}).items():
+            label = self.grad_labels[root] = diagram.values[root].grad_label(seed)
+            beats.append(AnimationGroup(FadeIn(label, scale=1.4)))
+        for op in G.graph.get("backward_order", []):
+            pulses, labels = [], []
+            for u, v, key in G.in_edges(op, keys=True):
+                if G.edges[u, v, key].get("grad") is None or G.nodes[u]["role"] == "const":
+                    continue
+                pulses.append(self._pulse(diagram.edges[(u, v, key)].backward_path(),
+                                          palette.grad, 0.5, width=2.2))
+                if u not in self.grad_labels and G.nodes[u]["grad"] is not None:
+                    label = self.grad_labels[u] = diagram.values[u].grad_label(G.nodes[u]["grad"])
+                    labels.append(FadeIn(label, scale=1.3))
+            if pulses or labels:
+                beats.append(AnimationGroup(*pulses, *labels))
+        return beats
+
+    # ------------------------------------------------------------ the loss curve
+
+    def grow_curve(self, k: int) -> list:
+        """The curve's next point, pass k's loss, joined to the last (its axes first);
+        nothing before there is room for the curve (the first pass's update)."""
+        if not hasattr(self, "curve_box") or k < len(self.loss_points):
+            return []
+        x0, y0, width, height, zoom = self.curve_box
+        iterations = self.run.iterations
+        top = max(it.loss for it in iterations) or 1.0
+        last = max(1, iterations[-1].index)
+        em = 0.28 * zoom
+
+        def at(index: int, loss: float) -> list[float]:
+            return [x0 + width * index / last, y0 - height / 2 + height * loss / top, 0]
+
+        animations = []
+        if self.curve is None:
+            axes = VGroup(Line(at(0, 0), at(last, 0)), Line(at(0, 0), at(0, top)))
+            axes.set_stroke(self.palette.text, width=2)
+            title = self.store.text("loss", em, self.palette.text)
+            title.next_to(at(0, top), UP, buff=0.15).align_to(axes, [-1, 0, 0])
+            scale = VGroup(self.store.text(display_number(top, self.precision), em * 0.8,
+                                           self.palette.muted),
+                           self.store.text("0", em * 0.8, self.palette.muted))
+            scale[0].next_to(at(0, top), [-1, 0, 0], buff=0.12)
+            scale[1].next_to(at(0, 0), [-1, 0, 0], buff=0.12)
+            passes = self.store.text(f"passes {iterations[0].index}–{iterations[-1].index}",
+                                     em * 0.8, self.palette.muted)
+            passes.next_to(axes[0], DOWN, buff=0.15)
+            self.curve = VGroup(axes, title, scale, passes).set_z_index(Z_MARK)
+            animations.append(FadeIn(self.curve))
+        loss = iterations[k].loss
+        dot = Dot(at(iterations[k].index, loss), radius=0.07 * zoom, color=self.palette.text)
+        animations.append(FadeIn(dot, scale=1.5))
+        if self.loss_points:
+            previous = at(iterations[k - 1].index, self.loss_points[-1])
+            segment = Line(previous, dot.get_center()).set_stroke(self.palette.text, width=3)
+            animations.append(Create(segment))
+            self.curve.add(segment)
+        self.curve.add(dot)
+        self.loss_points.append(loss)
+        return animations
+
+    def show_run(self) -> None:
+        """The end: the run as its figure draws it (train_figure's curves), the loss on the
+        left and each parameter's path on the right, filling the frame."""
+        start = self.time
+        frame = self.camera.frame
+        self.play(*(FadeOut(m) for m in self.mobjects if m is not frame), run_time=self.t(0.6))
+        self.title = self.caption = self.meter = None
+        self.set_title("The run: the loss and the parameters, pass by pass")
+        curves = parameter_curves(self.run)[:END_PANELS]
+        x_max = max(1, self.run.iterations[-1].index + 1)
+        # The loss on the left half of the screen, the parameters in a grid on the right.
+        panels = [self.place(self._panel(loss_curve(self.run), (5.0, 4.8), x_max), -3.4, -0.2)]
+        columns = 1 if len(curves) <= 2 else 2
+        rows = max(1, -(-len(curves) // columns))
+        size = (5.2 / columns - 1.0, 5.4 / rows - 1.1)
+        for number, curve in enumerate(curves):
+            row, column = divmod(number, columns)
+            panels.append(self.place(self._panel(curve, size, x_max),
+                                     1.5 + (column + 0.5) * 5.2 / columns,
+                                     2.6 - (row + 0.5) * 5.4 / rows - 0.1))
+        self.end_panels = panels
+        self.play(LaggedStart(*(FadeIn(panel) for panel in panels), lag_ratio=0.2),
+                  run_time=self.t(1.2))
+        self.wait(self.t(4.0))
+        self.cue("The run: the loss, and each parameter's path, pass by pass", start)
+
+    def _panel(self, curve: Curve, size: tuple[float, float], x_max: int) -> VGroup:
+        """One of the end's panels, in screen units: ``curve``'s lines over the passes
+        (the hollow point: the value the last update left), its name, its range, and
+        for a single line its last number."""
+        width, height = size
+        palette, em = self.palette, 0.26
+        values = [y for line in curve.lines for y in line] + list(curve.after or ())
+        low = min(0.0, min(values)) if curve.name == "loss" else min(values)
+        high = max(values) if max(values) > low else low + 1.0
+
+        def at(x: float, y: float) -> list[float]:
+            return [width * (x / x_max - 0.5), height * ((y - low) / (high - low) - 0.5), 0]
+
+        axes = VGroup(Line(at(0, low), at(x_max, low)), Line(at(0, low), at(0, high)))
+        axes.set_stroke(palette.text, width=2)
+        heading = {"": curve.name, "entries": f"{curve.name}, each entry",
+                   "norm": f"‖{curve.name}‖"}[curve.what]
+        title = self.store.text(heading, em * 1.2, palette.text, serif=curve.name != "loss",
+                                italic=curve.name != "loss")
+        title.next_to(at(0, high), UP, buff=0.4).align_to(axes, [-1, 0, 0])
+        ends = VGroup(*(self.store.text(display_number(y, self.precision), em, palette.muted)
+                        for y in (high, low)))
+        ends[0].next_to(at(0, high), [-1, 0, 0], buff=0.12)
+        ends[1].next_to(at(0, low), [-1, 0, 0], buff=0.12)
+        panel = VGroup(axes, title, ends)
+        single = len(curve.lines) == 1
+        for number, line in enumerate(curve.lines):
+            points = [at(x, y) for x, y in zip(curve.xs, line, strict=True)]
+            if curve.after:
+                points.append(at(curve.xs[-1] + 1, curve.after[number]))
+            path = VMobject().set_points_as_corners(points)
+            path.set_stroke(palette.text, width=4 if single else 2,
+                            opacity=1.0 if single else 0.7)
+            used = points[:len(line)]  # a point per pass, then the value left after
+            panel.add(path, *(Dot(p, radius=0.05, color=palette.text) for p in used))
+            if curve.after:
+                panel.add(Circle(radius=0.06).move_to(points[-1])
+                          .set_stroke(palette.text, width=2).set_fill(palette.backdrop, 1))
+            if single:  # where the line ends (where it starts, the axis says)
+                shown = [*line, *(curve.after or ())]
+                last = self.store.text(display_number(shown[-1], self.precision), em,
+                                       palette.text)
+                panel.add(last.next_to(points[-1], UP, buff=0.12, aligned_edge=RIGHT))
+        return panel
+
+
+def _text_width(x: Any, precision: int) -> int:
+    """How many characters the widest row of ``x`` is drawn with (its entries as shown)."""
+    return max(sum(len(cell) for cell in row) for row in format_array(x, precision))
+
+
+def _structure(G: nx.MultiDiGraph) -> tuple:
+    """What must be the same for two passes to share one drawing: nodes (and each value's
+    shape) and edges."""
+    return (tuple(sorted((str(node), str(attrs.get("shape"))) for node, attrs
+                         in G.nodes(data=True))),
+            tuple(sorted(map(str, G.edges(keys=True)))))
+
+
+def render_training_clip(run: Run, path: str | os.PathLike, options: Options) -> pathlib.Path:
+    """Write the run's clip to ``path`` (.mp4, .gif, .webm; .srt subtitles beside it),
+    whole or not at all; return the path."""
+    require_passes(run)
+    target = pathlib.Path(path)
+    suffix = check_format(target)
+    check_video(options.theme, suffix)
+    clip = options.clip()
+    check_size(run.iterations[0].graph, clip.pop("max_nodes", MAX_NODES))
+    clip.pop("phase")  # a training clip tells both passes
+    return render_scene(lambda **kwargs: TrainingScene(run, **kwargs), target,
+                        transparent=THEMES[options.theme].transparent, **clip)

@@ -1,0 +1,410 @@
+"""A training run's figure, page and clip: the numbers they show are the run's, pass by pass.
+
+The runs here are made in the test, by a small training loop of our engine run
+in-process (not by backpropviz's recorder): each pass's IR is built right
+after backward, before the update changes the parameters, and each
+parameter's value before, gradient and value after the SGD step are noted as
+the loop holds them. The expected numbers are then the loop's own floats.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from backpropviz import Tensor, Value
+from backpropviz.formatting import display_number
+from backpropviz.options import Options
+from backpropviz.script import as_graph
+from backpropviz.train_figure import render_training_figure
+from backpropviz.training import Iteration, Run, Update
+from tests.test_html import browser  # noqa: F401  (the fixture)
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+# ---------------------------------------------------------------- runs made here
+
+
+def neuron_run(passes: int = 5, rate: float = 0.1, *, momentum: float | None = None) -> Run:
+    """A neuron w·x + b fitted to one point, (w·x + b − 3)², by SGD (or, given
+    ``momentum``, by SGD with momentum, whose rate cannot be read off)."""
+    w = Value(2.0, label="w", requires_grad=True)
+    b = Value(0.5, label="b", requires_grad=True)
+    velocity = {"w": 0.0, "b": 0.0}
+    iterations = []
+    for index in range(passes):
+        x = Value(1.5, label="x")
+        loss = (w * x + b - 3.0) ** 2
+        loss.backward()
+        graph = as_graph(loss)  # before the update: the values this pass used
+        updates = {}
+        for name, p in (("w", w), ("b", b)):
+            before, grad = p.data, p.grad
+            if momentum is None:
+                p.data -= rate * grad
+            else:
+                velocity[name] = momentum * velocity[name] + grad
+                p.data -= rate * velocity[name]
+            updates[name] = Update(before, grad, p.data, rate if momentum is None else None)
+            p.grad = 0.0
+        iterations.append(Iteration(index, loss.data, graph, updates))
+    return Run(iterations, total=passes)
+
+
+def matrix_run(passes: int = 4, rate: float = 0.05) -> Run:
+    """The book's MLP (W1 2×2, W2 1×2, ReLU, L = ½(o − y)²) trained by SGD on one point."""
+    W1 = Tensor([[1.0, -1.0], [0.0, 1.0]], label="W1", requires_grad=True)
+    W2 = Tensor([[2.0, -1.0]], label="W2", requires_grad=True)
+    iterations = []
+    for index in range(passes):
+        x = Tensor([1.0, 2.0], label="x")
+        L = ((W2 @ (W1 @ x).relu() - 1.0) ** 2).sum() / 2
+        L.backward()
+        graph = as_graph(L)
+        updates = {}
+        for name, p in (("W1", W1), ("W2", W2)):
+            before, grad = p.data.tolist(), p.grad.tolist()
+            p.data = p.data - rate * p.grad
+            updates[name] = Update(before, grad, p.data.tolist(), rate)
+            p.zero_grad()
+        iterations.append(Iteration(index, float(L.data), graph, updates))
+    return Run(iterations, total=passes)
+
+
+# ---------------------------------------------------------------- the figure
+
+
+def _svg(path) -> ET.Element:
+    return ET.parse(path).getroot()
+
+
+def _panels(root: ET.Element) -> list[dict]:
+    """Each panel of the figure read back: its title, its ticks (value, y), its points
+    (iteration, y, the number in data-value) and the numbers written beside them."""
+    panels: list[dict] = []
+    for element in root.iter():
+        cls = element.get("class", "")
+        if cls == "panel-title":
+            panels.append({"title": element.text, "ticks": [], "points": [], "labels": []})
+        elif cls == "tick-y":
+            text = element.text.replace("\u2212", "-")
+            panels[-1]["ticks"].append((float(text), float(element.get("data-y"))))
+        elif cls.startswith("point"):
+            panels[-1]["points"].append((int(element.get("data-iteration")),
+                                         float(element.get("cy")),
+                                         float(element.get("data-value")), "after" in cls))
+        elif cls == "value-label":
+            panels[-1]["labels"].append(element.text)
+    return panels
+
+
+def _value_at(ticks: list[tuple[float, float]], y: float) -> float:
+    """The value a height stands for on a panel's axis, from two of its tick labels."""
+    (v0, y0), (v1, y1) = ticks[0], ticks[-1]
+    return v0 + (y - y0) * (v1 - v0) / (y1 - y0)
+
+
+def test_the_figure_draws_the_runs_losses_and_parameters(tmp_path):
+    run = neuron_run()
+    path = render_training_figure(run, tmp_path / "run.svg", Options())
+    panels = _panels(_svg(path))
+    assert [p["title"] for p in panels] == ["loss", "w", "b"]
+    loss, w, b = panels
+    # Each point stands, on its panel's axis, for the loop's number (to half a pixel).
+    losses = [it.loss for it in run.iterations]
+    assert [value for _, _, value, _ in loss["points"]] == losses
+    for (_, y, value, _), ticks in ((p, loss["ticks"]) for p in loss["points"]):
+        assert _value_at(ticks, y) == pytest.approx(value, abs=_pixel(ticks) / 2)
+    for name, panel in (("w", w), ("b", b)):
+        used = [it.parameters[name].before for it in run.iterations]
+        left = run.iterations[-1].parameters[name].after
+        assert [(i, v, after) for i, _, v, after in panel["points"]] == \
+            [*((i, v, False) for i, v in enumerate(used)), (len(used), left, True)]
+        for _, y, value, _ in panel["points"]:
+            assert _value_at(panel["ticks"], y) == pytest.approx(
+                value, abs=_pixel(panel["ticks"]) / 2)
+        # The numbers written: the first value used and the one the last update left.
+        assert panel["labels"] == [display_number(used[0]), display_number(left)]
+    assert loss["labels"] == [display_number(losses[0]), display_number(losses[-1])]
+    # And the loss falls, as SGD on this convex loss makes it.
+    assert losses == sorted(losses, reverse=True)
+
+
+def _pixel(ticks: list[tuple[float, float]]) -> float:
+    """How much value one pixel of a panel's height stands for."""
+    (v0, y0), (v1, y1) = ticks[0], ticks[-1]
+    return abs((v1 - v0) / (y1 - y0))
+
+
+def test_a_matrix_parameter_is_drawn_entry_by_entry(tmp_path):
+    run = matrix_run()
+    panels = _panels(_svg(render_training_figure(run, tmp_path / "m.svg", Options())))
+    by_title = {p["title"]: p for p in panels}
+    assert set(by_title) == {"loss", "W1, each entry", "W2, each entry"}
+    W1 = by_title["W1, each entry"]
+    entries = np.array([np.ravel(it.parameters["W1"].before) for it in run.iterations])
+    drawn = [value for _, _, value, after in W1["points"] if not after]
+    # One line per entry, entry by entry, each through the values the passes used.
+    assert drawn == [float(x) for x in entries.T.ravel()]
+    assert [value for *_, value, after in W1["points"] if after] == \
+        list(np.ravel(run.iterations[-1].parameters["W1"].after))
+
+
+def test_every_number_is_at_least_28_px_on_the_slide_and_the_png_is_one(tmp_path):
+    run = neuron_run()
+    root = _svg(render_training_figure(run, tmp_path / "run.svg", Options(theme="dark")))
+    assert (root.get("width"), root.get("height")) == ("1920", "1080")
+    sizes = [float(t.get("font-size")) for t in root.iter(f"{SVG}text")
+             if re.fullmatch(r"[−\d.e+]+", t.text or "")]
+    assert sizes and min(sizes) >= 28
+    png = render_training_figure(run, tmp_path / "run.png", Options())
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert render_training_figure(run, tmp_path / "run.pdf", Options()).read_bytes()[:4] == \
+        b"%PDF"
+
+
+def test_an_empty_run_is_refused_in_a_sentence_and_leaves_no_file(tmp_path):
+    from backpropviz.errors import DrawError
+
+    with pytest.raises(DrawError, match="kept no backward pass"):
+        render_training_figure(Run([]), tmp_path / "none.svg", Options())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_memory_across_the_loop_is_a_flat_line_of_the_hand_counted_peak(tmp_path):
+    from backpropviz.train_figure import render_training_memory
+
+    run = neuron_run(4)
+    root = _svg(render_training_memory(run, tmp_path / "peaks.svg", Options()))
+    # Each pass keeps w and x for × and (w·x + b − 3) for the square: three float64s.
+    peaks = [float(c.get("data-bytes")) for c in root.iter(f"{SVG}circle")]
+    assert peaks == [3 * 8] * 4
+    one = _svg(render_training_memory(run, tmp_path / "pass2.svg", Options(), iteration=2))
+    assert "pass 2" in "".join(one.itertext())
+    assert max(int(g.get("data-bytes")) for g in one.iter(f"{SVG}g")
+               if g.get("data-bytes")) == 24
+    from backpropviz.errors import DrawError
+
+    with pytest.raises(DrawError, match=r"kept no pass 7 \(it kept \[0, 1, 2, 3\]\)"):
+        render_training_memory(run, tmp_path / "none.svg", Options(), iteration=7)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pass2.svg", "peaks.svg"]
+
+
+# ---------------------------------------------------------------- the page in Chromium
+
+MOMENT = """() => {
+  const root = document.getElementById('bpv');
+  const now = document.querySelector('#loss-curve .loss-point.now');
+  return {iter: Number(root.dataset.iter), step: Number(root.dataset.step), hash: location.hash,
+          caption: document.getElementById('caption').textContent,
+          rule: document.getElementById('rule').textContent,
+          marked: now && [Number(now.dataset.iteration), Number(now.dataset.value)],
+          labels: [...document.querySelectorAll('#stage .update-label')].map(
+            g => [g.dataset.node, g.textContent]),
+          started: [...document.querySelectorAll('#stage g.node.started')].map(g => g.id)};
+}"""
+
+# The numbers written in a value box in the forward values' colour (its data, not its
+# gradient), in order.
+BOX_NUMBERS = """([id, color]) => [...document.getElementById(id).querySelectorAll('text')]
+  .filter(t => t.getAttribute('fill') === color && /^[−\\d.e]+$/.test(t.textContent.trim()))
+  .map(t => t.textContent.trim())"""
+
+
+def _open(chromium, tmp_path, run, moment="", *, theme="light"):
+    from backpropviz.train_page import render_training_page
+
+    path = render_training_page(run, tmp_path / f"run-{theme}.html", Options(theme=theme))
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    requests, errors = [], []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.as_uri() + moment)
+    return page, path, requests, errors
+
+
+def _steps(run: Run, k: int) -> int:
+    """The update's step in pass k: one after its last backward step (one per op)."""
+    ops = sum(1 for _, attrs in run.iterations[k].graph.nodes(data=True) if attrs["kind"] == "op")
+    return ops + 1
+
+
+def test_the_pass_control_and_its_keys_move_between_passes_keeping_the_step(browser, tmp_path):  # noqa: F811 (the fixture)
+    run = neuron_run()
+    page, path, requests, errors = _open(browser, tmp_path, run)
+    assert page.evaluate(MOMENT)["marked"] == [0, run.iterations[0].loss]
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    for key, want in (("PageDown", 1), ("]", 2), ("]", 3), ("PageUp", 2), ("[", 1)):
+        page.keyboard.press(key)
+        moment = page.evaluate(MOMENT)
+        assert (moment["iter"], moment["step"], moment["hash"]) == (want, 2, f"#iter={want}&step=2")
+        # The loss curve marks the pass shown, at the loop's loss of that pass.
+        assert moment["marked"] == [want, run.iterations[want].loss]
+    page.click("#next-iter")
+    assert page.evaluate(MOMENT)["iter"] == 2
+    page.fill("#iteration", "4")
+    assert page.evaluate(MOMENT)["iter"] == 4
+    page.click("#loss-curve #loss-point-0")
+    assert page.evaluate(MOMENT)["iter"] == 0
+    assert requests == [path.as_uri()] and errors == []
+
+
+UPDATE = re.compile(r"(\w+) ← \1 − η·∂L/∂\1 = (\S+) − (\S+) · (\S+) = (\S+)")
+
+
+def _number(text: str) -> float:
+    return float(text.strip("()").replace("\u2212", "-"))
+
+
+def _half_unit(text: str) -> float:
+    """Half a unit in the last digit written: how far the number shown may be from its own."""
+    mantissa = text.strip("()").replace("\u2212", "").split("e")[0]
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    exponent = int(text.split("e")[1].replace("\u2212", "-")) if "e" in text else 0
+    return 0.5 * 10.0 ** (exponent - decimals)
+
+
+def test_the_update_step_shows_the_runs_numbers_and_its_arithmetic_is_true(browser, tmp_path):  # noqa: F811 (the fixture)
+    run = neuron_run()
+    for k in (0, 3):
+        page, _, _, errors = _open(browser, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
+        moment = page.evaluate(MOMENT)
+        assert (moment["iter"], moment["step"]) == (k, _steps(run, k))
+        lines = moment["caption"].split("\n")
+        assert len(lines) == 2
+        for line, (name, update) in zip(lines, run.iterations[k].parameters.items(), strict=True):
+            found = UPDATE.fullmatch(line)
+            assert found, line
+            assert found[1] == name
+            before, rate, grad, after = found.groups()[1:]
+            # The numbers are the loop's, as drawn...
+            assert [before, rate, grad.strip("()"), after] == [
+                display_number(update.before), display_number(0.1),
+                display_number(update.grad), display_number(update.after)]
+            # ... and the arithmetic is true as written: what each number shown stands
+            # for (to half its last digit) leaves room for the equation to hold.
+            slack = _half_unit(before) + _half_unit(after) + \
+                _number(rate) * _half_unit(grad) + abs(_number(grad)) * _half_unit(rate)
+            assert abs(_number(before) - _number(rate) * _number(grad) - _number(after)) <= slack
+        # Each parameter's box carries its line in the drawing.
+        by_node = dict(moment["labels"])
+        assert sorted(by_node.values()) == sorted(lines)
+        assert errors == []
+
+
+def test_the_next_pass_starts_from_the_value_the_update_left(browser, tmp_path):  # noqa: F811 (the fixture)
+    run = neuron_run()
+    k = 1
+    page, _, _, errors = _open(browser, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
+    nodes = dict(page.evaluate(MOMENT)["labels"])  # node id -> its update line
+    page.keyboard.press("ArrowRight")
+    moment = page.evaluate(MOMENT)
+    assert (moment["iter"], moment["step"]) == (k + 1, 0)
+    assert sorted(moment["started"]) == sorted(nodes)
+    for node, line in nodes.items():
+        name = line.split(" ")[0]
+        after = run.iterations[k].parameters[name].after
+        assert after == run.iterations[k + 1].parameters[name].before  # the loop's own fact
+        assert page.evaluate(BOX_NUMBERS, [node, "#000000"]) == [display_number(after)]
+        assert f"{name} = {display_number(after)}" in moment["rule"]
+    page.keyboard.press("ArrowLeft")  # back over the pass boundary, to the update
+    assert page.evaluate(MOMENT)["step"] == _steps(run, k)
+    assert errors == []
+
+
+def test_a_link_restores_its_moment_and_back_returns(browser, tmp_path):  # noqa: F811 (the fixture)
+    run = matrix_run()
+    page, _, _, errors = _open(browser, tmp_path, run, theme="dark")
+    for _ in range(_steps(run, 0) + 1 + 3):  # through pass 0 and its update, into pass 1
+        page.keyboard.press("ArrowRight")
+    reached = page.evaluate(MOMENT)
+    assert (reached["iter"], reached["step"], reached["hash"]) == (1, 3, "#iter=1&step=3")
+    linked, _, _, more_errors = _open(browser, tmp_path, run, "#iter=1&step=3", theme="dark")
+    assert linked.evaluate(MOMENT) == reached
+    page.go_back()
+    assert page.evaluate(MOMENT)["hash"] == "#iter=1&step=2"
+    assert errors == more_errors == []
+
+
+def test_an_optimizer_without_a_rate_shows_before_and_after(browser, tmp_path):  # noqa: F811 (the fixture)
+    run = neuron_run(momentum=0.9)
+    k = 2
+    page, _, _, errors = _open(browser, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
+    lines = page.evaluate(MOMENT)["caption"].split("\n")
+    assert lines == [f"{name}: {display_number(u.before)} → {display_number(u.after)}"
+                     for name, u in run.iterations[k].parameters.items()]
+    # With momentum the step is not the rate times this gradient: no η to read off.
+    u = run.iterations[k].parameters["w"]
+    assert u.after != pytest.approx(u.before - 0.1 * u.grad)
+    assert errors == []
+
+
+# ---------------------------------------------------------------- the clip
+
+
+def _story(run: Run):
+    """The clip's whole story played without drawing a frame (as tests/test_animate.py
+    runs its dry runs)."""
+    pytest.importorskip("manim")
+    from backpropviz.animate.training import TrainingScene
+    from tests.test_animate import dry_run
+
+    return dry_run(run, TrainingScene)
+
+
+def test_the_clip_tells_every_pass_with_the_runs_numbers():
+    run = neuron_run(4)
+    scene = _story(run)
+    # Each update turns each parameter's box into the value the loop left in it...
+    assert [k for k, _ in scene.updates_shown] == [0, 1, 2, 3]
+    for k, shown in scene.updates_shown:
+        assert shown == {name: [[display_number(u.after).replace("\u2212", "-")]]
+                         for name, u in run.iterations[k].parameters.items()}
+    # ... and each later pass's boxes show that pass's own forward values, the
+    # parameters' being where the update before left them.
+    names = {attrs["label"]: node for node, attrs in run.iterations[0].graph.nodes(data=True)
+             if attrs.get("label")}
+    for k, values in scene.values_shown:
+        for name in run.iterations[k].parameters:
+            assert values[names[name]] == [[display_number(
+                run.iterations[k - 1].parameters[name].after).replace("\u2212", "-")]]
+        assert values[scene.graph.graph["roots"][0]] == [[display_number(
+            run.iterations[k].loss).replace("\u2212", "-")]]
+    assert [k for k, _ in scene.values_shown] == [1, 2, 3]
+    # The loss curve grows one point a pass, the loop's losses.
+    assert scene.loss_points == [it.loss for it in run.iterations]
+    # The subtitles say each update with its numbers.
+    cues = [text for _, text in scene.cues]
+    for iteration in run.iterations:
+        w = iteration.parameters["w"]
+        assert any(f"= {display_number(w.before)} − 0.1 · {display_number(w.grad)} = "
+                   f"{display_number(w.after)}" in cue for cue in cues)
+
+
+def test_a_loop_whose_graph_changes_is_refused_in_a_sentence():
+    from backpropviz.animate import AnimateError
+
+    run = neuron_run(2)
+    other = matrix_run(1).iterations[0]
+    changed = Run([run.iterations[0], Iteration(1, other.loss, other.graph, {})])
+    with pytest.raises(AnimateError, match="graph of pass 1 differs"):
+        _story(changed)
+
+
+def test_the_clip_renders_at_low_quality(tmp_path):
+    av = pytest.importorskip("av")
+    from backpropviz.animate.training import render_training_clip
+
+    path = render_training_clip(neuron_run(2), tmp_path / "run.mp4",
+                                Options(speed=8.0, quality="l"))
+    with av.open(str(path)) as movie:
+        video = movie.streams.video[0]
+        assert (video.width, video.height) == (854, 480)
+        assert float(video.duration * video.time_base) > 1
+    assert (tmp_path / "run.srt").read_text(encoding="utf-8").count("w ← w − η·∂L/∂w") == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.mp4", "run.srt"]
