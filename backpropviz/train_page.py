@@ -41,8 +41,9 @@ def _pass_data(iteration: Iteration, later: bool, options: Options) -> dict:
     """One kept pass for the page: its picture and steps (html.py's), the update's lines,
     each parameter's node, and (``later``: not the first pass) where it started from."""
     G = drawn_graph(iteration.graph, **options.view())
-    page = options.page()
-    svg, frames, graph_classes = svg_frames(G, **page, fit=STAGE_FRAME)
+    svg, frames, graph_classes = svg_frames(G, rankdir=options.rankdir or "LR",
+                                            theme=options.theme,
+                                            precision=options.precision, fit=STAGE_FRAME)
     data = page_data(G, precision=options.precision)
     names = value_names(G)
     top = differentiated(G, names).text if G.graph.get("seeds") else "L"
