@@ -11,6 +11,7 @@ their arguments into these calls.
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import tempfile
@@ -21,7 +22,7 @@ from typing import Any
 
 import networkx as nx
 
-from .errors import Note
+from .errors import Note, UsageError
 from .files import staged_folder, write_atomically
 from .graphviz import check_layout, dot_time_limit
 from .options import (
@@ -33,15 +34,17 @@ from .options import (
     KINDS,
     MEMORY_FORMATS,
     PAGE,
+    TRAINING_FORMATS,
     Options,
     format_of,
     kind_of,
 )
 from .script import as_graph
+from .training import Run
 from .views import drawn_graph
 
 __all__ = ["prepare", "render", "render_memory", "show", "write", "write_memory",
-           "write_steps"]
+           "write_steps", "write_training"]
 
 
 def prepare(fmt: str, options: Options, *, steps: bool = False) -> float:
@@ -202,3 +205,36 @@ def write_memory(graph_or_root: Any, path: str | os.PathLike, options: Options |
     fmt = format_of(path, format, MEMORY_FORMATS)
     return write_atomically(path, render_memory(graph_or_root, fmt, options, names=names,
                                                 **changes))
+
+
+# The writer of a training run by the kind of its format: (module, function), each
+# taking (run, path, options) and returning the path it wrote.
+_TRAINING_WRITERS = {
+    FIGURE: ("backpropviz.train_figure", "render_training_figure"),
+    PAGE: ("backpropviz.train_page", "render_training_page"),
+    CLIP: ("backpropviz.animate.training", "render_training_clip"),
+}
+
+
+def write_training(run: Run, path: str | os.PathLike, options: Options | None = None, *,
+                   format: str | None = None, **changes: Any) -> Path:
+    """Write a training run (``train_record.record_training``) as ``path``'s extension (or
+    ``format``) names: its JSON (.json), its figure (.svg .png .pdf), its page (.html) or
+    its clip (.mp4); return the path. The file is written whole or not at all."""
+    options = _options(options, changes)
+    fmt = format_of(path, format, TRAINING_FORMATS, what="a training run")
+    kind = kind_of(fmt)
+    if kind == EXPORT:
+        from .training_json import to_json
+
+        return write_atomically(path, to_json(run).encode("utf-8"))
+    module_name, function_name = _TRAINING_WRITERS[kind]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name != module_name:
+            raise
+        raise UsageError(f"this backpropviz cannot draw a training run as .{fmt} yet; write "
+                         "it as .json") from None
+    with dot_time_limit(options.timeout):
+        return Path(getattr(module, function_name)(run, path, options))
