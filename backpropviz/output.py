@@ -11,12 +11,14 @@ their arguments into these calls.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
+import sys
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +45,8 @@ from .script import as_graph
 from .training import Run
 from .views import drawn_graph
 
-__all__ = ["prepare", "render", "render_memory", "show", "write", "write_memory",
-           "write_steps", "write_training"]
+__all__ = ["prepare", "render", "render_memory", "show", "stdout_for", "write",
+           "write_memory", "write_steps", "write_training"]
 
 
 def prepare(fmt: str, options: Options, *, steps: bool = False) -> float:
@@ -63,6 +65,13 @@ def prepare(fmt: str, options: Options, *, steps: bool = False) -> float:
     if options.max_nodes is not None:
         return options.max_nodes
     return CLIP_MAX_NODES if kind == CLIP else DEFAULT_MAX_NODES
+
+
+@contextlib.contextmanager
+def stdout_for(output: Any) -> Iterator[None]:
+    """With -o -, stdout carries the output, so a script's prints go to stderr."""
+    with contextlib.redirect_stdout(sys.stderr) if output == "-" else contextlib.nullcontext():
+        yield
 
 
 def _options(options: Options | None, changes: Mapping[str, Any]) -> Options:
@@ -221,6 +230,9 @@ def write_training(run: Run, path: str | os.PathLike, options: Options | None = 
     """Write a training run (``train_record.record_training``) as ``path``'s extension (or
     ``format``) names: its JSON (.json), its figure (.svg .png .pdf), its page (.html) or
     its clip (.mp4); return the path. The file is written whole or not at all."""
+    if str(path) == "-":
+        raise UsageError("a training run is written to a file, not to stdout: give -o "
+                         "train.json (or .svg, .png, .pdf, .html, .mp4)")
     options = _options(options, changes)
     fmt = format_of(path, format, TRAINING_FORMATS, what="a training run")
     kind = kind_of(fmt)

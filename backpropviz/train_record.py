@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,14 +27,15 @@ import numpy as np
 from .builder import Live, leaf_readers
 from .errors import BackpropvizError, UsageError
 from .options import DEFAULT_ITERATIONS, DEFAULT_MAX_NODES, Options
-from .script import ScriptError, ScriptRun, graph_of_namespace, running
+from .script import ScriptError, ScriptRun, graph_of_namespace, graph_of_script, running
 from .training import Iteration, Run, Update
 
-__all__ = ["graph_of_iteration", "learning_rate", "record_training"]
+__all__ = ["graph_to_draw", "learning_rate", "record_training"]
 
 
 def record_training(path: str | os.PathLike, options: Options | None = None, *,
-                    argv: Iterable[str] = (), quiet: bool = False) -> Run:
+                    roots: Sequence[str] = (), argv: Iterable[str] = (),
+                    quiet: bool = False) -> Run:
     """Run the script at ``path`` and return its training run, pass by pass.
 
     ``options.iterations`` passes are kept (default 10), the first ones, or with
@@ -42,7 +43,11 @@ def record_training(path: str | os.PathLike, options: Options | None = None, *,
     alone. A script whose passes would not fit in ``options.max_nodes`` (default
     DEFAULT_MAX_NODES) values and ops, all kept passes counted, is stopped after its
     first pass, with advice; so is one with a single backward pass, which is no loop.
+    Each pass is drawn from what its backward() ran from, so ``roots`` are refused.
     """
+    if roots:
+        raise UsageError("--iterations and --iteration draw what each backward() ran from: "
+                         "leave out ROOT")
     options = options or Options()
     recorder = _Recorder(options, str(path))
     try:
@@ -54,11 +59,17 @@ def record_training(path: str | os.PathLike, options: Options | None = None, *,
     return recorder.run()
 
 
-def graph_of_iteration(path: str | os.PathLike, options: Options, *,
-                       argv: Iterable[str] = (), quiet: bool = False) -> nx.MultiDiGraph:
-    """The IR of pass ``options.iteration`` of the script's training loop, as recorded
-    (``--iteration K``: drawn as any one pass is)."""
-    return record_training(path, options, argv=argv, quiet=quiet).iterations[0].graph
+def graph_to_draw(path: str | os.PathLike, roots: Sequence[str], options: Options, *,
+                  argv: Iterable[str] = (), quiet: bool = False) -> nx.MultiDiGraph:
+    """The IR of the one pass ``render`` draws: pass ``options.iteration`` of the script's
+    training loop as recorded (``--iteration K``), else the script's graph, from ``roots``
+    (``script.graph_of_script``, with at most ``options.max_nodes`` nodes)."""
+    if options.iteration is not None:
+        run = record_training(path, options, roots=roots, argv=argv, quiet=quiet)
+        return run.iterations[0].graph
+    return graph_of_script(path, roots, backward=not options.forward_only,
+                           max_nodes=options.max_nodes or DEFAULT_MAX_NODES, argv=tuple(argv),
+                           quiet=quiet, script_timeout=options.script_timeout)
 
 
 class _Stop(BaseException):
@@ -175,10 +186,11 @@ class _Recorder:
 
     def _notes(self) -> list[str]:
         notes = []
-        if self.only is None and len(self.kept) * self.every < self.total:
-            kept = f"every {self.every}th" if self.every > 1 else "the first"
-            notes.append(f"kept {kept} of the script's {self.total} backward passes "
-                         f"({len(self.kept)} of them)")
+        if self.only is None and self.kept[-1].index + self.every < self.total:
+            which = "the first ones" if self.every == 1 else \
+                f"passes 0, {self.every}, {2 * self.every}…"
+            notes.append(f"kept {len(self.kept)} of the script's {self.total} backward "
+                         f"passes ({which}): raise --iterations to keep more")
         first = _shape(self.kept[0].graph)
         changed = [kept.index for kept in self.kept if _shape(kept.graph) != first]
         if changed:
