@@ -393,7 +393,7 @@ def positive(kind: type, zero: bool = False) -> Callable[[str], Any]:
         except ValueError:
             what = "an integer" if kind is int else "a number"
             raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
-        if not (number > 0 or zero and number == 0):
+        if not (number > 0 or (zero and number == 0)):
             raise argparse.ArgumentTypeError(f"must be {'0 or more' if zero else 'positive'}, "
                                              f"got {text}")
         return number

@@ -271,7 +271,8 @@ def learning_rate(moves: Iterable[tuple[Any, Any, Any]]) -> float | None:
     moving = grad != 0
     if not moving.any() or (after[~moving] != before[~moving]).any():
         return None
-    single = all((part.astype(np.float32) == part).all() for part in (before, grad, after))
+    with np.errstate(over="ignore"):  # a number past float32's range is no float32
+        single = all((part.astype(np.float32) == part).all() for part in (before, grad, after))
     kind = np.float32 if single else np.float64
     scale = np.maximum(np.abs(before), np.abs(after))
     tolerance = 2 * np.spacing(scale.astype(kind)).astype(np.float64)
