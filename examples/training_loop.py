@@ -20,9 +20,8 @@ for step in range(5):
     h = z.relu()
     o = W2 @ h
     L = ((o - y) ** 2).sum() / 2
+    L.zero_grad()  # forget the gradients the last pass left in W1, W2 and x
     L.backward()
     print(f"step {step}: L = {L.item():.4f}")
     W1.data -= lr * W1.grad
     W2.data -= lr * W2.grad
-    W1.zero_grad()
-    W2.zero_grad()
