@@ -86,6 +86,7 @@ class _Kept:
     index: int
     graph: nx.MultiDiGraph
     leaves: dict[str, Live]
+    listed: dict[int, str]  # id(leaf) -> its place in a model's parameters()
     after: dict[str, Any] | None = None
 
     def read_after(self) -> None:
@@ -137,7 +138,7 @@ class _Recorder:
         except BackpropvizError as error:
             self.error = error
             raise _Stop from None
-        self.waiting = _Kept(index, G, dict(readers))
+        self.waiting = _Kept(index, G, dict(readers), _listed(script.names))
         self.kept.append(self.waiting)
 
     def _check(self, G: nx.MultiDiGraph) -> None:
@@ -204,25 +205,50 @@ class _Recorder:
 
 
 def _names(kept: list[_Kept]) -> dict[int, str]:
-    """The name of each leaf object in the run (by ``id``): its label where that is the
-    pass's only leaf of that label, else the id it had in the first pass that used it
-    (with the label before it, if any), so that a parameter keeps its name throughout."""
+    """The name of each leaf object in the run (by ``id``), so that a parameter keeps its
+    name throughout: a label it was given (``Value(2.0, label="w")``); else its place in
+    a model's ``parameters()`` (``n.parameters()[2]``: a loop's ``for p in ...`` names
+    only the last one); else its name in the IR where that is the pass's only leaf so
+    named, or else the id it had in the first pass that used it (after that name)."""
     names: dict[int, str] = {}
     taken: set[str] = set()
     for one in kept:
         labels = [one.graph.nodes[vid]["label"] for vid in one.reached()]
-        for vid in one.reached():
-            leaf = id(one.leaves[vid][0])
-            label = one.graph.nodes[vid]["label"]
-            if leaf in names:
+        rank = {leaf: i for i, leaf in enumerate(one.listed)}  # a model's order first
+        for vid in sorted(one.reached(), key=lambda vid: rank.get(id(one.leaves[vid][0]),
+                                                                 len(rank))):
+            leaf = one.leaves[vid][0]
+            if id(leaf) in names:
                 continue
-            name = label if label and labels.count(label) == 1 else \
-                f"{label} ({vid})" if label else vid
-            while name in taken and not (label and name == label):
+            label = one.graph.nodes[vid]["label"]
+            given = getattr(leaf, "label", None)
+            name = given if isinstance(given, str) and given else one.listed.get(id(leaf)) or (
+                label if label and labels.count(label) == 1 else
+                f"{label} ({vid})" if label else vid)
+            while name in taken and name != label:
                 name += "'"
-            names[leaf] = name
+            names[id(leaf)] = name
             taken.add(name)
     return names
+
+
+def _listed(names: dict[str, Any]) -> dict[int, str]:
+    """Where each parameter of a model in the script's ``names`` is listed: id -> e.g.
+    ``model.parameters()[3]`` (micrograd-style models; a PyTorch module's parameters are
+    named by its modules already)."""
+    listed: dict[int, str] = {}
+    for name, model in names.items():
+        method = getattr(model, "parameters", None)
+        if name.startswith("_") or isinstance(model, type) or not callable(method) \
+                or hasattr(model, "named_parameters"):
+            continue
+        try:
+            parameters = list(method())
+        except Exception:  # not a model after all
+            continue
+        for i, parameter in enumerate(parameters):
+            listed.setdefault(id(parameter), f"{name}.parameters()[{i}]")
+    return listed
 
 
 def _parameters(kept: list[_Kept], names: dict[int, str]) -> set[str]:

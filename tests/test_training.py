@@ -212,12 +212,15 @@ def _tensor_numbers(p):
     return p.data.tolist(), None if p.grad is None else p.grad.tolist()
 
 
-# Each loop: its source, what the reference run reads after each loss.backward() (the
-# parameters by the names the run gives them; None: unnamed, compared as a set), and
-# how it reads a parameter's value and gradient.
+# Each loop: its source, what the reference run reads after each backward() (the
+# parameters by the names the run gives them), and how it reads a parameter's value
+# and gradient. Engines whose children are a set are compared as _same_moves says.
+SETS = ("lecture_value_class", "micrograd")
 LOOPS = {
-    "lecture_value_class": (LECTURE, "n.parameters()", _value_numbers),
-    "micrograd": (MICROGRAD, "model.parameters()", _value_numbers),
+    "lecture_value_class": (LECTURE, "{f'n.parameters()[{i}]': p for i, p in "
+                                     "enumerate(n.parameters())}", _value_numbers),
+    "micrograd": (MICROGRAD, "{f'model.parameters()[{i}]': p for i, p in "
+                             "enumerate(model.parameters())}", _value_numbers),
     "torch_sgd": (TORCH_SGD, "{'model.' + n: p for n, p in model.named_parameters()}",
                   _torch_numbers),
     "torch_adam": (TORCH_ADAM, "{'model.' + n: p for n, p in model.named_parameters()}",
@@ -274,13 +277,10 @@ def _same_moves(recorded: dict, expected) -> None:
     recording watches a backward() the sets iterate in one order read from the graph.
     So the numbers agree with the plain run's to rounding, and to the bit with the
     update the script wrote (p.data += -lr * p.grad, p.data -= lr * p.grad)."""
-    mine = sorted((u.before, u.grad, u.after) for u in recorded.values())
-    theirs = sorted(expected)
-    assert len(mine) == len(theirs)
-    for (before, grad, after), (v, g, a) in zip(mine, theirs, strict=True):
-        assert before == pytest.approx(v, rel=1e-12, abs=1e-15)
-        assert grad == pytest.approx(g, rel=1e-12, abs=1e-15)
-        assert after == pytest.approx(a, rel=1e-12, abs=1e-15)
+    assert list(recorded) == list(expected)  # by place in the model's parameters()
+    for name, update in recorded.items():
+        assert (update.before, update.grad, update.after) == pytest.approx(
+            expected[name], rel=1e-12, abs=1e-15)
     rates = {u.rate for u in recorded.values()}
     assert len(rates) == 1
     rate = rates.pop()
@@ -298,12 +298,14 @@ def test_every_iteration_is_the_loop_as_python_ran_it(loop, tmp_path):
     assert run.total == len(reference) and run.every == 1
     assert [iteration.index for iteration in run.iterations] == list(range(len(reference)))
     for iteration, (loss, parameters) in zip(run.iterations, reference, strict=True):
+        if loop in SETS:
+            assert iteration.loss == pytest.approx(loss, rel=1e-12)
+            _same_moves(iteration.parameters, parameters)
+            continue
         assert iteration.loss == loss
-        if isinstance(next(iter(parameters)), str):  # named: each by its name
-            assert {name: (u.before, u.grad, u.after)
-                    for name, u in iteration.parameters.items()} == parameters
-        else:  # a model's list, unnamed: the same updates, whatever their names
-            _same_moves(iteration.parameters, parameters.values())
+        assert list(iteration.parameters) == list(parameters)  # in the model's order
+        assert {name: (u.before, u.grad, u.after)
+                for name, u in iteration.parameters.items()} == parameters
 
 
 def test_plain_gradient_descent_gives_its_learning_rate_and_adam_none(tmp_path):
