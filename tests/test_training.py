@@ -419,6 +419,8 @@ REFUSALS = {
     "one_pass": ([str(EXAMPLES / "d2l_mlp.py"), "--iterations"], "ran backward() once"),
     "no_backward": (["nothing.py", "--iterations"], "never called backward()"),
     "too_big": (["big.py", "--iterations", "50"], "--every K"),
+    "too_big_torch": (["big_torch.py", "--iterations"], "--every K"),
+    "too_big_value_class": (["big_lecture.py", "--iterations"], "--every K"),
     "steps": (["loop.py", "--iterations", "--steps", "steps"], "--iteration K"),
     "iteration_past_the_end": (["loop.py", "--iteration", "9"], "ran 4 backward passes"),
     "a_root": (["loop.py", "loss", "--iterations"], "leave out ROOT"),
@@ -446,6 +448,27 @@ def test_refusals_are_one_line_a_failing_status_and_no_file(case, tmp_path, caps
                 w.data -= 0.01 * w.grad
                 w.grad = 0.0
     ''', "big.py")
+    if case == "too_big_torch":
+        pytest.importorskip("torch")
+    _script(tmp_path, '''
+        import torch
+
+        w = torch.ones(3, requires_grad=True)
+        for step in range(100):
+            print("step", step)
+            h = w
+            for _ in range(300):
+                h = h * 1.0001
+            loss = h.sum()
+            loss.backward()
+            with torch.no_grad():
+                w -= 0.01 * w.grad
+            w.grad = None
+    ''', "big_torch.py")
+    _script(tmp_path, LECTURE.replace("range(4)", "range(100)").replace(
+        "[n(x) for x in xs]", "[n(x) for x in xs * 10]").replace(
+        "zip(ys, ypred)", "zip(ys * 10, ypred)").replace(
+        "    loss.backward()", '    print("step", k)\n    loss.backward()'), "big_lecture.py")
     argv, said = REFUSALS[case]
     if "-o" not in argv:
         argv = [*argv, "-o", "run.json"]
@@ -455,7 +478,7 @@ def test_refusals_are_one_line_a_failing_status_and_no_file(case, tmp_path, caps
     assert status != 0
     assert len(lines) == 1 and lines[0].startswith("backpropviz: error: ") and said in lines[0]
     assert not list(tmp_path.glob("run.*")) and not list(tmp_path.glob(".run*"))
-    if case == "too_big":  # stopped after its first pass, not after its thousand
+    if case.startswith("too_big"):  # stopped after its first pass, not after its hundreds
         assert err.out.split() == ["step", "0"]
 
 
