@@ -255,7 +255,7 @@ class Recording:
 
         index = next(self._counter)
         function = _function_name(func)
-        heard = (function == "backward" or func is torch.autograd.grad) and args
+        heard = bool(args) and (function == "backward" or func is torch.autograd.grad)
         if heard:
             # loss.backward(), torch.autograd.backward((loss, ...)) or
             # torch.autograd.grad(loss, xs): tell who listens, before the pass and once

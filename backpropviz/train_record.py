@@ -69,7 +69,8 @@ def graph_to_draw(path: str | os.PathLike, roots: Sequence[str], options: Option
         return run.iterations[0].graph
     return graph_of_script(path, roots, backward=not options.forward_only,
                            max_nodes=options.max_nodes or DEFAULT_MAX_NODES, argv=tuple(argv),
-                           quiet=quiet, script_timeout=options.script_timeout)
+                           quiet=quiet, script_timeout=options.script_timeout,
+                           fold=not options.keep_sums)
 
 
 class _Stop(BaseException):
@@ -107,6 +108,7 @@ class _Recorder:
         self.count = options.iterations or DEFAULT_ITERATIONS
         self.every = options.every or 1
         self.max_nodes = options.max_nodes or DEFAULT_MAX_NODES
+        self.fold = not options.keep_sums  # chains of + as one op, as render draws them
         self.where = where
         self.total = 0  # backward passes the script ran
         self.kept: list[_Kept] = []
@@ -133,7 +135,8 @@ class _Recorder:
             with leaf_readers() as readers:
                 G = graph_of_namespace(script.names, called=script.called,
                                        recording=script.recording, max_nodes=self.max_nodes,
-                                       where=script.path, source=script.source)
+                                       fold=self.fold, where=script.path,
+                                       source=script.source)
             self._check(G)
         except BackpropvizError as error:
             self.error = error

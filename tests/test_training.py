@@ -492,3 +492,17 @@ def test_options_of_a_run_are_checked():
         from backpropviz.output import write_training
 
         write_training(record_training(EXAMPLES / "training_loop.py", quiet=True), "-")
+
+
+def test_keep_sums_draws_each_addition_of_every_pass(tmp_path):
+    script = _script(tmp_path, ENGINE_IN_MAIN)
+
+    def additions(run):
+        return {sum(attrs.get("op") == "add" for _, attrs in it.graph.nodes(data=True))
+                for it in run.iterations}
+
+    folded = record_training(script, Options(iterations=2), quiet=True)
+    kept = record_training(script, Options(iterations=2, keep_sums=True), quiet=True)
+    assert additions(folded) == {4}  # w*x + b for each point, then sum()'s one +
+    assert additions(kept) == {6}  # ... and sum()'s 0 + e1, + e2, + e3 one by one
+    assert [it.loss for it in kept.iterations] == [it.loss for it in folded.iterations]
