@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_argument("--format", choices=MEMORY_FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: "
                              f"{', '.join(MEMORY_FORMATS)}")
-    add_arguments(memory, lambda name: name in ("theme", "script_timeout"))
+    add_arguments(memory, lambda name: name in ("theme", "script_timeout", "iteration"))
     memory.add_argument("--max-nodes", type=positive(int), metavar="N",
                         default=DEFAULT_MAX_NODES,
                         help=f"refuse graphs with more than N values and ops (default "
@@ -277,7 +277,8 @@ def _memory(args: argparse.Namespace) -> int:
     """Chart (or export) the memory timeline of the script's recorded pass."""
     from . import output as out
     from .files import require_writable, write_atomically
-    from .script import graph_of_script, require_script
+    from .script import require_script
+    from .train_record import graph_to_draw
 
     fmt = format_of(args.output, args.format, MEMORY_FORMATS)
     output = args.output or f"{Path(args.script).stem}_memory.{fmt}"
@@ -285,8 +286,7 @@ def _memory(args: argparse.Namespace) -> int:
     if output != "-":
         require_writable(output)
     with out.stdout_for(output):
-        G = graph_of_script(args.script, args.roots, max_nodes=args.max_nodes,
-                            argv=args.script_args, script_timeout=args.script_timeout)
+        G = graph_to_draw(args.script, args.roots, from_arguments(args), argv=args.script_args)
         data = out.render_memory(G, fmt, from_arguments(args))
     if output == "-":
         return _to_stdout(data)

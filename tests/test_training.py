@@ -506,3 +506,16 @@ def test_keep_sums_draws_each_addition_of_every_pass(tmp_path):
     assert additions(folded) == {4}  # w*x + b for each point, then sum()'s one +
     assert additions(kept) == {6}  # ... and sum()'s 0 + e1, + e2, + e3 one by one
     assert [it.loss for it in kept.iterations] == [it.loss for it in folded.iterations]
+
+
+def test_the_memory_of_pass_k_is_the_same_for_every_pass_of_a_fixed_batch(tmp_path, capsys):
+    peaks = []
+    for k in (0, 3):
+        out = tmp_path / f"memory{k}.json"
+        assert main(["memory", str(EXAMPLES / "training_loop.py"), "--iteration", str(k),
+                     "-o", str(out)]) == 0
+        peaks.append(json.loads(out.read_text())["peak_bytes"])
+    assert peaks[0] == peaks[1] > 0
+    assert main(["memory", str(EXAMPLES / "training_loop.py"), "--iteration", "5",
+                 "-o", str(tmp_path / "late.json")]) == 2
+    assert "ran 5 backward passes" in capsys.readouterr().err
