@@ -14,8 +14,7 @@ from . import ops
 from .errors import BackpropvizError
 
 __all__ = ["EngineError", "Node", "backward_done_listeners", "backward_listeners",
-           "saved_for_backward",
-           "topological_order"]
+           "saved_for_backward", "topological_order"]
 
 
 class EngineError(BackpropvizError, ValueError):
