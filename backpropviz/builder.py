@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -12,7 +13,25 @@ import networkx as nx
 
 from . import ops
 
-__all__ = ["Builder", "Producer"]
+__all__ = ["Builder", "Live", "Producer", "leaf_readers"]
+
+# While a training run is recorded (``leaf_readers()``), each IR built keeps, by value
+# id, each leaf's own object and how to read its numbers as they are now: what the
+# script made of a parameter once the pass was over (the IR itself holds only numbers).
+Live = tuple[Any, Callable[[Any], Any]]
+_READERS: list[dict[str, Live]] = []
+
+
+@contextlib.contextmanager
+def leaf_readers() -> Iterator[dict[str, Live]]:
+    """Within the block, the IR built last fills the dict yielded: value id -> (the
+    producer's leaf, a function of it giving its numbers now as the IR stores them)."""
+    readers: dict[str, Live] = {}
+    _READERS.append(readers)
+    try:
+        yield readers
+    finally:
+        _READERS.remove(readers)
 
 
 class Producer(ABC):
@@ -78,14 +97,20 @@ class Builder:
         self._saves: dict[Hashable, Sequence | None] = {}
         self._nbytes: dict[Hashable, int] = {}
         self._inner_bytes = 0  # what ops keep that is no drawn value (their inner_bytes)
+        if _READERS:  # a new IR: the readers are its own
+            _READERS[-1].clear()
 
     def add_value(self, key: Hashable, *, data: Any, shape: tuple[int, ...], role: str,
                   label: str | None = None, grad: Any = None, made_by: Hashable = None,
-                  nbytes: int | None = None, **attrs: Any) -> str:
+                  nbytes: int | None = None, live: Live | None = None,
+                  **attrs: Any) -> str:
         """A value node: its numbers as the IR stores them (a float, nested lists), its
         role; ``made_by`` the op (key) it is the result of; ``nbytes`` what keeping it
-        for backward costs (default 8 bytes a number). Returns its id."""
+        for backward costs (default 8 bytes a number); ``live`` (a leaf's) is its object
+        and how to read its numbers later, for ``leaf_readers``. Returns its id."""
         vid = self.value_ids[key] = f"v{len(self.value_ids)}"
+        if live is not None and _READERS:
+            _READERS[-1][vid] = live
         self.graph.add_node(vid, kind="value", label=label, data=data, grad=grad, shape=shape,
                             role=role, stored=False, nbytes=0, **attrs)
         self._nbytes[key] = 8 * math.prod(shape) if nbytes is None else nbytes

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_argument("--format", choices=MEMORY_FORMATS, metavar="F",
                         help=f"output format, instead of OUT's extension: "
                              f"{', '.join(MEMORY_FORMATS)}")
-    add_arguments(memory, lambda name: name in ("theme", "script_timeout"))
+    add_arguments(memory, lambda name: name in ("theme", "script_timeout", "iteration"))
     memory.add_argument("--max-nodes", type=positive(int), metavar="N",
                         default=DEFAULT_MAX_NODES,
                         help=f"refuse graphs with more than N values and ops (default "
@@ -181,13 +180,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _CHECK_FORMATS = (*KINDS[FIGURE], *KINDS[PAGE])
-
-
-@contextlib.contextmanager
-def _stdout_for(output: Any) -> Iterator[None]:
-    """With -o -, stdout carries the output, so the script's prints go to stderr."""
-    with contextlib.redirect_stdout(sys.stderr) if output == "-" else contextlib.nullcontext():
-        yield
 
 
 def _to_stdout(data: bytes) -> int:
@@ -206,7 +198,8 @@ def _render(args: argparse.Namespace) -> int:
     from .batch import draw_many
     from .files import require_writable, require_writable_folder
     from .graphviz import require_dot
-    from .script import graph_of_script, require_script
+    from .script import require_script
+    from .train_record import graph_to_draw, record_training
 
     positionals = [args.script, *args.roots]
     if len(positionals) > 1 and all(name.endswith(".py") for name in positionals):
@@ -243,10 +236,13 @@ def _render(args: argparse.Namespace) -> int:
         require_writable(output)
     if steps:
         require_writable_folder(args.steps)
-    with _stdout_for(output):
-        G = graph_of_script(args.script, args.roots, backward=not options.forward_only,
-                            max_nodes=max_nodes, argv=args.script_args,
-                            script_timeout=options.script_timeout, fold=not options.keep_sums)
+    if options.training:  # a training run, written as a whole
+        out.write_training(record_training(args.script, options, roots=args.roots,
+                                           argv=args.script_args), output, options)
+        return 0
+    with out.stdout_for(output):
+        G = graph_to_draw(args.script, args.roots, options.replace(max_nodes=max_nodes),
+                          argv=args.script_args)
         if steps:
             out.write_steps(G, args.steps, options)
         if output == "-":
@@ -281,17 +277,16 @@ def _memory(args: argparse.Namespace) -> int:
     """Chart (or export) the memory timeline of the script's recorded pass."""
     from . import output as out
     from .files import require_writable, write_atomically
-    from .script import graph_of_script
+    from .script import require_script
+    from .train_record import graph_to_draw
 
     fmt = format_of(args.output, args.format, MEMORY_FORMATS)
     output = args.output or f"{Path(args.script).stem}_memory.{fmt}"
-    if not Path(args.script).is_file():
-        raise BackpropvizError(f"no such script: {args.script}")
+    require_script(Path(args.script))
     if output != "-":
         require_writable(output)
-    with _stdout_for(output):
-        G = graph_of_script(args.script, args.roots, max_nodes=args.max_nodes,
-                            argv=args.script_args, script_timeout=args.script_timeout)
+    with out.stdout_for(output):
+        G = graph_to_draw(args.script, args.roots, from_arguments(args), argv=args.script_args)
         data = out.render_memory(G, fmt, from_arguments(args))
     if output == "-":
         return _to_stdout(data)

@@ -458,7 +458,8 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
                 else "input")
         grad = None if graph.grads is None else graph.grads[node]
         build.add_value(node, label=graph.names.get(node), data=graph.data(node),
-                        grad=grad, shape=(), role=role, made_by=node if kids else None)
+                        grad=grad, shape=(), role=role, made_by=node if kids else None,
+                        live=None if kids else (node, _data_now))
     graph.value_ids = build.value_ids
     notes = list(graph.notes)
     if graph.reconstructed:
@@ -467,6 +468,11 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
     unwatched = {"unwatched": graph.unwatched} if graph.unwatched else {}
     return build.finish(graph.roots, backward_order=sorted(processed, key=processed.get),
                         seeds=seeds, notes=notes, **unwatched)
+
+
+def _data_now(node: Any) -> float:
+    """A leaf's number now (the script may have updated it since the pass)."""
+    return number(node, "data")
 
 
 class ForeignProducer(Producer):

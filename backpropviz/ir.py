@@ -115,7 +115,8 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
         build.add_value(node, label=label, data=plain_number(data),
                         grad=plain_number(node.grad) if node.has_grad else None,
                         shape=tuple(np.shape(node.data)), role=_role(node, root_set),
-                        made_by=node if node.op is not None else None, **attrs)
+                        made_by=node if node.op is not None else None,
+                        live=(node, _data_now) if node.op is None else None, **attrs)
 
     processed = sorted((node for node in build.op_ids if node._step is not None),
                        key=lambda node: node._step)
@@ -133,6 +134,11 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
                      f"{passes} backward passes that reached it (each adds its own, as in "
                      "PyTorch); the steps show the last pass")
     return build.finish(roots, backward_order=processed, seeds=seeds, notes=notes, **entered)
+
+
+def _data_now(node: Node) -> Any:
+    """A leaf's numbers now (an update may have changed or replaced its data)."""
+    return plain_number(node.data)
 
 
 class EngineProducer(Producer):

@@ -13,8 +13,8 @@ import numpy as np
 from . import ops
 from .errors import BackpropvizError
 
-__all__ = ["EngineError", "Node", "backward_listeners", "saved_for_backward",
-           "topological_order"]
+__all__ = ["EngineError", "Node", "backward_done_listeners", "backward_listeners",
+           "saved_for_backward", "topological_order"]
 
 
 class EngineError(BackpropvizError, ValueError):
@@ -98,6 +98,8 @@ class Node:
             raise EngineError(
                 f"op {error.args[0]!r} has no backward rule (the ops are {known}); "
                 "build nodes with operators and methods, not by passing an op name") from None
+        for listener in backward_done_listeners:
+            listener(self)
 
     # How many ops all backward passes so far have processed: ``_step``
     # numbers keep counting across passes, so the tape orders them all.
@@ -107,6 +109,9 @@ class Node:
 # Told of every backward() call, with its root, before the pass runs: how the
 # script front end finds a graph built inside a function (watch.py).
 backward_listeners: list[Callable[[Any], None]] = []
+# Told of every backward() call once the pass is over, with its root: how a training
+# run is recorded pass by pass (train_record.py).
+backward_done_listeners: list[Callable[[Any], None]] = []
 
 
 def topological_order(roots: Iterable[Node]) -> list[Node]:

@@ -15,6 +15,7 @@ __all__ = [
     "CLIP",
     "CLIP_MAX_NODES",
     "DEFAULT_DOT_TIMEOUT",
+    "DEFAULT_ITERATIONS",
     "DEFAULT_MAX_NODES",
     "EXPORT",
     "FIGURE",
@@ -24,6 +25,7 @@ __all__ = [
     "PAGE",
     "PHASES",
     "QUALITIES",
+    "TRAINING_FORMATS",
     "Options",
     "add_arguments",
     "alpha_refusal",
@@ -64,6 +66,10 @@ DEFAULT_MAX_NODES = 4000
 # A clip's: past about this many the boxes get too small to read at 1080p and
 # the clip too long to watch; the Tensor form of the same network is smaller.
 CLIP_MAX_NODES = 60
+# A training run (--iterations): how many backward passes it keeps unless told, and
+# the formats that draw a whole run (its JSON, its figure, its page, its clip).
+DEFAULT_ITERATIONS = 10
+TRAINING_FORMATS = ("json", "svg", "png", "pdf", "html", "mp4")
 
 
 def kind_of(fmt: str) -> str:
@@ -185,6 +191,17 @@ class Options:
         "which passes to animate (default both)", choices=PHASES))
     speed: float | None = field(default=None, metadata=_option(
         "playback speed factor (default 1)", metavar="X"))
+    iterations: int | None = field(default=None, metadata=_option(
+        "record the script's training loop: keep its first N backward passes (default "
+        f"{DEFAULT_ITERATIONS}), each with what the script then did to every parameter, and "
+        f"draw the run ({', '.join('.' + f for f in TRAINING_FORMATS)})", metavar="N",
+        nargs="?", const=DEFAULT_ITERATIONS))
+    every: int | None = field(default=None, metadata=_option(
+        "with --iterations, keep every Kth backward pass of a long loop (passes 0, K, 2K...)",
+        metavar="K"))
+    iteration: int | None = field(default=None, metadata=_option(
+        "record the script's training loop and draw its backward pass K (0: the first) as "
+        "any one pass is drawn", metavar="K"))
     # Not options of the adapters: what the command line sets for a clip.
     progress: bool = False
     max_nodes: float | None = None
@@ -202,6 +219,11 @@ class Options:
             number = getattr(self, name)
             if number is not None and not (isinstance(number, int | float) and number > 0):
                 raise UsageError(f"{name} must be a positive number, got {number!r}")
+        for name, least in (("iterations", 1), ("every", 1), ("iteration", 0)):
+            count = getattr(self, name)
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int)
+                                      or count < least):
+                raise UsageError(f"{name} must be an int of at least {least}, got {count!r}")
         if self.fit is not None:
             object.__setattr__(self, "fit", parse_frame(self.fit))
 
@@ -280,6 +302,27 @@ class Options:
         refusal = alpha_refusal(self.theme, fmt) if kind == CLIP else None
         if refusal:
             raise UsageError(refusal)
+        self._check_training(fmt, steps)
+
+    @property
+    def training(self) -> bool:
+        """Whether the output is a training run (--iterations, --every), not one pass."""
+        return self.iterations is not None or self.every is not None
+
+    def _check_training(self, fmt: str, steps: bool) -> None:
+        """UsageError for a training run's options that do not go together."""
+        if self.training and self.iteration is not None:
+            raise UsageError("--iteration K draws one pass of the run, --iterations N the run: "
+                             "give one of them")
+        if self.training and fmt not in TRAINING_FORMATS:
+            raise UsageError(f"--iterations draws a run as "
+                             f"{', '.join('.' + f for f in TRAINING_FORMATS)}, not .{fmt}")
+        if self.training and steps:
+            raise UsageError("--steps draws the steps of one pass: pick the pass with "
+                             "--iteration K rather than --iterations")
+        if (self.training or self.iteration is not None) and self.forward_only:
+            raise UsageError("--iterations and --iteration record backward passes, which "
+                             "--no-backward leaves out")
 
 
 def alpha_refusal(theme: str, fmt: str) -> str | None:
@@ -320,7 +363,8 @@ def add_arguments(parser: Any, wanted: Callable[[str], bool]) -> None:
             continue
         parse = {"precision": positive(int), "timeout": positive(float),
                  "script_timeout": positive(float), "speed": positive(float),
-                 "fit": _frame}.get(declared.name)
+                 "iterations": positive(int), "every": positive(int),
+                 "iteration": positive(int, zero=True), "fit": _frame}.get(declared.name)
         parser.add_argument(flag, type=parse, default=declared.default, **keywords)
 
 
@@ -339,8 +383,8 @@ def _frame(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def positive(kind: type) -> Callable[[str], Any]:
-    """An argparse type: a positive number of ``kind`` (int or float)."""
+def positive(kind: type, zero: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a positive number of ``kind`` (int or float), or 0 too."""
     import argparse
 
     def parse(text: str) -> Any:
@@ -349,7 +393,8 @@ def positive(kind: type) -> Callable[[str], Any]:
         except ValueError:
             what = "an integer" if kind is int else "a number"
             raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
-        if not number > 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        if not (number > 0 or (zero and number == 0)):
+            raise argparse.ArgumentTypeError(f"must be {'0 or more' if zero else 'positive'}, "
+                                             f"got {text}")
         return number
     return parse

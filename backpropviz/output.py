@@ -11,17 +11,20 @@ their arguments into these calls.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import math
 import os
+import sys
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
-from .errors import Note
+from .errors import Note, UsageError
 from .files import staged_folder, write_atomically
 from .graphviz import check_layout, dot_time_limit
 from .options import (
@@ -33,15 +36,17 @@ from .options import (
     KINDS,
     MEMORY_FORMATS,
     PAGE,
+    TRAINING_FORMATS,
     Options,
     format_of,
     kind_of,
 )
 from .script import as_graph
+from .training import Run
 from .views import drawn_graph
 
-__all__ = ["prepare", "render", "render_memory", "show", "write", "write_memory",
-           "write_steps"]
+__all__ = ["prepare", "render", "render_memory", "show", "stdout_for", "write",
+           "write_memory", "write_steps", "write_training"]
 
 
 def prepare(fmt: str, options: Options, *, steps: bool = False) -> float:
@@ -60,6 +65,13 @@ def prepare(fmt: str, options: Options, *, steps: bool = False) -> float:
     if options.max_nodes is not None:
         return options.max_nodes
     return CLIP_MAX_NODES if kind == CLIP else DEFAULT_MAX_NODES
+
+
+@contextlib.contextmanager
+def stdout_for(output: Any) -> Iterator[None]:
+    """With -o -, stdout carries the output, so a script's prints go to stderr."""
+    with contextlib.redirect_stdout(sys.stderr) if output == "-" else contextlib.nullcontext():
+        yield
 
 
 def _options(options: Options | None, changes: Mapping[str, Any]) -> Options:
@@ -202,3 +214,39 @@ def write_memory(graph_or_root: Any, path: str | os.PathLike, options: Options |
     fmt = format_of(path, format, MEMORY_FORMATS)
     return write_atomically(path, render_memory(graph_or_root, fmt, options, names=names,
                                                 **changes))
+
+
+# The writer of a training run by the kind of its format: (module, function), each
+# taking (run, path, options) and returning the path it wrote.
+_TRAINING_WRITERS = {
+    FIGURE: ("backpropviz.train_figure", "render_training_figure"),
+    PAGE: ("backpropviz.train_page", "render_training_page"),
+    CLIP: ("backpropviz.animate.training", "render_training_clip"),
+}
+
+
+def write_training(run: Run, path: str | os.PathLike, options: Options | None = None, *,
+                   format: str | None = None, **changes: Any) -> Path:
+    """Write a training run (``train_record.record_training``) as ``path``'s extension (or
+    ``format``) names: its JSON (.json), its figure (.svg .png .pdf), its page (.html) or
+    its clip (.mp4); return the path. The file is written whole or not at all."""
+    if str(path) == "-":
+        raise UsageError("a training run is written to a file, not to stdout: give -o "
+                         "train.json (or .svg, .png, .pdf, .html, .mp4)")
+    options = _options(options, changes)
+    fmt = format_of(path, format, TRAINING_FORMATS, what="a training run")
+    kind = kind_of(fmt)
+    if kind == EXPORT:
+        from .training_json import to_json
+
+        return write_atomically(path, to_json(run).encode("utf-8"))
+    module_name, function_name = _TRAINING_WRITERS[kind]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name != module_name:
+            raise
+        raise UsageError(f"this backpropviz cannot draw a training run as .{fmt} yet; write "
+                         "it as .json") from None
+    with dot_time_limit(options.timeout):
+        return Path(getattr(module, function_name)(run, path, options))

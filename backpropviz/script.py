@@ -104,13 +104,16 @@ class ScriptRun:
 
 @contextlib.contextmanager
 def running(path: str | os.PathLike, argv: Sequence[str] = (), *,
-            quiet: bool = False, script_timeout: float | None = None) -> Iterator[ScriptRun]:
+            quiet: bool = False, script_timeout: float | None = None,
+            on_pass: Callable[[ScriptRun], None] | None = None) -> Iterator[ScriptRun]:
     """Run the script as ``python`` would, watched, for every command that reads one
     (render, check, memory): under the recording its framework needs (PyTorch's
     capture), with every backward() call kept, so that a script whose work is inside
     ``main()`` is read as well as one that works at top level. The recording stays
     open in the block; ``quiet`` swallows what the script prints there too;
-    ``script_timeout`` bounds the script's run (``run_script``)."""
+    ``script_timeout`` bounds the script's run (``run_script``). ``on_pass`` is told
+    of the script as it stands once each backward() is over (a training run's record:
+    its names then, that call's roots)."""
     script = Path(path)
     require_script(script)
     try:
@@ -119,7 +122,12 @@ def running(path: str | os.PathLike, argv: Sequence[str] = (), *,
         raise ScriptError(f"cannot read {path}: {error.strerror or error}") from None
     silence = contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()
     with silence, recording_for(source) as recording:
-        with watching(script, other_engines=may_use_another_engine(source)) as watch:
+        def passed(watch: Any) -> None:
+            on_pass(ScriptRun(script, source, watch.names(watch.global_names), watch.roots,
+                              recording))
+
+        with watching(script, other_engines=may_use_another_engine(source),
+                      on_pass=passed if on_pass is not None else None) as watch:
             namespace = run_script(script, argv, script_timeout=script_timeout)
         yield ScriptRun(script, source, watch.names(namespace), watch.roots, recording)
 

@@ -370,9 +370,12 @@ class _Builder:
             label = self.name_of.get(key)
         else:
             leaf = self.recording._leaves[key[1:]]
-            grad = None  # filled in from the edges, which carry torch's numbers
             role = "param" if leaf.requires_grad else "input"
             label = self.name_of.get(("leaf", key[1]))
+            return {"label": label, "data": _plain(value),
+                    "grad": None,  # filled in from the edges, which carry torch's numbers
+                    "shape": tuple(value.shape), "role": role,
+                    "live": (leaf.tensor, _plain)}
         return {"label": label, "data": _plain(value), "grad": _plain(grad),
                 "shape": tuple(value.shape), "role": role}
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import groups, ops, torch_rnn
-from .engine import backward_listeners
+from .engine import backward_done_listeners, backward_listeners
 from .errors import BackpropvizError
 
 __all__ = ["CREATE_GRAPH", "INSTALL_HINT", "TORCH_FUNCTIONS", "TORCH_NODES", "Recording",
@@ -255,13 +255,20 @@ class Recording:
 
         index = next(self._counter)
         function = _function_name(func)
-        if (function == "backward" or func is torch.autograd.grad) and args:
+        heard = bool(args) and (function == "backward" or func is torch.autograd.grad)
+        if heard:
             # loss.backward(), torch.autograd.backward((loss, ...)) or
-            # torch.autograd.grad(loss, xs): tell who listens.
+            # torch.autograd.grad(loss, xs): tell who listens, before the pass and once
+            # it is over.
+            roots = args[0] if isinstance(args[0], (tuple, list)) else args[:1]
             for listener in backward_listeners:
-                listener(*(args[0] if isinstance(args[0], (tuple, list)) else args[:1]))
+                listener(*roots)
         if func in (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad):
-            return self._run_backward(func, args, kwargs)
+            result = self._run_backward(func, args, kwargs)
+            if heard:
+                for listener in backward_done_listeners:
+                    listener(*roots)
+            return result
         flat = tree_flatten((args, kwargs))[0]
         tensors = [x for x in flat if isinstance(x, torch.Tensor)]
         if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):

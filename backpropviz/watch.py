@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -29,13 +29,17 @@ _PACKAGE = os.path.dirname(os.path.realpath(__file__))
 class Watch:
     """The last backward() call a script made: its roots and the names around it."""
 
-    def __init__(self, script: str | os.PathLike | None) -> None:
+    def __init__(self, script: str | os.PathLike | None,
+                 on_pass: Callable[[Watch], None] | None = None) -> None:
         # None: code that is not a file (a notebook cell), whose top level is any <module>.
         self.script = None if script is None else os.path.realpath(script)
+        self.on_pass = on_pass  # told once each backward() is over (a training run's record)
         self.calls = 0
         self.roots: tuple = ()
-        # The local names of the script's functions at the last call, innermost first.
+        # The local names of the script's functions at the last call, innermost first,
+        # and its global names as they were then.
         self.local_names: list[dict[str, Any]] = []
+        self.global_names: dict[str, Any] = {}
 
     def heard(self, *roots: Any) -> None:
         """A backward() call from ``roots`` (called by the engine and the torch recording)."""
@@ -45,7 +49,12 @@ class Watch:
         # Only the last call is kept: a training loop's earlier graphs can be freed.
         self.calls += 1
         self.roots = roots
-        self.local_names = self._frames_names(frame)
+        self.local_names, self.global_names = self._frames_names(frame)
+
+    def done(self, *roots: Any) -> None:
+        """The backward() call last heard is over: tell ``on_pass``, if any."""
+        if self.on_pass is not None:
+            self.on_pass(self)
 
     def names(self, namespace: dict[str, Any]) -> dict[str, Any]:
         """The script's global names, then the names its functions used at the last call."""
@@ -55,9 +64,9 @@ class Watch:
                 merged.setdefault(name, obj)
         return merged
 
-    def _frames_names(self, frame: FrameType | None) -> list[dict[str, Any]]:
+    def _frames_names(self, frame: FrameType | None) -> tuple[list[dict[str, Any]], dict]:
         """The locals of the frames from the caller of backward() out to the script's
-        top level (which is its global names), leaving out backpropviz's and torch's."""
+        top level, leaving out backpropviz's and torch's; and the top level's names."""
         torch = sys.modules.get("torch")
         skipped = [_PACKAGE]
         if torch is not None and getattr(torch, "__file__", None):
@@ -72,23 +81,25 @@ class Watch:
                 found.append(dict(frame.f_locals))
             frame = frame.f_back
         else:
-            return []  # not a call the script made (nothing of the script on the stack)
-        return found
+            return [], {}  # not a call the script made (nothing of the script on the stack)
+        return found, frame.f_globals
 
 
 @contextlib.contextmanager
-def watching(script: str | os.PathLike | None, *,
-             other_engines: bool = False) -> Iterator[Watch]:
-    """Within the block, every backward() call is kept by the Watch yielded.
+def watching(script: str | os.PathLike | None, *, other_engines: bool = False,
+             on_pass: Callable[[Watch], None] | None = None) -> Iterator[Watch]:
+    """Within the block, every backward() call is kept by the Watch yielded, which tells
+    ``on_pass`` once each is over.
 
     With ``other_engines``, a ``backward`` method of a micrograd-style class is
     seen too, through ``sys.setprofile`` (which slows the script's Python calls
     by about a third, so it is only asked for scripts that use neither this
     engine nor PyTorch; it is left out if a profiler is already running).
     """
-    watch = Watch(script)
+    watch = Watch(script, on_pass)
     OBSERVED.forget()
     engine.backward_listeners.append(watch.heard)
+    engine.backward_done_listeners.append(watch.done)
     hook = _backward_hook(watch) if other_engines and sys.getprofile() is None else None
     if hook is not None:
         sys.setprofile(hook)
@@ -98,6 +109,7 @@ def watching(script: str | os.PathLike | None, *,
         if hook is not None:
             sys.setprofile(None)
         engine.backward_listeners.remove(watch.heard)
+        engine.backward_done_listeners.remove(watch.done)
 
 
 def _backward_hook(watch: Watch) -> Any:
@@ -124,5 +136,6 @@ def _backward_hook(watch: Watch) -> Any:
             active.pop()
             if not active:
                 observed.backward_returned()
+                watch.done()
 
     return hook
