@@ -340,6 +340,9 @@
     var entry = entries[now];
     restoreEdges();
     drawOuter(entry.outer);
+    // Inside a group, the drawing around it is at the step before, its op no longer current.
+    graph.classList.toggle("inside-step", Boolean(entry.group) &&
+      entry.outer < groups[entry.group].step);
     open.forEach(function (gid) {
       var view = placed[gid];
       var step = innerStep(gid, entry);
@@ -442,8 +445,10 @@
   }
   function follow() {
     var ids = openInAddress();
-    if (ids.join(",") !== open.join(",")) { setOpen([]); setOpen(ids); refit(); }
+    var changed = ids.join(",") !== open.join(",");
+    if (changed) { setOpen([]); setOpen(ids); }
     bpv.go(stepInAddress(), "address");
+    if (changed) { refit(); }
   }
   window.addEventListener("popstate", follow);
   window.addEventListener("hashchange", follow);
