@@ -357,6 +357,11 @@
         view.shown[id] = index;
       });
       view.inner.setAttribute("class", groups[gid].drawing[2][step]);
+      // Its first picture holds the gradients known when its step begins: not before.
+      var early = entry.outer < groups[gid].step - 1;
+      view.inner.querySelectorAll("text").forEach(function (text) {
+        text.classList.toggle("not-yet", early && text.getAttribute("fill") === data.theme.grad);
+      });
     });
     layout();
   };

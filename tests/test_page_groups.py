@@ -41,10 +41,11 @@ FRAME = """() => {
 INSIDE = """(grad) => {
   const found = {};
   for (const node of document.querySelectorAll('.opened-group g.node')) {
+    const shown = (t) => getComputedStyle(t).visibility !== 'hidden';
     const value = window.bpv.data.values[node.id];
     if (!value) continue;
     found[value.name] = [...node.querySelectorAll('text')]
-      .filter(t => t.getAttribute('fill') === grad && t.textContent.trim())
+      .filter(t => t.getAttribute('fill') === grad && t.textContent.trim() && shown(t))
       .map(t => t.textContent.trim());
   }
   return found;
@@ -131,6 +132,8 @@ def test_opened_the_steps_walk_the_groups_ops_with_the_engines_numbers(browser, 
     gid = _group_op(page, "l")
     assert page.evaluate(STATE)["counter"] == "0 / 6"
     _click(page, gid)
+    # Before any backward step nothing inside has a gradient yet.
+    assert set(map(tuple, page.evaluate(INSIDE, THEMES["light"].grad).values())) == {()}
     # L = ((o - y)**2).sum() / 2 is four ops: the group's one step becomes four.
     assert page.evaluate(STATE)["counter"] == "0 / 9"
     symbols = []
