@@ -211,8 +211,9 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     as draw lays it out), and fills the window; it zooms and pans. A group opens in
     place (page_groups.py): ``source`` is the IR a view ``G`` was made from.
     """
-    source = as_graph(G, names) if source is None else source
-    G = drawn_graph(as_graph(G, names))
+    G = as_graph(G, names)
+    source = G if source is None else source
+    G = drawn_graph(G)
     svg, frames, graph_classes = svg_frames(G, rankdir=rankdir, theme=theme,
                                             precision=precision, fit=fit)
     palette = THEMES[theme]

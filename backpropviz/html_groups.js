@@ -403,16 +403,15 @@
     var entry = entries[bpv.current()];
     var opening = open.indexOf(gid) < 0;
     setOpen(opening ? open.concat([gid]) : open.filter(function (id) { return id !== gid; }));
-    var target = 0;
-    entries.forEach(function (candidate, index) {
-      if (opening && entry.outer === groups[gid].step && !entry.group) {
-        if (candidate.group === gid && candidate.inner === 1) { target = index; }
-      } else if (entry.group === gid && !opening) {
-        if (!candidate.group && candidate.outer === groups[gid].step) { target = index; }
-      } else if (candidate.outer === entry.outer && candidate.group === entry.group &&
-                 candidate.inner === entry.inner) { target = index; }
+    var step = groups[gid].step;
+    var want = entry;
+    if (opening && !entry.group && entry.outer === step) { want = { group: gid, inner: 1 }; }
+    if (!opening && entry.group === gid) { want = { outer: step }; }
+    var target = entries.findIndex(function (candidate) {
+      return candidate.group === want.group && candidate.inner === want.inner &&
+        (Boolean(want.group) || candidate.outer === want.outer);
     });
-    bpv.go(target);
+    bpv.go(Math.max(0, target));
     refit();
   }
 

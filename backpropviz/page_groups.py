@@ -66,6 +66,6 @@ def inside(source: nx.MultiDiGraph, op: Any, members: list, known: dict) -> nx.M
             H.nodes[value]["role"] = "input"
     H.graph.update(
         roots=[top], view=True, remarks=[], entered=True,
-        backward_order=[op for op in source.graph.get("backward_order", ()) if op in inner],
+        backward_order=[done for done in source.graph.get("backward_order", ()) if done in inner],
         seeds={v: grad for v, grad in known.items() if v in values})
     return H

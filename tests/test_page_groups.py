@@ -176,15 +176,22 @@ def test_the_address_restores_an_open_group_and_a_step(browser, tmp_path):  # no
     assert errors == []
 
 
-def test_the_keyboard_opens_and_closes_a_group(browser, tmp_path):  # noqa: F811 (the fixture)
-    page, _, errors = _page(browser, tmp_path, D2L_FIGURE, "figure")
+def test_the_keyboard_opens_and_closes_a_group_at_its_step(browser, tmp_path):  # noqa: F811 (the fixture)
+    page, _, errors = _page(browser, tmp_path, D2L_FIGURE, "figure", hash="#step=2")
     gid = _group_op(page, "s")
+    assert page.evaluate(STATE)["step"] == "Step 2 of 6: s (group)"
     page.locator(f'[id="{gid}"]').focus()
     page.keyboard.press("Enter")
+    # Opened at its own step, the page is at its first op: s = λ/2 · (‖W1‖² + ‖W2‖²)
+    # goes back through × first, of four ops.
     assert page.evaluate(STATE)["frames"] == 1
+    assert page.evaluate(STATE)["step"] == "Step 2 of 9: × (mul)"
+    page.keyboard.press("ArrowRight")
     page.locator(".group-frame").focus()
     page.keyboard.press("Enter")
+    # Closed from inside, the page is at the group's step again.
     assert page.evaluate(STATE)["frames"] == 0
+    assert page.evaluate(STATE)["step"] == "Step 2 of 6: s (group)"
     assert errors == []
 
 
