@@ -21,6 +21,7 @@ from .formatting import MAX_ITEMS, dead_cells, format_array
 from .ir import operand_edges, result_of
 from .memory import timeline
 from .memory_chart import step_meter
+from .page_groups import opened_groups
 from .page_head import dead_cell_css, page_head, theme_css
 from .practice import practice_questions
 from .script import as_graph
@@ -233,7 +234,8 @@ PAGE_FRAME = "1240x500"
 
 
 def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "light",
-            precision: int = 4, fit: Any = PAGE_FRAME, practice: bool = False) -> str:
+            precision: int = 4, fit: Any = PAGE_FRAME, practice: bool = False,
+            source: Any = None) -> str:
     """One self-contained HTML page stepping through the backward pass of ``G`` (an IR
     graph, or a Value/Tensor root or roots, named after ``names``, as for ``draw``).
 
@@ -243,11 +245,14 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     it and its gradient whole. Everything is inline: the page makes no request.
     A group is one op, as in draw's pictures. The drawing is laid out for
     the ``fit`` frame (draw's ``fit``: folded if that shows it larger; None:
-    as draw lays it out), and fills the window; it zooms and pans.
+    as draw lays it out), and fills the window; it zooms and pans. A group opens in
+    place (page_groups.py): ``source`` is the IR a view ``G`` was made from.
     With ``practice`` the gradients are hidden and the page asks for them, step
     by step (practice.py's questions), and scores the answers.
     """
-    G = drawn_graph(as_graph(G, names))
+    G = as_graph(G, names)
+    source = G if source is None else source
+    G = drawn_graph(G)
     svg, frames, graph_classes = svg_frames(G, rankdir=rankdir, theme=theme,
                                             precision=precision, fit=fit)
     palette = THEMES[theme]
@@ -259,6 +264,10 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     data["practice"] = practice_questions(G, precision) if practice else None
     data["precision"] = precision  # an answer is checked at the digits drawn
     data["graphClasses"] = graph_classes
+    # (practice asks for the steps of the drawing as it is: its groups stay closed)
+    data["groups"] = {} if practice else opened_groups(source, G, lambda inner: {
+        **page_data(inner, precision=precision),
+        "drawing": svg_frames(inner, rankdir=rankdir, theme=theme, precision=precision, fit=None)})
     data["memory"] = meter = step_meter(timeline(G), theme=theme)
     spark = meter.pop("svg")  # drawn in the page, not kept in its data
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
@@ -299,7 +308,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 </div>
 <script type="application/json" id="bpv-data">{_json_for_script(data)}</script>
 <script>
-{_asset("html_page.js")}</script>
+{_asset("html_page.js")}{_asset("html_groups.js")}</script>
 </body>
 </html>
 """

@@ -24,6 +24,18 @@
     data.frames[id].unshift([0, group.getAttribute("class"), group.innerHTML]);
     shown[id] = 0;
   });
+  /* Hooks for html_groups.js (groups that open in place): the steps walked, the
+   * drawing of a step, the address's extra parts and the fitted view can change. */
+  var bpv = window.bpv = {
+    data: data, svg: svg, graph: graph, draw: drawStep, hash: function () { return ""; },
+    current: function () { return current; },
+    go: function (step, how) { stop(); go(step, how); },
+    setSteps: function (list) {
+      steps = list; last = list.length - 1;
+      slider.max = String(last); root.setAttribute("data-steps", String(last));
+    },
+    refit: function (box) { fitted = box; fit(); }
+  };
 
   function byId(id) { return document.getElementById(id); }
 
@@ -152,7 +164,7 @@
    * or the whole exercise). In practice the step goes no further than the question. */
   function go(step, how) {
     var now = Math.max(0, Math.min(reach(), step));
-    drawStep(now);
+    bpv.draw(now);
     showContributions(now);
     showCaption(now);
     showMemory(now);
@@ -163,7 +175,7 @@
     root.setAttribute("data-step", String(now));
     slider.value = String(now);
     counter.textContent = now + " / " + last;
-    var hash = "#step=" + now;
+    var hash = "#step=" + now + bpv.hash();
     if (how !== "address" && window.location.hash !== hash) {
       if (how === "play" || how === "practice") { history.replaceState(null, "", hash); }
       else { history.pushState(null, "", hash); }

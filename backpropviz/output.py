@@ -144,7 +144,7 @@ def _output(G: nx.MultiDiGraph, format: str, options: Options,
         if kind == PAGE:
             from .html import to_html
 
-            return to_html(view(G, options), **options.page()).encode("utf-8")
+            return to_html(view(G, options), source=G, **options.page()).encode("utf-8")
         diagram = _diagram(G, options)
         return diagram.source.encode("utf-8") if format == "dot" else diagram.pipe(format)
 

@@ -1,0 +1,71 @@
+"""The page's groups that open in place: for each group drawn as one operator, the
+drawing of its inside and the backward steps inside it, read from the IR it was closed from.
+
+A view (views.py) closes a group's ops into one op; the page steps through the
+view. Opened, the group's op gives way to the drawing of its own ops, and its
+one step to theirs. The inside is the IR's own subgraph (the group's ops, the
+values they make and the values that enter them), drawn and stepped through by
+the page's own writers, so every number it shows is one the engine held: the
+running sums on its edges, and, before its first op, the gradients the view's
+replay had reached when the group's step began (its result's among them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import networkx as nx
+
+from . import ops
+from .ir import operand_edges, result_of
+from .steps import backward_steps
+
+__all__ = ["inside", "opened_groups"]
+
+
+def opened_groups(source: nx.MultiDiGraph, view: nx.MultiDiGraph,
+                  page_of: Callable[[nx.MultiDiGraph], dict]) -> dict[str, dict]:
+    """For each group op of ``view`` that a backward step processes, keyed by its id:
+    its ``name``, the outer ``step`` that processes it, and ``page_of`` its inside
+    (the page's data of that subgraph of ``source``: steps, drawing...).
+
+    Nothing is there when ``view`` closed no group of ``source`` (drawn open,
+    or no groups at all).
+    """
+    if view is source:
+        return {}
+    order = view.graph.get("backward_order", ())
+    replay = backward_steps(view)
+    opened = {}
+    for step, op in enumerate(order, start=1):
+        attrs = view.nodes[op]
+        if attrs.get("op") != ops.GROUP.name or len(attrs.get("members", ())) < 2:
+            continue
+        known = replay[step - 2].grads if step > 1 else view.graph.get("seeds", {})
+        opened[str(op)] = {"name": attrs["symbol"], "step": step,
+                           **page_of(inside(source, op, attrs["members"], known))}
+    return opened
+
+
+def inside(source: nx.MultiDiGraph, op: Any, members: list, known: dict) -> nx.MultiDiGraph:
+    """The subgraph of ``source`` the ops ``members`` of the group op ``op`` (the id of
+    the member that makes the group's result) make: the ops, their
+    results and operands, stepped through in ``source``'s backward order from the
+    gradients ``known`` when the group's step began (seeds of its own replay)."""
+    inner = set(members)
+    values = {result_of(source, member) for member in members} | {
+        u for member in members for u, _, _ in operand_edges(source, member)}
+    H = source.subgraph(inner | values).copy()
+    H.graph = dict(source.graph)
+    top = result_of(source, op)
+    # Roles as the inside sees them: what it makes, and what enters it from outside.
+    H.nodes[top]["role"] = "output"
+    for value in values - {top}:
+        if H.nodes[value]["role"] == "intermediate" and not H._pred[value]:
+            H.nodes[value]["role"] = "input"
+    H.graph.update(
+        roots=[top], view=True, remarks=[], entered=True,
+        backward_order=[done for done in source.graph.get("backward_order", ()) if done in inner],
+        seeds={v: grad for v, grad in known.items() if v in values})
+    return H

@@ -1,0 +1,239 @@
+"""Groups that open in place on the step-through page, in Chromium: the rest of the
+drawing kept, the steps walking the group's own ops with the engine's numbers, the
+open groups in the address."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from backpropviz.output import write
+from backpropviz.script import graph_of_script
+from backpropviz.style import THEMES
+from tests.test_html import browser  # noqa: F401  (the fixture)
+
+# Every node's box outside an opened group, in the graph's coordinates (the view
+# refits when a group opens, so screen positions would move for that alone).
+BOXES = """() => {
+  const graph = document.querySelector('#stage svg > g');
+  const back = graph.getCTM().inverse();
+  const boxes = {};
+  for (const node of graph.querySelectorAll(':scope > g.node')) {
+    if (getComputedStyle(node).display === 'none') continue;
+    const b = node.getBBox(), m = back.multiply(node.getCTM());
+    boxes[node.id] = [b.x * m.a + m.e, b.y * m.d + m.f, b.width, b.height];
+  }
+  return boxes;
+}"""
+
+FRAME = """() => {
+  const graph = document.querySelector('#stage svg > g');
+  const rect = graph.querySelector('.group-frame rect');
+  if (!rect) return null;
+  return ['x', 'y', 'width', 'height'].map(k => Number(rect.getAttribute(k)));
+}"""
+
+# The gradient entries drawn in each value box inside the open group, by the value's
+# name as the page names it (the names are the page's, the numbers the drawing's).
+INSIDE = """(grad) => {
+  const found = {};
+  for (const node of document.querySelectorAll('.opened-group g.node')) {
+    const shown = (t) => getComputedStyle(t).visibility !== 'hidden';
+    const value = window.bpv.data.values[node.id];
+    if (!value) continue;
+    found[value.name] = [...node.querySelectorAll('text')]
+      .filter(t => t.getAttribute('fill') === grad && t.textContent.trim() && shown(t))
+      .map(t => t.textContent.trim());
+  }
+  return found;
+}"""
+
+STATE = """() => ({step: document.getElementById('step-label').textContent,
+  counter: document.getElementById('counter').textContent, hash: location.hash,
+  frames: document.querySelectorAll('.opened-group').length})"""
+
+
+def _page(browser, tmp_path, script, name, hash="", **options):  # noqa: F811 (the fixture)
+    path = write(graph_of_script(script, quiet=True), tmp_path / f"{name}.html", **options)
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.as_uri() + hash)
+    return page, path, errors
+
+
+def _boxes(page):
+    """BOXES, to a hundredth of a point (the inverse of a transform is not exact)."""
+    return {node: [round(n, 2) + 0.0 for n in box] for node, box in page.evaluate(BOXES).items()}
+
+
+def _group_op(page, name):
+    return page.evaluate("(name) => Object.keys(window.bpv.data.groups).find("
+                         "id => window.bpv.data.groups[id].name === name)", name)
+
+
+def _click(page, gid):
+    box = page.locator(f'[id="{gid}"]').bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def _shifts(before, after):
+    """Each node's move, rounded to a hundredth of a point."""
+    assert set(after) == set(before)
+    return {node: (round(after[node][0] - before[node][0], 2),
+                   round(after[node][1] - before[node][1], 2),
+                   round(after[node][2] - before[node][2], 2),
+                   round(after[node][3] - before[node][3], 2)) for node in before}
+
+
+def _overlap(a, b):
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+D2L_FIGURE = Path(__file__).resolve().parent.parent / "examples" / "d2l_figure.py"
+
+
+def test_a_group_opens_where_it_stood_and_closes_leaving_the_layout_as_it_was(browser, tmp_path):  # noqa: F811 (the fixture)
+    page, _, errors = _page(browser, tmp_path, D2L_FIGURE, "figure")
+    gid = _group_op(page, "l")
+    before = _boxes(page)
+    operator = before.pop(gid)
+    _click(page, gid)
+    opened = _boxes(page)
+    assert gid not in opened and page.evaluate(STATE)["frames"] == 1
+    moves = _shifts(before, opened)
+    # Nothing changes size; what lies before the operator stays, and everything
+    # else moves by one shift a side: beyond it (to the right), or beside it.
+    assert {move[2:] for move in moves.values()} == {(0, 0)}
+    assert len({move[:2] for move in moves.values()}) <= 3
+    beyond = set()
+    for node, box in before.items():
+        if box[0] + box[2] <= operator[0]:
+            assert moves[node][:2] == (0, 0), node
+        if box[0] >= operator[0] + operator[2]:
+            beyond.add(moves[node][:2])
+    # (one shift for all beyond it, J and the + of J = L + s: to the right)
+    assert len(beyond) == 1 and next(iter(beyond))[0] > 0 and next(iter(beyond))[1] == 0
+    frame = page.evaluate(FRAME)
+    assert not [node for node, box in opened.items() if _overlap(box, frame)]
+    page.locator(".group-frame rect").click(position={"x": 4, "y": 4})
+    assert page.evaluate(STATE)["frames"] == 0
+    after = _boxes(page)
+    after.pop(gid)
+    assert after == before
+    assert errors == []
+
+
+def test_opened_the_steps_walk_the_groups_ops_with_the_engines_numbers(browser, tmp_path):  # noqa: F811 (the fixture)
+    page, _, errors = _page(browser, tmp_path, D2L_FIGURE, "figure")
+    gid = _group_op(page, "l")
+    assert page.evaluate(STATE)["counter"] == "0 / 6"
+    _click(page, gid)
+    # Before any backward step nothing inside has a gradient yet.
+    assert set(map(tuple, page.evaluate(INSIDE, THEMES["light"].grad).values())) == {()}
+    # L = ((o - y)**2).sum() / 2 is four ops: the group's one step becomes four.
+    assert page.evaluate(STATE)["counter"] == "0 / 9"
+    symbols = []
+    for _ in range(9):
+        page.keyboard.press("ArrowRight")
+        symbols.append(page.evaluate(STATE)["step"].split(": ", 1)[1])
+    # J = L + s goes back through +, then s, then l's ops from the last to the first.
+    assert symbols[2:6] == ["÷ (div)", "Σ (sum)", "(·)² (pow)", "− (sub)"]
+    # By hand: o = W2 relu(W1 x) = -2, y = 0, so L = (o - y)²/2 = 2; ∂J/∂L = 1,
+    # ∂J/∂Σ(o − y)² = 1/2, ∂J/∂(o − y)² = 1/2, ∂J/∂(o − y) = 2(o − y)/2 = -2 = ∂J/∂o.
+    page.keyboard.press("Home")
+    for _ in range(6):
+        page.keyboard.press("ArrowRight")
+    inside = page.evaluate(INSIDE, THEMES["light"].grad)
+    assert inside["L"] == ["1"]
+    assert inside["Σ(o − y)²"] == ["0.5"]
+    assert inside["(o − y)²"] == ["0.5"]
+    assert inside["o − y"] == ["−2"]
+    assert inside["o"] == ["−2"]
+    assert errors == []
+
+
+def test_the_address_restores_an_open_group_and_a_step(browser, tmp_path):  # noqa: F811 (the fixture)
+    page, path, errors = _page(browser, tmp_path, D2L_FIGURE, "figure")
+    gid = _group_op(page, "l")
+    _click(page, gid)
+    for _ in range(4):
+        page.keyboard.press("ArrowRight")
+    shown = page.evaluate(STATE)
+    assert shown["hash"] == f"#step=4&open={gid}"
+    again = browser.new_page(viewport={"width": 1280, "height": 720})
+    again.goto(path.as_uri() + shown["hash"])
+    assert again.evaluate(STATE) == shown
+    assert _boxes(again) == _boxes(page)
+    # Back from a closed group is the group open again, at the step it was closed at.
+    page.locator(".group-frame rect").click(position={"x": 4, "y": 4})
+    assert page.evaluate(STATE)["frames"] == 0
+    page.go_back()
+    assert page.evaluate(STATE) == shown
+    assert errors == []
+
+
+def test_the_keyboard_opens_and_closes_a_group_at_its_step(browser, tmp_path):  # noqa: F811 (the fixture)
+    page, _, errors = _page(browser, tmp_path, D2L_FIGURE, "figure", hash="#step=2")
+    gid = _group_op(page, "s")
+    assert page.evaluate(STATE)["step"] == "Step 2 of 6: s (group)"
+    page.locator(f'[id="{gid}"]').focus()
+    page.keyboard.press("Enter")
+    # Opened at its own step, the page is at its first op: s = λ/2 · (‖W1‖² + ‖W2‖²)
+    # goes back through × first, of four ops.
+    assert page.evaluate(STATE)["frames"] == 1
+    assert page.evaluate(STATE)["step"] == "Step 2 of 9: × (mul)"
+    page.keyboard.press("ArrowRight")
+    page.locator(".group-frame").focus()
+    page.keyboard.press("Enter")
+    # Closed from inside, the page is at the group's step again.
+    assert page.evaluate(STATE)["frames"] == 0
+    assert page.evaluate(STATE)["step"] == "Step 2 of 6: s (group)"
+    assert errors == []
+
+
+LAYER = """\
+import torch
+from torch import nn
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.W = nn.Parameter(torch.tensor([[0.5, -1.0], [2.0, 0.25]]))
+        self.b = nn.Parameter(torch.tensor([0.1, -0.2]))
+
+    def forward(self, x):
+        return torch.tanh(x @ self.W + self.b)
+
+
+layer = Layer()
+x = torch.tensor([[1.0, 2.0]])
+y = torch.tensor([[0.0, 1.0]])
+loss = ((layer(x) - y) ** 2).sum()
+loss.backward()
+"""
+
+
+def test_a_torch_module_opens_with_autograds_gradients(browser, tmp_path):  # noqa: F811 (the fixture)
+    torch = pytest.importorskip("torch")
+    script = tmp_path / "layer.py"
+    script.write_text(textwrap.dedent(LAYER))
+    page, _, errors = _page(browser, tmp_path, script, "layer", modules=True)
+    gid = _group_op(page, "layer")
+    _click(page, gid)
+    page.keyboard.press("End")
+    inside = page.evaluate(INSIDE, THEMES["light"].grad)
+    # The reference: plain autograd on the same numbers.
+    W = torch.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+    b = torch.tensor([0.1, -0.2], requires_grad=True)
+    ((torch.tanh(torch.tensor([[1.0, 2.0]]) @ W + b) - torch.tensor([[0.0, 1.0]])) ** 2
+     ).sum().backward()
+    drawn = [float(cell.replace("−", "-")) for cell in inside["layer.W"]]
+    assert len(drawn) == 4
+    for got, want in zip(drawn, W.grad.flatten().tolist(), strict=True):
+        assert math.isclose(got, want, rel_tol=1e-3, abs_tol=1e-6)
+    assert errors == []
