@@ -416,6 +416,7 @@
   }
 
   function gradientShown(id) {
+    if (!data.details[id]) { return steps[current].grads[id] || null; }  // (inside an open group)
     var found = null;
     data.details[id].grads.forEach(function (version) {
       if (version[0] <= shownAt(id)) { found = version[1]; }
@@ -426,7 +427,7 @@
   function sources(id) {
     var list = document.createElement("ul");
     list.className = "sources";
-    data.details[id].sources.forEach(function (source) {
+    (data.details[id] ? data.details[id].sources : []).forEach(function (source) {
       if (source.step > (source.edge ? shownAt(source.edge) : current)) { return; }
       var item = document.createElement("li");
       var op = source.op && data.ops[source.op];
