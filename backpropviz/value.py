@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -79,20 +78,23 @@ class Value(Node):
     def _sweep(order: list[Value], seed: float, step: int) -> int:
         """Run the chain rule over ``order`` backwards; return the next step number.
 
-        Each gradient is summed in ``.grad`` as its contributions arrive. If
-        ``.grad`` holds earlier passes' gradients, this pass is swept from zero
-        and they are added to it afterwards, each sum as the engine adds it.
+        Each gradient is summed in ``.grad`` as its contributions arrive. A
+        ``.grad`` that holds something already (earlier passes' gradients,
+        or -0.0), and the root's, to which the seed is added, start this pass
+        from zero and get what they held added back afterwards, each sum as
+        the engine adds it.
         """
         earlier = [node.grad for node in order]
-        if _all_positive_zero(earlier):  # the usual case: a new graph, or w.grad = 0
-            step = _sweep_from_zero(order, seed, step)
-            order[-1].grad = earlier[-1] + seed
-            return step
-        counts = [node._passes for node in order]
-        for node in order:
+        # Those whose float64 bits are not all zero: +0.0 (or 0) is what a
+        # sum from 0.0 starts from, bit for bit; -0.0 is not (-0.0 + -0.0 is -0.0).
+        held = np.flatnonzero(np.array(earlier, dtype=np.float64).view(np.int64)).tolist()
+        holding = {order[i]: (earlier[i], order[i]._passes) for i in held}
+        root = order[-1]
+        holding[root] = (root.grad, root._passes)
+        for node in holding:
             node.grad = 0.0
         step = _sweep_from_zero(order, seed, step)
-        _add_earlier_passes(order, earlier, counts, seed)
+        _add_earlier_passes(order, holding, seed)
         return step
 
     # ------------------------------------------------------------ ops
@@ -223,17 +225,6 @@ class Value(Node):
         return (g * node.data * (1.0 - node.data),)  # σ' = σ(1-σ)
 
 
-def _all_positive_zero(numbers: list) -> bool:
-    """Whether every number is +0.0 or 0 (its float64 bytes all zero): a sum that
-    starts from one is, bit for bit, the sum that starts from 0.0. Not -0.0,
-    because -0.0 + -0.0 is -0.0."""
-    try:
-        packed = array("d", numbers).tobytes()
-    except (TypeError, OverflowError):  # not a number: the sweep says so
-        return False
-    return packed == bytes(len(packed))
-
-
 def _sweep_from_zero(order: list[Value], seed: float, step: int) -> int:
     """The chain rule over ``order`` backwards, every ``.grad`` starting at 0.
 
@@ -274,26 +265,38 @@ def _sweep_from_zero(order: list[Value], seed: float, step: int) -> int:
     return step
 
 
-def _add_earlier_passes(order: list[Value], earlier: list, counts: list[int],
+def _add_earlier_passes(order: list[Value], holding: dict[Value, tuple[Any, int]],
                         seed: float) -> None:
     """After a pass swept from zero: ``.grad`` as the engine holds it.
 
-    That is the gradient from before the pass (``earlier``), then the seed or
-    each contribution added in the order the pass sent them, so the sums and
-    the running sums recorded are those of adding straight into ``.grad``. A
-    node counts one pass more (``counts``) unless its ``.grad`` holds this
-    pass alone (it was reset since: w.grad = 0).
+    ``holding`` maps each node that did not start from zero to its ``.grad``
+    and pass count before the pass. Its ``.grad`` is what it held, then the
+    seed or each contribution added in the order the pass sent them, so the
+    sums and the running sums recorded are those of adding straight into
+    ``.grad``. It counts one pass more unless its ``.grad`` holds this pass
+    alone (it was reset since: w.grad = 0).
     """
-    held = dict(zip(order, earlier, strict=True))
+    held = {node: grad for node, (grad, _) in holding.items()}
     held[order[-1]] += seed
-    for node in reversed(order):
-        if node.op is not None:
-            sums = []
-            for operand, contribution in zip(node.operands, node._sent, strict=True):
-                held[operand] += contribution
-                sums.append(held[operand])
-            node._sums = tuple(sums)
-    for node, count in zip(order, counts, strict=True):
+    if len(held) > 1:  # nothing is sent to the root, but to the others
+        for node in reversed(order):
+            # Spelled out per arity, as in the sweep: every op is looked at.
+            operands = node.operands
+            if len(operands) == 2:
+                a, b = operands
+                if a in held or b in held:
+                    sum_a, sum_b = node._sums
+                    contribution_a, contribution_b = node._sent
+                    if a in held:
+                        held[a] = sum_a = held[a] + contribution_a
+                    if b in held:
+                        held[b] = sum_b = held[b] + contribution_b
+                    node._sums = (sum_a, sum_b)
+            elif operands and operands[0] in held:
+                operand, = operands
+                held[operand] = total = held[operand] + node._sent[0]
+                node._sums = (total,)
+    for node, (_, count) in holding.items():
         this_pass = node.grad
         node.grad = held[node]
         node._passes = 1 if count and node.grad == this_pass else count + 1
