@@ -87,8 +87,8 @@ class Value(Node):
         earlier = [node.grad for node in order]
         # Those whose float64 bits are not all zero: +0.0 (or 0) is what a
         # sum from 0.0 starts from, bit for bit; -0.0 is not (-0.0 + -0.0 is -0.0).
-        held = np.flatnonzero(np.array(earlier, dtype=np.float64).view(np.int64)).tolist()
-        holding = {order[i]: (earlier[i], order[i]._passes) for i in held}
+        nonzero = np.flatnonzero(np.array(earlier, dtype=np.float64).view(np.int64)).tolist()
+        holding = {order[i]: (earlier[i], order[i]._passes) for i in nonzero}
         root = order[-1]
         holding[root] = (root.grad, root._passes)
         for node in holding:
