@@ -8,10 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from .groups import current as _open_groups
+from .groups import _open as _groups_open
 from .node import _VALUE_RULES, Node, _creation_counter, _real, _value_rule
 
 __all__ = ["Value"]
+
+# The groups (with group(...)) open now: groups.current without its call, which
+# every op's result would pay.
+_open_groups = _groups_open.get
 
 
 def _ieee(function: Callable[..., float], *args: float) -> float:
@@ -53,17 +57,11 @@ class Value(Node):
     def __init__(self, data: Any, _children: Sequence[Value] = (), _op: str = "",
                  label: str | None = None, requires_grad: bool = False,
                  exponent: float | None = None) -> None:
-        self.data = data if type(data) is float else _real(data, "Value data")
-        self.grad = 0.0
+        _result(data if type(data) is float else _real(data, "Value data"),
+                _children if type(_children) is tuple else tuple(_children), _op or None,
+                exponent, self)
         self.label = label or None
-        self.op = _op or None
-        self.operands = _children if type(_children) is tuple else tuple(_children)
-        self.exponent = exponent
         self.requires_grad = requires_grad
-        self._index = next(_creation_counter)
-        self._sent = self._step = self._seed = self._sums = self._used = None
-        self._passes = 0
-        self._group = _open_groups()  # the groups (with group(...)) it was made in
 
     def __repr__(self) -> str:
         name = f", label={self.label!r}" if self.label else ""
@@ -78,45 +76,25 @@ class Value(Node):
 
     @staticmethod
     def _sweep(order: list[Value], seed: float, step: int) -> int:
-        """Run the chain rule over ``order`` backwards; return the next step number."""
-        for node in order:
-            node._upstream = 0.0  # this pass's gradient, summed as it arrives
+        """Run the chain rule over ``order`` backwards; return the next step number.
+
+        Each gradient is summed in ``.grad`` as its contributions arrive. A
+        ``.grad`` that holds something already (earlier passes' gradients,
+        or -0.0), and the root's, to which the seed is added, start this pass
+        from zero and get what they held added back afterwards, each sum as
+        the engine adds it.
+        """
+        earlier = [node.grad for node in order]
+        # Those whose float64 bits are not all zero: +0.0 (or 0) is what a
+        # sum from 0.0 starts from, bit for bit; -0.0 is not (-0.0 + -0.0 is -0.0).
+        nonzero = np.flatnonzero(np.array(earlier, dtype=np.float64).view(np.int64)).tolist()
+        holding = {order[i]: (earlier[i], order[i]._passes) for i in nonzero}
         root = order[-1]
-        root._upstream = seed
-        root.grad += seed
-        rules = _VALUE_RULES
-        # Reverse creation order: a node's gradient is complete before its
-        # rule runs, because everything that used it was created after it.
-        for node in reversed(order):
-            upstream = node._upstream
-            if node._passes and node.grad == upstream:
-                node._passes = 0  # .grad was reset (w.grad = 0) since: it holds this pass only
-            node._passes += 1
-            op = node.op
-            if op is None:
-                node._used = node.data  # as the forward pass used it, before any update
-                continue
-            contributions = rules[op](node, upstream)
-            # += at forks, into this pass's gradient and into .grad, whose
-            # running sum is recorded; spelled out per arity: this is the
-            # engine's hot loop, and a zip() here made the sweep a third slower.
-            if len(contributions) == 2:
-                a, b = node.operands
-                contribution_a, contribution_b = contributions
-                a._upstream += contribution_a
-                a.grad += contribution_a
-                sum_a = a.grad
-                b._upstream += contribution_b
-                b.grad += contribution_b
-                node._sums = (sum_a, b.grad)
-            else:
-                operand = node.operands[0]
-                operand._upstream += contributions[0]
-                operand.grad += contributions[0]
-                node._sums = (operand.grad,)
-            node._sent = contributions
-            node._step = step
-            step += 1
+        holding[root] = (root.grad, root._passes)
+        for node in holding:
+            node.grad = 0.0
+        step = _sweep_from_zero(order, seed, step)
+        _add_earlier_passes(order, holding, seed)
         return step
 
     # ------------------------------------------------------------ ops
@@ -126,7 +104,7 @@ class Value(Node):
 
     def __add__(self, other: Any) -> Value:
         other = other if type(other) is Value else _const_value(other)
-        return Value(self.data + other.data, (self, other), "add")
+        return _result(self.data + other.data, (self, other), "add")
 
     @_value_rule("add")
     def _add_rule(node: Value, g: float) -> tuple[float, float]:
@@ -134,7 +112,7 @@ class Value(Node):
 
     def __sub__(self, other: Any) -> Value:
         other = other if type(other) is Value else _const_value(other)
-        return Value(self.data - other.data, (self, other), "sub")
+        return _result(self.data - other.data, (self, other), "sub")
 
     @_value_rule("sub")
     def _sub_rule(node: Value, g: float) -> tuple[float, float]:
@@ -142,7 +120,7 @@ class Value(Node):
 
     def __mul__(self, other: Any) -> Value:
         other = other if type(other) is Value else _const_value(other)
-        return Value(self.data * other.data, (self, other), "mul")
+        return _result(self.data * other.data, (self, other), "mul")
 
     @_value_rule("mul")
     def _mul_rule(node: Value, g: float) -> tuple[float, float]:
@@ -151,7 +129,7 @@ class Value(Node):
 
     def __truediv__(self, other: Any) -> Value:
         other = other if type(other) is Value else _const_value(other)
-        return Value(_ieee(_divide, self.data, other.data), (self, other), "div")
+        return _result(_ieee(_divide, self.data, other.data), (self, other), "div")
 
     @_value_rule("div")
     def _div_rule(node: Value, g: float) -> tuple[float, float]:
@@ -161,9 +139,9 @@ class Value(Node):
 
     def __pow__(self, other: Any) -> Value:
         if type(other) is Value:
-            return Value(_ieee(_power, self.data, other.data), (self, other), "pow")
+            return _result(_ieee(_power, self.data, other.data), (self, other), "pow")
         exponent = _real(other, "an exponent")
-        return Value(_ieee(_power, self.data, exponent), (self,), "pow", exponent=exponent)
+        return _result(_ieee(_power, self.data, exponent), (self,), "pow", exponent)
 
     @_value_rule("pow")
     def _pow_rule(node: Value, g: float) -> tuple[float, ...]:
@@ -194,14 +172,14 @@ class Value(Node):
         return _const_value(other) ** self
 
     def __neg__(self) -> Value:
-        return Value(-self.data, (self,), "neg")
+        return _result(-self.data, (self,), "neg")
 
     @_value_rule("neg")
     def _neg_rule(node: Value, g: float) -> tuple[float]:
         return (-g,)
 
     def relu(self) -> Value:
-        return Value(self.data if self.data > 0 else 0.0, (self,), "relu")
+        return _result(self.data if self.data > 0 else 0.0, (self,), "relu")
 
     @_value_rule("relu")
     def _relu_rule(node: Value, g: float) -> tuple[float]:
@@ -209,28 +187,28 @@ class Value(Node):
         return (g if node.operands[0].data > 0 else 0.0,)
 
     def tanh(self) -> Value:
-        return Value(math.tanh(self.data), (self,), "tanh")
+        return _result(math.tanh(self.data), (self,), "tanh")
 
     @_value_rule("tanh")
     def _tanh_rule(node: Value, g: float) -> tuple[float]:
         return (g * (1.0 - node.data ** 2),)  # tanh' = 1 - tanh²
 
     def exp(self) -> Value:
-        return Value(_ieee(math.exp, self.data), (self,), "exp")
+        return _result(_ieee(math.exp, self.data), (self,), "exp")
 
     @_value_rule("exp")
     def _exp_rule(node: Value, g: float) -> tuple[float]:
         return (g * node.data,)  # exp' = exp
 
     def log(self) -> Value:
-        return Value(_ieee(_log, self.data), (self,), "log")
+        return _result(_ieee(_log, self.data), (self,), "log")
 
     @_value_rule("log")
     def _log_rule(node: Value, g: float) -> tuple[float]:
         return (_ieee(_divide, g, node.operands[0].data),)  # log' = 1/a
 
     def sqrt(self) -> Value:
-        return Value(_ieee(math.sqrt, self.data), (self,), "sqrt")
+        return _result(_ieee(math.sqrt, self.data), (self,), "sqrt")
 
     @_value_rule("sqrt")
     def _sqrt_rule(node: Value, g: float) -> tuple[float]:
@@ -240,11 +218,115 @@ class Value(Node):
         x = self.data
         # Two forms of 1/(1+e^-x), each exact where the other would overflow.
         s = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
-        return Value(s, (self,), "sigmoid")
+        return _result(s, (self,), "sigmoid")
 
     @_value_rule("sigmoid")
     def _sigmoid_rule(node: Value, g: float) -> tuple[float]:
         return (g * node.data * (1.0 - node.data),)  # σ' = σ(1-σ)
+
+
+def _sweep_from_zero(order: list[Value], seed: float, step: int) -> int:
+    """The chain rule over ``order`` backwards, every ``.grad`` starting at 0.
+
+    Reverse creation order: a node's gradient is complete before its rule
+    runs, because everything that used it was created after it. So ``.grad``
+    is the gradient the rule takes, and where it forks each contribution is
+    added to it, the running sum recorded as it is made. The root's ``.grad``
+    is left at the seed, for the caller to add to what it held before.
+    """
+    order[-1].grad = seed
+    rules = _VALUE_RULES
+    for node in reversed(order):
+        upstream = node.grad
+        # .grad holds this pass alone: a node that earlier passes reached had
+        # its gradient reset since (w.grad = 0), and is counted anew. A NaN,
+        # unequal to itself, cannot tell, and counts on.
+        node._passes = 1 if upstream == upstream else node._passes + 1
+        op = node.op
+        if op is None:
+            node._used = node.data  # as the forward pass used it, before any update
+            continue
+        contributions = rules[op](node, upstream)
+        # Spelled out per arity: this is the engine's hot loop, and a zip()
+        # here made the sweep a third slower.
+        if len(contributions) == 2:
+            a, b = node.operands
+            contribution_a, contribution_b = contributions
+            a.grad = sum_a = a.grad + contribution_a
+            b.grad = sum_b = b.grad + contribution_b
+            node._sums = (sum_a, sum_b)
+        else:
+            operand, = node.operands
+            operand.grad = total = operand.grad + contributions[0]
+            node._sums = (total,)
+        node._sent = contributions
+        node._step = step
+        step += 1
+    return step
+
+
+def _add_earlier_passes(order: list[Value], holding: dict[Value, tuple[Any, int]],
+                        seed: float) -> None:
+    """After a pass swept from zero: ``.grad`` as the engine holds it.
+
+    ``holding`` maps each node that did not start from zero to its ``.grad``
+    and pass count before the pass. Its ``.grad`` is what it held, then the
+    seed or each contribution added in the order the pass sent them, so the
+    sums and the running sums recorded are those of adding straight into
+    ``.grad``. It counts one pass more unless its ``.grad`` holds this pass
+    alone (it was reset since: w.grad = 0).
+    """
+    held = {node: grad for node, (grad, _) in holding.items()}
+    held[order[-1]] += seed
+    if len(held) > 1:  # nothing is sent to the root, but to the others
+        for node in reversed(order):
+            # Spelled out per arity, as in the sweep: every op is looked at.
+            operands = node.operands
+            if len(operands) == 2:
+                a, b = operands
+                if a in held or b in held:
+                    sum_a, sum_b = node._sums
+                    contribution_a, contribution_b = node._sent
+                    if a in held:
+                        held[a] = sum_a = held[a] + contribution_a
+                    if b in held:
+                        held[b] = sum_b = held[b] + contribution_b
+                    node._sums = (sum_a, sum_b)
+            elif operands and operands[0] in held:
+                operand, = operands
+                held[operand] = total = held[operand] + node._sent[0]
+                node._sums = (total,)
+    for node, (_, count) in holding.items():
+        this_pass = node.grad
+        node.grad = held[node]
+        node._passes = 1 if count and node.grad == this_pass else count + 1
+
+
+_new = object.__new__
+
+
+def _result(data: float, operands: tuple[Value, ...], op: str | None,
+            exponent: float | None = None, node: Value | None = None) -> Value:
+    """An op's result, every slot set; or ``node``'s slots, for ``__init__``.
+
+    An op makes its result here, without the class call and ``__init__``'s
+    checks (its data is a float, its operands a tuple): the forward pass
+    makes one per op, and this is a third of its time.
+    """
+    if node is None:
+        node = _new(Value)
+    node.data = data
+    node.grad = 0.0
+    node.label = None
+    node.op = op
+    node.operands = operands
+    node.exponent = exponent
+    node.requires_grad = False
+    node._index = next(_creation_counter)
+    node._sent = node._step = node._seed = node._sums = node._used = None
+    node._passes = 0
+    node._group = _open_groups()  # the groups (with group(...)) it was made in
+    return node
 
 
 def _const_value(number: Any) -> Value:

@@ -141,6 +141,9 @@ def bench_training_step(repeats: int) -> None:
     for name in engines:
         print(f"  gc off, {name:<12} forward {forward_times[name] * 1e3:6.1f} ms, "
               f"backward {backward_times[name] * 1e3:6.1f} ms")
+    print(f"  gc off, ratios: forward "
+          f"{forward_times['backpropviz'] / forward_times['micrograd']:.2f}, backward "
+          f"{backward_times['backpropviz'] / backward_times['micrograd']:.2f}")
 
 
 def build_and_backward(length: int) -> tuple[float, float, Value]:

@@ -450,6 +450,28 @@ def test_repeated_backward_accumulates_like_pytorch():
     assert (x.grad, y.grad, z.grad) == once
 
 
+def test_a_gradient_left_at_minus_zero_is_added_to_as_ieee_adds():
+    x = Value(3.0)
+    y = x * 2.0
+    z = y * -1.0
+    y.grad = -0.0  # as an earlier pass could leave it
+    z.backward(0.0)
+    # y receives 0.0 * -1.0 = -0.0, and -0.0 + -0.0 stays -0.0 in .grad...
+    assert math.copysign(1.0, y.grad) == -1.0
+    assert math.copysign(1.0, z._sums[0]) == -1.0
+    # ...but this pass alone gave y 0.0 + -0.0 = +0.0, which its rule sends on
+    # (0.0 * 2.0 and 0.0 * 3.0), not .grad's -0.0.
+    assert [math.copysign(1.0, g) for g in y._sent] == [1.0, 1.0]
+
+
+def test_a_seed_of_minus_zero_reaches_the_rule_as_given():
+    x = Value(3.0)
+    y = x * 2.0
+    y.backward(-0.0)
+    assert y._sent[0] == 0.0 and math.copysign(1.0, y._sent[0]) == -1.0  # -0.0 * 2.0
+    assert math.copysign(1.0, y.grad) == 1.0  # .grad adds the seed to its 0.0: +0.0
+
+
 def test_repeated_backward_accumulates_for_tensors():
     W = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     h = (W @ Tensor([1.0, -1.0])).tanh()
