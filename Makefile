@@ -58,6 +58,7 @@ assets: setup
 	$(BPV) render examples/fork.py -o assets/fork.png --theme dark
 	$(BPV) render examples/add_mul.py -o assets/add_mul.gif --quality l
 	$(BPV) memory examples/d2l_mlp.py -o assets/d2l_mlp_memory.png
+	$(BPV) render examples/training_loop.py --iterations -o assets/training_loop.png
 	$(PY) examples/memory_growth.py -o assets/memory_growth.png
 	# The capstone's check finds the student's bug: exit status 1 is what is expected.
 	$(BPV) check examples/capstone/forked_neuron.py -o assets/capstone_check.png >/dev/null; \

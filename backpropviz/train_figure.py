@@ -139,8 +139,12 @@ def curve_panel(svg: _Svg, box: tuple[float, float, float, float], curve: Curve,
                "norm": f"‖{curve.name}‖ (its norm)"}[curve.what]
     # The title sits above room for a number written over the panel's top point.
     loss = curve.name == "loss"
-    svg.text(left, top - label_px - title_px * 0.7, heading, title_px, t.text, italic=not loss,
-             bold=loss, extra=' class="panel-title"')
+    if loss:
+        svg.text(left, top - label_px - title_px * 0.7, heading, title_px, t.text, bold=True,
+                 extra=' class="panel-title"')
+    else:  # a parameter's name typeset as in its figure (W₁)
+        svg.name(left, top - label_px - title_px * 0.7, heading, title_px, t.text,
+                 extra=' class="panel-title"')
     for tick in ticks:
         _, y = at(0, tick)
         svg.line(left, y, right, y, _mix(t.muted, t.backdrop, 0.75), 1)

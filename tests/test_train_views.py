@@ -89,7 +89,8 @@ def _panels(root: ET.Element) -> list[dict]:
     for element in root.iter():
         cls = element.get("class", "")
         if cls == "panel-title":
-            panels.append({"title": element.text, "ticks": [], "points": [], "labels": []})
+            panels.append({"title": "".join(element.itertext()), "ticks": [], "points": [],
+                           "labels": []})
         elif cls == "tick-y":
             text = element.text.replace("\u2212", "-")
             panels[-1]["ticks"].append((float(text), float(element.get("data-y"))))
