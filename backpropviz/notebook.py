@@ -72,6 +72,10 @@ def _run(shell: Any, line: str, cell: str) -> Any:
         raise UsageError(f"a cell shows a picture or a page, not {args.output or fmt}; "
                          "write videos and other files from the command line")
     options = from_arguments(args)
+    if options.iterations is not None or options.iteration is not None:
+        raise UsageError("a cell draws its last backward pass; record a training loop "
+                         "(--iterations, --iteration) from the command line: backpropviz "
+                         "render train.py --iterations")
     max_nodes = prepare(fmt, options, steps=args.steps is not None)
     if args.output is not None:
         require_writable(args.output)

@@ -63,7 +63,9 @@ class BackpropvizDirective(SphinxDirective):
     required_arguments = 1
     option_spec = {  # noqa: RUF012 (docutils reads it from the class)
         **{field.name.replace("_", "-"): _spec(field) for field in option_fields()
-           if field.name not in ("timeout", "quality", "phase", "speed")},
+           # (a training run is recorded from the command line: --iterations)
+           if field.name not in ("timeout", "quality", "phase", "speed", "iterations",
+                                 "every", "iteration")},
         "roots": directives.unchanged,
         "format": lambda text: _one_of(text, FORMATS),
         "steps": directives.flag,

@@ -52,6 +52,7 @@ IPYTHON_SESSION = """
     failed = ip.run_cell("%%backpropviz\\ne = base * undefined_name\\n")
     slow = ip.run_cell("%%backpropviz --script-timeout 0.3\\nsteps = 0\\n"
                        "while True: steps += 1\\n")
+    training = ip.run_cell("%%backpropviz --iterations 3\\nf = base * base\\n")
     # A PyTorch cell after cells of backpropviz's engine: its own graph, backward or not.
     ip.run_cell("%%backpropviz -o torch.txt\\nimport torch\\n"
                 "w = torch.tensor([1.0, 2.0], requires_grad=True)\\n"
@@ -61,7 +62,7 @@ IPYTHON_SESSION = """
     print(json.dumps({
         "shown": repr(shown), "page": sorted(page._repr_mimebundle_()),
         "L": ip.user_ns["L"].data, "missing": missing.success, "failed": failed.success,
-        "slow": slow.success,
+        "slow": slow.success, "training": training.success,
         "rankdir": "rankdir=\\"BT\\"" in shown.source,
     }))
     """
@@ -82,6 +83,8 @@ def test_the_cell_magic_runs_the_cell_and_shows_its_graph(tmp_path):
     assert "NameError" in said  # IPython's own traceback of the cell
     assert "UsageError: backpropviz: the cell failed, so there is no graph to draw" in said
     assert result["slow"] is False  # stopped, and says where: the cell's second line
+    assert result["training"] is False and ("UsageError: backpropviz: a cell draws its last "
+                                            "backward pass; record a training loop") in said
     assert re.search(r"UsageError: backpropviz: the cell ran longer than 0.3 s "
                      r"\(--script-timeout\); it was at <ipython-input-\d+-\w+>:2\n", said)
     # out = Σ w², ∂out/∂w = 2w; o2 = tanh(v²) at v = 3, ∂o2/∂v = 2v(1 − tanh²(9))
