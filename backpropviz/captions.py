@@ -253,11 +253,14 @@ def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
 def differentiated(G: nx.MultiDiGraph, names: dict[Any, Name]) -> Name:
     """The quantity the backward pass differentiates: the seeded root, named.
 
-    An unnamed root (or several seeded roots, whose gradients add) is called L.
+    An unnamed root (or several seeded roots, whose gradients add) is called L, or
+    another letter if a value is named L; a part of a drawing is told the name.
     """
     seeds = list(G.graph.get("seeds", {}))
     if len(seeds) == 1 and G.nodes[seeds[0]].get("label") and not G.graph.get("entered"):
         return names[seeds[0]]
+    if G.graph.get("differentiated"):  # (named by the drawing it was cut from)
+        return _label_name(G.graph["differentiated"])
     taken = {name.text for name in names.values()}
     letter = next((letter for letter in ("L", "J", "F", "E") if letter not in taken), "L")
     return Name(letter, letter)

@@ -18,6 +18,7 @@ from typing import Any
 import networkx as nx
 
 from . import ops
+from .captions import differentiated, value_names
 from .ir import operand_edges, result_of
 from .steps import backward_steps
 
@@ -66,6 +67,7 @@ def inside(source: nx.MultiDiGraph, op: Any, members: list, known: dict) -> nx.M
             H.nodes[value]["role"] = "input"
     H.graph.update(
         roots=[top], view=True, remarks=[], entered=True,
+        differentiated=differentiated(source, value_names(source)).text,
         backward_order=[done for done in source.graph.get("backward_order", ()) if done in inner],
         seeds={v: grad for v, grad in known.items() if v in values})
     return H

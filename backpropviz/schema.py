@@ -203,6 +203,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "engine whose chain rules could not be watched)", _FOREIGN),
     Attribute("entered", GRAPH, FLAG, "backward started beyond the drawing (the seeds are "
               "the roots' gradients)", f"{_ENGINE}, {_TORCH}"),
+    Attribute("differentiated", GRAPH, TEXT, "what a drawing that backward entered from beyond "
+              "differentiates, by name (the whole graph's J, seen from inside a group)",
+              "page_groups"),
     Attribute("module_groups", GRAPH, TEXTS, "the groups that are nn.Module calls", _TORCH),
     Attribute("module_classes", GRAPH, CLASSES, "each module group's class name", _TORCH),
     Attribute("view", GRAPH, FLAG, "a view of the IR (drawn as it is)", _VIEWS),

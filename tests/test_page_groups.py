@@ -237,3 +237,24 @@ def test_a_torch_module_opens_with_autograds_gradients(browser, tmp_path):  # no
     for got, want in zip(drawn, W.grad.flatten().tolist(), strict=True):
         assert math.isclose(got, want, rel_tol=1e-3, abs_tol=1e-6)
     assert errors == []
+
+
+def test_an_open_groups_captions_name_what_the_whole_graph_differentiates():
+    # Inside l of the book's figure the backward pass still differentiates the whole
+    # objective (here named total): its captions say ∂total/∂…, not a made-up letter.
+    from backpropviz.captions import step_captions
+    from backpropviz.page_groups import inside
+    from backpropviz.views import closed_groups
+
+    G = graph_of_script(D2L_FIGURE, quiet=True)
+    (J,) = G.graph["roots"]
+    G.nodes[J]["label"] = "total"  # (a name no letter rule would guess)
+    view = closed_groups(G)
+    (l_op,) = [op for op, attrs in view.nodes(data=True) if attrs.get("symbol") == "l"]
+    members = [op for op, attrs in G.nodes(data=True)
+               if attrs.get("kind") == "op" and attrs.get("group") == ["l"]]
+    result = next(op for op in members if op in view)
+    H = inside(G, result, members, {next(iter(view.successors(l_op))): 1.0})
+    lines = [line for caption in step_captions(H) for line in caption.worked]
+    assert lines[0].startswith("∂total/∂L = 1")
+    assert all(line.startswith("∂total/") for line in lines)
