@@ -13,6 +13,7 @@ from backpropviz import Tensor, Value, group, script
 from backpropviz.builder import Builder, Producer
 from backpropviz.check import check_script
 from backpropviz.ir import from_graphml, from_node_link, to_graphml, to_json, to_networkx
+from backpropviz.page_groups import opened_groups
 from backpropviz.producers import PRODUCERS
 from backpropviz.schema import (
     ATTRIBUTES,
@@ -67,6 +68,8 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
     graphs = engine_graphs()
     G = graphs[0]
     graphs.append(drawn_graph(G))  # the group closed: a view with its members
+    # the inside of each closed group, as the page opens it (differentiated)
+    opened_groups(G, graphs[-1], lambda inner: graphs.append(inner) or {})
     graphs.append(graph_of_script(ENGINES / "neuron.py", quiet=True))
     # a neuron's weighted sum folded into one + (remarks)
     graphs.append(graph_of_script(ROOT / "examples" / "scalar_neuron.py", quiet=True))
