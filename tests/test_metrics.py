@@ -76,7 +76,8 @@ def test_fit_text_keeps_the_longest_start_that_fits_with_an_ellipsis():
 
 
 def test_the_memory_charts_labels_fit_their_bars(example):
-    # Twenty-six narrow bars under long names: each label under a bar is cut to its slot.
+    # Twenty-six narrow bars under long names: staggered over two rows, each label
+    # has the room of two bars, and one longer than that is cut to it.
     x = Tensor([[1.0, 2.0]], label="x")
     h = x
     for layer in range(6):
@@ -88,11 +89,16 @@ def test_the_memory_charts_labels_fit_their_bars(example):
     line = timeline(to_networkx(loss))
     root = ET.fromstring(timeline_svg(line))
     slot = (1410 - 170) / len(line.steps)
-    # (the op under each bar 34 px below the axis, its result 64 px below)
-    labels = [t for t in root.iter(f"{SVG}text") if float(t.get("y")) in (870 + 34, 870 + 64)]
+    # (the op under each bar 34 px below the axis, its result 64 px below; every other
+    # bar's a row lower, the axis raised by that row)
+    axis, lower = 870 - 62, 870
+    rows = {axis + 34, axis + 64, lower + 34, lower + 64}
+    labels = [t for t in root.iter(f"{SVG}text") if float(t.get("y")) in rows]
     assert len(labels) == 2 * len(line.steps)
-    assert any(t.text.endswith("\u2026") for t in labels), "the long names should be cut"
+    assert {float(t.get("y")) for t in labels} == rows
+    assert any("".join(t.itertext()).endswith("\u2026") for t in labels), "cut to their room"
     for text in labels:
         face = "serif" if text.get("font-style") == "italic" else "sans"
         assert float(text.get("font-size")) == (NAME_PX if face == "serif" else TICK_PX)
-        assert text_width(text.text, float(text.get("font-size")), face) <= slot - 4, text.text
+        words = "".join(text.itertext())
+        assert text_width(words, float(text.get("font-size")), face) <= 2 * slot - 4, words

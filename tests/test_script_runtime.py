@@ -385,7 +385,7 @@ def test_the_ir_text_and_figure_show_the_axis_and_keepdims():
     assert (ops["mean"]["axis"], ops["mean"]["keepdims"]) == (-1, True)
     assert ops["sum"]["axis"] == (0, 1) and "keepdims" not in ops["sum"]
     text = render(G, "txt").decode()
-    assert "mu = mean(X, axis=-1, keepdims=True)" in text
+    assert "μ = mean(X, axis=-1, keepdims=True)" in text  # (mu is written μ)
     assert "L = sum(centred⊙centred, axis=(0, 1))" in text
     # L = Σ (x - row mean)²: dL/dX = 2 (x - row mean), the mean's share summing to 0.
     centred = X.data - X.data.mean(axis=1, keepdims=True)
