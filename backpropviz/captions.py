@@ -233,8 +233,8 @@ def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
                longest: int) -> Name:
     """An expression too long to head a box, shortened: first without the
     parameters the op's own module holds (``model.0.weight`` in model.0's linear:
-    ``linear(x)``, as PyTorch writes the call ``model.0(x)``), else with its long
-    operands as "…"."""
+    ``linear(x)``, as PyTorch writes the call ``model.0(x)``), else with its longest
+    operands as "…", as few as it takes."""
     attrs = G.nodes[op]
     owners = {attrs.get("symbol"), *(attrs.get("group") or [])[-1:]}
     operands = [u for u, _, _ in operand_edges(G, op)]
@@ -246,8 +246,21 @@ def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
         kept = _expression(attrs, args, tensor)
         if len(kept.text) <= longest:
             return kept
-    return _expression(attrs, [arg if len(arg.text) <= 2 else _ELLIPSIS for arg in args],
-                       tensor)
+    # Else its longest operands written "…", one at a time (a value used twice, both
+    # times), as few as it takes; but a name of "…" alone says nothing: up to twice
+    # as long, the expression is kept whole rather than that.
+    full, shortened, args = _expression(attrs, args, tensor), None, list(args)
+    while shortened is None or len(shortened.text) > longest:
+        long = [arg.text for arg in args if len(arg.text) > 2 and arg is not _ELLIPSIS]
+        if not long:
+            break
+        cut = max(long, key=len)
+        args = [_ELLIPSIS if arg.text == cut else arg for arg in args]
+        shortened = _expression(attrs, args, tensor)
+    if shortened is None or (all(arg is _ELLIPSIS or len(arg.text) <= 2 for arg in args)
+                             and len(full.text) <= 2 * longest):
+        return full
+    return shortened
 
 
 def differentiated(G: nx.MultiDiGraph, names: dict[Any, Name]) -> Name:

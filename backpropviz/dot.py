@@ -20,6 +20,7 @@ from .errors import DrawError
 from .folding import bands
 from .formatting import MAX_ITEMS, byte_size, display_number, grid_indices
 from .ir import IRError, operand_edges, validate
+from .memory import value_bytes
 from .metrics import text_width
 from .steps import StepState, dead_masks, gradient_history
 from .style import (
@@ -686,6 +687,10 @@ class Writer:
         stored = self.G.graph.get("stored_bytes")
         if stored and not self.o.symbolic:
             note = f"{_GAP}saved for backward: {byte_size(stored)} in all"
+            unmarked = sum(value_bytes(self.G.nodes[node]) for node in self.plain
+                           if self.G.nodes[node].get("stored"))
+            if unmarked:  # (the figure leaves constants unmarked: say what they add)
+                note += f", {byte_size(unmarked)} of them constants"
             items.append(font("●", t.saved, MARK_PT) + font(note, t.muted, LEGEND_PT))
         # What a producer says about the picture (e.g. how another engine's graph was read).
         notes = self.G.graph.get("notes", [])

@@ -320,6 +320,9 @@ class Options:
         if self.training and steps:
             raise UsageError("--steps draws the steps of one pass: pick the pass with "
                              "--iteration K rather than --iterations")
+        if self.training and self.practice:
+            raise UsageError("--practice asks for the gradients of one pass: pick the pass "
+                             "with --iteration K rather than --iterations")
         if (self.training or self.iteration is not None) and self.forward_only:
             raise UsageError("--iterations and --iteration record backward passes, which "
                              "--no-backward leaves out")

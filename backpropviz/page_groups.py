@@ -59,6 +59,12 @@ def inside(source: nx.MultiDiGraph, op: Any, members: list, known: dict) -> nx.M
         u for member in members for u, _, _ in operand_edges(source, member)}
     H = source.subgraph(inner | values).copy()
     H.graph = dict(source.graph)
+    # A value made outside the inside keeps the name it has in the whole graph
+    # (linear(x), o − y), not the id an unnamed leaf would be written by.
+    names = value_names(source)
+    for value in values:
+        if not H.nodes[value].get("label") and source._pred[value] and not H._pred[value]:
+            H.nodes[value]["label"] = names[value].text
     top = result_of(source, op)
     # Roles as the inside sees them: what it makes, and what enters it from outside.
     H.nodes[top]["role"] = "output"
@@ -67,7 +73,7 @@ def inside(source: nx.MultiDiGraph, op: Any, members: list, known: dict) -> nx.M
             H.nodes[value]["role"] = "input"
     H.graph.update(
         roots=[top], view=True, remarks=[], entered=True,
-        differentiated=differentiated(source, value_names(source)).text,
+        differentiated=differentiated(source, names).text,
         backward_order=[done for done in source.graph.get("backward_order", ()) if done in inner],
         seeds={v: grad for v, grad in known.items() if v in values})
     return H

@@ -321,3 +321,19 @@ def test_backward_from_several_roots_says_it_differentiates_their_sum():
         assert seed.rule == (f"seeds: backward starts from {first} and q at once, so it "
                              f"differentiates {total} = {first} + q")
         assert seed.worked == (f"∂{total}/∂{first} = 1,  ∂{total}/∂q = 1",)
+
+
+def test_a_long_expression_is_shortened_by_its_longest_operand_and_never_to_dots_alone():
+    # (w·1 + b − 3) squared as e·e: 27 characters, each operand long; "…·…" would
+    # say nothing, so it stays whole. A longer sum loses its longest term only.
+    w, b = Value(2.0, label="w"), Value(-1.0, label="b")
+    e = w * 1.0 + b - 3.0
+    square = e * e
+    tail = square + Value(5.0, label="c") * w
+    total = tail + Value(1.0, label="velocity_term")
+    total.label = "total"
+    total.backward()
+    names = value_names(to_networkx(total))
+    written = {name.text for name in names.values()}
+    assert "(w·1 + b − 3)·(w·1 + b − 3)" in written and "…·…" not in written
+    assert "… + c·w" in written  # the square, the longest, is the one cut

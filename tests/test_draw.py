@@ -248,6 +248,11 @@ def test_stored_values_are_marked_and_their_total_shown(example):
             marked = stored and G.nodes[node]["role"] != "const"
             assert ("●" in texts(groups[node])) == marked
     assert f"saved for backward: {G.graph['stored_bytes']} bytes in all" in svg
+    # the total counts the constants the backward pass reads too (L / 2 keeps its 2),
+    # which carry no mark: the legend says what they add, 8 bytes a float64
+    unmarked = [node for node, attrs in G.nodes(data=True)
+                if attrs.get("stored") and attrs["role"] == "const"]
+    assert unmarked and f"{8 * len(unmarked)} bytes of them constants" in svg
 
 
 def test_before_backward_and_forward_only_show_no_gradient(example):

@@ -426,6 +426,7 @@ REFUSALS = {
     "a_root": (["loop.py", "loss", "--iterations"], "leave out ROOT"),
     "no_backward_option": (["loop.py", "--iterations", "--no-backward"], "--no-backward"),
     "a_dot_file": (["loop.py", "--iterations", "-o", "run.dot"], "not .dot"),
+    "practice": (["loop.py", "--iterations", "--practice", "-o", "run.html"], "--iteration K"),
 }
 
 
