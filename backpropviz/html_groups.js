@@ -413,6 +413,10 @@
     });
     bpv.go(Math.max(0, target));
     refit();
+    // The keyboard stays where it was: on the frame that opened, on the operator closed.
+    var focus = opening ? document.querySelector(
+      '.opened-group[data-group="' + gid + '"] .group-frame') : document.getElementById(gid);
+    if (focus && focus.focus) { focus.focus({ preventScroll: true }); }
   }
 
   function activate(target) {

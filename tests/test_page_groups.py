@@ -186,12 +186,14 @@ def test_the_keyboard_opens_and_closes_a_group_at_its_step(browser, tmp_path):  
     # goes back through × first, of four ops.
     assert page.evaluate(STATE)["frames"] == 1
     assert page.evaluate(STATE)["step"] == "Step 2 of 9: × (mul)"
+    # the keyboard is on the frame that opened: Enter closes it again, no Tab needed
+    assert page.evaluate("document.activeElement.getAttribute('class')") == "group-frame"
     page.keyboard.press("ArrowRight")
-    page.locator(".group-frame").focus()
     page.keyboard.press("Enter")
-    # Closed from inside, the page is at the group's step again.
+    # Closed from inside, the page is at the group's step again, the operator focused.
     assert page.evaluate(STATE)["frames"] == 0
     assert page.evaluate(STATE)["step"] == "Step 2 of 6: s (group)"
+    assert page.evaluate("document.activeElement.id") == gid
     assert errors == []
 
 
