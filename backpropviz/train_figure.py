@@ -128,7 +128,9 @@ def curve_panel(svg: _Svg, box: tuple[float, float, float, float], curve: Curve,
     left, top, right, bottom = box
     values = [y for line in curve.lines for y in line] + list(curve.after or ())
     low, high = min(values), max(values)
-    ticks = nice_ticks(min(low, 0.0) if from_zero else low, high)
+    # (a parameter's line is kept off the axes: room for the numbers at its ends)
+    pad = 0.0 if from_zero else 0.15 * (high - low)
+    ticks = nice_ticks(min(low, 0.0) if from_zero else low - pad, high + pad)
     span = ticks[-1] - ticks[0]
 
     def at(x: float, y: float) -> tuple[float, float]:
@@ -186,12 +188,15 @@ def _end_labels(svg: _Svg, points: list[tuple[float, float]], values: list[float
     """The first and the last value of a line, written beside their points."""
     t = svg.theme
     (x0, y0), (x1, y1) = points[0], points[-1]
-    falls = y0 < y1  # each number on the side away from the line: over a fall's start
-    svg.text(max(x0, edges[0] + 4), y0 + (-14 if falls else px + 12),
+    # Each number on the side away from the line: over the start of a fall and under
+    # its end, under the start of a rise and over its end.
+    falls = y0 < y1
+    above, below = -14, px + 12
+    svg.text(max(x0, edges[0] + 4), y0 + (above if falls else below),
              display_number(values[0], precision), px, t.text, bold=True,
              extra=' class="value-label" data-which="first"')
     if len(points) > 1:
-        svg.text(min(x1, edges[1] - 4), y1 + (-14 if falls else px + 12),
+        svg.text(min(x1, edges[1] - 4), y1 + (below if falls else above),
                  display_number(values[-1], precision), px, t.text, anchor="end", bold=True,
                  extra=' class="value-label" data-which="last"')
 
