@@ -12,7 +12,7 @@ from typing import Any
 
 import networkx as nx
 
-from .captions import differentiated, step_captions, value_names
+from .captions import Caption, differentiated, step_captions, value_names
 from .diagram import draw, step_diagrams
 from .dot import badge_pt, edge_id
 from .errors import DrawError
@@ -27,6 +27,7 @@ from .practice import practice_questions
 from .script import as_graph
 from .steps import backward_steps, dead_masks
 from .style import THEMES
+from .typeset import runs
 from .views import drawn_graph
 
 __all__ = ["Page", "page_data", "page_head", "render_html", "step_through", "svg_frames",
@@ -97,7 +98,8 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     seeds = G.graph.get("seeds", {})
     states = [{"op": None, "result": None, "edges": [], "updated": [], "accumulated": [],
                "grads": {str(v): _full(g, precision) for v, g in seeds.items()},
-               "caption": "\n".join(captions[0].worked), "rule": captions[0].rule}]
+               "caption": "\n".join(captions[0].worked), "rule": captions[0].rule,
+               "typeset": _typeset_lines(captions[0])}]
     for step, caption in zip(backward_steps(G), captions[1:], strict=True):
         states.append({
             "op": str(step.op), "result": str(step.result),
@@ -106,8 +108,15 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             "accumulated": [str(v) for v in step.accumulated],
             "grads": {str(v): _full(g, precision) for v, g in step.grads.items()},
             "caption": "\n".join(caption.worked), "rule": caption.rule,
+            "typeset": _typeset_lines(caption),
         })
     return {"values": values, "ops": ops, "contributions": contributions, "steps": states}
+
+
+def _typeset_lines(caption: Caption) -> list[list[tuple[str, str]]]:
+    """A caption's worked lines as the page typesets them (typeset.runs: names in
+    italics with their indices lowered, as the figures set them)."""
+    return [runs(line, names_only=True) for line in caption.worked]
 
 
 def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:

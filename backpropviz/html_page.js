@@ -131,8 +131,26 @@
       label = "Step " + now + " of " + last + ": " + op.symbol + " (" + op.op + ")";
     }
     byId("step-label").textContent = label;
-    byId("caption").textContent = step.caption;
+    typesetCaption(byId("caption"), step);
     byId("rule").textContent = step.rule;
+  }
+
+  /* A step's worked lines typeset as the figures set them (data: typeset.runs): a
+   * one-letter name in italics, an index lowered; the plain text where none is given
+   * (an open group's inner steps). */
+  function typesetCaption(element, step) {
+    element.textContent = "";
+    if (!step.typeset) { element.textContent = step.caption; return; }
+    step.typeset.forEach(function (line, index) {
+      if (index) { element.appendChild(document.createTextNode("\n")); }
+      line.forEach(function (run) {
+        var kind = run[0], text = run[1];
+        var node = kind === "sub" ? document.createElement("sub") :
+          kind === "name" && text.length === 1 ? document.createElement("i") : null;
+        if (node) { node.textContent = text; element.appendChild(node); }
+        else { element.appendChild(document.createTextNode(text)); }
+      });
+    });
   }
 
   /* The bytes kept for backward after this step, and the values kept, marked in the graph. */

@@ -10,7 +10,7 @@ from .captions import IDENTIFIER, name_parts
 from .graphviz import SUBSCRIPT_SCALE
 from .style import EXPRESSION_PT, LEGEND_PT, NAME_FONT, NAME_PT, Theme
 
-__all__ = ["GAP", "equation_html", "expression_html", "font", "name_html"]
+__all__ = ["GAP", "equation_html", "expression_html", "font", "name_html", "runs"]
 
 GAP = "&#160;"  # a space graphviz keeps (it trims plain ones at the ends of a run)
 
@@ -40,24 +40,33 @@ def equation_html(text: str, color: str, pt: float) -> str:
                 color, pt, NAME_FONT)
 
 
-def _typeset(text: str, between: Callable[[str], str], names_only: bool = False) -> str:
-    """``text`` as HTML-like label text: each name (W1, x, λ) typeset, one letter
-    in italics, an index as a subscript no smaller than the legend; the text
-    around them through ``between``. With ``names_only``, a word (the, seed,
-    ReLU) is left as text."""
-    sub_pt = LEGEND_PT / SUBSCRIPT_SCALE  # (portable_svg sets a subscript smaller)
-    parts, last = [], 0
+def runs(text: str, names_only: bool = False) -> list[tuple[str, str]]:
+    """``text`` cut into runs to typeset, each ``(kind, text)``: "text" as it is,
+    "name" a name's letter or word (one letter set in italics), "sub" its index
+    (W1 -> ("name", "W"), ("sub", "1")). With ``names_only``, a word (the, seed,
+    ReLU) stays text. Every view that typesets an equation reads these."""
+    parts: list[tuple[str, str]] = []
+    last = 0
     for match in IDENTIFIER.finditer(text):
         base, sub = name_parts(match.group())
         if names_only and len(base) > 1 and not sub:
             continue
-        body = f"<I>{escape(base)}</I>" if len(base) == 1 else escape(base)
+        parts += [("text", text[last:match.start()]), ("name", base)]
         if sub:
-            body += f'<SUB><FONT POINT-SIZE="{sub_pt:.1f}">{escape(sub)}</FONT></SUB>'
-        parts += [between(text[last:match.start()]), body]
+            parts.append(("sub", sub))
         last = match.end()
-    parts.append(between(text[last:]))
-    return "".join(parts)
+    parts.append(("text", text[last:]))
+    return [(kind, part) for kind, part in parts if part]
+
+
+def _typeset(text: str, between: Callable[[str], str], names_only: bool = False) -> str:
+    """``text`` as HTML-like label text (runs()): one-letter names in italics, an
+    index as a subscript no smaller than the legend, the text through ``between``."""
+    sub_pt = LEGEND_PT / SUBSCRIPT_SCALE  # (portable_svg sets a subscript smaller)
+    html = {"text": between,
+            "name": lambda part: f"<I>{escape(part)}</I>" if len(part) == 1 else escape(part),
+            "sub": lambda part: f'<SUB><FONT POINT-SIZE="{sub_pt:.1f}">{escape(part)}</FONT></SUB>'}
+    return "".join(html[kind](part) for kind, part in runs(text, names_only))
 
 
 def name_html(name: str, theme: Theme) -> str:

@@ -361,3 +361,19 @@ def test_hover_tells_the_two_shares_of_a_plus_a_apart(example, browser, tmp_path
     assert [_number(c) for c in tip["grad"]] == [G.nodes["v0"]["grad"]] and tip["sum"]
     assert errors == []
     page.close()
+
+
+def test_the_caption_is_typeset_as_the_figure_names_its_boxes(example, browser, tmp_path):  # noqa: F811 (the fixture)
+    # The last step of the book's MLP: ∂L/∂W₁ with W in italics and 1 lowered, as the
+    # box is named; the text read aloud is the caption itself.
+    page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
+    page.keyboard.press("End")
+    caption = page.evaluate("""() => {
+        const c = document.getElementById('caption');
+        return {text: c.textContent,
+                italic: [...c.querySelectorAll('i')].map(e => e.textContent),
+                lowered: [...c.querySelectorAll('sub')].map(e => e.textContent)};
+    }""")
+    assert caption["text"].startswith("∂L/∂W1 = ∂L/∂z · xᵀ = [0; 2] · [1; 2]ᵀ = [0, 0; 2, 4]")
+    assert {"L", "W", "z", "x"} <= set(caption["italic"]) and "1" in caption["lowered"]
+    assert errors == []
