@@ -145,7 +145,7 @@
       if (index) { element.appendChild(document.createTextNode("\n")); }
       line.forEach(function (run) {
         var kind = run[0], text = run[1];
-        var node = kind === "sub" ? document.createElement("sub") :
+        var node = kind === "index" ? document.createElement("sub") :
           kind === "name" && text.length === 1 ? document.createElement("i") : null;
         if (node) { node.textContent = text; element.appendChild(node); }
         else { element.appendChild(document.createTextNode(text)); }

@@ -42,8 +42,8 @@ def equation_html(text: str, color: str, pt: float) -> str:
 
 def runs(text: str, names_only: bool = False) -> list[tuple[str, str]]:
     """``text`` cut into runs to typeset, each ``(kind, text)``: "text" as it is,
-    "name" a name's letter or word (one letter set in italics), "sub" its index
-    (W1 -> ("name", "W"), ("sub", "1")). With ``names_only``, a word (the, seed,
+    "name" a name's letter or word (one letter set in italics), "index" its index
+    (W1 -> ("name", "W"), ("index", "1")). With ``names_only``, a word (the, seed,
     ReLU) stays text. Every view that typesets an equation reads these."""
     parts: list[tuple[str, str]] = []
     last = 0
@@ -53,7 +53,7 @@ def runs(text: str, names_only: bool = False) -> list[tuple[str, str]]:
             continue
         parts += [("text", text[last:match.start()]), ("name", base)]
         if sub:
-            parts.append(("sub", sub))
+            parts.append(("index", sub))
         last = match.end()
     parts.append(("text", text[last:]))
     return [(kind, part) for kind, part in parts if part]
@@ -65,7 +65,8 @@ def _typeset(text: str, between: Callable[[str], str], names_only: bool = False)
     sub_pt = LEGEND_PT / SUBSCRIPT_SCALE  # (portable_svg sets a subscript smaller)
     html = {"text": between,
             "name": lambda part: f"<I>{escape(part)}</I>" if len(part) == 1 else escape(part),
-            "sub": lambda part: f'<SUB><FONT POINT-SIZE="{sub_pt:.1f}">{escape(part)}</FONT></SUB>'}
+            "index": lambda part: (f'<SUB><FONT POINT-SIZE="{sub_pt:.1f}">{escape(part)}'
+                                   "</FONT></SUB>")}
     return "".join(html[kind](part) for kind, part in runs(text, names_only))
 
 
