@@ -57,8 +57,9 @@
     return element;
   }
 
-  /* Under a parameter's box, what the update did to it: on top of the drawing, below
-   * the labels already placed where it would cover one of them. */
+  /* Beside a parameter's box, what the update did to it: under the box or over it,
+   * whichever covers the least of the other boxes and of the labels already placed
+   * (a clash left is pushed down past the label it meets). */
   function addUpdateLabel(graph, node, line, placed) {
     var box = node.getBBox();
     var label = svgElement("g", { "class": "update-label", "data-node": node.id });
@@ -70,6 +71,24 @@
     text.textContent = line;
     label.append(back, text);
     graph.appendChild(label);
+    var others = Array.prototype.filter.call(graph.querySelectorAll("g.node"),
+      function (other) { return other !== node; }).map(function (other) {
+      return other.getBBox();
+    }).concat(placed);
+    function covered(size) {
+      return others.reduce(function (sum, other) {
+        var w = Math.min(size.x + size.width, other.x + other.width) - Math.max(size.x, other.x);
+        var h = Math.min(size.y + size.height, other.y + other.height) -
+          Math.max(size.y, other.y);
+        return sum + (w > 0 && h > 0 ? w * h : 0);
+      }, 0);
+    }
+    var below = text.getBBox();
+    var lift = below.y - (box.y - 6 - below.height);
+    var above = { x: below.x, y: below.y - lift, width: below.width, height: below.height };
+    if (covered(above) < covered(below)) {
+      text.setAttribute("y", (Number(text.getAttribute("y")) - lift).toFixed(2));
+    }
     var size = text.getBBox();
     placed.forEach(function (other) {
       var overlaps = size.x < other.x + other.width && other.x < size.x + size.width &&
