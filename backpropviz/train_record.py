@@ -26,6 +26,7 @@ import numpy as np
 
 from .builder import Live, leaf_readers
 from .errors import BackpropvizError, UsageError
+from .formatting import changed_note
 from .options import DEFAULT_ITERATIONS, DEFAULT_MAX_NODES, Options
 from .script import ScriptError, ScriptRun, graph_of_namespace, graph_of_script, running
 from .training import Iteration, Run, Update
@@ -66,7 +67,14 @@ def graph_to_draw(path: str | os.PathLike, roots: Sequence[str], options: Option
     (``script.graph_of_script``, with at most ``options.max_nodes`` nodes)."""
     if options.iteration is not None:
         run = record_training(path, options, roots=roots, argv=argv, quiet=quiet)
-        return run.iterations[0].graph
+        (kept,) = run.iterations
+        # Each update after the pass, said as a single pass's picture says it.
+        G = kept.graph
+        G.graph["notes"] = [*G.graph.get("notes", ()), *(
+            changed_note(name, update.before, update.after, options.precision)
+            for name, update in kept.parameters.items()
+            if not np.array_equal(update.before, update.after))]
+        return G
     return graph_of_script(path, roots, backward=not options.forward_only,
                            max_nodes=options.max_nodes or DEFAULT_MAX_NODES, argv=tuple(argv),
                            quiet=quiet, script_timeout=options.script_timeout,

@@ -14,6 +14,7 @@ import pytest
 
 from backpropviz.cli import main
 from backpropviz.errors import BackpropvizError, UsageError
+from backpropviz.formatting import changed_note
 from backpropviz.options import Options
 from backpropviz.train_record import graph_to_draw, learning_rate, record_training
 from backpropviz.training_json import from_json, to_json
@@ -375,6 +376,27 @@ def test_iteration_k_is_drawn_as_the_pass_the_loop_ran(tmp_path):
     assert main(["render", str(EXAMPLES / "training_loop.py"), "--iteration", "2",
                  "-o", str(out)]) == 0
     assert out.read_text().lstrip().startswith(("<?xml", "<svg"))
+
+
+def test_iteration_k_says_what_the_update_after_it_did(tmp_path):
+    # As a single pass's picture says it: w = before → after, the numbers the loop
+    # itself held around pass 2's update (a plain run of the same arithmetic).
+    source = '''
+        from backpropviz import Value
+
+        w = Value(2.0, requires_grad=True)
+        for step in range(4):
+            loss = (w * 3.0 - 1.0) ** 2
+            w.grad = 0.0
+            loss.backward()
+            w.data -= 0.01 * w.grad
+    '''
+    w = 2.0
+    for _pass in range(3):  # passes 0, 1, 2: pass 2 used w before, left w
+        before, w = w, w - 0.01 * (2 * (w * 3.0 - 1.0) * 3.0)
+    G = graph_to_draw(_script(tmp_path, source), (), Options(iteration=2), quiet=True)
+    assert changed_note("w", before, w) in G.graph["notes"]
+    assert f"{before:.4g} → {w:.4g}" in changed_note("w", before, w)
 
 
 def test_the_json_through_the_command_line(tmp_path, capsys):
