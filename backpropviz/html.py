@@ -30,8 +30,8 @@ from .style import THEMES
 from .typeset import runs
 from .views import drawn_graph
 
-__all__ = ["Page", "page_data", "page_head", "render_html", "step_through", "svg_frames",
-           "to_html", "value_details"]
+__all__ = ["Page", "asset", "json_for_script", "page_data", "page_head", "render_html",
+           "step_through", "svg_frames", "to_html", "value_details"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
 ET.register_namespace("", SVG_NS)
@@ -227,11 +227,11 @@ def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
 # ---------------------------------------------------------------- the page
 
 
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-def _json_for_script(data: Any) -> str:
+def json_for_script(data: Any) -> str:
     """JSON that cannot end its <script> element early."""
     return (json.dumps(data, ensure_ascii=False, separators=(",", ":"))
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
@@ -282,7 +282,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
     title = f"backpropviz: {'practise ' if practice else ''}the backward pass of {subject}"
     last = len(data["steps"]) - 1
-    style = f'{theme_css(palette)}\n{_asset("html_page.css")}\n{dead_cell_css(palette)}'
+    style = f'{theme_css(palette)}\n{asset("html_page.css")}\n{dead_cell_css(palette)}'
     return f"""{page_head(title, style)}
 <body class="theme-{palette.name}">
 <div id="bpv" data-step="0" data-steps="{last}">
@@ -315,9 +315,9 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 {_MEMORY_TOGGLE if meter["peak"] else ""}</nav>
 <div id="tooltip" role="tooltip" hidden></div>
 </div>
-<script type="application/json" id="bpv-data">{_json_for_script(data)}</script>
+<script type="application/json" id="bpv-data">{json_for_script(data)}</script>
 <script>
-{_asset("html_page.js")}{_asset("html_groups.js")}</script>
+{asset("html_page.js")}{asset("html_groups.js")}</script>
 </body>
 </html>
 """

@@ -29,8 +29,9 @@ from .metrics import fit_text, text_width
 from .page_head import page_head
 from .style import FONT, NAME_FONT, THEMES, Theme
 
-__all__ = ["CHART_FORMATS", "ChartError", "Panel", "Series", "chart_bytes", "growth_svg",
-           "memory_output", "render_chart", "step_meter", "timeline_html", "timeline_svg"]
+__all__ = ["CHART_FORMATS", "ChartError", "Panel", "Series", "Svg", "chart_bytes", "growth_svg",
+           "memory_output", "mix", "render_chart", "step_meter", "timeline_html", "timeline_svg",
+           "x_ticks"]
 
 CHART_FORMATS = ("svg", "png", "pdf")
 WIDTH, HEIGHT = 1920, 1080
@@ -50,14 +51,14 @@ class ChartError(BackpropvizError):
 # ---------------------------------------------------------------- SVG writing
 
 
-def _mix(color: str, other: str, share: float) -> str:
+def mix(color: str, other: str, share: float) -> str:
     """``color`` with ``share`` of ``other`` mixed in (both #rrggbb)."""
     a = [int(color[i:i + 2], 16) for i in (1, 3, 5)]
     b = [int(other[i:i + 2], 16) for i in (1, 3, 5)]
     return "#" + "".join(f"{round(x + (y - x) * share):02x}" for x, y in zip(a, b, strict=True))
 
 
-class _Svg:
+class Svg:
     """An SVG document built element by element."""
 
     def __init__(self, theme: Theme, width: int = WIDTH, height: int = HEIGHT) -> None:
@@ -135,12 +136,12 @@ def _tick_label(value: float, name: str) -> str:
     return f"{value:g} {name}"
 
 
-def _y_axis(svg: _Svg, left: float, right: float, top: float, bottom: float,
+def _y_axis(svg: Svg, left: float, right: float, top: float, bottom: float,
             ticks: list[float], name: str) -> None:
     t = svg.theme
     for tick in ticks:
         y = bottom - (bottom - top) * tick / ticks[-1]
-        svg.line(left, y, right, y, _mix(t.muted, t.backdrop, 0.75), 1)
+        svg.line(left, y, right, y, mix(t.muted, t.backdrop, 0.75), 1)
         svg.text(left - 14, y + TICK_PX * 0.35, _tick_label(tick, name), TICK_PX, t.muted,
                  anchor="end")
     svg.line(left, bottom, right, bottom, t.text, 2)
@@ -152,9 +153,9 @@ def _y_axis(svg: _Svg, left: float, right: float, top: float, bottom: float,
 def _role_colors(theme: Theme) -> dict[str, tuple[str, str]]:
     """Fills by role: (one value, its neighbour), so that adjacent blocks stay apart."""
     bg = theme.backdrop
-    activation = (_mix(theme.saved, bg, 0.45), _mix(theme.saved, bg, 0.65))
-    return {"param": (theme.param_fill, _mix(theme.param_fill, theme.grad, 0.25)),
-            INNER: (_mix(theme.muted, bg, 0.55), _mix(theme.muted, bg, 0.7)),
+    activation = (mix(theme.saved, bg, 0.45), mix(theme.saved, bg, 0.65))
+    return {"param": (theme.param_fill, mix(theme.param_fill, theme.grad, 0.25)),
+            INNER: (mix(theme.muted, bg, 0.55), mix(theme.muted, bg, 0.7)),
             "other": activation}
 
 
@@ -173,7 +174,7 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
         raise ChartError("the graph has no op, so nothing is kept for backward; "
                          "compute something from a value that needs a gradient")
     t = THEMES[theme]
-    svg = _Svg(t)
+    svg = Svg(t)
     colors = _role_colors(t)
     peak = line.peak
     assert peak is not None  # there are steps
@@ -263,7 +264,7 @@ def _step_title(line: Timeline, step: MemoryStep) -> str:
             f"{line.symbols[step.op]} → {line.results[step.op]}")
 
 
-def _step_labels(svg: _Svg, line: Timeline, left: float, slot: float, bottom: float) -> None:
+def _step_labels(svg: Svg, line: Timeline, left: float, slot: float, bottom: float) -> None:
     """Each bar's op under it (when there is room), then a bracket for each pass."""
     t = svg.theme
     staggered = _staggered(line, slot)
@@ -327,7 +328,7 @@ def _readable_on(fill: str, theme: Theme) -> str:
     return max((theme.text, theme.backdrop), key=lambda color: _contrast(color, fill))
 
 
-def _peak_list(svg: _Svg, line: Timeline, colors: dict, x: float, top: float) -> None:
+def _peak_list(svg: Svg, line: Timeline, colors: dict, x: float, top: float) -> None:
     """The values held at the peak, named with their bytes, top of the stack first; where
     there are too many to draw one by one, those of one name together, the most bytes first."""
     t = svg.theme
@@ -405,7 +406,7 @@ def growth_svg(panels: Sequence[Panel], *, title: str, subtitle: str = "",
                theme: str = "light") -> str:
     """Panels of peak bytes against a size (depth, batch), side by side on one 1920×1080 slide."""
     t = THEMES[theme]
-    svg = _Svg(t)
+    svg = Svg(t)
     svg.text(60, 72, title, TITLE_PX, t.text, bold=True)
     if subtitle:
         svg.text(60, 118, subtitle, SUBTITLE_PX, t.muted)
@@ -429,7 +430,7 @@ def growth_svg(panels: Sequence[Panel], *, title: str, subtitle: str = "",
             x0, x1, y0, y1 = box
             return x0 + (x1 - x0) * x / x_max, y1 - (y1 - y0) * y / y_max
 
-        for x in _x_ticks(x_max):
+        for x in x_ticks(x_max):
             px, _ = at(x, 0)
             svg.line(px, bottom, px, bottom + 10, t.text, 2)
             svg.text(px, bottom + 40, f"{x:g}", TICK_PX, t.text, anchor="middle")
@@ -451,7 +452,7 @@ def growth_svg(panels: Sequence[Panel], *, title: str, subtitle: str = "",
     return svg.done()
 
 
-def _x_ticks(x_max: float) -> list[float]:
+def x_ticks(x_max: float) -> list[float]:
     step = next(s for s in (1, 2, 4, 8, 16, 32, 64, 128) if x_max / s <= 8)
     return [float(x) for x in range(0, int(x_max) + 1, step)]
 

@@ -25,12 +25,12 @@ from .memory import timeline
 from .memory_chart import (
     Panel,
     Series,
-    _mix,
-    _Svg,
-    _x_ticks,
+    Svg,
     growth_svg,
+    mix,
     render_chart,
     timeline_svg,
+    x_ticks,
 )
 from .options import Options
 from .style import THEMES
@@ -115,7 +115,7 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     return [k * step for k in range(first, last + 1)]
 
 
-def curve_panel(svg: _Svg, box: tuple[float, float, float, float], curve: Curve, *,
+def curve_panel(svg: Svg, box: tuple[float, float, float, float], curve: Curve, *,
                 x_max: int, precision: int, sizes: tuple[float, float, float] = (
                     PANEL_PX, TICK_PX, LABEL_PX), from_zero: bool = False,
                 point_class: str = "point") -> None:
@@ -149,17 +149,17 @@ def curve_panel(svg: _Svg, box: tuple[float, float, float, float], curve: Curve,
                  extra=' class="panel-title"')
     for tick in ticks:
         _, y = at(0, tick)
-        svg.line(left, y, right, y, _mix(t.muted, t.backdrop, 0.75), 1)
+        svg.line(left, y, right, y, mix(t.muted, t.backdrop, 0.75), 1)
         svg.text(left - 12, y + tick_px * 0.35, display_number(tick, precision), tick_px,
                  t.muted, anchor="end", extra=f' class="tick-y" data-y="{y:.2f}"')
     svg.line(left, bottom, right, bottom, t.text, 2)
-    for x in _x_ticks(x_max):
+    for x in x_ticks(x_max):
         px, _ = at(x, ticks[0])
         svg.line(px, bottom, px, bottom + 8, t.text, 2)
         svg.text(px, bottom + tick_px + 8, f"{x:g}", tick_px, t.text, anchor="middle",
                  extra=' class="tick-x"')
     single = len(curve.lines) == 1
-    color = t.text if single else _mix(t.text, t.backdrop, 0.35)
+    color = t.text if single else mix(t.text, t.backdrop, 0.35)
     pen = 4 if single else 2
     for number, line in enumerate(curve.lines):
         points = [at(x, y) for x, y in zip(curve.xs, line, strict=True)]
@@ -183,7 +183,7 @@ def curve_panel(svg: _Svg, box: tuple[float, float, float, float], curve: Curve,
                         (left, right))
 
 
-def _end_labels(svg: _Svg, points: list[tuple[float, float]], values: list[float], px: float,
+def _end_labels(svg: Svg, points: list[tuple[float, float]], values: list[float], px: float,
                 precision: int, edges: tuple[float, float]) -> None:
     """The first and the last value of a line, written beside their points."""
     t = svg.theme
@@ -218,7 +218,7 @@ def training_svg(run: Run, *, theme: str = "light", precision: int = 4) -> str:
     last update left for the next pass."""
     require_passes(run)
     t = THEMES[theme]
-    svg = _Svg(t)
+    svg = Svg(t)
     curves = parameter_curves(run)
     x_max = max(1, run.iterations[-1].index + 1)
     svg.text(60, 70, "Training: the loss and the parameters, pass by pass", TITLE_PX, t.text,

@@ -18,8 +18,8 @@ from pathlib import Path
 from .captions import differentiated, number_text, value_names
 from .files import write_atomically
 from .formatting import display_number
-from .html import _asset, _json_for_script, page_data, svg_frames
-from .memory_chart import _Svg
+from .html import asset, json_for_script, page_data, svg_frames
+from .memory_chart import Svg
 from .options import Options
 from .page_head import page_head, theme_css
 from .style import THEMES
@@ -61,7 +61,7 @@ def _pass_data(iteration: Iteration, later: bool, options: Options) -> dict:
 
 def _loss_svg(run: Run, theme: str, precision: int) -> str:
     """The loss per pass, small, each pass's point marked by id (``loss-point-INDEX``)."""
-    svg = _Svg(THEMES[theme], CURVE_WIDTH, CURVE_HEIGHT)
+    svg = Svg(THEMES[theme], CURVE_WIDTH, CURVE_HEIGHT)
     x_max = max(1, run.iterations[-1].index + 1)
     curve_panel(svg, (80, 64, CURVE_WIDTH - 24, CURVE_HEIGHT - 44), loss_curve(run),
                 x_max=x_max, precision=precision, sizes=CURVE_SIZES, from_zero=True,
@@ -75,7 +75,7 @@ def training_page(run: Run, options: Options) -> str:
     passes = [_pass_data(iteration, k > 0, options) for k, iteration in enumerate(run.iterations)]
     palette = THEMES[options.theme]
     data = {"passes": passes, "notes": run.notes, "every": run.every}
-    style = f'{theme_css(palette)}\n{_asset("html_page.css")}\n{_asset("train_page.css")}'
+    style = f'{theme_css(palette)}\n{asset("html_page.css")}\n{asset("train_page.css")}'
     count = len(passes)
     return f"""{page_head(f"backpropviz: training, {count} passes", style)}
 <body class="theme-{palette.name}">
@@ -109,9 +109,9 @@ def training_page(run: Run, options: Options) -> str:
 </span>
 </nav>
 </div>
-<script type="application/json" id="bpv-data">{_json_for_script(data)}</script>
+<script type="application/json" id="bpv-data">{json_for_script(data)}</script>
 <script>
-{_asset("train_page.js")}</script>
+{asset("train_page.js")}</script>
 </body>
 </html>
 """
