@@ -44,10 +44,7 @@ from .style import (
     Theme,
     symbol_pt,
 )
-from .typeset import GAP as _GAP
-from .typeset import expression_html as _expression_html
-from .typeset import font
-from .typeset import name_html as _name_html
+from .typeset import GAP, expression_html, font, name_html
 from .views import group_path
 
 __all__ = [
@@ -458,11 +455,11 @@ class Writer:
         value = u if self.G.nodes[u]["kind"] == "value" else v
         label = self.G.nodes[value]["label"]
         if label:
-            text = _name_html(label, self.t)
+            text = name_html(label, self.t)
         else:
             if self._mark_names is None:
                 self._mark_names = value_names(self.G, precision=self.o.precision)
-            text = _expression_html(self._mark_names[value].text, self.t)
+            text = expression_html(self._mark_names[value].text, self.t)
         attrs = {"id": name, "class": "continuation", "shape": "cds", "color": self.t.muted,
                  "margin": "0.1,0.03", "label": f"<{text}>"}
         if self.pins is not None:
@@ -483,9 +480,9 @@ class Writer:
         classes = ["value", attrs["role"]]
         header = []
         if attrs["label"]:
-            header.append(_name_html(attrs["label"], t))
+            header.append(name_html(attrs["label"], t))
         elif node in self.expressions:
-            header.append(_expression_html(self.expressions[node], t))
+            header.append(expression_html(self.expressions[node], t))
         if attrs.get("stored") and node not in self.plain and not o.symbolic:
             classes.append("stored")
             header.append(font("●", t.saved, MARK_PT))
@@ -675,18 +672,18 @@ class Writer:
         if self.dead_values or self.dead_edges:
             items.append(f'<TABLE BORDER="0" CELLPADDING="1" CELLSPACING="0">'
                          f'<TR><TD BGCOLOR="{t.dead_fill}">{font("0", t.dead_text, LEGEND_PT)}'
-                         f'</TD><TD>{font(_GAP + "zeroed by " + self.gates(), t.muted, LEGEND_PT)}'
+                         f'</TD><TD>{font(GAP + "zeroed by " + self.gates(), t.muted, LEGEND_PT)}'
                          "</TD></TR>"
                          "</TABLE>")
         if any(expected is not None for _, expected in self.G.nodes(data="expected")):
             items.append(font("wrong gradient", t.dead_text, LEGEND_PT)
-                         + font(_GAP + "(the reference's beneath)", t.muted, LEGEND_PT))
+                         + font(GAP + "(the reference's beneath)", t.muted, LEGEND_PT))
         if any(flag for _, flag in self.G.nodes(data="error_start")):
             items.append(font("●", t.dead_line, MARK_PT)
-                         + font(_GAP + "where the error starts", t.muted, LEGEND_PT))
+                         + font(GAP + "where the error starts", t.muted, LEGEND_PT))
         stored = self.G.graph.get("stored_bytes")
         if stored and not self.o.symbolic:
-            note = f"{_GAP}saved for backward: {byte_size(stored)} in all"
+            note = f"{GAP}saved for backward: {byte_size(stored)} in all"
             unmarked = sum(value_bytes(self.G.nodes[node]) for node in self.plain
                            if self.G.nodes[node].get("stored"))
             if unmarked:  # (the figure leaves constants unmarked: say what they add)
