@@ -341,12 +341,25 @@ def _listed(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+def _function(attrs: Mapping, result: Name, top: Name) -> Name:
+    """What an op known only by its name (a group, a foreign op) differentiates in
+    its local derivative ∂r/∂x: its result, unless that is the quantity the whole
+    pass differentiates, where ∂L/∂h · ∂L/∂L would define ∂L/∂h by itself; there
+    it is the op's own name, the function it stands for (∂loss/∂h · ∂L/∂L)."""
+    symbol = attrs.get("symbol") or ""
+    if result.text != top.text or not symbol or symbol == result.text:
+        return result
+    return _label_name(symbol)
+
+
 def _local(attrs: Mapping, arg: int, args: list[Name], result: Name, upstream: Name,
-           tensor: bool, size_ratio: int, broadcast: bool) -> Name:
+           tensor: bool, size_ratio: int, broadcast: bool, top: Name) -> Name:
     """The right-hand side ∂top/∂operand for operand ``arg`` of the op ``attrs``:
     the upstream gradient times the op's local derivative (the registry's template)."""
     form = ops.get(attrs["op"]).form(len(args))
     text, tex = form.derivatives[arg]
+    if "∂$r" in text:
+        result = _function(attrs, result, top)
     a = _wrap(args[0])
     n, n_less_one = _exponent(attrs)
     base = _wrap(args[0], ATOM)  # (col²)⁻⁰·⁵, not col²⁻⁰·⁵
@@ -397,7 +410,7 @@ def _size(x: Any) -> int:
 
 def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
                     names: Mapping[Any, Name], size_ratio: int, broadcast: bool,
-                    precision: int) -> str | None:
+                    precision: int, top: Name) -> str | None:
     """The registry's numbers template of ``edge``'s derivative, filled with the
     numbers the IR recorded; None where an operand is too large to write out."""
     u, op, _ = edge
@@ -417,7 +430,8 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
               if k in used or (k == "a" and "a_pow" in used)}
     tensor = any(np.ndim(v) > 0 for v in (*operands, recorded["r"]))
     fields.update(dot="⊙" if tensor else "·", k=str(size_ratio),
-                  R=_wrap(names[step.result], ATOM).text, X=_wrap(names[u], ATOM).text)
+                  R=_wrap(_function(attrs, names[step.result], top), ATOM).text,
+                  X=_wrap(names[u], ATOM).text)
     exponent = attrs.get("exponent")
     if "n" in used or "a_pow" in used:
         if exponent is None:
@@ -601,7 +615,7 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
             broadcast = spec.broadcasts and shape != result_shape
             rhs = _local(op_attrs, arg, args, names[step.result], upstream,
                          tensor=result_shape != () or shape != (), size_ratio=size_ratio,
-                         broadcast=broadcast)
+                         broadcast=broadcast, top=top)
             sign = "+=" if u in had_gradient else "="
             if sign == "+=" and (u in reached or u in G.graph.get("seeds", {})):
                 forked_now = True  # a share of this pass's own came before
@@ -612,7 +626,8 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
             tex_sign = r"\mathrel{+}=" if sign == "+=" else "="
             texs.append(f"{left.tex} {tex_sign} {rhs.tex}")
             product = None if upstream_number is None else _worked_product(
-                G, step, (u, v, key), upstream_number, names, size_ratio, broadcast, precision)
+                G, step, (u, v, key), upstream_number, names, size_ratio, broadcast, precision,
+                top)
             lines = _edge_lines(left, sign, rhs, product,
                                 None if shares is None else shares[position], before,
                                 edge["grad"], edge.get("running"), precision)

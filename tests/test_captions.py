@@ -307,6 +307,23 @@ def test_groups_and_compact_views_are_worked_too(example):
         assert "∂J/∂W1 = ∂s/∂W1 · ∂J/∂s = ∂s/∂W1 · 1 = [0.1, −0.1; 0, 0.1]" in lines
 
 
+def test_a_group_that_computes_the_loss_names_its_own_derivative_not_the_answer():
+    # with group("loss"): L = ... drawn closed: its local derivative is the
+    # function's, ∂loss/∂h; ∂L/∂h · ∂L/∂L would define ∂L/∂h by itself.
+    from backpropviz import group
+    from backpropviz.views import drawn_graph
+    W = Tensor([[1.0, -1.0], [0.5, 1.0]], requires_grad=True, label="W")
+    h = (W @ Tensor([1.0, 2.0], label="x")).relu()
+    h.label = "h"
+    with group("loss"):
+        L = (h ** 2).sum() / 2
+    L.label = "L"
+    L.backward()
+    first = step_captions(drawn_graph(to_networkx(L)))[1]
+    assert first.text == "∂L/∂h = ∂loss/∂h · ∂L/∂L"
+    assert first.worked == ("∂L/∂h = ∂loss/∂h · ∂L/∂L = ∂loss/∂h · 1 = [0; 2.5]",)
+
+
 def test_backward_from_several_roots_says_it_differentiates_their_sum():
     # backward from p and q at once (torch.autograd.backward([p, q])) is the
     # gradient of p + q; a root already named L leaves the letter to it.
