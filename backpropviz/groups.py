@@ -42,9 +42,10 @@ class group(ContextDecorator):  # noqa: N801 - used like contextlib's context ma
         _open.reset(self._tokens.pop())
 
 
-def current() -> tuple[tuple[Any, int], ...]:
-    """The groups open now, outermost first, as (member, call number) pairs."""
-    return _open.get()
+# The groups open now, outermost first, as (member, call number) pairs: the
+# context variable's own getter, not a function around it, since every op's
+# result asks (value.py).
+current = _open.get
 
 
 def enter(member: Any) -> Token:

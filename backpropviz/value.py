@@ -8,14 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .groups import _open as _groups_open
+from .groups import current as _open_groups
 from .node import _VALUE_RULES, Node, _creation_counter, _real, _value_rule
 
 __all__ = ["Value"]
-
-# The groups (with group(...)) open now: groups.current without its call, which
-# every op's result would pay.
-_open_groups = _groups_open.get
 
 
 def _ieee(function: Callable[..., float], *args: float) -> float:
