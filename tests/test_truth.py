@@ -7,7 +7,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -255,10 +254,11 @@ def test_a_long_unrolled_loop_is_refused_at_once_and_a_shorter_one_drawn(tmp_pat
     script = BENCH_SCRIPTS / "rnn_unrolled.py"
     cli = [sys.executable, "-m", "backpropviz", "render", str(script), "-o",
            str(tmp_path / "rnn.svg")]
-    start = time.monotonic()
+    # Refused before graphviz runs (how soon is bench/render.py's to measure; the
+    # timeout only stops a hang).
     done = subprocess.run(cli, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "STEPS": "300"})
-    assert done.returncode == 1 and time.monotonic() - start < 20
+    assert done.returncode == 1
     assert "graphviz would need minutes for this graph" in done.stderr
     assert not (tmp_path / "rnn.svg").exists()
     done = subprocess.run(cli, capture_output=True, text=True, timeout=120,
