@@ -129,9 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
                              f"(default {DEFAULT_MAX_NODES}, for videos the animation's "
                              f"limit, {CLIP_MAX_NODES}; .json, .graphml and .txt exports "
                              "have no limit)")
-    render.add_argument("-j", "--jobs", type=positive(int), metavar="N",
-                        help="with several scripts, how many run at once (default: the "
-                             "number of cores)")
     add_arguments(render.add_argument_group(f"videos ({', '.join(KINDS[CLIP])})"),
                 lambda name: name in _CLIP_OPTIONS)
     check = commands.add_parser(

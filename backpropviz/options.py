@@ -129,7 +129,7 @@ def parse_frame(frame: Any) -> tuple[int, int]:
     return frame
 
 
-def _option(help: str, flag: str | None = None, **argparse: Any) -> Any:
+def _option(help: str, flag: str | tuple[str, ...] | None = None, **argparse: Any) -> Any:
     """A field's declaration for the adapters: its help, its flag and argparse's keywords."""
     return {"help": help, "flag": flag, "argparse": argparse}
 
@@ -191,6 +191,10 @@ class Options:
         "which passes to animate (default both)", choices=PHASES))
     speed: float | None = field(default=None, metadata=_option(
         "playback speed factor (default 1)", metavar="X"))
+    jobs: int | None = field(default=None, metadata=_option(
+        "how many processes work at once: the scripts drawn (several SCRIPTs), or those "
+        "rendering a clip, whose frames are the same with any N (default: the cores)",
+        metavar="N", flag=("-j", "--jobs")))
     iterations: int | None = field(default=None, metadata=_option(
         "record the script's training loop: keep its first N backward passes (default "
         f"{DEFAULT_ITERATIONS}), each with what the script then did to every parameter, and "
@@ -219,7 +223,7 @@ class Options:
             number = getattr(self, name)
             if number is not None and not (isinstance(number, int | float) and number > 0):
                 raise UsageError(f"{name} must be a positive number, got {number!r}")
-        for name, least in (("iterations", 1), ("every", 1), ("iteration", 0)):
+        for name, least in (("iterations", 1), ("every", 1), ("iteration", 0), ("jobs", 1)):
             count = getattr(self, name)
             if count is not None and (isinstance(count, bool) or not isinstance(count, int)
                                       or count < least):
@@ -264,7 +268,7 @@ class Options:
             "quality": self.quality or "l", "speed": self.speed or 1.0,
             "phase": "forward" if self.forward_only else (self.phase or "both"),
             "theme": self.theme, "rankdir": self.rankdir or "LR",
-            "precision": self.precision, "progress": self.progress}
+            "precision": self.precision, "progress": self.progress, "jobs": self.jobs}
         if self.max_nodes is not None:
             clip["max_nodes"] = self.max_nodes
         return clip
@@ -360,15 +364,17 @@ def add_arguments(parser: Any, wanted: Callable[[str], bool]) -> None:
             continue
         meta = declared.metadata
         flag = meta["flag"] or "--" + declared.name.replace("_", "-")
+        flags = flag if isinstance(flag, tuple) else (flag,)
         keywords = {"dest": declared.name, "help": meta["help"], **meta["argparse"]}
         if declared.type in ("bool", bool):
-            parser.add_argument(flag, action="store_true", **keywords)
+            parser.add_argument(*flags, action="store_true", **keywords)
             continue
         parse = {"precision": positive(int), "timeout": positive(float),
                  "script_timeout": positive(float), "speed": positive(float),
                  "iterations": positive(int), "every": positive(int),
-                 "iteration": positive(int, zero=True), "fit": _frame}.get(declared.name)
-        parser.add_argument(flag, type=parse, default=declared.default, **keywords)
+                 "iteration": positive(int, zero=True), "jobs": positive(int),
+                 "fit": _frame}.get(declared.name)
+        parser.add_argument(*flags, type=parse, default=declared.default, **keywords)
 
 
 def from_arguments(args: Any, **changes: Any) -> Options:

@@ -64,7 +64,7 @@ class BackpropvizDirective(SphinxDirective):
     option_spec = {  # noqa: RUF012 (docutils reads it from the class)
         **{field.name.replace("_", "-"): _spec(field) for field in option_fields()
            # (a training run is recorded from the command line: --iterations)
-           if field.name not in ("timeout", "quality", "phase", "speed", "iterations",
+           if field.name not in ("timeout", "quality", "phase", "speed", "jobs", "iterations",
                                  "every", "iteration")},
         "roots": directives.unchanged,
         "format": lambda text: _one_of(text, FORMATS),

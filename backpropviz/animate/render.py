@@ -24,6 +24,7 @@ from .formats import (
     check_video,
     require_manim,
 )
+from .parallel import default_jobs, render_shared
 
 # FORMATS ... require_manim are also importable from here, where they were first.
 __all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "TRANSPARENT_FORMATS", "AnimateError",
@@ -33,7 +34,8 @@ __all__ = ["FORMATS", "MAX_NODES", "PHASES", "QUALITIES", "TRANSPARENT_FORMATS",
 def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality: str = "l",
                  phase: str = "both", theme: str = "light", speed: float = 1.0,
                  rankdir: str = "LR", precision: int = 4, progress: bool = True,
-                 transparent: bool = False, max_nodes: int = MAX_NODES) -> pathlib.Path:
+                 transparent: bool = False, max_nodes: int = MAX_NODES,
+                 jobs: int | None = None) -> pathlib.Path:
     """Render the forward and/or backward pass of ``G`` to ``path`` and return the path.
 
     ``G`` is an IR graph, or a Value/Tensor root or roots named after ``names``
@@ -43,7 +45,8 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
     transparent when ``transparent`` is true or the theme has none
     ("transparent", "transparent-dark"): .webm and .mov only. With
     ``progress``, a progress line and finally the output path and the clip's
-    length are printed to stderr. Nothing is left
+    length are printed to stderr. ``jobs`` processes render it at once (default: one a
+    core; animate/parallel.py), with the same frames as one. Nothing is left
     at ``path`` if rendering fails or is interrupted.
     """
     G = as_graph(G, names)
@@ -75,11 +78,12 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
 
     return render_scene(sweep, target, quality=quality, phase=phase, theme=theme, speed=speed,
                         rankdir=rankdir, precision=precision, progress=progress,
-                        transparent=transparent)
+                        transparent=transparent, jobs=jobs)
 
 
 def render_scene(make_scene: Callable[..., Any], target: pathlib.Path, *, quality: str,
-                 transparent: bool, progress: bool, **options: Any) -> pathlib.Path:
+                 transparent: bool, progress: bool, jobs: int | None = None,
+                 **options: Any) -> pathlib.Path:
     """Render the scene ``make_scene(**options, progress=...)`` makes to ``target`` (its
     format by its suffix, options checked already), subtitles beside it; nothing is left at
     ``target`` if rendering fails or is interrupted."""
@@ -87,7 +91,8 @@ def render_scene(make_scene: Callable[..., Any], target: pathlib.Path, *, qualit
     make_folder(target.parent)
     with tempfile.TemporaryDirectory(prefix="backpropviz-") as scratch:
         movie, seconds = _render_in(scratch, make_scene, suffix, quality=quality,
-                                    progress=progress, transparent=transparent, **options)
+                                    progress=progress, transparent=transparent,
+                                    jobs=default_jobs() if jobs is None else jobs, **options)
         subtitles = movie.with_suffix(".srt")
         if subtitles.exists():
             move_into_place(subtitles, target.with_suffix(".srt"))
@@ -98,7 +103,8 @@ def render_scene(make_scene: Callable[..., Any], target: pathlib.Path, *, qualit
 
 
 def _render_in(scratch: str, make_scene: Callable[..., Any], suffix: str, *, quality: str,
-               transparent: bool, progress: bool, **options: Any) -> tuple[pathlib.Path, float]:
+               transparent: bool, progress: bool, jobs: int,
+               **options: Any) -> tuple[pathlib.Path, float]:
     """Render in the directory ``scratch``; the movie's path there and its length."""
     import manim
 
@@ -120,11 +126,15 @@ def _render_in(scratch: str, make_scene: Callable[..., Any], suffix: str, *, qua
         # Encode a finished animation while the next one is drawn.
         "max_inflight_encoders": 4,
     }
-    with manim.tempconfig(settings):
-        scene = make_scene(progress=progress, **options)
-        scene.render()
-        movie = pathlib.Path(scene.renderer.file_writer.movie_file_path)
-        seconds = float(scene.time)
+    if jobs > 1:
+        movie = pathlib.Path(scratch) / f"clip{encoded}"
+        seconds = render_shared(make_scene, settings, jobs, options, movie)
+    else:
+        with manim.tempconfig(settings):
+            scene = make_scene(progress=progress, **options)
+            scene.render()
+            movie = pathlib.Path(scene.renderer.file_writer.movie_file_path)
+            seconds = float(scene.time)
     if suffix == ".gif":
         gif = movie.with_suffix(".gif")
         _to_gif(movie, gif)
