@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import pathlib
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -30,7 +31,10 @@ __all__ = ["default_jobs", "join_movies", "render_shared"]
 
 
 def default_jobs() -> int:
-    """The cores this process may use."""
+    """The cores this process may use; 1 in a process that runs other threads (a
+    notebook's kernel), which forking could leave holding a lock no thread releases."""
+    if threading.active_count() > 1:
+        return 1
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # (not on every platform)
