@@ -54,7 +54,8 @@ def _worker(worker: int) -> tuple[list[tuple[int, str]], float, str | None]:
     jobs, settings = _job["jobs"], dict(_job["settings"])
     settings["media_dir"] = os.path.join(settings["media_dir"], f"worker-{worker}")
     with manim.tempconfig(settings):
-        scene = _job["make_scene"](progress=False, **_job["options"])
+        # The first worker tells the progress: each plays the whole story.
+        scene = _job["make_scene"](progress=_job["progress"] and worker == 0, **_job["options"])
         renderer = scene.renderer
         manims_play = renderer.play
 
@@ -97,11 +98,12 @@ def _blind(renderer: Any) -> Iterator[None]:
 
 
 def render_shared(make_scene: Callable[..., Any], settings: dict[str, Any], jobs: int,
-                  options: dict[str, Any], movie: pathlib.Path) -> float:
-    """Render the scene ``make_scene(progress=False, **options)`` with ``jobs`` worker
+                  options: dict[str, Any], movie: pathlib.Path, progress: bool = False) -> float:
+    """Render the scene ``make_scene(progress=..., **options)`` with ``jobs`` worker
     processes into ``movie`` (subtitles beside it, if the scene has any); its length in
     seconds. ``settings`` are manim's, as for a render in one process."""
-    _job.update(make_scene=make_scene, settings=settings, jobs=jobs, options=options)
+    _job.update(make_scene=make_scene, settings=settings, jobs=jobs, options=options,
+                progress=progress)
     context = multiprocessing.get_context("fork")  # the workers inherit _job as it is
     try:
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:

@@ -128,7 +128,7 @@ def _render_in(scratch: str, make_scene: Callable[..., Any], suffix: str, *, qua
     }
     if jobs > 1:
         movie = pathlib.Path(scratch) / f"clip{encoded}"
-        seconds = render_shared(make_scene, settings, jobs, options, movie)
+        seconds = render_shared(make_scene, settings, jobs, options, movie, progress)
     else:
         with manim.tempconfig(settings):
             scene = make_scene(progress=progress, **options)
