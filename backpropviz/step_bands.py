@@ -9,7 +9,7 @@ import networkx as nx
 from .captions import Caption, step_captions
 from .metrics import text_width
 from .style import LEGEND_PT, THEMES, VALUE_PT, Theme
-from .typeset import equation_html, font
+from .typeset import equation_cells, equation_height, font
 
 __all__ = ["BAND_CHARS", "step_bands"]
 
@@ -20,6 +20,7 @@ __all__ = ["BAND_CHARS", "step_bands"]
 BAND_CHARS = 76
 _BOLD = 1.1  # how much wider bold sets than regular, at most
 _ROW_PT = round(1.7 * VALUE_PT)  # an equation row's height, subscripts and all
+_LEGEND_ROW_PT = round(1.8 * LEGEND_PT)  # the rule's row and the key's
 _KEY_TEXT = " this step  its op and edges,   ◀ blue: the gradients it sends back to the inputs"
 
 
@@ -48,6 +49,11 @@ def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
     captions = step_captions(G, precision)
     lines = [_band_lines(caption) for caption in captions]
     height = max(len(step) for step in lines)
+    # Row i of every step's band as tall as the tallest row i of any step (an array
+    # typeset takes as many lines as it has rows): the same size at every step.
+    row_pt = [max([_ROW_PT] + [equation_height(step[i], VALUE_PT)
+                               for step in lines if i < len(step)])
+              for i in range(height)]
     last = len(captions) - 1
     # As wide as its widest row on any step (measured as graphviz sets it, a
     # little more for the bold), so that no step's band is wider than another's
@@ -58,27 +64,31 @@ def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
                  + [text_width(line, VALUE_PT) for step in lines for line in step]
                  + [text_width(_KEY_TEXT, LEGEND_PT) + 12])
     width = int(1.06 * widest + 12)  # (its lines are broken at BAND_CHARS)
-    key = (f'<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="1"><TR>'
-           f'<TD BORDER="1" COLOR="{t.highlight_line}" BGCOLOR="{t.highlight_fill}" '
+    key = (f'<TD BORDER="1" COLOR="{t.highlight_line}" BGCOLOR="{t.highlight_fill}" '
            'STYLE="ROUNDED">'
            f'{font(" this step ", t.text, LEGEND_PT)}</TD>'
            f'<TD>{font(" its op and edges,   ", t.muted, LEGEND_PT)}</TD>'
            f'<TD>{font("◀ blue", t.grad, LEGEND_PT)}</TD>'
-           f'<TD>{font(": the gradients it sends back to the inputs", t.muted, LEGEND_PT)}</TD>'
-           # (any room the band has over the key goes to this last cell, not between its words)
-           f'<TD WIDTH="{max(1, width - int(text_width(_KEY_TEXT, LEGEND_PT)) - 16)}"></TD>'
-           "</TR></TABLE>")
+           f'<TD>{font(": the gradients it sends back to the inputs", t.muted, LEGEND_PT)}</TD>')
+    inner = width - 6  # (the band's cell spacing and padding)
     bands = []
     for k, (caption, step) in enumerate(zip(captions, lines, strict=True)):
-        rows = [f'<B>{font(f"step {k} of {last}", t.text, LEGEND_PT)}</B>'
-                + font(escape("  " + caption.rule), t.muted, LEGEND_PT)]
-        equations = [equation_html(line, t.text, VALUE_PT) for line in step]
-        equations += [font("&#160;", t.text, VALUE_PT)] * (height - len(step))
-        # Every equation row as tall as one with a subscript (W₁): the band, and so the
-        # picture, is the same size at every step.
-        cells = "".join(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"{extra}>{row}</TD></TR>'
-                        for row, extra in [(rows[0], ""), *((row, f' HEIGHT="{_ROW_PT}"')
-                                                           for row in equations), (key, "")])
-        bands.append(f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="1" WIDTH="{width}" '
-                     f'BGCOLOR="{t.label_fill}">{cells}</TABLE>')
+        rule = (f'<TD><B>{font(f"step {k} of {last}", t.text, LEGEND_PT)}</B></TD>'
+                f'<TD>{font(escape("  " + caption.rule), t.muted, LEGEND_PT)}</TD>')
+        equations = [equation_cells(line, t.text, VALUE_PT) for line in step]
+        equations += [f'<TD>{font("&#160;", t.text, VALUE_PT)}</TD>'] * (height - len(step))
+        # Each row a table of its own size, every step alike, its parts packed to the
+        # left: graphviz stretches a table to its cell (the legend beneath may be
+        # wider than the band) and spreads the room between the parts; a table of a
+        # fixed size it does not stretch. So the band is the same at every step.
+        heights = [_LEGEND_ROW_PT, *row_pt, _LEGEND_ROW_PT]
+        cells = "".join(
+            f'<TR><TD><TABLE FIXEDSIZE="TRUE" WIDTH="{inner}" HEIGHT="{pt}" BORDER="0" '
+            f'CELLSPACING="0" CELLPADDING="1"><TR>{row}</TR></TABLE></TD></TR>'
+            for row, pt in zip([rule, *equations, key], heights, strict=True))
+        # The band too is of a fixed size, its rows to the left of a wider legend.
+        tall = sum(heights) + 4 * len(heights) + 2
+        bands.append(f'<TABLE FIXEDSIZE="TRUE" ALIGN="LEFT" WIDTH="{width}" HEIGHT="{tall}" '
+                     f'BORDER="0" CELLSPACING="2" CELLPADDING="1" BGCOLOR="{t.label_fill}">'
+                     f"{cells}</TABLE>")
     return bands

@@ -3,6 +3,7 @@ headings, continuation marks and the step slides' equations."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from html import escape
 
@@ -10,9 +11,17 @@ from .captions import IDENTIFIER, name_parts
 from .graphviz import SUBSCRIPT_SCALE
 from .style import EXPRESSION_PT, LEGEND_PT, NAME_FONT, NAME_PT, Theme
 
-__all__ = ["GAP", "equation_html", "expression_html", "font", "name_html", "runs"]
+__all__ = ["GAP", "MATRIX", "equation_cells", "equation_height", "equation_html",
+           "equation_pieces", "expression_html", "font", "name_html", "runs"]
 
 GAP = "&#160;"  # a space graphviz keeps (it trims plain ones at the ends of a run)
+
+# A number or array as a caption writes it (captions.number_text): a column
+# [1; −2], a matrix by rows [2, −1; 0, 1], entries plain numbers (not 1[z>0]).
+_ENTRY = r"[−-]?(?:\d+(?:\.\d*)?(?:e[+−-]?\d+)?|inf|nan)"
+MATRIX = re.compile(rf"\[({_ENTRY}(?:(?:, |; ){_ENTRY})*)\]")
+# How much taller than a line a typeset array's row is (its padding and spacing).
+_ROW_SPACING = 1.45
 
 
 def font(text: str, color: str, size: float | None = None, face: str | None = None) -> str:
@@ -35,9 +44,67 @@ def equation_html(text: str, color: str, pt: float) -> str:
     mathematics: in the names' serif, the names typeset as the boxes' are (italic,
     W₁ with its subscript), numbers and words upright. (One family for the whole
     line: graphviz places each run of a label by its own estimate of the run's
-    width, and runs of two families drift apart.)"""
+    width, and runs of two families drift apart.) Arrays are set as the boxes set
+    them, in brackets; the line is then a table of one row (equation_cells)."""
+    pieces = equation_pieces(text)
+    if all(isinstance(piece, str) for piece in pieces):
+        return _equation_text(text, color, pt)
+    return ('<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR>'
+            f"{equation_cells(text, color, pt)}</TR></TABLE>")
+
+
+def equation_cells(text: str, color: str, pt: float) -> str:
+    """An equation as the cells of a table row: its text, and each array in brackets."""
+    return "".join(f"<TD>{_equation_text(piece, color, pt)}</TD>" if isinstance(piece, str)
+                   else _array_cell(piece, color, pt) for piece in equation_pieces(text))
+
+
+def equation_height(text: str, pt: float) -> int:
+    """The height (pt) a row must have to hold an equation as equation_html sets it."""
+    return round(_ROW_SPACING * pt * array_lines(text) + 4)
+
+
+def _equation_text(text: str, color: str, pt: float) -> str:
     return font(_typeset(text, lambda part: escape(part).replace(" ", GAP), names_only=True),
                 color, pt, NAME_FONT)
+
+
+def equation_pieces(text: str) -> list[str | list[list[str]]]:
+    """An equation cut into its text and its arrays, each array as rows of entries:
+    ``"a = [1; 2] ⊙ g"`` -> ``["a = ", [["1"], ["2"]], " ⊙ g"]``. A lone number in
+    brackets stays text."""
+    pieces: list[str | list[list[str]]] = []
+    last = 0
+    for match in MATRIX.finditer(text):
+        rows = [row.split(", ") for row in match.group(1).split("; ")]
+        if len(rows) == 1 and len(rows[0]) == 1:
+            continue
+        pieces += [text[last:match.start()], rows]
+        last = match.end()
+    pieces.append(text[last:])
+    return [piece for piece in pieces if piece]
+
+
+def array_lines(text: str) -> int:
+    """How many lines tall an equation is once its arrays are typeset."""
+    return max([len(piece) for piece in equation_pieces(text) if isinstance(piece, list)],
+               default=1)
+
+
+def _array_cell(rows: list[list[str]], color: str, pt: float) -> str:
+    """An array as the boxes draw one: a grid of right-aligned numbers between thin
+    brackets (rules on the outer sides of a narrow first and last column)."""
+    rule = f'ROWSPAN="{len(rows)}" WIDTH="3" BORDER="1" COLOR="{color}"'
+    grid = []
+    for r, row in enumerate(rows):
+        cells = "".join(f'<TD ALIGN="RIGHT">{font(escape(entry), color, pt, NAME_FONT)}</TD>'
+                        for entry in row)
+        if r == 0:
+            cells = f'<TD {rule} SIDES="LTB"></TD>{cells}<TD {rule} SIDES="RTB"></TD>'
+        grid.append(f"<TR>{cells}</TR>")
+    spacing = 2 if len(rows[0]) > 1 else 0
+    return (f'<TD><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{spacing}" CELLPADDING="1">'
+            + "".join(grid) + "</TABLE></TD>")
 
 
 def runs(text: str, names_only: bool = False) -> list[tuple[str, str]]:

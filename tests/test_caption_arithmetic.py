@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from html import unescape
 from pathlib import Path
 
 import numpy as np
@@ -285,14 +285,25 @@ def test_the_checker_catches_false_lines(line):
 # ---------------------------------------------------------------- every view's captions
 
 
+def _cell_text(cell: ET.Element) -> str:
+    """A band cell as it reads: its text, or an array typeset in brackets written back
+    as captions write one ([0; 2], [0, 0; 2, 4])."""
+    array = cell.find("TABLE")
+    if array is None:
+        return "".join(cell.itertext())
+    return "[" + "; ".join(", ".join("".join(entry.itertext()) for entry in row
+                                     if entry.get("SIDES") is None)
+                           for row in array.findall("TR")) + "]"
+
+
 def _band_text(band: str) -> list[str]:
     """A step picture's caption band as its lines read: the broken ones joined again."""
-    # (a row of the band is a cell; its names are typeset: tags inside the text)
-    rows = re.findall(r'<TR><TD ALIGN="LEFT" BALIGN="LEFT"[^>]*>(.*?)</TD></TR>', band)
-    cells = [unescape(re.sub(r"<[^>]+>", "", row)).replace("\xa0", " ")
-             for row in rows if "<TABLE" not in row]
+    # (each row of the band is a table of one row of cells: text, typeset names and arrays)
+    root = ET.fromstring(band.replace("&#160;", "\xa0"))
+    cells = ["".join(_cell_text(cell) for cell in row.find("TD/TABLE/TR"))
+             for row in root.findall("TR")]
     lines: list[str] = []
-    for cell in cells:
+    for cell in (cell.replace("\xa0", " ") for cell in cells):
         if cell.startswith("    = ") and lines:
             lines[-1] += cell[3:]
         elif cell.startswith("∂") or cell[:1].isdigit() or "=" in cell:

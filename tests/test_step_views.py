@@ -159,6 +159,39 @@ def test_a_step_build_keeps_its_key_and_legend_in_place(example, name):
     assert len(seen) == 1, seen
 
 
+def test_arrays_in_a_steps_equations_are_typeset_in_brackets_as_the_boxes_are(example):
+    # The last step of the book's MLP: ∂L/∂W1 = ∂L/∂z · xᵀ = [0; 2] · [1; 2]ᵀ = [0, 0; 2, 4],
+    # its arrays drawn as grids of numbers, not written out as [0, 0; 2, 4].
+    from backpropviz.step_bands import step_bands
+    from backpropviz.views import drawn_graph
+
+    band = step_bands(drawn_graph(example("d2l_mlp")))[-1]
+    assert band in step_diagrams(example("d2l_mlp"))[-1].source
+    assert "[0, 0; 2, 4]" not in band and "[0; 2]" not in band
+    grids = re.findall(r'<TABLE BORDER="0" CELLBORDER="0"[^>]*>((?:<TR>.*?</TR>)+)</TABLE>',
+                       band)
+    entries = [[re.findall(r'<TD ALIGN="RIGHT"><FONT[^>]*>([^<]*)</FONT>', row)
+                for row in re.findall(r"<TR>(.*?)</TR>", grid)] for grid in grids]
+    for expected in ([["0"], ["2"]], [["1"], ["2"]], [["0", "0"], ["2", "4"]],
+                     [["1", "−1"], ["0", "1"]]):
+        assert expected in entries
+    # Each between thin brackets: a rule on the outer sides of a first and last column.
+    assert all(grid.count('SIDES="LTB"') == grid.count('SIDES="RTB"') == 1 for grid in grids)
+
+
+def test_the_band_starts_at_the_left_edge_over_a_wider_legend(example):
+    # d2l_objective's legend is wider than its band: the equations still start where
+    # the rule's "step k of n" starts, and do not spread out to the legend's width.
+    svg = step_diagrams(example("d2l_objective"))[10].svg
+    texts = re.findall(r'<text[^>]*x="([0-9.\-]+)"[^>]*>([^<]*)</text>', svg)
+    step_x = next(float(x) for x, text in texts if text.startswith("step 10 of"))
+    this_x = next(float(x) for x, text in texts if text.strip() == "this step")
+    legend_x = next(float(x) for x, text in texts if text.strip() == "value")
+    first_equation = next(float(x) for x, text in texts if text.startswith("∂"))
+    assert abs(first_equation - step_x) < 3 and abs(this_x - step_x) < 6
+    assert step_x < legend_x + 30
+
+
 def test_a_badge_before_its_step_keeps_its_place_unseen(example):
     # The objective's W1 sends two contributions; before the first is sent its
     # badge is laid out (the layout stays put) but drawn with no frame.
