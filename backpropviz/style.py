@@ -17,6 +17,7 @@ __all__ = [
     "DEAD_PEN",
     "EDGE_PEN",
     "EXPRESSION_PT",
+    "FITTED_TYPE",
     "FONT",
     "LABEL_PT",
     "LEGEND_PT",
@@ -53,6 +54,9 @@ VALUE_PT, NAME_PT, LABEL_PT, LEGEND_PT, MARK_PT = 14.0, 17.0, 12.0, 12.0, 11.0
 EXPRESSION_PT = 13.0
 # An op's symbol: one or two characters large, longer ones ("ReLU") smaller.
 SHORT_SYMBOL_PT, LONG_SYMBOL_PT = 16.0, 13.0
+# In a figure fitted to a frame every text is this much larger, the boxes'
+# padding and the space between them not: what the back row reads is the text.
+FITTED_TYPE = 1.35
 
 # Pen widths (points): outlines of boxes and circles, edges, the rule between
 # a value and its gradient, a ReLU with dead units, the current op of a
