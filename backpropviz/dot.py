@@ -43,6 +43,7 @@ from .style import (
     THEMES,
     VALUE_PT,
     Theme,
+    fitted_pt,
     symbol_pt,
 )
 from .typeset import GAP, expression_html, font, name_html
@@ -237,18 +238,17 @@ def badge_pt(fitted: Any) -> float:
     """The size of a contribution's numbers on its edge as drawn: smaller than a box's,
     except in a figure fitted to a frame (``fitted`` true), whose smallest number is
     what the back row reads."""
-    return VALUE_PT * FITTED_TYPE if fitted else LABEL_PT
+    return fitted_pt(VALUE_PT) if fitted else LABEL_PT
 
 
-def lettered(source: str, growth: float) -> str:
-    """A DOT ``source`` with every text ``growth`` times its size, and the widths and
-    heights of the table cells sized for text with it (whole points, rounded up)."""
-    def grown(match: re.Match) -> str:
-        return f'{match.group(1)}="{float(match.group(2)) * growth:.4g}"'
-
-    source = re.sub(r'(POINT-SIZE|fontsize)="([0-9.]+)"', grown, source)
+def lettered(source: str) -> str:
+    """A DOT ``source`` with its text in a fitted figure's sizes (fitted_pt), and the
+    widths and heights of the table cells grown with it (whole points, rounded up)."""
+    source = re.sub(r'(POINT-SIZE|fontsize)="([0-9.]+)"',
+                    lambda match: f'{match.group(1)}="{fitted_pt(float(match.group(2)))}"',
+                    source)
     return re.sub(r'(WIDTH|HEIGHT)="([0-9]+)"', lambda match: f'{match.group(1)}="'
-                  f'{math.ceil(int(match.group(2)) * growth)}"', source)
+                  f'{math.ceil(int(match.group(2)) * FITTED_TYPE)}"', source)
 
 
 def edge_id(u: Any, v: Any, key: Any) -> str:
@@ -417,7 +417,7 @@ class Writer:
         lines.extend(edge_lines)
         lines.append("}")
         source = "\n".join(lines) + "\n"
-        return lettered(source, FITTED_TYPE) if o.fitted else source
+        return lettered(source) if o.fitted else source
 
     def boxed_groups(self, statements: list[str]) -> list[str]:
         """The node statements, each group's (and its values') in a box of its own,

@@ -25,10 +25,18 @@ from .dot import (
 from .errors import DrawError
 from .figure import to_dot
 from .folding import fold_cuts, ranks
-from .graphviz import run_dot
+from .graphviz import SUBSCRIPT_SCALE, run_dot
 from .options import parse_frame
 from .placement import folded_extent
-from .style import BOOK, EXPRESSION_PT, FITTED_TYPE, LEGEND_PT, LONG_SYMBOL_PT, NAME_PT, VALUE_PT
+from .style import (
+    BOOK,
+    EXPRESSION_PT,
+    LEGEND_PT,
+    LONG_SYMBOL_PT,
+    NAME_PT,
+    VALUE_PT,
+    fitted_pt,
+)
 from .views import drawn_graph
 
 __all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit"]
@@ -109,10 +117,12 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     plain = plain_constants(G, options.get("show_constants", False))
     symbolic = options.get("symbolic", False)
     drawn_forks = not (options.get("forward_only") or symbolic) and fork_edges(G, plain)
-    # (sizes as drawn: a fitted figure's type is FITTED_TYPE times the style's)
-    number_pt = FITTED_TYPE * NAME_PT if symbolic else \
-        min(FITTED_TYPE * VALUE_PT, badge_pt(frame)) if drawn_forks else FITTED_TYPE * VALUE_PT
-    text_pt = FITTED_TYPE * min(LEGEND_PT, EXPRESSION_PT, LONG_SYMBOL_PT)
+    # (sizes as drawn: a fitted figure's type is larger than the style's)
+    number_pt = fitted_pt(NAME_PT) if symbolic else \
+        min(fitted_pt(VALUE_PT), badge_pt(frame)) if drawn_forks else fitted_pt(VALUE_PT)
+    # (a subscript as portable_svg sets it: its size in the DOT made smaller)
+    text_pt = min(fitted_pt(min(LEGEND_PT, EXPRESSION_PT, LONG_SYMBOL_PT)),
+                  fitted_pt(LEGEND_PT / SUBSCRIPT_SCALE) * SUBSCRIPT_SCALE)
     options = {**options, "frame": frame}  # laid out as it will be drawn
     name = "names" if symbolic else "numbers"
 

@@ -7,6 +7,7 @@ proportions in the SVG, on the page and in the clip.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "THEMES",
     "VALUE_PT",
     "Theme",
+    "fitted_pt",
     "symbol_pt",
 ]
 
@@ -57,6 +59,12 @@ SHORT_SYMBOL_PT, LONG_SYMBOL_PT = 16.0, 13.0
 # In a figure fitted to a frame every text is this much larger, the boxes'
 # padding and the space between them not: what the back row reads is the text.
 FITTED_TYPE = 1.35
+
+
+def fitted_pt(pt: float) -> int:
+    """A text's size in a fitted figure: FITTED_TYPE times ``pt``, rounded up to whole
+    points (graphviz sets an HTML label's text in whole points)."""
+    return math.ceil(pt * FITTED_TYPE - 1e-9)
 
 # Pen widths (points): outlines of boxes and circles, edges, the rule between
 # a value and its gradient, a ReLU with dead units, the current op of a
