@@ -138,14 +138,18 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
         return [done.result() for done in
                 [pool.submit(contextvars.copy_context().run, tried, *one) for one in tries]]
 
-    # Each direction laid out whole; from its ranks' places every folding's size
-    # is estimated, and only the foldings estimated largest are laid out (each
-    # layout is a dot process: the directions, then the foldings, side by side).
+    # The graph laid out whole in the first direction; from its boxes' sizes
+    # rank by rank the size of every folding in every direction is estimated,
+    # and only those estimated largest are laid out (each layout is a dot
+    # process: they run side by side).
     with ThreadPoolExecutor(max_workers=2) as pool:
-        wholes = in_parallel(pool, [(direction, 1) for direction in directions])
+        wholes = in_parallel(pool, [(directions[0], 1)])
+        spans = wholes[0][1]
         estimated = []
-        for direction, (_, spans) in zip(directions, wholes, strict=True):
-            along = {r: span[:2] for r, span in spans.items() if r != _LEGEND}
+        for direction in directions:
+            if direction != directions[0]:
+                estimated.append((_estimated(spans, direction, (), frame), direction, 1))
+            along = _along(spans, direction)
             seen: set[tuple[int, ...]] = set()
             for count in range(2, most + 1):
                 for wrap in _near(fold_cuts(G, count, along), depth):
@@ -162,14 +166,18 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     return min(fits, key=lambda fit: _preferred(fit, whole))
 
 
-# A rank's span along the flow and across it in a layout of the graph whole
-# (points); under _LEGEND, the legend's width and height and the picture's pad.
-_Ranks = dict[int, tuple[float, float, float, float]]
+# Each rank's widest and highest box in a layout of the graph whole, and its
+# boxes' widths and heights added up, with the space between them (points);
+# the badges on the edges into rank r at r - 0.5 (a rank of their own, before
+# it); under _LEGEND, the legend's width and height and the picture's pad.
+_Ranks = dict[float, tuple[float, float, float, float]]
 _LEGEND = -1
 # How many foldings are laid out (those estimated largest), and what a row
 # adds to its ranks' spans: its cluster's margins, the gap to the next row
 # (placement's), and a continuation mark at its start.
 _LAID_OUT, _ROW_MARGIN, _ROW_GAP, _MARK = 4, 12.0, 18.0, 48.0
+# The space between ranks and between the boxes of a rank in a fitted figure (dot.py's).
+_RANKSEP, _NODESEP = 0.28 * 72, 0.18 * 72
 
 
 def _near(cuts: tuple[int, ...], depth: int) -> list[tuple[int, ...]]:
@@ -186,22 +194,37 @@ def _near(cuts: tuple[int, ...], depth: int) -> list[tuple[int, ...]]:
     return found
 
 
+def _along(spans: _Ranks, rankdir: str) -> dict[int, tuple[float, float]]:
+    """Where each rank would lie along the flow (points), its boxes' sizes and the
+    space between ranks added up, as fold_cuts wants it."""
+    place, found = 0.0, {}
+    for r in sorted(r for r in spans if r != _LEGEND):
+        thick = spans[r][0 if rankdir in ("LR", "RL") else 1]
+        if r == int(r):
+            found[int(r)] = (place, place + thick)
+        place += thick + _RANKSEP
+    return found
+
+
 def _estimated(spans: _Ranks, rankdir: str, wrap: tuple[int, ...],
                frame: tuple[int, int]) -> float:
     """The scale a folding is estimated to have from the whole graph's layout: each
-    row as long as its ranks' spans along the flow, as deep as their spans across."""
+    row as long as its ranks' widest boxes and the space between them, as deep as
+    its deepest rank's boxes one above another."""
     legend_width, legend_height, pad, _ = spans[_LEGEND]
-    edges = [min(r for r in spans if r != _LEGEND), *wrap, max(spans) + 1]
+    ranked = [r for r in spans if r != _LEGEND]
+    edges = [min(ranked), *wrap, max(ranked) + 1]
+    across = rankdir in ("LR", "RL")
     lengths, depths = [], []
     for number, (first, end) in enumerate(itertools.pairwise(edges)):
-        row = [spans[r] for r in range(first, end) if r in spans]
+        row = [spans[r] for r in ranked if first <= r < end]
         if not row:
             continue
-        lengths.append(max(s[1] for s in row) - min(s[0] for s in row)
+        lengths.append(sum(s[0 if across else 1] + _RANKSEP for s in row) - _RANKSEP
                        + (_MARK if number else 0) + _ROW_MARGIN)
-        depths.append(max(s[3] for s in row) - min(s[2] for s in row) + _ROW_MARGIN)
-    along, across = max(lengths, default=0.0), sum(depths) + _ROW_GAP * (len(depths) - 1)
-    width, height = (along, across) if rankdir in ("LR", "RL") else (across, along)
+        depths.append(max(s[3 if across else 2] for s in row) + _ROW_MARGIN)
+    length, depth = max(lengths, default=0.0), sum(depths) + _ROW_GAP * (len(depths) - 1)
+    width, height = (length, depth) if across else (depth, length)
     width, height = max(width, legend_width) + pad, height + legend_height + pad
     return min(frame[0] / width, frame[1] / height)
 
@@ -209,8 +232,10 @@ def _estimated(spans: _Ranks, rankdir: str, wrap: tuple[int, ...],
 def _preferred(fit: Fit, whole: int) -> tuple:
     """The order fits are preferred in: fewest crossings (past ``whole``, the
     graph's laid out whole), then the largest smallest number (to a percent),
+    then the fewest crossings of all (one of dot's own a folding can undo),
     then the fewest rows."""
-    return (max(0, fit.crossings - whole), -round(math.log(fit.scale), 2), fit.rows)
+    return (max(0, fit.crossings - whole), -round(math.log(fit.scale), 2), fit.crossings,
+            fit.rows)
 
 
 # to_dot's options that are the drawing's (the others choose the view, drawn already).
@@ -235,19 +260,19 @@ def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
     x0, y0, x1, y1 = (float(n) for n in data["bb"].split(","))
     pad = 2 * float(data.get("pad", 0.25)) * 72
     rank = ranks(G)
-    extent: dict[int, tuple[float, float, float, float]] = {}
-    along = 0 if rankdir in ("LR", "RL") else 1
-    sign = -1.0 if rankdir in ("RL", "TB") else 1.0  # graphviz's y is up
+    extent: _Ranks = {}
     for obj in data.get("objects", []):
-        if "pos" in obj and obj["name"] in rank:
-            place = [float(n) for n in obj["pos"].split(",")[:2]]
-            centre, side = sign * place[along], place[1 - along]
-            half = float(obj["width" if along == 0 else "height"]) * 36
-            across = float(obj["height" if along == 0 else "width"]) * 36
-            lo, hi, low, high = extent.get(rank[obj["name"]],
-                                           (math.inf, -math.inf, math.inf, -math.inf))
-            extent[rank[obj["name"]]] = (min(lo, centre - half), max(hi, centre + half),
-                                         min(low, side - across), max(high, side + across))
+        # a badge on an edge is a rank of its own, before its head's
+        name = obj.get("name", "")
+        badge = "->" in name and name.split("->", 1)[1].rsplit("#", 1)[0]
+        node = badge if badge in rank else name
+        if "pos" not in obj or node not in rank:
+            continue
+        width, height = float(obj["width"]) * 72, float(obj["height"]) * 72
+        key = rank[node] - (0.5 if badge else 0)
+        widest, highest, widths, heights = extent.get(key, (0.0, 0.0, -_NODESEP, -_NODESEP))
+        extent[key] = (max(widest, width), max(highest, height),
+                       widths + width + _NODESEP, heights + height + _NODESEP)
     legend = ((float(data["lwidth"]) * 72 + 16, float(data["lheight"]) * 72 + 8)
               if "lwidth" in data else (0.0, 0.0))
     extent[_LEGEND] = (*legend, pad, 0.0)

