@@ -88,8 +88,13 @@ class Fit:
                   "backpropviz.group, or use --compact")
         if self.rankdir == BOOK:
             advice += ", or leave --rankdir to --fit"
-        return (f"at {width}x{height} the {self.numbers} are {self.number_px:.1f} px tall "
-                f"(a slide wants {SLIDE_NUMBER_PX:g} and up): {advice}")
+        if self.number_px < SLIDE_NUMBER_PX:
+            short = f"the {self.numbers} are {self.number_px:.1f} px tall (a slide wants " \
+                    f"{SLIDE_NUMBER_PX:g} and up)"
+        else:
+            short = f"the smallest text is {self.text_px:.1f} px tall (a slide wants " \
+                    f"{SLIDE_TEXT_PX:g} and up)"
+        return f"at {width}x{height} {short}: {advice}"
 
 
 def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
