@@ -101,11 +101,13 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
         **options: Any) -> Fit:
     """The layout that shows ``G`` largest in ``frame`` (e.g. ``"1920x1080"``).
 
-    Tries the direction given (or left to right and top to bottom) with the
-    graph whole and folded into 2, 3, 4... rows (columns top to bottom), each
-    laid out by dot, and keeps the one whose edges cross least (no more than
-    the graph's laid out whole) and, of those, whose smallest number is
-    largest (the fewest rows on a tie).
+    Considers the direction given (or left to right and top to bottom) with
+    the graph whole and folded into 2, 3, 4... rows (columns top to bottom),
+    each row laid out alone; the layouts estimated largest (from the graph laid
+    out whole) are laid out by dot, and of those it keeps the one whose edges
+    cross least (past the graph's laid out whole) and, of those, whose smallest
+    number is largest (the fewest crossings, then rows, on a tie). A fitted
+    figure's type is larger against its boxes' padding (style.FITTED_TYPE).
     ``options`` are to_dot's (theme, precision...).
     """
     frame = parse_frame(frame)
