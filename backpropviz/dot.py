@@ -30,6 +30,7 @@ from .style import (
     CURRENT_OP_PEN,
     DEAD_PEN,
     EDGE_PEN,
+    FITTED_TYPE,
     FONT,
     LABEL_PT,
     LEGEND_PT,
@@ -42,6 +43,7 @@ from .style import (
     THEMES,
     VALUE_PT,
     Theme,
+    fitted_pt,
     symbol_pt,
 )
 from .typeset import GAP, expression_html, font, name_html
@@ -199,6 +201,9 @@ class DotOptions:
     frame: tuple[int, int] | None = None  # the frame (px) the picture is scaled to fill
     expand: bool = False  # groups drawn open, each in a box, rather than as one op
     symbolic: bool = False  # names only, no numbers, as the book's figures are
+    # Set in a frame's type (FITTED_TYPE): given a frame, and kept by the
+    # drafts a folded or book-style picture is pinned from, which have none.
+    fitted: bool = False
 
 
 def dot_options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
@@ -222,17 +227,28 @@ def dot_options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
     elif isinstance(wrap, bool) or wrap < 1:
         raise DrawError(f"wrap must be a positive number of rows, got {wrap!r}")
     return DotOptions(rankdir, THEMES[theme], precision, forward_only, step, legend,
-                    show_constants, wrap, frame, expand, symbolic)
+                    show_constants, wrap, frame, expand, symbolic, frame is not None)
 
 
 def folded(options: DotOptions) -> bool:
     return bool(options.wrap) if isinstance(options.wrap, tuple) else options.wrap > 1
 
 
-def badge_pt(frame: tuple[int, int] | None) -> float:
-    """The size of a contribution's numbers on its edge: smaller than a box's, except
-    in a figure fitted to a frame, whose smallest number is what the back row reads."""
-    return LABEL_PT if frame is None else VALUE_PT
+def badge_pt(fitted: Any) -> float:
+    """The size of a contribution's numbers on its edge as drawn: smaller than a box's,
+    except in a figure fitted to a frame (``fitted`` true), whose smallest number is
+    what the back row reads."""
+    return fitted_pt(VALUE_PT) if fitted else LABEL_PT
+
+
+def lettered(source: str) -> str:
+    """A DOT ``source`` with its text in a fitted figure's sizes (fitted_pt), and the
+    widths and heights of the table cells grown with it (whole points, rounded up)."""
+    source = re.sub(r'(POINT-SIZE|fontsize)="([0-9.]+)"',
+                    lambda match: f'{match.group(1)}="{fitted_pt(float(match.group(2)))}"',
+                    source)
+    return re.sub(r'(WIDTH|HEIGHT)="([0-9]+)"', lambda match: f'{match.group(1)}="'
+                  f'{math.ceil(int(match.group(2)) * FITTED_TYPE)}"', source)
 
 
 def edge_id(u: Any, v: Any, key: Any) -> str:
@@ -384,6 +400,9 @@ class Writer:
         if band and self.pins is None:
             # Each row (or column) a cluster of its own; an edge from one to the
             # next does not rank its head after its tail, so each row starts anew.
+            # The rows share no edge: each is laid out alone (packed), its ranks
+            # as wide as its own boxes, not the widest of any row's.
+            lines.append('  graph [pack="18" packmode="graph"];')
             for number, statements in sorted(nodes.items()):
                 lines.append(f"  subgraph cluster_row{number} {{")
                 lines.append("    graph " + _attrs({"id": f"row{number}", "style": "invis",
@@ -397,7 +416,8 @@ class Writer:
                          for statement in nodes[number])
         lines.extend(edge_lines)
         lines.append("}")
-        return "\n".join(lines) + "\n"
+        source = "\n".join(lines) + "\n"
+        return lettered(source) if o.fitted else source
 
     def boxed_groups(self, statements: list[str]) -> list[str]:
         """The node statements, each group's (and its values') in a box of its own,
@@ -611,7 +631,7 @@ class Writer:
             contribution = attrs["grad"]
             known = key in self.state.processed
             texts, indices = _grid_texts(contribution, o.precision)
-            size = badge_pt(o.frame)
+            size = VALUE_PT if o.fitted else LABEL_PT  # (lettered later)
             html = _array_html(texts, t.grad, t, size=size, indices=indices,
                                dead=self.dead_edges.get(key) if known else None,
                                widths=_column_widths([texts], size), fill=_backdrop(t),

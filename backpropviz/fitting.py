@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextvars
+import itertools
 import json
 import math
-import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,10 +25,18 @@ from .dot import (
 from .errors import DrawError
 from .figure import to_dot
 from .folding import fold_cuts, ranks
-from .graphviz import run_dot
+from .graphviz import SUBSCRIPT_SCALE, run_dot
 from .options import parse_frame
 from .placement import folded_extent
-from .style import BOOK, EXPRESSION_PT, LEGEND_PT, LONG_SYMBOL_PT, NAME_PT, VALUE_PT
+from .style import (
+    BOOK,
+    EXPRESSION_PT,
+    LEGEND_PT,
+    LONG_SYMBOL_PT,
+    NAME_PT,
+    VALUE_PT,
+    fitted_pt,
+)
 from .views import drawn_graph
 
 __all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit"]
@@ -40,8 +48,8 @@ __all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit"]
 # other text at least the second figure (on a 16:9 slide of 1920 x 1080, one
 # point is two pixels: 14 pt and 12 pt, what projected text wants).
 SLIDE_NUMBER_PX, SLIDE_TEXT_PX = 28.0, 24.0
-# At most this many rows, and no more trying after this many seconds of layouts.
-_MOST_ROWS, _FIT_SECONDS = 8, 8.0
+# At most this many rows.
+_MOST_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -80,19 +88,26 @@ class Fit:
                   "backpropviz.group, or use --compact")
         if self.rankdir == BOOK:
             advice += ", or leave --rankdir to --fit"
-        return (f"at {width}x{height} the {self.numbers} are {self.number_px:.1f} px tall "
-                f"(a slide wants {SLIDE_NUMBER_PX:g} and up): {advice}")
+        if self.number_px < SLIDE_NUMBER_PX:
+            short = f"the {self.numbers} are {self.number_px:.1f} px tall (a slide wants " \
+                    f"{SLIDE_NUMBER_PX:g} and up)"
+        else:
+            short = f"the smallest text is {self.text_px:.1f} px tall (a slide wants " \
+                    f"{SLIDE_TEXT_PX:g} and up)"
+        return f"at {width}x{height} {short}: {advice}"
 
 
 def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
         **options: Any) -> Fit:
     """The layout that shows ``G`` largest in ``frame`` (e.g. ``"1920x1080"``).
 
-    Tries the direction given (or left to right and top to bottom) with the
-    graph whole and folded into 2, 3, 4... rows (columns top to bottom), each
-    laid out by dot, and keeps the one whose edges cross least (no more than
-    the graph's laid out whole) and, of those, whose smallest number is
-    largest (the fewest rows on a tie).
+    Considers the direction given (or left to right and top to bottom) with
+    the graph whole and folded into 2, 3, 4... rows (columns top to bottom),
+    each row laid out alone; the layouts estimated largest (from the graph laid
+    out whole) are laid out by dot, and of those it keeps the one whose edges
+    cross least (past the graph's laid out whole) and, of those, whose smallest
+    number is largest (the fewest crossings, then rows, on a tie). A fitted
+    figure's type is larger against its boxes' padding (style.FITTED_TYPE).
     ``options`` are to_dot's (theme, precision...).
     """
     frame = parse_frame(frame)
@@ -109,60 +124,125 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     plain = plain_constants(G, options.get("show_constants", False))
     symbolic = options.get("symbolic", False)
     drawn_forks = not (options.get("forward_only") or symbolic) and fork_edges(G, plain)
-    number_pt = NAME_PT if symbolic else min(VALUE_PT, badge_pt(frame)) if drawn_forks \
-        else VALUE_PT
-    text_pt = min(LEGEND_PT, EXPRESSION_PT, LONG_SYMBOL_PT)
+    # (sizes as drawn: a fitted figure's type is larger than the style's)
+    number_pt = fitted_pt(NAME_PT) if symbolic else \
+        min(fitted_pt(VALUE_PT), badge_pt(frame)) if drawn_forks else fitted_pt(VALUE_PT)
+    # (a subscript as portable_svg sets it: its size in the DOT made smaller)
+    text_pt = min(fitted_pt(min(LEGEND_PT, EXPRESSION_PT, LONG_SYMBOL_PT)),
+                  fitted_pt(LEGEND_PT / SUBSCRIPT_SCALE) * SUBSCRIPT_SCALE)
     options = {**options, "frame": frame}  # laid out as it will be drawn
-    candidates: dict[str, list[Fit]] = {direction: [] for direction in directions}
-    extents: dict[str, dict] = {}
-    started = time.monotonic()
-    # Rows are added until more rows stop making the picture larger (twice
-    # in a row) or the time is up (each try is a layout): the directions side
-    # by side, each layout a dot process of its own.
-    def tried_in(direction: str, count: int) -> Fit | None:
-        if count == 1:
-            size, extents[direction], crossings = _placed(G, direction, 1, options)
-            wrap: int | tuple[int, ...] = 1
-        else:
-            wrap = fold_cuts(G, count, extents[direction])
-            size, _, crossings = _placed(G, direction, wrap, options) if wrap \
-                else (None, {}, 0)
-        if size is None:
-            return None
-        return Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
-                   number_pt, text_pt, "names" if symbolic else "numbers", crossings)
+    name = "names" if symbolic else "numbers"
 
-    with ThreadPoolExecutor(max_workers=len(directions)) as pool:
-        for count in range(1, most + 1):
-            going = [direction for direction in directions if count == 1 or (
-                candidates[direction] and not _shrinking(candidates[direction]))]
-            # (each in the caller's context: dot's time limit is a context variable)
-            tries = [pool.submit(contextvars.copy_context().run, tried_in, direction, count)
-                     for direction in going]
-            for direction, found in zip(going, (t.result() for t in tries), strict=True):
-                if found is not None:
-                    candidates[direction].append(found)
-            if time.monotonic() - started > _FIT_SECONDS:
-                break
-    fits = [fit for tried in candidates.values() for fit in tried]
+    def tried(direction: str, wrap: int | tuple[int, ...]) -> tuple[Fit | None, _Ranks]:
+        size, spans, crossings = _placed(G, direction, wrap, options)
+        if size is None:
+            return None, spans
+        return Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
+                   number_pt, text_pt, name, crossings), spans
+
+    def in_parallel(pool: ThreadPoolExecutor, tries: list[tuple[str, Any]]) -> list:
+        # (each in the caller's context: dot's time limit is a context variable)
+        return [done.result() for done in
+                [pool.submit(contextvars.copy_context().run, tried, *one) for one in tries]]
+
+    # The graph laid out whole in the first direction; from its boxes' sizes
+    # rank by rank the size of every folding in every direction is estimated,
+    # and only those estimated largest are laid out (each layout is a dot
+    # process: they run side by side).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        wholes = in_parallel(pool, [(directions[0], 1)])
+        spans = wholes[0][1]
+        estimated = []
+        for direction in directions:
+            if direction != directions[0]:
+                estimated.append((_estimated(spans, direction, (), frame), direction, 1))
+            along = _along(spans, direction)
+            seen: set[tuple[int, ...]] = set()
+            for count in range(2, most + 1):
+                for wrap in _near(fold_cuts(G, count, along), depth):
+                    if wrap not in seen:
+                        seen.add(wrap)
+                        estimated.append((_estimated(spans, direction, wrap, frame),
+                                          direction, wrap))
+        best = sorted(estimated, key=lambda item: -item[0])[:_LAID_OUT]
+        folds = in_parallel(pool, [(direction, wrap) for _, direction, wrap in best])
+    fits = [found for found, _ in [*wholes, *folds] if found is not None]
     # Crossings dot's own layout has are not the folding's doing: only those
     # past the fewest of the whole graph's count against a folding.
     whole = min(fit.crossings for fit in fits if fit.rows == 1)
     return min(fits, key=lambda fit: _preferred(fit, whole))
 
 
-def _shrinking(tried: list[Fit]) -> bool:
-    """Whether the last two foldings tried were each smaller than the one before
-    (one smaller can be followed by a larger: rows cut elsewhere)."""
-    scales = [fit.scale for fit in tried[-3:]]
-    return len(scales) == 3 and scales[0] > scales[1] > scales[2]
+# Each rank's widest and highest box in a layout of the graph whole, and its
+# boxes' widths and heights added up, with the space between them (points);
+# the badges on the edges into rank r at r - 0.5 (a rank of their own, before
+# it); under _LEGEND, the legend's width and height and the picture's pad.
+_Ranks = dict[float, tuple[float, float, float, float]]
+_LEGEND = -1
+# How many foldings are laid out (those estimated largest), and what a row
+# adds to its ranks' spans: its cluster's margins, the gap to the next row
+# (placement's), and a continuation mark at its start.
+_LAID_OUT, _ROW_MARGIN, _ROW_GAP, _MARK = 4, 12.0, 18.0, 48.0
+# The space between ranks and between the boxes of a rank in a fitted figure (dot.py's).
+_RANKSEP, _NODESEP = 0.28 * 72, 0.18 * 72
+
+
+def _near(cuts: tuple[int, ...], depth: int) -> list[tuple[int, ...]]:
+    """``cuts`` (fold_cuts's, rows of about equal length), and with one of them
+    moved a rank or two either way: rows of equal length need not be the largest."""
+    if not cuts:
+        return []
+    found = [cuts]
+    for index, cut in enumerate(cuts):
+        low = cuts[index - 1] + 1 if index else 1
+        high = cuts[index + 1] - 1 if index + 1 < len(cuts) else depth - 1
+        found += [(*cuts[:index], moved, *cuts[index + 1:])
+                  for moved in (cut - 2, cut - 1, cut + 1, cut + 2) if low <= moved <= high]
+    return found
+
+
+def _along(spans: _Ranks, rankdir: str) -> dict[int, tuple[float, float]]:
+    """Where each rank would lie along the flow (points), its boxes' sizes and the
+    space between ranks added up, as fold_cuts wants it."""
+    place, found = 0.0, {}
+    for r in sorted(r for r in spans if r != _LEGEND):
+        thick = spans[r][0 if rankdir in ("LR", "RL") else 1]
+        if r == int(r):
+            found[int(r)] = (place, place + thick)
+        place += thick + _RANKSEP
+    return found
+
+
+def _estimated(spans: _Ranks, rankdir: str, wrap: tuple[int, ...],
+               frame: tuple[int, int]) -> float:
+    """The scale a folding is estimated to have from the whole graph's layout: each
+    row as long as its ranks' widest boxes and the space between them, as deep as
+    its deepest rank's boxes one above another."""
+    legend_width, legend_height, pad, _ = spans[_LEGEND]
+    ranked = [r for r in spans if r != _LEGEND]
+    edges = [min(ranked), *wrap, max(ranked) + 1]
+    across = rankdir in ("LR", "RL")
+    lengths, depths = [], []
+    for number, (first, end) in enumerate(itertools.pairwise(edges)):
+        row = [spans[r] for r in ranked if first <= r < end]
+        if not row:
+            continue
+        lengths.append(sum(s[0 if across else 1] + _RANKSEP for s in row) - _RANKSEP
+                       + (_MARK if number else 0) + _ROW_MARGIN)
+        depths.append(max(s[3 if across else 2] for s in row) + _ROW_MARGIN)
+    length, depth = max(lengths, default=0.0), sum(depths) + _ROW_GAP * (len(depths) - 1)
+    width, height = (length, depth) if across else (depth, length)
+    width, height = max(width, legend_width) + pad, height + legend_height + pad
+    return min(frame[0] / width, frame[1] / height)
 
 
 def _preferred(fit: Fit, whole: int) -> tuple:
     """The order fits are preferred in: fewest crossings (past ``whole``, the
     graph's laid out whole), then the largest smallest number (to a percent),
+    then the fewest crossings of all (one of dot's own a folding can undo),
     then the fewest rows."""
-    return (max(0, fit.crossings - whole), -round(math.log(fit.scale), 2), fit.rows)
+    return (max(0, fit.crossings - whole), -round(math.log(fit.scale), 2), fit.crossings,
+            fit.rows)
 
 
 # to_dot's options that are the drawing's (the others choose the view, drawn already).
@@ -171,7 +251,7 @@ _DRAWING = ("theme", "precision", "forward_only", "legend", "show_constants", "e
 
 
 def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
-            options: Mapping[str, Any]) -> tuple[tuple[float, float] | None, dict, int]:
+            options: Mapping[str, Any]) -> tuple[tuple[float, float] | None, _Ranks, int]:
     """The size (points, with the pad) of the picture as laid out (None for a
     folding dot cannot route), each rank's span along the flow, and how many
     times its edges cross."""
@@ -187,15 +267,22 @@ def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
     x0, y0, x1, y1 = (float(n) for n in data["bb"].split(","))
     pad = 2 * float(data.get("pad", 0.25)) * 72
     rank = ranks(G)
-    extent: dict[int, tuple[float, float]] = {}
-    along = 0 if rankdir in ("LR", "RL") else 1
-    sign = -1.0 if rankdir in ("RL", "TB") else 1.0  # graphviz's y is up
+    extent: _Ranks = {}
     for obj in data.get("objects", []):
-        if "pos" in obj and obj["name"] in rank:
-            centre = sign * float(obj["pos"].split(",")[along])
-            half = float(obj["width" if along == 0 else "height"]) * 36
-            lo, hi = extent.get(rank[obj["name"]], (math.inf, -math.inf))
-            extent[rank[obj["name"]]] = (min(lo, centre - half), max(hi, centre + half))
+        # a badge on an edge is a rank of its own, before its head's
+        name = obj.get("name", "")
+        badge = "->" in name and name.split("->", 1)[1].rsplit("#", 1)[0]
+        node = badge if badge in rank else name
+        if "pos" not in obj or node not in rank:
+            continue
+        width, height = float(obj["width"]) * 72, float(obj["height"]) * 72
+        key = rank[node] - (0.5 if badge else 0)
+        widest, highest, widths, heights = extent.get(key, (0.0, 0.0, -_NODESEP, -_NODESEP))
+        extent[key] = (max(widest, width), max(highest, height),
+                       widths + width + _NODESEP, heights + height + _NODESEP)
+    legend = ((float(data["lwidth"]) * 72 + 16, float(data["lheight"]) * 72 + 8)
+              if "lwidth" in data else (0.0, 0.0))
+    extent[_LEGEND] = (*legend, pad, 0.0)
     # (a graph past slide size is not folded, and its edges are too many to pair up)
     crossings = count_crossings(data) if G.number_of_nodes() <= EDGE_LABEL_NODES else 0
     return (x1 - x0 + pad, y1 - y0 + pad), extent, crossings

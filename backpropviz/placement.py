@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
 
@@ -34,17 +35,49 @@ _BOOK_SHEAR = 0.45
 
 def _book_pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
     """The book's layout: dot's left-to-right one, sheared so that each rank to
-    the right is higher (a shear keeps a layout free of crossings); the edges
-    are routed anew (neato)."""
+    the right is higher, its edges' routes with it (a shear keeps a layout
+    free of crossings: a curve's shear is the curve of its sheared controls)."""
     draft = Writer(G, replace(options, rankdir="LR", frame=None, wrap=1),
                    state_at(G, None)).dot()
     data = json.loads(run_dot(draft, "json"))
-    pins = {}
+    pins: dict[str, str] = {}
+    routes: dict[str, str] = {}
+    boxes = {}
     for obj in data.get("objects", []):
         if "pos" in obj:
             x, y = (float(n) for n in obj["pos"].split(",")[:2])
             pins[obj["name"]] = f"{x:.2f},{y + _BOOK_SHEAR * x:.2f}!"
-    return pins
+            boxes[obj["_gvid"]] = (x, float(obj["width"]) * 36)
+    for line in data.get("edges", []):
+        if "id" not in line:
+            continue
+        # Each end rises with its box (a box is moved, not sheared), the route
+        # between them with the shear from one box's side to the other's.
+        (tail, tail_half), (head, head_half) = boxes[line["tail"]], boxes[line["head"]]
+        start, end = tail + tail_half, head - head_half
+
+        def rise(x: float, tail: float = tail, head: float = head,
+                 start: float = start, end: float = end) -> float:
+            if end <= start:
+                return _BOOK_SHEAR * (tail + head) / 2
+            along = min(1.0, max(0.0, (x - start) / (end - start)))
+            return _BOOK_SHEAR * (tail + along * (head - tail))
+        routes[line["id"]] = " ".join(_raised(part, rise) for part in line["pos"].split())
+    # (where two boxes of a rank are far apart the ends' rises can bring routes
+    # across each other: then neato routes every edge anew)
+    return pins if count_crossings(_routed(data, pins, routes)) else {**pins, **routes}
+
+
+def _routed(data: dict, pins: dict[str, str], routes: dict[str, str]) -> dict:
+    """dot's JSON of ``data`` with its nodes at ``pins`` and its edges along ``routes``,
+    as much of it as the crossing counter reads."""
+    objects = [{**obj, "pos": pins[obj["name"]].rstrip("!")}
+               for obj in data.get("objects", []) if "pos" in obj]
+    edges = [{**line, "_draw_": [{"op": "b", "points": [
+        [float(n) for n in part.split(",")] for part in routes[line["id"]].split()
+        if part[:2] not in ("e,", "s,")]}]}
+        for line in data.get("edges", []) if line.get("id") in routes]
+    return {"objects": objects, "edges": edges}
 
 
 # The gap between the rows (columns) of a folded picture, in points.
@@ -135,8 +168,14 @@ def folded_extent(G: nx.MultiDiGraph, options: DotOptions) -> tuple[float, float
 
 def _moved(part: str, dx: float, dy: float) -> str:
     """One point of a graphviz edge ``pos`` ("x,y", "e,x,y" or "s,x,y"), moved."""
+    return _raised(part, lambda x: dy, dx)
+
+
+def _raised(part: str, rise: Callable[[float], float], dx: float = 0.0) -> str:
+    """One point of a graphviz edge ``pos``, raised by ``rise`` of its x (and moved
+    ``dx`` along)."""
     prefix = ""
     if part[:2] in ("e,", "s,"):
         prefix, part = part[:2], part[2:]
     x, y = (float(n) for n in part.split(","))
-    return f"{prefix}{x + dx:.2f},{y + dy:.2f}"
+    return f"{prefix}{x + dx:.2f},{y + rise(x):.2f}"

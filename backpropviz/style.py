@@ -7,6 +7,7 @@ proportions in the SVG, on the page and in the clip.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "DEAD_PEN",
     "EDGE_PEN",
     "EXPRESSION_PT",
+    "FITTED_TYPE",
     "FONT",
     "LABEL_PT",
     "LEGEND_PT",
@@ -31,6 +33,7 @@ __all__ = [
     "THEMES",
     "VALUE_PT",
     "Theme",
+    "fitted_pt",
     "symbol_pt",
 ]
 
@@ -53,6 +56,15 @@ VALUE_PT, NAME_PT, LABEL_PT, LEGEND_PT, MARK_PT = 14.0, 17.0, 12.0, 12.0, 11.0
 EXPRESSION_PT = 13.0
 # An op's symbol: one or two characters large, longer ones ("ReLU") smaller.
 SHORT_SYMBOL_PT, LONG_SYMBOL_PT = 16.0, 13.0
+# In a figure fitted to a frame every text is this much larger, the boxes'
+# padding and the space between them not: what the back row reads is the text.
+FITTED_TYPE = 1.35
+
+
+def fitted_pt(pt: float) -> int:
+    """A text's size in a fitted figure: FITTED_TYPE times ``pt``, rounded up to whole
+    points (graphviz sets an HTML label's text in whole points)."""
+    return math.ceil(pt * FITTED_TYPE - 1e-9)
 
 # Pen widths (points): outlines of boxes and circles, edges, the rule between
 # a value and its gradient, a ReLU with dead units, the current op of a

@@ -235,8 +235,9 @@ def slide_figures(repeats: int) -> None:
         chosen = draw(G, fit="1920x1080").fit
         print(f"    {name:<15} {floor:>8.3f}s {plain:>7.3f}s {plain_ratio:>4.1f}x"
               f" {fitted:>7.3f}s {fit_ratio:>4.1f}x  {chosen.rankdir}, "
-              f"wrap {chosen.wrap}, numbers {chosen.number_px:.0f} px, "
-              f"other text {chosen.text_px:.0f} px, {chosen.crossings} crossings")
+              f"wrap {chosen.wrap}, numbers {chosen.number_px:.1f} px, "
+              f"other text {chosen.text_px:.1f} px, {chosen.crossings} crossings"
+              + ("" if chosen.advice is None else " (below a slide's sizes)"))
 
 
 def _seconds(value: float | None, limit: float) -> str:
@@ -250,7 +251,12 @@ def main() -> None:
                         help="seconds after which bare dot is stopped in (d)")
     parser.add_argument("--sizes", default="100,1000,2000,5000",
                         help="numbers of values for the scaling table")
+    parser.add_argument("--slides", action="store_true",
+                        help="only (e), the figures fitted to a slide")
     args = parser.parse_args()
+    if args.slides:
+        slide_figures(args.repeats)
+        return
 
     G = mlp_graph([16, 16])
     print(f"MLP 2-16-16-1 on one input: {values_of(G)} values, "

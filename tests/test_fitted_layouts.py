@@ -1,0 +1,88 @@
+"""Every example at slide size and in every layout: text the back row reads, and no
+crossing that dot's own layout of the graph, unfolded, does not have."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_slides import _text_px
+
+from backpropviz.crossings import count_crossings
+from backpropviz.diagram import draw
+from backpropviz.figure import to_dot
+from backpropviz.fitting import SLIDE_NUMBER_PX, SLIDE_TEXT_PX
+from backpropviz.graphviz import run_dot
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted([path.stem for path in (ROOT / "examples").glob("*.py")]
+                  + ["capstone/forked_neuron"])
+# The book's figures, and what a slide wants of them at 1920 x 1080: every
+# number 28 px tall and every other text 24 px (14 pt and 12 pt on a slide).
+BOOK_FIGURES = {"add_mul", "fork", "d2l_mlp", "d2l_figure", "d2l_objective",
+                "capstone/forked_neuron"}
+# A graph of mlp3's size (three layers and a loss) is allowed smaller numbers;
+# a graph of 16 x 32 matrices (memory_growth) is there for its memory chart.
+MLP_SIZE_NUMBER_PX = 22.0
+NOT_SLIDES = {"memory_growth"}
+FRAME = (1920, 1080)
+
+
+def crossings(source: str) -> int:
+    return count_crossings(json.loads(run_dot(source, "json")))
+
+
+def sizes_at_the_frame(svg: str) -> tuple[list[float], list[float]]:
+    """The px heights of the numbers in boxes and badges, and of every other text."""
+    _, texts = _text_px(svg, FRAME)
+    numbers = [px for text, px, in_node, font in texts if in_node and "Helvetica" in font
+               and re.fullmatch(r"[−\-]?[0-9.e+−]+", text.strip())]
+    others = [px for text, px, in_node, font in texts
+              if text.strip() != "●" and not (in_node and "Helvetica" in font and
+                                              re.fullmatch(r"[−\-]?[0-9.e+−]+", text.strip()))]
+    return numbers, others
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_a_fitted_example_has_slide_sized_numbers_and_text(example, name):
+    diagram = draw(example(name), fit="1920x1080")
+    numbers, others = sizes_at_the_frame(diagram.svg)
+    assert numbers and others
+    if name in BOOK_FIGURES:
+        assert min(numbers) >= SLIDE_NUMBER_PX and min(others) >= SLIDE_TEXT_PX
+        assert diagram.fit.advice is None
+    elif name not in NOT_SLIDES:
+        assert min(numbers) >= MLP_SIZE_NUMBER_PX, name
+        # the rest in the proportion of the slide's two sizes
+        assert min(others) >= MLP_SIZE_NUMBER_PX * SLIDE_TEXT_PX / SLIDE_NUMBER_PX, name
+    # as the fit reckoned them (to a percent): it says so when they are too small
+    assert min(numbers) == pytest.approx(diagram.fit.number_px, rel=0.02)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_no_layout_crosses_where_dots_own_unfolded_layout_does_not(example, name):
+    G = example(name)
+    own = crossings(to_dot(G))
+    for options in ({"rankdir": "book"}, {"fit": "1920x1080", "compact": True},
+                    {"fit": "1920x1080"}):
+        drawn = crossings(draw(G, **options).source)
+        assert drawn <= own, (options, drawn, own)
+
+
+@pytest.mark.parametrize("name", ["d2l_figure", "d2l_mlp_scalar", "mlp3"])
+def test_the_book_layout_keeps_dots_routes_sheared(example, name):
+    # The routes are dot's, each end rising with its box: an edge meets its boxes.
+    G = example(name)
+    source = to_dot(G, rankdir="book")
+    data = json.loads(run_dot(source, "json"))
+    places = {obj["_gvid"]: obj for obj in data["objects"] if "pos" in obj}
+    for line in data["edges"]:
+        points = [tuple(map(float, part.split(","))) for part in line["pos"].split()
+                  if part[:2] not in ("e,", "s,")]
+        for end, point in ((line["tail"], points[0]), (line["head"], points[-1])):
+            x, y = map(float, places[end]["pos"].split(","))
+            half_w, half_h = float(places[end]["width"]) * 36, float(places[end]["height"]) * 36
+            assert abs(point[0] - x) <= half_w + 12 and abs(point[1] - y) <= half_h + 12, \
+                (line.get("id"), point, (x, y))
