@@ -6,7 +6,7 @@ import math
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from html import escape
 from typing import Any
@@ -288,6 +288,16 @@ class Writer:
         self.external_labels = G.number_of_nodes() > EDGE_LABEL_NODES
         self.fork_edges = fork_edges(G, self.plain) if self.show_grads else set()
         self._mark_names: dict[Any, Any] | None = None  # a folded picture's, when needed
+        # What every step draws alike, made once for all of them (see at_step)
+        self._same: dict[Any, Any] = {}
+
+    def at_step(self, step: int, state: StepState, band: str | None = None) -> str:
+        """The DOT of step ``step`` (its state, its caption band): one Writer writes
+        every step, and what they draw alike (numbers, their columns) is set once."""
+        self.o = replace(self.o, step=step)
+        self.state = state
+        self.band = band
+        return self.dot()
 
     def dot(self) -> str:
         t, o = self.t, self.o
@@ -487,16 +497,22 @@ class Writer:
             classes.append("stored")
             header.append(font("●", t.saved, MARK_PT))
         is_array = bool(attrs["shape"])
-        texts, indices = _grid_texts(attrs["data"], o.precision)
+        if ("data", node) not in self._same:
+            self._same["data", node] = _grid_texts(attrs["data"], o.precision)
+        texts, indices = self._same["data", node]
         body = [f"<TD>{_array_html(texts, t.text, t, brackets=is_array)}</TD>"]
         rule = t.node_line
         partials = self.partials.get(node)
         if partials:
             known = node in self.state.grads
             grad = self.state.grads[node] if known else partials[-1]
-            grad_texts, _ = _grid_texts(grad, o.precision)
-            widths = _column_widths([_grid_texts(p, o.precision)[0] for p in partials],
-                                    VALUE_PT)
+            if ("grad", id(grad)) not in self._same:  # (a running sum, held by the IR)
+                self._same["grad", id(grad)] = _grid_texts(grad, o.precision)
+            grad_texts = self._same["grad", id(grad)][0]
+            if ("widths", node) not in self._same:
+                self._same["widths", node] = _column_widths(
+                    [_grid_texts(p, o.precision)[0] for p in partials], VALUE_PT)
+            widths = self._same["widths", node]
             dead = self.dead_mask_now(node, grad) if known else None
             classes.append("has-grad" if known else "pending-grad")
             if dead is not None:

@@ -18,6 +18,7 @@ from .dot import badge_pt, edge_id
 from .errors import DrawError
 from .files import write_atomically
 from .formatting import MAX_ITEMS, dead_cells, format_array
+from .graphviz import portable_svg
 from .ir import operand_edges, result_of
 from .memory import timeline
 from .memory_chart import step_meter
@@ -25,6 +26,7 @@ from .page_groups import opened_groups
 from .page_head import dead_cell_css, page_head, theme_css
 from .practice import practice_questions
 from .script import as_graph
+from .step_drawing import StepDrawing
 from .steps import backward_steps, dead_masks
 from .style import THEMES
 from .typeset import runs
@@ -96,8 +98,14 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             contributions[edge_id(u, v, key)] = entry
     captions = step_captions(G, precision)
     seeds = G.graph.get("seeds", {})
+    shown: dict[int, list] = {}  # each running sum as shown, by the IR's object (held there)
+
+    def full(grad: Any) -> list[list[str]]:
+        if id(grad) not in shown:
+            shown[id(grad)] = _full(grad, precision)
+        return shown[id(grad)]
     states = [{"op": None, "result": None, "edges": [], "updated": [], "accumulated": [],
-               "grads": {str(v): _full(g, precision) for v, g in seeds.items()},
+               "grads": {str(v): full(g) for v, g in seeds.items()},
                "caption": "\n".join(captions[0].worked), "rule": captions[0].rule,
                "typeset": _typeset_lines(captions[0])}]
     for step, caption in zip(backward_steps(G), captions[1:], strict=True):
@@ -106,7 +114,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             "edges": [edge_id(*edge) for edge in step.edges],
             "updated": [str(v) for v in step.updated],
             "accumulated": [str(v) for v in step.accumulated],
-            "grads": {str(v): _full(g, precision) for v, g in step.grads.items()},
+            "grads": {str(v): full(g) for v, g in step.grads.items()},
             "caption": "\n".join(caption.worked), "rule": caption.rule,
             "typeset": _typeset_lines(caption),
         })
@@ -210,18 +218,52 @@ def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     root.set("role", "img")
     history: dict[str, list] = {gid: [[0, *version]] for gid, version in first.items()}
     graph_classes = [graph.get("class", "")]
-    for index, diagram in enumerate(diagrams[1:], start=1):
-        _, graph_now, groups = _parts(diagram.svg)
-        graph_classes.append(graph_now.get("class", ""))
-        if set(groups) != set(first):
-            raise DrawError(f"step {index} draws other nodes or edges than step 0: "
-                            "draw and html disagree on the picture")
-        for gid, version in groups.items():
-            if history[gid][-1][1:] != list(version):
-                history[gid].append([index, *version])
+    if diagrams[0].steps is not None:
+        graph_classes = _changes_drawn_together(diagrams[0].steps[0], history, graph_classes)
+    else:
+        for index, diagram in enumerate(diagrams[1:], start=1):
+            _, graph_now, groups = _parts(diagram.svg)
+            graph_classes.append(graph_now.get("class", ""))
+            if set(groups) != set(first):
+                raise DrawError(f"step {index} draws other nodes or edges than step 0: "
+                                "draw and html disagree on the picture")
+            for gid, version in groups.items():
+                if history[gid][-1][1:] != list(version):
+                    history[gid].append([index, *version])
     # Version 0 is in the SVG itself; the page reads it from there.
     changing = {gid: versions[1:] for gid, versions in history.items() if len(versions) > 1}
     return _serialize(root), changing, graph_classes
+
+
+def _changes_drawn_together(drawing: StepDrawing, history: dict[str, list],
+                            graph_classes: list[str]) -> list[str]:
+    """svg_frames' changes read off the looks of a drawing of all the steps at once
+    (step_drawing): each node or edge's look, as it changes from step to step; the
+    graph group's class at every step."""
+    steps = range(1, len(drawing.at))
+    for gid in drawing.order:
+        shown = 0
+        for step in steps:
+            look = drawing.at[step][gid]
+            if look != shown:
+                history[gid].append([step, *_look(drawing.looks[gid][look])])
+                shown = look
+    for step in steps:
+        if drawing.labels[step] != drawing.labels[step - 1]:
+            history["legend"].append([step, "legend", _look_inner(drawing.labels[step])])
+    return graph_classes + [unescape(drawing.classes[step]) for step in steps]
+
+
+def _look(group: str) -> tuple[str, str]:
+    """One look's group (step_drawing) as ``(class, inner SVG)``, as _parts gives them."""
+    element = ET.fromstring(portable_svg(group[group.index("<g "):].encode("utf-8")))
+    return element.get("class", ""), "".join(_serialize(part) for part in element
+                                             if part.tag != f"{{{SVG_NS}}}title")
+
+
+def _look_inner(drawing: str) -> str:
+    """A label's look (step_drawing) as the inner SVG of the page's legend group."""
+    return _look(f'<g xmlns="{SVG_NS}">{drawing}</g>')[1]
 
 
 # ---------------------------------------------------------------- the page
@@ -277,6 +319,8 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     data["groups"] = {} if practice else opened_groups(source, G, lambda inner: {
         **page_data(inner, precision=precision),
         "drawing": svg_frames(inner, rankdir=rankdir, theme=theme, precision=precision, fit=None)})
+    for steps in [data["steps"], *(group["steps"] for group in data["groups"].values())]:
+        _as_changes(steps)
     data["memory"] = meter = step_meter(timeline(G), theme=theme)
     spark = meter.pop("svg")  # drawn in the page, not kept in its data
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
@@ -321,6 +365,14 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 </body>
 </html>
 """
+
+
+def _as_changes(steps: list[dict[str, Any]]) -> None:
+    """page_data's steps as the page carries them: each step's ``grads`` only the
+    gradients it changed (its ``updated``); the page adds them up to what is known
+    at each step (every other gradient is as it was the step before)."""
+    for state in steps[1:]:
+        state["grads"] = {value: state["grads"][value] for value in state["updated"]}
 
 
 # The practice page's question, beside the caption: a field for a number or a

@@ -9,6 +9,15 @@
   var root = document.getElementById("bpv");
   var svg = root.querySelector("#stage svg");
   var graph = svg.querySelector("g");
+  /* Each step carries the gradients it changed: the ones known at step k are those
+   * of step k-1 with its changes (for the page's own steps, and each group's inside). */
+  function known(list) {
+    list.forEach(function (state, k) {
+      if (k) { state.grads = Object.assign({}, list[k - 1].grads, state.grads); }
+    });
+  }
+  known(data.steps);
+  Object.keys(data.groups || {}).forEach(function (gid) { known(data.groups[gid].steps); });
   var steps = data.steps;
   var last = steps.length - 1;
   var slider = document.getElementById("slider");

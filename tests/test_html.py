@@ -93,11 +93,14 @@ def test_embedded_state_is_the_irs(example):
     G = example("fork")
     page = to_html(G)
     data = json.loads(re.search(r'id="bpv-data">(.*?)</script>', page, re.S).group(1))
+    known = dict(data["steps"][0]["grads"])
     for state, step in zip(data["steps"][1:], backward_steps(G), strict=True):
         assert state["edges"] == [f"{u}->{v}#{k}" for u, v, k in step.edges]
         assert state["accumulated"] == list(step.accumulated)
-        assert {v: [cell for row in cells for cell in row]
-                for v, cells in state["grads"].items()} == \
+        # A step carries only the gradients it changed; the others are as they were.
+        assert set(state["grads"]) == set(state["updated"])
+        known.update(state["grads"])
+        assert {v: [cell for row in cells for cell in row] for v, cells in known.items()} == \
             {v: drawn(g) for v, g in step.grads.items()}
 
 
