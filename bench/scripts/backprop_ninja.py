@@ -1,7 +1,8 @@
 """A backprop-ninja-style script: one step of a character MLP (an embedding, a
 hidden layer with batch norm written out by hand, tanh, and the cross-entropy
 written out by hand), every intermediate a tensor of its own, as in Karpathy's
-"Becoming a backprop ninja" exercise (its sizes: 32 examples, a 10-wide embedding, 64 hidden units)."""
+"Becoming a backprop ninja" exercise, at its sizes: 32 examples, a 10-wide
+embedding, 64 hidden units."""
 
 import torch
 
