@@ -132,7 +132,8 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
     its gradient after each step that changed it (``grads``: ``[step, cells]``), and
     where that gradient came from (``sources``: each edge's share, the op it came
     back through, which operand it was if the op took the value twice, and the step;
-    the seed at step 0)."""
+    the seed at step 0). A share that reads as the gradient its step left (a value's
+    first share, or its seed) is ``None``: the page reads it there, not twice."""
     seeds = G.graph.get("seeds", {})
     details = {str(node): {"grads": [], "sources": []}
                for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
@@ -151,6 +152,11 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
                     "share": _exact(grad)})
         for value in step.updated:
             details[str(value)]["grads"].append([index, _exact(step.grads[value])])
+    for detail in details.values():
+        left = {step: cells for step, cells in detail["grads"]}
+        for source in detail["sources"]:
+            if source["share"] == left.get(source["step"]):
+                source["share"] = None
     return details
 
 
@@ -164,9 +170,9 @@ def _serialize(element: ET.Element) -> str:
         ' xmlns:xlink="http://www.w3.org/1999/xlink"', "")
 
 
-def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, str]]]:
+def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, tuple]]]:
     """draw's SVG parsed: the <svg> root, its graph group, and each node and edge
-    group by id as ``(class, inner SVG text)``.
+    group by id as ``(class, the SVG text of each of its elements)``.
 
     Graphviz writes what is neither node nor edge (the legend) straight into
     the graph group, after its title and background; that is gathered into a
@@ -177,7 +183,7 @@ def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, str]]
     if graph is None:
         raise DrawError("draw wrote an SVG without a graph group: draw and html disagree")
     legend = ET.Element(f"{{{SVG_NS}}}g", {"id": "legend", "class": "legend"})
-    groups: dict[str, tuple[str, str]] = {}
+    groups: dict[str, tuple[str, tuple]] = {}
     children = list(graph)
     first_kept = 0
     while first_kept < len(children) and children[first_kept].tag in (
@@ -190,24 +196,26 @@ def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, str]]
             for title in child.findall(f"{{{SVG_NS}}}title"):
                 child.remove(title)
             groups[child.get("id")] = (child.get("class", ""),
-                                       "".join(_serialize(part) for part in child))
+                                       tuple(_serialize(part) for part in child))
         else:
             graph.remove(child)
             legend.append(child)
     graph.insert(first_kept, legend)
-    groups["legend"] = ("legend", "".join(_serialize(part) for part in legend))
+    groups["legend"] = ("legend", tuple(_serialize(part) for part in legend))
     return root, graph, groups
 
 
 def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
-               precision: int = 4, fit: Any = None) -> tuple[str, dict[str, list], list[str]]:
+               precision: int = 4, fit: Any = None,
+               patches: bool = False) -> tuple[str, dict[str, list], list[str]]:
     """draw's picture of every backward step, stored small.
 
     Returns the SVG of step 0; for each node or edge group that changes at
     some step, its later versions ``[step, class, inner SVG]``; and
     the graph group's class at every step. draw lays every step out the same
     way (it sizes the gradient slots for the final values), so swapping these
-    groups into the step-0 picture redraws step k exactly.
+    groups into the step-0 picture redraws step k exactly. With ``patches``, a
+    version's inner SVG is only what differs from step 0's (``_patch``).
     """
     diagrams = step_diagrams(G, rankdir=rankdir, theme=theme, precision=precision, fit=fit,
                              captions=False)  # the page sets the caption beside it
@@ -231,8 +239,22 @@ def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
                 if history[gid][-1][1:] != list(version):
                     history[gid].append([index, *version])
     # Version 0 is in the SVG itself; the page reads it from there.
-    changing = {gid: versions[1:] for gid, versions in history.items() if len(versions) > 1}
+    changing = {gid: [[step, kind, _patch(versions[0][2], parts) if patches else "".join(parts)]
+                      for step, kind, parts in versions[1:]]
+                for gid, versions in history.items() if len(versions) > 1}
     return _serialize(root), changing, graph_classes
+
+
+def _patch(first: tuple, parts: tuple) -> list:
+    """A version's elements as what they share with step 0's: ``[head, tail, middle]``
+    is step 0's first ``head`` elements, then ``middle`` (SVG), then its last ``tail``."""
+    head = 0
+    while head < min(len(first), len(parts)) and first[head] == parts[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(first), len(parts)) - head and first[-1 - tail] == parts[-1 - tail]:
+        tail += 1
+    return [head, tail, "".join(parts[head:len(parts) - tail])]
 
 
 def _changes_drawn_together(drawing: StepDrawing, history: dict[str, list],
@@ -254,16 +276,18 @@ def _changes_drawn_together(drawing: StepDrawing, history: dict[str, list],
     return graph_classes + [unescape(drawing.classes[step]) for step in steps]
 
 
-def _look(group: str) -> tuple[str, str]:
-    """One look's group (step_drawing) as ``(class, inner SVG)``, as _parts gives them."""
-    element = ET.fromstring(portable_svg(group[group.index("<g "):].encode("utf-8")))
-    return element.get("class", ""), "".join(_serialize(part) for part in element
-                                             if part.tag != f"{{{SVG_NS}}}title")
+def _look(group: str) -> tuple[str, tuple]:
+    """One look's group (step_drawing) as ``(class, its elements' SVG)``, as _parts
+    gives them."""
+    tagged = group[group.index("<g "):].replace("<g ", f'<g xmlns="{SVG_NS}" ', 1)
+    element = ET.fromstring(portable_svg(tagged.encode("utf-8")))
+    return element.get("class", ""), tuple(_serialize(part) for part in element
+                                           if part.tag != f"{{{SVG_NS}}}title")
 
 
-def _look_inner(drawing: str) -> str:
+def _look_inner(drawing: str) -> tuple:
     """A label's look (step_drawing) as the inner SVG of the page's legend group."""
-    return _look(f'<g xmlns="{SVG_NS}">{drawing}</g>')[1]
+    return _look(f"<g >{drawing}</g>")[1]
 
 
 # ---------------------------------------------------------------- the page
@@ -305,7 +329,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     source = G if source is None else source
     G = drawn_graph(G)
     svg, frames, graph_classes = svg_frames(G, rankdir=rankdir, theme=theme,
-                                            precision=precision, fit=fit)
+                                            precision=precision, fit=fit, patches=True)
     palette = THEMES[theme]
     data = page_data(G, precision=precision)
     data["frames"] = frames
@@ -319,8 +343,10 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     data["groups"] = {} if practice else opened_groups(source, G, lambda inner: {
         **page_data(inner, precision=precision),
         "drawing": svg_frames(inner, rankdir=rankdir, theme=theme, precision=precision, fit=None)})
-    for steps in [data["steps"], *(group["steps"] for group in data["groups"].values())]:
-        _as_changes(steps)
+    for state in data["steps"][1:]:
+        del state["grads"]  # (the page reads each value's gradients in its details)
+    for group in data["groups"].values():
+        _as_changes(group["steps"])
     data["memory"] = meter = step_meter(timeline(G), theme=theme)
     spark = meter.pop("svg")  # drawn in the page, not kept in its data
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
@@ -368,9 +394,10 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 
 
 def _as_changes(steps: list[dict[str, Any]]) -> None:
-    """page_data's steps as the page carries them: each step's ``grads`` only the
-    gradients it changed (its ``updated``); the page adds them up to what is known
-    at each step (every other gradient is as it was the step before)."""
+    """page_data's steps of a group's inside as the page carries them: each step's
+    ``grads`` only the gradients it changed (its ``updated``); the page adds them up
+    to what is known at each step (every other gradient is as it was the step before).
+    The page's own steps carry none past the seeds: value_details has them all."""
     for state in steps[1:]:
         state["grads"] = {value: state["grads"][value] for value in state["updated"]}
 

@@ -9,8 +9,9 @@
   var root = document.getElementById("bpv");
   var svg = root.querySelector("#stage svg");
   var graph = svg.querySelector("g");
-  /* Each step carries the gradients it changed: the ones known at step k are those
-   * of step k-1 with its changes (for the page's own steps, and each group's inside). */
+  /* A step of a group's inside carries the gradients it changed: the ones known at
+   * step k are those of step k-1 with its changes. The page's own steps carry only
+   * the seeds (step 0): each value's gradients are in data.details. */
   function known(list) {
     list.forEach(function (state, k) {
       if (k) { state.grads = Object.assign({}, list[k - 1].grads, state.grads); }
@@ -28,8 +29,19 @@
   var timer = null;
   var shown = {};  // group id -> index of the version in the DOM
   // Each changing group's step-0 version is the one drawn in the SVG.
+  // A version carries what differs from step 0's: [head, tail, middle] is step 0's
+  // first `head` elements, then `middle`, then its last `tail` elements.
   Object.keys(data.frames).forEach(function (id) {
     var group = byId(id);
+    var first = Array.prototype.map.call(group.children, function (part) {
+      return part.outerHTML;
+    });
+    data.frames[id].forEach(function (version) {
+      var patch = version[2];
+      if (typeof patch === "string") { return; }
+      version[2] = first.slice(0, patch[0]).join("") + patch[2] +
+        first.slice(first.length - patch[1]).join("");
+    });
     data.frames[id].unshift([0, group.getAttribute("class"), group.innerHTML]);
     shown[id] = 0;
   });
@@ -451,6 +463,12 @@
     return found;
   }
 
+  /* The gradient step `step` left a value with (a share that reads the same is not
+   * carried twice: its share is null). */
+  function leftAt(id, step) {
+    return data.details[id].grads.filter(function (version) { return version[0] === step; })[0][1];
+  }
+
   function sources(id) {
     var list = document.createElement("ul");
     list.className = "sources";
@@ -461,7 +479,9 @@
       item.textContent = (op ? "from " + op.symbol + " (" + op.op + " → " +
         data.values[op.result].name + (source.operand ? ", operand " + source.operand : "") +
         "), step " + source.step + ": " : "the seed: ") +
-        source.share.map(function (row) { return row.join(", "); }).join("; ");
+        (source.share || leftAt(id, source.step)).map(function (row) {
+          return row.join(", ");
+        }).join("; ");
       list.appendChild(item);
     });
     if (list.children.length > 1) {

@@ -93,15 +93,19 @@ def test_embedded_state_is_the_irs(example):
     G = example("fork")
     page = to_html(G)
     data = json.loads(re.search(r'id="bpv-data">(.*?)</script>', page, re.S).group(1))
-    known = dict(data["steps"][0]["grads"])
-    for state, step in zip(data["steps"][1:], backward_steps(G), strict=True):
+    assert data["steps"][0]["grads"] == {v: [[format_number(g)]]
+                                         for v, g in G.graph["seeds"].items()}
+    for index, (state, step) in enumerate(zip(data["steps"][1:], backward_steps(G),
+                                              strict=True), start=1):
         assert state["edges"] == [f"{u}->{v}#{k}" for u, v, k in step.edges]
         assert state["accumulated"] == list(step.accumulated)
-        # A step carries only the gradients it changed; the others are as they were.
-        assert set(state["grads"]) == set(state["updated"])
-        known.update(state["grads"])
-        assert {v: [cell for row in cells for cell in row] for v, cells in known.items()} == \
-            {v: drawn(g) for v, g in step.grads.items()}
+        # Each value's gradients are carried once, whole, in its details: the one a
+        # step shows is the last one recorded by then.
+        known = {v: [cells for at, cells in detail["grads"] if at <= index][-1]
+                 for v, detail in data["details"].items()
+                 if any(at <= index for at, _ in detail["grads"])}
+        assert known == {v: [[cell.replace("-", "\u2212") for cell in row]
+                             for row in format_array(g, 15, 64)] for v, g in step.grads.items()}
 
 
 def test_render_html_writes_atomically(example, tmp_path):
