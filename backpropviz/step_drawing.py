@@ -90,9 +90,7 @@ def draw_steps(sources: Sequence[str]) -> StepDrawing | None:
     parsed = [_parsed(source) for source in sources]
     first_header, first = parsed[0]
     keys = [gid for gid, _, _ in first]
-    if "" in keys or any(line.lstrip().startswith("graph [") and "xlabel" in line
-                         for line in first_header) or any("xlabel=" in text
-                                                          for _, text, _ in first):
+    if "" in keys:
         return None
     for header, statements in parsed[1:]:
         if [gid for gid, _, _ in statements] != keys or header[1:] != first_header[1:]:
@@ -105,6 +103,10 @@ def draw_steps(sources: Sequence[str]) -> StepDrawing | None:
                          pos)
     places = {obj["name"]: moved(obj["pos"]) for obj in layout.get("objects", []) if "pos" in obj}
     routes = {edge["id"]: moved(edge["pos"]) for edge in layout.get("edges", []) if "pos" in edge}
+    # (a large graph's edges have their labels placed after the layout: xlabel)
+    beside = {edge["id"]: moved(edge["xlp"]) for edge in layout.get("edges", []) if "xlp" in edge}
+    edge_font = " ".join(re.findall(r' (?:fontname|fontsize)="[^"]*"', first_header[-1]))
+    external: dict[str, int] = {}  # each look with a label beside it: the node drawing it
     looks: dict[str, list[str]] = {gid: [] for gid in keys}
     at: list[dict[str, int]] = []
     for _, statements in parsed:
@@ -143,8 +145,16 @@ def draw_steps(sources: Sequence[str]) -> StepDrawing | None:
                 # an arrow at its start too: the curve starts an arrow further on
                 route = (_clipped(pos, _ARROW_LENGTH * arrowsize) if ' dir="both"' in text
                          else pos)
-                edges.append(f"{text[:start]} [id={name}{_ATTRS.match(text).group(1)} "
-                             f'pos="{route}"];')
+                attrs = _ATTRS.match(text).group(1)
+                if " xlabel=<" in attrs:  # drawn as a node where the layout put it
+                    if gid not in beside:
+                        return None
+                    attrs, html = _without_html(attrs, "xlabel")
+                    label = json.dumps(f"{gid}{_SEP}{number}{_SEP}x")
+                    lines.append(f"  {label} [id={label} shape=\"plain\"{edge_font} "
+                                 f'label=<{html}> pos="{beside[gid]}!"];')
+                    external[f"{gid}{_SEP}{number}"] = 1
+                edges.append(f'{text[:start]} [id={name}{attrs} pos="{route}"];')
     # Two unseen points at the layout's corners: the drawing keeps the layout's size,
     # the room of its label (drawn as the layout drew it, below) included.
     half = _POINT_INCHES * 36
@@ -170,7 +180,7 @@ def draw_steps(sources: Sequence[str]) -> StepDrawing | None:
         first_text = next(op["pt"] for op in layout["_ldraw_"] if op["op"] == "T")
         label_place = (first_text[0] - x0, -(first_text[1] - y0))
     return _cut(pictures[0] + "</svg>\n", pictures[1] if len(pictures) > 2 else "",
-                label_place, keys, looks, at, label_at, graph_lines)
+                label_place, keys, looks, at, label_at, graph_lines, external)
 
 
 def _clipped(route: str, length: float) -> str:
@@ -209,6 +219,17 @@ def _right_part(points: Sequence[tuple[float, float]], t: float) -> list[tuple[f
     return [mix(abc, bcd), bcd, cd, d]
 
 
+def _without_html(attrs: str, name: str) -> tuple[str, str]:
+    """Statement attributes without the HTML-like one ``name`` (<...>), and its HTML."""
+    start = attrs.index(f" {name}=<")
+    depth, end = 0, start + len(name) + 2
+    for end in range(start + len(name) + 2, len(attrs)):
+        depth += {"<": 1, ">": -1}.get(attrs[end], 0)
+        if depth == 0:
+            break
+    return attrs[:start] + attrs[end + 1:], attrs[start + len(name) + 3:end]
+
+
 def _without_label(graph_line: str) -> str:
     """A graph line's attributes and its end, without its label (drawn apart)."""
     rest = graph_line[len(_GRAPH_LINE):]
@@ -232,7 +253,8 @@ _GROUP = re.compile(r'<!-- .*? -->\n<g id="([^"]*)" class="([^"]*)">\n')
 
 def _cut(svg: str, label_svg: str, label_place: tuple[float, float] | None,
          keys: list[str], looks: dict[str, list[str]], at: list[dict[str, int]],
-         label_at: list[int], graph_lines: list[str]) -> StepDrawing:
+         label_at: list[int], graph_lines: list[str],
+         external: dict[str, int]) -> StepDrawing:
     """The drawing of every look cut out of graphviz's SVG (see StepDrawing);
     ``label_svg`` draws the graph label's looks, if it has more than one."""
     start = svg.index('<g id="graph"')
@@ -242,7 +264,8 @@ def _cut(svg: str, label_svg: str, label_place: tuple[float, float] | None,
     background = svg[start + len('<g id="graph" class="') + len(graph_class) + 1:background_end]
     body_end = svg.rindex("</g>\n</svg>")
     found = _groups(svg, background_end, body_end)
-    rendered = {gid: [_renamed(found[gid if n == 0 else f"{gid}{_SEP}{n}"], gid, n)
+    rendered = {gid: [_renamed(_with_beside(found, gid, n, f"{gid}{_SEP}{n}" in external),
+                               gid, n)
                       for n in range(len(looks[gid]))] for gid in keys}
     labels = [""]
     if label_place is not None:
@@ -258,6 +281,17 @@ def _cut(svg: str, label_svg: str, label_place: tuple[float, float] | None,
     classes = [graph_class.replace(_xml(own[0]), _xml(mine)) for mine in own]
     return StepDrawing(svg[:start], classes, order, rendered, at,
                        [labels[n] for n in label_at], background, svg[body_end:])
+
+
+def _with_beside(found: dict[str, str], gid: str, number: int, beside: bool) -> str:
+    """Look ``number`` of ``gid``'s group, with the label beside it (drawn as a node)
+    inside, where graphviz draws an edge's label: after the edge."""
+    group = found[gid if number == 0 else f"{gid}{_SEP}{number}"]
+    if not beside:
+        return group
+    label = _label_drawing(found[f"{gid}{_SEP}{number}{_SEP}x"])
+    end = group.rindex("</g>")
+    return group[:end] + label + group[end:]
 
 
 def _groups(svg: str, start: int, end: int) -> dict[str, str]:
