@@ -1,7 +1,8 @@
 /* backpropviz step-through page: replays the backward pass recorded in #bpv-data.
  * The SVG is draw's picture of step 0; data.frames holds, for every node and edge
- * whose drawing changes, its drawing from the step it changes on. Step k shows
- * draw's picture of step k. Nothing is computed here: it is all in the data. */
+ * whose drawing changes, its drawing from the step it changes on (what differs from
+ * its drawing at step 0). Step k shows draw's picture of step k. Nothing is computed
+ * here: it is all in the data. */
 (function () {
   "use strict";
   var SVG_NS = "http://www.w3.org/2000/svg";
