@@ -342,8 +342,7 @@ class Writer:
         band = bands(self.G, o.wrap) if folded(o) else {}
         nodes: dict[int, list[str]] = {}
         for node, attrs in self.G.nodes(data=True):
-            node_attrs = (self.value_node(node, attrs) if attrs["kind"] == "value"
-                          else self.op_node(node, attrs))
+            node_attrs = self._looked(node, attrs)
             if self.pins is not None:
                 node_attrs["pos"] = self.pins[node]
             nodes.setdefault(band.get(node, 0), []).append(
@@ -358,7 +357,7 @@ class Writer:
             edges = operand_edges(self.G, op)
             edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
             for u, v, k in edges:
-                attrs = self.edge(u, v, k, pred[v][u][k])
+                attrs = self._looked((u, v, k), pred[v][u][k])
                 badge = attrs.pop("badge", None)
                 eid = attrs["id"]
                 # (the backward arrow ends at u: only the piece from u draws it)
@@ -408,6 +407,28 @@ class Writer:
         lines.extend(edge_lines)
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+    def _looked(self, element: Any, attrs: dict) -> dict[str, Any]:
+        """A node's or edge's attributes as this step draws it: made once for each look
+        (what of the step's state it depends on), a copy for the caller to change."""
+        s, edge = self.state, type(element) is tuple  # (an edge is (u, v, key))
+        if edge:
+            look: Any = (element in s.processed, element in s.current_edges,
+                         element[0] == s.current)
+        elif attrs["kind"] == "op":
+            look = element == s.current
+        else:  # (its dead cells depend on which of its edges have sent theirs)
+            sent = self.G.out_edges(element, keys=True) if self.dead_edges else ()
+            look = (element in s.grads, id(s.grads.get(element)), element in s.updated,
+                    tuple(e in s.processed for e in sent))
+        key = ("look", element, look)
+        if key not in self._same:
+            self._same[key] = (self.edge(*element, attrs) if edge else self.value_node(
+                element, attrs) if attrs["kind"] == "value" else self.op_node(element, attrs))
+        made = dict(self._same[key])
+        if "badge" in made:
+            made["badge"] = dict(made["badge"])
+        return made
 
     def boxed_groups(self, statements: list[str]) -> list[str]:
         """The node statements, each group's (and its values') in a box of its own,
