@@ -99,8 +99,13 @@ def _quote(text: str) -> str:
 
 
 def _attrs(attrs: Mapping[str, str]) -> str:
+    return _attrs_of(tuple(attrs.items()))  # (a step writes most as the one before)
+
+
+@lru_cache(maxsize=1 << 16)
+def _attrs_of(items: tuple) -> str:
     parts = []
-    for key, value in attrs.items():
+    for key, value in items:
         if key in ("label", "xlabel") and value.startswith("<") and value.endswith(">"):
             parts.append(f"{key}={value}")
         else:
@@ -518,18 +523,14 @@ class Writer:
             classes.append("stored")
             header.append(font("●", t.saved, MARK_PT))
         is_array = bool(attrs["shape"])
-        if ("data", node) not in self._same:
-            self._same["data", node] = _grid_texts(attrs["data"], o.precision)
-        texts, indices = self._same["data", node]
+        texts, indices = _grid_texts(attrs["data"], o.precision)
         body = [f"<TD>{_array_html(texts, t.text, t, brackets=is_array)}</TD>"]
         rule = t.node_line
         partials = self.partials.get(node)
         if partials:
             known = node in self.state.grads
             grad = self.state.grads[node] if known else partials[-1]
-            if ("grad", id(grad)) not in self._same:  # (a running sum, held by the IR)
-                self._same["grad", id(grad)] = _grid_texts(grad, o.precision)
-            grad_texts = self._same["grad", id(grad)][0]
+            grad_texts, _ = _grid_texts(grad, o.precision)
             if ("widths", node) not in self._same:
                 self._same["widths", node] = _column_widths(
                     [_grid_texts(p, o.precision)[0] for p in partials], VALUE_PT)

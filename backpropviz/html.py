@@ -7,6 +7,7 @@ import os
 import xml.etree.ElementTree as ET
 from html import escape, unescape
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -215,7 +216,7 @@ def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     the graph group's class at every step. draw lays every step out the same
     way (it sizes the gradient slots for the final values), so swapping these
     groups into the step-0 picture redraws step k exactly. With ``patches``, a
-    version's inner SVG is only what differs from step 0's (``_patch``).
+    version's inner SVG is only what differs from the version before (``_patch``).
     """
     diagrams = step_diagrams(G, rankdir=rankdir, theme=theme, precision=precision, fit=fit,
                              captions=False)  # the page sets the caption beside it
@@ -239,22 +240,23 @@ def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
                 if history[gid][-1][1:] != list(version):
                     history[gid].append([index, *version])
     # Version 0 is in the SVG itself; the page reads it from there.
-    changing = {gid: [[step, kind, _patch(versions[0][2], parts) if patches else "".join(parts)]
-                      for step, kind, parts in versions[1:]]
+    changing = {gid: [[step, kind, _patch(before[2], parts) if patches else "".join(parts)]
+                      for before, (step, kind, parts) in pairwise(versions)]
                 for gid, versions in history.items() if len(versions) > 1}
     return _serialize(root), changing, graph_classes
 
 
-def _patch(first: tuple, parts: tuple) -> list:
-    """A version's elements as what they share with step 0's: ``[head, tail, middle]``
-    is step 0's first ``head`` elements, then ``middle`` (SVG), then its last ``tail``."""
+def _patch(before: tuple, parts: tuple) -> list:
+    """A version's elements as what they share with the version before:
+    ``[head, tail, middle]`` is its first ``head`` elements, then ``middle`` (a list
+    of elements' SVG), then its last ``tail`` elements."""
     head = 0
-    while head < min(len(first), len(parts)) and first[head] == parts[head]:
+    while head < min(len(before), len(parts)) and before[head] == parts[head]:
         head += 1
     tail = 0
-    while tail < min(len(first), len(parts)) - head and first[-1 - tail] == parts[-1 - tail]:
+    while tail < min(len(before), len(parts)) - head and before[-1 - tail] == parts[-1 - tail]:
         tail += 1
-    return [head, tail, "".join(parts[head:len(parts) - tail])]
+    return [head, tail, list(parts[head:len(parts) - tail])]
 
 
 def _changes_drawn_together(drawing: StepDrawing, history: dict[str, list],
@@ -294,7 +296,17 @@ def _look_inner(drawing: str) -> tuple:
 
 
 def asset(name: str) -> str:
-    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    """A script or style sheet of the package, as a page carries it: without its
+    comments, blank lines and indentation (they are read in the package's file)."""
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    kept, comment = [], False
+    for line in text.splitlines():
+        line = line.strip()
+        if comment or line.startswith("/*"):  # (a comment the line starts with is all of it)
+            comment = not line.endswith("*/")
+        elif line and not line.startswith("//"):
+            kept.append(line)
+    return "\n".join(kept) + "\n"
 
 
 def json_for_script(data: Any) -> str:

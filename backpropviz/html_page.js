@@ -30,18 +30,18 @@
   var timer = null;
   var shown = {};  // group id -> index of the version in the DOM
   // Each changing group's step-0 version is the one drawn in the SVG.
-  // A version carries what differs from step 0's: [head, tail, middle] is step 0's
-  // first `head` elements, then `middle`, then its last `tail` elements.
+  // A version carries what differs from the one before: [head, tail, middle] is its
+  // first `head` elements, then the elements `middle`, then its last `tail` elements.
   Object.keys(data.frames).forEach(function (id) {
     var group = byId(id);
-    var first = Array.prototype.map.call(group.children, function (part) {
+    var parts = Array.prototype.map.call(group.children, function (part) {
       return part.outerHTML;
     });
     data.frames[id].forEach(function (version) {
       var patch = version[2];
       if (typeof patch === "string") { return; }
-      version[2] = first.slice(0, patch[0]).join("") + patch[2] +
-        first.slice(first.length - patch[1]).join("");
+      parts = parts.slice(0, patch[0]).concat(patch[2], parts.slice(parts.length - patch[1]));
+      version[2] = parts.join("");
     });
     data.frames[id].unshift([0, group.getAttribute("class"), group.innerHTML]);
     shown[id] = 0;

@@ -39,6 +39,10 @@ ROWS = [  # what, script, what is made, target
 ]
 
 
+class RenderError(Exception):
+    """The command line failed (its message says why)."""
+
+
 def render(checkout: Path, script: Path, made: list[str], folder: Path) -> float:
     """Seconds the command line takes to make ``made`` from ``script``."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
@@ -46,7 +50,8 @@ def render(checkout: Path, script: Path, made: list[str], folder: Path) -> float
     done = subprocess.run([sys.executable, "-m", "backpropviz", "render", str(script), *made],
                           cwd=folder, env=env, capture_output=True, text=True)
     if done.returncode:
-        sys.exit(f"backpropviz render {script.name} {' '.join(made)} failed: {done.stderr}")
+        raise RenderError(f"backpropviz render {script.name} {' '.join(made)} failed: "
+                     f"{done.stderr.strip()}")
     return time.perf_counter() - start
 
 
@@ -91,9 +96,13 @@ def main() -> None:
             if number not in rows:
                 continue
             times, anchors = [], []
-            for _ in range(args.repeats):
-                anchors.append(render(args.checkout, script, ["-o", "figure.svg"], folder))
-                times.append(render(args.checkout, script, made, folder))
+            try:
+                for _ in range(args.repeats):
+                    anchors.append(render(args.checkout, script, ["-o", "figure.svg"], folder))
+                    times.append(render(args.checkout, script, made, folder))
+            except RenderError as failure:
+                print(f"{what:40} {failure}", flush=True)
+                continue
             ours, anchor = min(times), min(anchors)
             out = folder / made[1]
             made_bytes = size(out)
