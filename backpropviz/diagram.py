@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from .graphviz import FORMATS, portable_svg, run_dot
 from .placement import placement
 from .script import as_graph
 from .step_bands import step_bands
+from .step_drawing import StepDrawing, draw_steps
 from .steps import backward_steps, state_at
 from .views import drawn_graph
 
@@ -47,6 +47,8 @@ class Diagram:
         self.source = source
         self.graph = graph
         self.fit: Fit | None = None  # how it fills its frame, if it was fitted to one
+        # A step picture drawn with the others (step_drawing): the drawing and its step
+        self.steps: tuple[StepDrawing, int] | None = None
         self._cache: dict[str, bytes] = {}
 
     def __repr__(self) -> str:
@@ -62,6 +64,9 @@ class Diagram:
         if format not in self._cache:
             if format in EXPORTS:
                 data = export(self.graph, format)
+            elif format == "svg" and self.steps is not None:
+                drawing, step = self.steps
+                data = drawing.svg(step).encode("utf-8")
             else:
                 data = run_dot(self.source, "json" if format == GRAPHVIZ_JSON else format)
             if format == "svg":
@@ -141,7 +146,8 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
                   fit: Any = None, captions: bool = True, **options: Any) -> list[Diagram]:
     """One Diagram per state of the backward pass: step 0 (the seed) to the last op,
     all with one layout (options as draw's), each with its caption band (step_bands)
-    unless not ``captions`` (the page, which sets the caption beside the picture)."""
+    unless not ``captions`` (the page, which sets the caption beside the picture).
+    Their SVGs are drawn together, from one layout in one graphviz run (step_drawing)."""
     G = as_graph(graph_or_root, names)
     validated(G)
     chosen = _fitted(G, fit, options)
@@ -154,11 +160,16 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     pins = placement(G, checked)
     bands = step_bands(G, checked.theme, checked.precision) if captions and checked.legend \
         and not (checked.forward_only or checked.symbolic) else [None] * (len(replay) + 1)
-    diagrams = [Diagram(Writer(G, replace(checked, step=k), state_at(G, k, replay), pins,
-                                bands[k]).dot(), G)
+    writer = Writer(G, checked, state_at(G, 0, replay), pins)
+    diagrams = [Diagram(writer.at_step(k, state_at(G, k, replay), bands[k]), G)
                 for k in range(len(replay) + 1)]
-    for diagram in diagrams:
+    # One layout and one graphviz run for all their SVGs, where they can be drawn so
+    drawing = draw_steps([diagram.source for diagram in diagrams]) if len(diagrams) > 1 \
+        else None
+    for step, diagram in enumerate(diagrams):
         diagram.fit = chosen
+        if drawing is not None:
+            diagram.steps = (drawing, step)
     return diagrams
 
 

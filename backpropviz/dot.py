@@ -6,7 +6,7 @@ import math
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from html import escape
 from typing import Any
@@ -101,8 +101,13 @@ def _quote(text: str) -> str:
 
 
 def _attrs(attrs: Mapping[str, str]) -> str:
+    return _attrs_of(tuple(attrs.items()))  # (a step writes most as the one before)
+
+
+@lru_cache(maxsize=1 << 16)
+def _attrs_of(items: tuple) -> str:
     parts = []
-    for key, value in attrs.items():
+    for key, value in items:
         if key in ("label", "xlabel") and value.startswith("<") and value.endswith(">"):
             parts.append(f"{key}={value}")
         else:
@@ -304,6 +309,16 @@ class Writer:
         self.external_labels = G.number_of_nodes() > EDGE_LABEL_NODES
         self.fork_edges = fork_edges(G, self.plain) if self.show_grads else set()
         self._mark_names: dict[Any, Any] | None = None  # a folded picture's, when needed
+        # What every step draws alike, made once for all of them (see at_step)
+        self._same: dict[Any, Any] = {}
+
+    def at_step(self, step: int, state: StepState, band: str | None = None) -> str:
+        """The DOT of step ``step`` (its state, its caption band): one Writer writes
+        every step, and what they draw alike (numbers, their columns) is set once."""
+        self.o = replace(self.o, step=step)
+        self.state = state
+        self.band = band
+        return self.dot()
 
     def dot(self) -> str:
         t, o = self.t, self.o
@@ -348,8 +363,7 @@ class Writer:
         band = bands(self.G, o.wrap) if folded(o) else {}
         nodes: dict[int, list[str]] = {}
         for node, attrs in self.G.nodes(data=True):
-            node_attrs = (self.value_node(node, attrs) if attrs["kind"] == "value"
-                          else self.op_node(node, attrs))
+            node_attrs = self._looked(node, attrs)
             if self.pins is not None:
                 node_attrs["pos"] = self.pins[node]
             nodes.setdefault(band.get(node, 0), []).append(
@@ -364,7 +378,7 @@ class Writer:
             edges = operand_edges(self.G, op)
             edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
             for u, v, k in edges:
-                attrs = self.edge(u, v, k, pred[v][u][k])
+                attrs = self._looked((u, v, k), pred[v][u][k])
                 badge = attrs.pop("badge", None)
                 eid = attrs["id"]
                 # (the backward arrow ends at u: only the piece from u draws it)
@@ -418,6 +432,28 @@ class Writer:
         lines.append("}")
         source = "\n".join(lines) + "\n"
         return lettered(source) if o.fitted else source
+
+    def _looked(self, element: Any, attrs: dict) -> dict[str, Any]:
+        """A node's or edge's attributes as this step draws it: made once for each look
+        (what of the step's state it depends on), a copy for the caller to change."""
+        s, edge = self.state, type(element) is tuple  # (an edge is (u, v, key))
+        if edge:
+            look: Any = (element in s.processed, element in s.current_edges,
+                         element[0] == s.current)
+        elif attrs["kind"] == "op":
+            look = element == s.current
+        else:  # (its dead cells depend on which of its edges have sent theirs)
+            sent = self.G.out_edges(element, keys=True) if self.dead_edges else ()
+            look = (element in s.grads, id(s.grads.get(element)), element in s.updated,
+                    tuple(e in s.processed for e in sent))
+        key = ("look", element, look)
+        if key not in self._same:
+            self._same[key] = (self.edge(*element, attrs) if edge else self.value_node(
+                element, attrs) if attrs["kind"] == "value" else self.op_node(element, attrs))
+        made = dict(self._same[key])
+        if "badge" in made:
+            made["badge"] = dict(made["badge"])
+        return made
 
     def boxed_groups(self, statements: list[str]) -> list[str]:
         """The node statements, each group's (and its values') in a box of its own,
@@ -515,8 +551,10 @@ class Writer:
             known = node in self.state.grads
             grad = self.state.grads[node] if known else partials[-1]
             grad_texts, _ = _grid_texts(grad, o.precision)
-            widths = _column_widths([_grid_texts(p, o.precision)[0] for p in partials],
-                                    VALUE_PT)
+            if ("widths", node) not in self._same:
+                self._same["widths", node] = _column_widths(
+                    [_grid_texts(p, o.precision)[0] for p in partials], VALUE_PT)
+            widths = self._same["widths", node]
             dead = self.dead_mask_now(node, grad) if known else None
             classes.append("has-grad" if known else "pending-grad")
             if dead is not None:

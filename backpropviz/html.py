@@ -7,6 +7,7 @@ import os
 import xml.etree.ElementTree as ET
 from html import escape, unescape
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from .dot import badge_pt, edge_id
 from .errors import DrawError
 from .files import write_atomically
 from .formatting import MAX_ITEMS, dead_cells, format_array
+from .graphviz import portable_svg
 from .ir import operand_edges, result_of
 from .memory import timeline
 from .memory_chart import step_meter
@@ -25,6 +27,7 @@ from .page_groups import opened_groups
 from .page_head import dead_cell_css, page_head, theme_css
 from .practice import practice_questions
 from .script import as_graph
+from .step_drawing import StepDrawing
 from .steps import backward_steps, dead_masks
 from .style import THEMES
 from .typeset import runs
@@ -96,8 +99,14 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             contributions[edge_id(u, v, key)] = entry
     captions = step_captions(G, precision)
     seeds = G.graph.get("seeds", {})
+    shown: dict[int, list] = {}  # each running sum as shown, by the IR's object (held there)
+
+    def full(grad: Any) -> list[list[str]]:
+        if id(grad) not in shown:
+            shown[id(grad)] = _full(grad, precision)
+        return shown[id(grad)]
     states = [{"op": None, "result": None, "edges": [], "updated": [], "accumulated": [],
-               "grads": {str(v): _full(g, precision) for v, g in seeds.items()},
+               "grads": {str(v): full(g) for v, g in seeds.items()},
                "caption": "\n".join(captions[0].worked), "rule": captions[0].rule,
                "typeset": _typeset_lines(captions[0])}]
     for step, caption in zip(backward_steps(G), captions[1:], strict=True):
@@ -106,7 +115,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             "edges": [edge_id(*edge) for edge in step.edges],
             "updated": [str(v) for v in step.updated],
             "accumulated": [str(v) for v in step.accumulated],
-            "grads": {str(v): _full(g, precision) for v, g in step.grads.items()},
+            "grads": {str(v): full(g) for v, g in step.grads.items()},
             "caption": "\n".join(caption.worked), "rule": caption.rule,
             "typeset": _typeset_lines(caption),
         })
@@ -124,7 +133,8 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
     its gradient after each step that changed it (``grads``: ``[step, cells]``), and
     where that gradient came from (``sources``: each edge's share, the op it came
     back through, which operand it was if the op took the value twice, and the step;
-    the seed at step 0)."""
+    the seed at step 0). A share that reads as the gradient its step left (a value's
+    first share, or its seed) is ``None``: the page reads it there, not twice."""
     seeds = G.graph.get("seeds", {})
     details = {str(node): {"grads": [], "sources": []}
                for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
@@ -143,6 +153,11 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
                     "share": _exact(grad)})
         for value in step.updated:
             details[str(value)]["grads"].append([index, _exact(step.grads[value])])
+    for detail in details.values():
+        left = {step: cells for step, cells in detail["grads"]}
+        for source in detail["sources"]:
+            if source["share"] == left.get(source["step"]):
+                source["share"] = None
     return details
 
 
@@ -156,9 +171,9 @@ def _serialize(element: ET.Element) -> str:
         ' xmlns:xlink="http://www.w3.org/1999/xlink"', "")
 
 
-def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, str]]]:
+def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, tuple]]]:
     """draw's SVG parsed: the <svg> root, its graph group, and each node and edge
-    group by id as ``(class, inner SVG text)``.
+    group by id as ``(class, the SVG text of each of its elements)``.
 
     Graphviz writes what is neither node nor edge (the legend) straight into
     the graph group, after its title and background; that is gathered into a
@@ -169,7 +184,7 @@ def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, str]]
     if graph is None:
         raise DrawError("draw wrote an SVG without a graph group: draw and html disagree")
     legend = ET.Element(f"{{{SVG_NS}}}g", {"id": "legend", "class": "legend"})
-    groups: dict[str, tuple[str, str]] = {}
+    groups: dict[str, tuple[str, tuple]] = {}
     children = list(graph)
     first_kept = 0
     while first_kept < len(children) and children[first_kept].tag in (
@@ -182,24 +197,26 @@ def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, str]]
             for title in child.findall(f"{{{SVG_NS}}}title"):
                 child.remove(title)
             groups[child.get("id")] = (child.get("class", ""),
-                                       "".join(_serialize(part) for part in child))
+                                       tuple(_serialize(part) for part in child))
         else:
             graph.remove(child)
             legend.append(child)
     graph.insert(first_kept, legend)
-    groups["legend"] = ("legend", "".join(_serialize(part) for part in legend))
+    groups["legend"] = ("legend", tuple(_serialize(part) for part in legend))
     return root, graph, groups
 
 
 def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
-               precision: int = 4, fit: Any = None) -> tuple[str, dict[str, list], list[str]]:
+               precision: int = 4, fit: Any = None,
+               patches: bool = False) -> tuple[str, dict[str, list], list[str]]:
     """draw's picture of every backward step, stored small.
 
     Returns the SVG of step 0; for each node or edge group that changes at
     some step, its later versions ``[step, class, inner SVG]``; and
     the graph group's class at every step. draw lays every step out the same
     way (it sizes the gradient slots for the final values), so swapping these
-    groups into the step-0 picture redraws step k exactly.
+    groups into the step-0 picture redraws step k exactly. With ``patches``, a
+    version's inner SVG is only what differs from the version before (``_patch``).
     """
     diagrams = step_diagrams(G, rankdir=rankdir, theme=theme, precision=precision, fit=fit,
                              captions=False)  # the page sets the caption beside it
@@ -210,25 +227,86 @@ def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     root.set("role", "img")
     history: dict[str, list] = {gid: [[0, *version]] for gid, version in first.items()}
     graph_classes = [graph.get("class", "")]
-    for index, diagram in enumerate(diagrams[1:], start=1):
-        _, graph_now, groups = _parts(diagram.svg)
-        graph_classes.append(graph_now.get("class", ""))
-        if set(groups) != set(first):
-            raise DrawError(f"step {index} draws other nodes or edges than step 0: "
-                            "draw and html disagree on the picture")
-        for gid, version in groups.items():
-            if history[gid][-1][1:] != list(version):
-                history[gid].append([index, *version])
+    if diagrams[0].steps is not None:
+        graph_classes = _changes_drawn_together(diagrams[0].steps[0], history, graph_classes)
+    else:
+        for index, diagram in enumerate(diagrams[1:], start=1):
+            _, graph_now, groups = _parts(diagram.svg)
+            graph_classes.append(graph_now.get("class", ""))
+            if set(groups) != set(first):
+                raise DrawError(f"step {index} draws other nodes or edges than step 0: "
+                                "draw and html disagree on the picture")
+            for gid, version in groups.items():
+                if history[gid][-1][1:] != list(version):
+                    history[gid].append([index, *version])
     # Version 0 is in the SVG itself; the page reads it from there.
-    changing = {gid: versions[1:] for gid, versions in history.items() if len(versions) > 1}
+    changing = {gid: [[step, kind, _patch(before[2], parts) if patches else "".join(parts)]
+                      for before, (step, kind, parts) in pairwise(versions)]
+                for gid, versions in history.items() if len(versions) > 1}
     return _serialize(root), changing, graph_classes
+
+
+def _patch(before: tuple, parts: tuple) -> list:
+    """A version's elements as what they share with the version before:
+    ``[head, tail, middle]`` is its first ``head`` elements, then ``middle`` (a list
+    of elements' SVG), then its last ``tail`` elements."""
+    head = 0
+    while head < min(len(before), len(parts)) and before[head] == parts[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(before), len(parts)) - head and before[-1 - tail] == parts[-1 - tail]:
+        tail += 1
+    return [head, tail, list(parts[head:len(parts) - tail])]
+
+
+def _changes_drawn_together(drawing: StepDrawing, history: dict[str, list],
+                            graph_classes: list[str]) -> list[str]:
+    """svg_frames' changes read off the looks of a drawing of all the steps at once
+    (step_drawing): each node or edge's look, as it changes from step to step; the
+    graph group's class at every step."""
+    steps = range(1, len(drawing.at))
+    for gid in drawing.order:
+        shown = 0
+        for step in steps:
+            look = drawing.at[step][gid]
+            if look != shown:
+                history[gid].append([step, *_look(drawing.looks[gid][look])])
+                shown = look
+    for step in steps:
+        if drawing.labels[step] != drawing.labels[step - 1]:
+            history["legend"].append([step, "legend", _look_inner(drawing.labels[step])])
+    return graph_classes + [unescape(drawing.classes[step]) for step in steps]
+
+
+def _look(group: str) -> tuple[str, tuple]:
+    """One look's group (step_drawing) as ``(class, its elements' SVG)``, as _parts
+    gives them."""
+    tagged = group[group.index("<g "):].replace("<g ", f'<g xmlns="{SVG_NS}" ', 1)
+    element = ET.fromstring(portable_svg(tagged.encode("utf-8")))
+    return element.get("class", ""), tuple(_serialize(part) for part in element
+                                           if part.tag != f"{{{SVG_NS}}}title")
+
+
+def _look_inner(drawing: str) -> tuple:
+    """A label's look (step_drawing) as the inner SVG of the page's legend group."""
+    return _look(f"<g >{drawing}</g>")[1]
 
 
 # ---------------------------------------------------------------- the page
 
 
 def asset(name: str) -> str:
-    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    """A script or style sheet of the package, as a page carries it: without its
+    comments, blank lines and indentation (they are read in the package's file)."""
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    kept, comment = [], False
+    for line in text.splitlines():
+        line = line.strip()
+        if comment or line.startswith("/*"):  # (a comment the line starts with is all of it)
+            comment = not line.endswith("*/")
+        elif line and not line.startswith("//"):
+            kept.append(line)
+    return "\n".join(kept) + "\n"
 
 
 def json_for_script(data: Any) -> str:
@@ -263,7 +341,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     source = G if source is None else source
     G = drawn_graph(G)
     svg, frames, graph_classes = svg_frames(G, rankdir=rankdir, theme=theme,
-                                            precision=precision, fit=fit)
+                                            precision=precision, fit=fit, patches=True)
     palette = THEMES[theme]
     data = page_data(G, precision=precision)
     data["frames"] = frames
@@ -277,6 +355,10 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     data["groups"] = {} if practice else opened_groups(source, G, lambda inner: {
         **page_data(inner, precision=precision),
         "drawing": svg_frames(inner, rankdir=rankdir, theme=theme, precision=precision, fit=None)})
+    for state in data["steps"][1:]:
+        del state["grads"]  # (the page reads each value's gradients in its details)
+    for group in data["groups"].values():
+        _as_changes(group["steps"])
     data["memory"] = meter = step_meter(timeline(G), theme=theme)
     spark = meter.pop("svg")  # drawn in the page, not kept in its data
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
@@ -321,6 +403,15 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 </body>
 </html>
 """
+
+
+def _as_changes(steps: list[dict[str, Any]]) -> None:
+    """page_data's steps of a group's inside as the page carries them: each step's
+    ``grads`` only the gradients it changed (its ``updated``); the page adds them up
+    to what is known at each step (every other gradient is as it was the step before).
+    The page's own steps carry none past the seeds: value_details has them all."""
+    for state in steps[1:]:
+        state["grads"] = {value: state["grads"][value] for value in state["updated"]}
 
 
 # The practice page's question, beside the caption: a field for a number or a

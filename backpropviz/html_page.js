@@ -1,7 +1,8 @@
 /* backpropviz step-through page: replays the backward pass recorded in #bpv-data.
  * The SVG is draw's picture of step 0; data.frames holds, for every node and edge
- * whose drawing changes, its drawing from the step it changes on. Step k shows
- * draw's picture of step k. Nothing is computed here: it is all in the data. */
+ * whose drawing changes, its drawing from the step it changes on (what differs from
+ * its drawing at step 0). Step k shows draw's picture of step k. Nothing is computed
+ * here: it is all in the data. */
 (function () {
   "use strict";
   var SVG_NS = "http://www.w3.org/2000/svg";
@@ -9,6 +10,16 @@
   var root = document.getElementById("bpv");
   var svg = root.querySelector("#stage svg");
   var graph = svg.querySelector("g");
+  /* A step of a group's inside carries the gradients it changed: the ones known at
+   * step k are those of step k-1 with its changes. The page's own steps carry only
+   * the seeds (step 0): each value's gradients are in data.details. */
+  function known(list) {
+    list.forEach(function (state, k) {
+      if (k) { state.grads = Object.assign({}, list[k - 1].grads, state.grads); }
+    });
+  }
+  known(data.steps);
+  Object.keys(data.groups || {}).forEach(function (gid) { known(data.groups[gid].steps); });
   var steps = data.steps;
   var last = steps.length - 1;
   var slider = document.getElementById("slider");
@@ -19,8 +30,19 @@
   var timer = null;
   var shown = {};  // group id -> index of the version in the DOM
   // Each changing group's step-0 version is the one drawn in the SVG.
+  // A version carries what differs from the one before: [head, tail, middle] is its
+  // first `head` elements, then the elements `middle`, then its last `tail` elements.
   Object.keys(data.frames).forEach(function (id) {
     var group = byId(id);
+    var parts = Array.prototype.map.call(group.children, function (part) {
+      return part.outerHTML;
+    });
+    data.frames[id].forEach(function (version) {
+      var patch = version[2];
+      if (typeof patch === "string") { return; }
+      parts = parts.slice(0, patch[0]).concat(patch[2], parts.slice(parts.length - patch[1]));
+      version[2] = parts.join("");
+    });
     data.frames[id].unshift([0, group.getAttribute("class"), group.innerHTML]);
     shown[id] = 0;
   });
@@ -442,6 +464,12 @@
     return found;
   }
 
+  /* The gradient step `step` left a value with (a share that reads the same is not
+   * carried twice: its share is null). */
+  function leftAt(id, step) {
+    return data.details[id].grads.filter(function (version) { return version[0] === step; })[0][1];
+  }
+
   function sources(id) {
     var list = document.createElement("ul");
     list.className = "sources";
@@ -452,7 +480,9 @@
       item.textContent = (op ? "from " + op.symbol + " (" + op.op + " → " +
         data.values[op.result].name + (source.operand ? ", operand " + source.operand : "") +
         "), step " + source.step + ": " : "the seed: ") +
-        source.share.map(function (row) { return row.join(", "); }).join("; ");
+        (source.share || leftAt(id, source.step)).map(function (row) {
+          return row.join(", ");
+        }).join("; ");
       list.appendChild(item);
     });
     if (list.children.length > 1) {

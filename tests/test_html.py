@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import re
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -93,12 +94,19 @@ def test_embedded_state_is_the_irs(example):
     G = example("fork")
     page = to_html(G)
     data = json.loads(re.search(r'id="bpv-data">(.*?)</script>', page, re.S).group(1))
-    for state, step in zip(data["steps"][1:], backward_steps(G), strict=True):
+    assert data["steps"][0]["grads"] == {v: [[format_number(g)]]
+                                         for v, g in G.graph["seeds"].items()}
+    for index, (state, step) in enumerate(zip(data["steps"][1:], backward_steps(G),
+                                              strict=True), start=1):
         assert state["edges"] == [f"{u}->{v}#{k}" for u, v, k in step.edges]
         assert state["accumulated"] == list(step.accumulated)
-        assert {v: [cell for row in cells for cell in row]
-                for v, cells in state["grads"].items()} == \
-            {v: drawn(g) for v, g in step.grads.items()}
+        # Each value's gradients are carried once, whole, in its details: the one a
+        # step shows is the last one recorded by then.
+        known = {v: [cells for at, cells in detail["grads"] if at <= index][-1]
+                 for v, detail in data["details"].items()
+                 if any(at <= index for at, _ in detail["grads"])}
+        assert known == {v: [[cell.replace("-", "\u2212") for cell in row]
+                             for row in format_array(g, 15, 64)] for v, g in step.grads.items()}
 
 
 def test_render_html_writes_atomically(example, tmp_path):
@@ -191,6 +199,47 @@ def test_every_step_shows_exactly_the_irs_state(example, browser, tmp_path, name
         page.click("#prev")
         assert read_state(page, theme) == seen[index]
     assert requests == [path.as_uri()]  # no network, not even a favicon
+    assert errors == []
+    page.close()
+
+
+# The numbers of each value box and each contribution badge, in a gradient or dead-ReLU
+# colour, as the page shows them now.
+READ_BOXES = """([grad, dead]) => Object.fromEntries(
+  [...document.querySelectorAll('g.node.value, g.node.badge')].map(g => [g.id,
+    [...g.querySelectorAll('text')].filter(t => [grad, dead].includes(t.getAttribute('fill'))
+      && t.textContent.trim()).map(t => t.textContent)]).filter(([, texts]) => texts.length))"""
+
+
+def figure_boxes(svg: str, theme: str = "light") -> dict[str, list[str]]:
+    """READ_BOXES, read off a figure's SVG."""
+    palette = THEMES[theme]
+    ns = "{http://www.w3.org/2000/svg}"
+    boxes = {}
+    for group in ET.fromstring(svg).iter(f"{ns}g"):
+        kinds = (group.get("class") or "").split()
+        if "node" in kinds and ("value" in kinds or "badge" in kinds):
+            texts = [text.text for text in group.iter(f"{ns}text")
+                     if text.get("fill") in (palette.grad, palette.dead_text)
+                     and (text.text or "").strip()]
+            if texts:
+                boxes[group.get("id")] = texts
+    return boxes
+
+
+@pytest.mark.parametrize("name", ["fork", "d2l_mlp", "mlp3"])
+def test_the_pages_step_k_shows_the_numbers_of_the_step_k_figure(example, browser, tmp_path,
+                                                                  name):
+    # The page draws its steps together (one layout, each look drawn once); the figure
+    # of step k is drawn on its own, by dot: each box must read the same at every step.
+    G = example(name)
+    page, _, _, errors = open_page(browser, tmp_path, G, name)
+    palette = THEMES["light"]
+    for step in range(len(G.graph["backward_order"]) + 1):
+        if step:
+            page.keyboard.press("ArrowRight")
+        shown = page.evaluate(READ_BOXES, [palette.grad, palette.dead_text])
+        assert shown == figure_boxes(draw(G, step=step).svg), f"step {step}"
     assert errors == []
     page.close()
 

@@ -32,7 +32,7 @@ def test_the_page_takes_a_root_as_draw_does(tmp_path):
     page = to_html(names["c"], names=names)
     data = json.loads(re.search(r'<script type="application/json" id="bpv-data">(.*?)</script>',
                                 page, re.S).group(1))
-    last = data["steps"][-1]["grads"]
+    last = {value: detail["grads"][-1][1] for value, detail in data["details"].items()}
     by_name = {value["name"]: value_id for value_id, value in data["values"].items()}
     assert last[by_name["a"]] == [["24"]] and last[by_name["b"]] == [["12"]]
     path = render_html([names["c"]], tmp_path / "fork.html", names=names)

@@ -1,0 +1,124 @@
+"""Benchmark the step-through page and ``--steps`` against the SVG of the same script.
+
+Run with ``.venv/bin/python bench/page.py`` (``--repeats N`` for more rounds,
+``--checkout DIR`` to measure another checkout of backpropviz, e.g. main, in the
+same way). Each row is the command line run on one script, taken in turn with
+its anchor, ``backpropviz render SCRIPT -o figure.svg``, so the machine's load
+falls on both alike; the best of the rounds is kept:
+
+- the page (``-o page.html``) of a backprop-ninja-style script
+  (bench/scripts/backprop_ninja.py: 40 values, batch norm and the
+  cross-entropy written out by hand), in time and in bytes; targets <= 2x and
+  <= 3x its SVG;
+- the page of examples/mlp3.py, target <= 2x;
+- ``--steps DIR`` of a GRU cell over four inputs (bench/scripts/gru_steps.py,
+  one SVG per backward step), target <= 3x one SVG;
+- the backprop-ninja page opened in Chromium (until its load event, the page's
+  script run), against its SVG opened the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CHROMIUM = Path("/usr/bin/chromium")
+NINJA = HERE / "scripts" / "backprop_ninja.py"
+ROWS = [  # what, script, what is made, target
+    ("page of a backprop-ninja script", NINJA, ["-o", "page.html"], 2.0),
+    ("page of mlp3", ROOT / "examples" / "mlp3.py", ["-o", "page.html"], 2.0),
+    ("--steps of a GRU cell over 4 inputs", HERE / "scripts" / "gru_steps.py",
+     ["--steps", "steps"], 3.0),
+]
+
+
+class RenderError(Exception):
+    """The command line failed (its message says why)."""
+
+
+def render(checkout: Path, script: Path, made: list[str], folder: Path) -> float:
+    """Seconds the command line takes to make ``made`` from ``script``."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "backpropviz", "render", str(script), *made],
+                          cwd=folder, env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise RenderError(f"backpropviz render {script.name} {' '.join(made)} failed: "
+                     f"{done.stderr.strip()}")
+    return time.perf_counter() - start
+
+
+def size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.iterdir()) if path.is_dir() else path.stat().st_size
+
+
+def load_times(files: list[Path], repeats: int) -> list[float]:
+    """The best time Chromium takes to open each file, to its load event (ms)."""
+    from playwright.sync_api import sync_playwright
+
+    best = [float("inf")] * len(files)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM),
+                                             args=["--no-sandbox", "--disable-gpu"])
+        for _ in range(repeats):
+            for index, path in enumerate(files):
+                page = browser.new_page(viewport={"width": 1280, "height": 720})
+                start = time.perf_counter()
+                page.goto(path.as_uri(), wait_until="load")
+                best[index] = min(best[index], (time.perf_counter() - start) * 1000)
+                page.close()
+        browser.close()
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--checkout", type=Path, default=ROOT,
+                        help="the backpropviz checkout to measure (default: this one)")
+    parser.add_argument("--rows", default="1,2,3,4",
+                        help="which rows to measure (1-3: the table's, 4: Chromium)")
+    args = parser.parse_args()
+    rows = {int(n) for n in args.rows.split(",")}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        print(f"backpropviz at {args.checkout}, best of {args.repeats}")
+        print(f"{'what':40} {'time':>8} {'its SVG':>8} {'ratio':>6} {'target':>7}"
+              f" {'bytes':>10} {'ratio':>6}")
+        for number, (what, script, made, target) in enumerate(ROWS, start=1):
+            if number not in rows:
+                continue
+            times, anchors = [], []
+            try:
+                for _ in range(args.repeats):
+                    anchors.append(render(args.checkout, script, ["-o", "figure.svg"], folder))
+                    times.append(render(args.checkout, script, made, folder))
+            except RenderError as failure:
+                print(f"{what:40} {failure}", flush=True)
+                continue
+            ours, anchor = min(times), min(anchors)
+            out = folder / made[1]
+            made_bytes = size(out)
+            line = (f"{what:40} {ours:7.2f}s {anchor:7.2f}s {ours / anchor:5.2f}x "
+                    f"{target:6.1f}x {made_bytes:10,}")
+            if out.is_file():
+                line += f" {made_bytes / size(folder / 'figure.svg'):5.2f}x"
+            print(line, flush=True)
+        if CHROMIUM.exists() and 4 in rows:
+            render(args.checkout, NINJA, ["-o", "ninja.html"], folder)
+            render(args.checkout, NINJA, ["-o", "ninja.svg"], folder)
+            page, svg = load_times([folder / "ninja.html", folder / "ninja.svg"],
+                                   max(args.repeats, 3))
+            print(f"{'the ninja page opened in Chromium':40} {page:6.0f}ms {svg:6.0f}ms "
+                  f"{page / svg:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
