@@ -30,7 +30,7 @@ __all__ = ["HELD_EXTRA", "HOLD_FLOOR", "READING_CPS", "Pace", "durations", "fact
 
 # A cue stays until it can be read at READING_CPS characters a second, and never
 # less than HOLD_FLOOR seconds; a held beat stays HELD_EXTRA seconds more.
-READING_CPS, HOLD_FLOOR, HELD_EXTRA = 17.0, 2.0, 1.2
+READING_CPS, HOLD_FLOOR, HELD_EXTRA = 17.0, 2.0, 1.0
 # A brief step shows its rule only if it is at most this long (a long rule, like
 # divide's, is read in the equation itself: ∂L/∂L / 2 = 1 / 2 = 0.5).
 SHORT_RULE = 48
@@ -153,5 +153,5 @@ def durations(pace: Pace, speed: float) -> Mapping[str, float]:
     """The seconds of each part of a share's motion at ``pace`` and ``speed``: the
     upstream gradient's travel, its meeting the local derivative, the product's landing."""
     return {part: seconds * pace.motion / speed
-            for part, seconds in (("travel", 0.8), ("meet", 0.55), ("land", 0.55),
-                                  ("sum", 0.6))}
+            for part, seconds in (("travel", 0.7), ("meet", 0.45), ("land", 0.45),
+                                  ("sum", 0.5))}

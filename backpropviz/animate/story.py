@@ -158,6 +158,7 @@ class StepCaption(VGroup):
         self.rule = store.text(rule, RULE_EM, palette.muted) if rule else None
         self.lines: list[VGroup] = []
         self.line_texts: list[str] = []
+        self.line_terms: list[list[tuple[Term, VGroup]]] = []
         self.terms: dict[Any, list[tuple[Term, VGroup]]] = {}
         for key, terms in lines:
             text = " ".join(term.text for term in terms)
@@ -165,12 +166,14 @@ class StepCaption(VGroup):
             line = store.text(text, WORKED_EM, palette.text)
             glyphs, at = list(line.submobjects), 0
             parts = VGroup()
+            self.line_terms.append([])
             for term in terms:
                 count = len("".join(term.text.split()))
                 part = VGroup(*glyphs[at:at + count]).set_color(colours[term.role])
                 at += count
                 parts.add(part)
                 self.terms.setdefault(key, []).append((term, part))
+                self.line_terms[-1].append((term, part))
             self.lines.append(parts)
         self.add(*([self.rule] if self.rule else []), *self.lines)
         self.arrange(DOWN, buff=0.12)
