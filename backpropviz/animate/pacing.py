@@ -4,7 +4,8 @@ Read from the IR and the captions alone (no manim), so the pacing can be
 checked without drawing a frame. A beat is one of:
 
 - ``held``: the seed, a fork (a value's gradients add up within the pass), a dead
-  ReLU, the closing parameter gradients: the surprising moments, held longer;
+  ReLU, the last step when it gives parameters their gradients: the surprising
+  moments and the closing one, held longer;
 - ``brief``: a step whose rule only passes the gradient on (``+``, ``−``, ``Σ``),
   or divides it by a constant (``÷ 2``): quick, with its rule shown only if short;
 - ``again``: a rule the viewer has seen already: quicker, its rule not repeated;
@@ -108,7 +109,9 @@ def pace_of(G: nx.MultiDiGraph, step: Any, rules_seen: set[str], last: bool) -> 
     seen = name in rules_seen
     rules_seen.add(name)
     forked = any(G.nodes[u].get("role") != "const" for u in step.accumulated)
-    if forked or _dead(G, step.op) or last:
+    # The last step that gives parameters their gradients closes the lesson.
+    closing = last and any(G.nodes[u].get("role") == "param" for u, _, _ in step.edges)
+    if forked or _dead(G, step.op) or closing:
         return _pace("held", seen)
     if _brief(G, step):
         return _pace("brief", seen)

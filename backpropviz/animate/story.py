@@ -190,6 +190,11 @@ class StepCaption(VGroup):
         self.shown.extend(term.text for term, _ in found)
         return [part.animate.set_fill(opacity=1) for _, part in found]
 
+    def adds(self, edge: tuple) -> bool:
+        """Whether the caption adds ``edge``'s share to the gradient there (a fork's sum
+        line ``∂c/∂b = 6 + 6 = 12``), as the engine did."""
+        return any(term.phase == "share" for term, _ in self.terms.get((edge, "sum"), []))
+
     def text(self) -> str:
         """The caption's words as on screen when all is shown: the rule, then a line each."""
         return "\n".join([*([self.rule_text] if self.rule else []), *self.line_texts])
@@ -310,6 +315,18 @@ def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, stop: bool) -> N
                                                    run_time=seconds["land"] * 0.6)),
                    scene.mark_value(u, label), *on_edge, *caption.reveal(edge, "land"),
                    run_time=seconds["land"])
+        _land(scene, u, label)
+        return
+    if not caption.adds(edge):
+        # The engine did not add the share to the gradient there (a student's engine
+        # that overwrote it; the caption says so): the share takes its place.
+        label = box.grad_label(G.edges[edge]["running"], scene.dead_values.get(u))
+        scene.play(Succession(ReplacementTransform(flying, product,
+                                                   run_time=seconds["land"] * 0.4),
+                              ReplacementTransform(product, label,
+                                                   run_time=seconds["land"] * 0.6)),
+                   FadeOut(old), scene.mark_value(u, label), *on_edge,
+                   *caption.reveal(edge, "land"), run_time=seconds["land"])
         _land(scene, u, label)
         return
     scene.play(ReplacementTransform(flying, product), *on_edge, *caption.reveal(edge, "land"),
