@@ -18,7 +18,7 @@ import manim
 
 from backpropviz import Value
 from backpropviz.animate import pacing
-from backpropviz.animate.story import StepCaption, line_terms, sum_terms
+from backpropviz.animate.story import PHASES, StepCaption, line_terms, sum_terms
 from backpropviz.animate.sweep import BackpropScene
 from backpropviz.captions import step_captions
 from backpropviz.formatting import MAX_ITEMS, format_array
@@ -148,7 +148,7 @@ def test_a_line_splits_into_the_terms_of_its_motion_in_order():
     assert [t.phase for t in terms] == ["travel"] * 5 + ["meet"] * 4 + ["land"] * 2
     # A fork's sum: the share beside the gradient so far, then their sum.
     total = sum_terms("∂c/∂b = 6 + 6 = 12")
-    assert [(t.text, t.phase) for t in total][-2:] == [("=", "sum"), ("12", "sum")]
+    assert [(t.text, t.phase) for t in total][-2:] == [("=", "total"), ("12", "total")]
     assert all(t.phase == "share" for t in total[:-2])
 
 
@@ -179,7 +179,7 @@ def test_each_share_carries_the_recorded_upstream_and_lands_as_the_recorded_prod
 
 
 def test_the_captions_terms_appear_in_the_order_of_the_motion(add_mul_told, fork_told):
-    order = {phase: i for i, phase in enumerate(("travel", "meet", "land", "share", "sum"))}
+    order = {phase: i for i, phase in enumerate(PHASES)}
     for G, scene in (add_mul_told, fork_told):
         captions = step_captions(G)
         for step in backward_steps(G):

@@ -157,4 +157,4 @@ def durations(pace: Pace, speed: float) -> Mapping[str, float]:
     upstream gradient's travel, its meeting the local derivative, the product's landing."""
     return {part: seconds * pace.motion / speed
             for part, seconds in (("travel", 0.7), ("meet", 0.45), ("land", 0.45),
-                                  ("sum", 0.5))}
+                                  ("total", 0.5))}

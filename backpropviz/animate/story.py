@@ -51,17 +51,16 @@ __all__ = ["PHASES", "StepCaption", "Term", "add_share", "gate_stop", "line_term
 # When a term appears: as the upstream gradient sets off (the equation itself), as it
 # meets the local derivative (the numbers put in), as the product lands (the share),
 # as a fork's share arrives beside the gradient so far, and as their sum replaces them.
-PHASES = ("travel", "meet", "land", "share", "sum")
-# What a term's colour says: a gradient (the one being computed, the upstream one),
-# a forward value the local derivative reads, an operator, a note on the engine.
-ROLES = ("gradient", "upstream", "local", "operator", "note")
+PHASES = ("travel", "meet", "land", "share", "total")
 _OPERATORS = {"·", "⊙", "×", "/", "+", "−", "=", "+=", "÷", "@"}
 
 
 @dataclass(frozen=True)
 class Term:
-    """A piece of a worked line: its ``text``, what it is (``role``, one of ROLES) and
-    when it appears (``phase``, one of PHASES)."""
+    """A piece of a worked line: its ``text``, what it is (``role``: "gradient", the one
+    computed; "upstream", the one arriving; "local", a forward value the local
+    derivative reads; "operator"; "note", on what the engine did) and when it appears
+    (``phase``, one of PHASES)."""
 
     text: str
     role: str
@@ -136,12 +135,12 @@ def sum_terms(line: str) -> list[Term]:
     left, sign, rest = line.partition(" = ")
     terms_, _, total = rest.rpartition(" = ")
     if not sign or not terms_ or " + " not in terms_:
-        return [Term(line, "note", "sum")]  # what an engine did instead of adding
+        return [Term(line, "note", "total")]  # what an engine did instead of adding
     before, _, share = terms_.partition(" + ")
     return [Term(left, "gradient", "share"), Term("=", "operator", "share"),
             Term(before, "gradient", "share"), Term("+", "operator", "share"),
-            Term(share, "upstream", "share"), Term("=", "operator", "sum"),
-            Term(total, "gradient", "sum")]
+            Term(share, "upstream", "share"), Term("=", "operator", "total"),
+            Term(total, "gradient", "total")]
 
 
 class StepCaption(VGroup):
@@ -193,7 +192,7 @@ class StepCaption(VGroup):
     def adds(self, edge: tuple) -> bool:
         """Whether the caption adds ``edge``'s share to the gradient there (a fork's sum
         line ``∂c/∂b = 6 + 6 = 12``), as the engine did."""
-        return any(term.phase == "share" for term, _ in self.terms.get((edge, "sum"), []))
+        return any(term.phase == "share" for term, _ in self.terms.get((edge, "total"), []))
 
     def text(self) -> str:
         """The caption's words as on screen when all is shown: the rule, then a line each."""
@@ -204,7 +203,7 @@ class StepCaption(VGroup):
 def step_caption(G: Any, step: Any, caption: Caption, rule: str, store: TextStore,
                  palette: Theme, precision: int) -> StepCaption:
     """The caption of backward ``step`` with its terms split: each share's line keyed by
-    its edge, then its sum line keyed by ``(edge, "sum")``; the seed's lines by "seed"."""
+    its edge, then its sum line keyed by ``(edge, "total")``; the seed's lines by "seed"."""
     if step is None:
         return StepCaption(store, palette, rule, [
             ("seed", [Term(line, "gradient", "travel")]) for line in caption.worked])
@@ -221,7 +220,7 @@ def step_caption(G: Any, step: Any, caption: Caption, rule: str, store: TextStor
         g_first = template.lstrip("(−").startswith("$g")
         result = number_text(G.edges[edge]["grad"], precision)
         lines.append((edge, line_terms(worked[0], written, g_first, result)))
-        lines.extend(((edge, "sum"), sum_terms(line)) for line in worked[1:])
+        lines.extend(((edge, "total"), sum_terms(line)) for line in worked[1:])
     if not caption.edges:
         lines = [("none", [Term(line, "note", "travel")]) for line in caption.worked]
     return StepCaption(store, palette, rule, lines)
@@ -243,12 +242,15 @@ def _part(path: VMobject, end: float) -> VMobject:
     return piece
 
 
-def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, stop: bool) -> None:
+def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, *, stop: bool,
+                fork: bool) -> None:
     """Play one share of ``step``: the upstream gradient travels from the result's slot
     back along the edges to near the operand, meets the local derivative's factors, and
     the product the IR recorded on ``edge`` lands in the operand's slot (at a fork,
     beside the gradient so far, then their recorded sum); ``stop``: a dead ReLU, where
-    it stops at a bar instead. The caption's terms appear as the motion reaches them."""
+    it stops at a bar instead; ``fork``: the operand sends its value to several ops,
+    so the share stays written on its edge too. The caption's terms appear as the
+    motion reaches them."""
     G, diagram, palette = scene.graph, scene.diagram, scene.palette
     caption: StepCaption = scene.caption
     seconds = durations(pace, scene.speed)
@@ -305,7 +307,7 @@ def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, stop: bool) -> N
                     box.em, palette.grad, bracketed=box.bracketed, dead=dead,
                     dead_color=palette.dead_text, dead_fill=palette.dead_fill)
     product.move_to(meeting).set_z_index(Z_FLYING)
-    on_edge = [FadeIn(scene.edge_label(edge), scale=1.3)] if scene._is_fork(u) else []
+    on_edge = [FadeIn(scene.edge_label(edge), scale=1.3)] if fork else []
     old = scene.grad_labels.get(u)
     if old is None:
         label = box.grad_label(G.edges[edge]["running"], scene.dead_values.get(u))
@@ -354,13 +356,13 @@ def add_share(scene: Any, u: Any, edge: tuple, share: Table, seconds: dict) -> N
     scene.bring_to_front(old)
     scene.play(FadeIn(plate), old.animate.move_to(row[0]).scale(row[0].width / old.width),
                FadeIn(plus), share.animate.move_to(row[2]).scale(row[2].width / share.width),
-               *caption.reveal((edge, "sum"), "share"), run_time=seconds["sum"])
+               *caption.reveal((edge, "total"), "share"), run_time=seconds["total"])
     scene.timeline.append(("share", edge, scene.time))
-    scene.wait(seconds["sum"] / 2)
+    scene.wait(seconds["total"] / 2)
     new = box.grad_label(scene.graph.edges[edge]["running"], scene.dead_values.get(u))
     parts = VGroup(old, plus, share).set_z_index(Z_FLYING)
     scene.play(ReplacementTransform(parts, new), FadeOut(plate), scene.mark_value(u, new),
-               *caption.reveal((edge, "sum"), "sum"), run_time=seconds["sum"])
+               *caption.reveal((edge, "total"), "total"), run_time=seconds["total"])
     scene.marks.remove(plate)
     _land(scene, u, new)
 
@@ -378,15 +380,16 @@ def _outline(mobject: VMobject, colour: str, scale: float) -> VMobject:
     return frame.set_stroke(colour, opacity=0.9).move_to(mobject).set_z_index(Z_MARK)
 
 
-def seed_story(scene: Any, seconds: float) -> None:
-    """The seed: a 1 appears in blue at each root as its caption appears."""
+def seed_story(scene: Any, seconds: float, queued: Sequence[Any]) -> None:
+    """The seed: a 1 appears in blue at each root as its caption appears (with the
+    ``queued`` animations: the caption coming in)."""
     caption: StepCaption = scene.caption
     labels = []
     for value, seed in scene.graph.graph.get("seeds", {}).items():
         label = scene.diagram.values[value].grad_label(seed)
         scene.grad_labels[value] = label
         labels.extend([scene.mark_value(value, label), FadeIn(label, scale=1.6)])
-    scene.play(*scene._pending(), *labels, *caption.reveal("seed", "travel"),
+    scene.play(*queued, *labels, *caption.reveal("seed", "travel"),
                run_time=seconds)
     scene.timeline.extend(("gradient", value, scene.time) for value in scene.grad_labels)
 

@@ -433,7 +433,7 @@ class BackpropScene(MovingCameraScene):
         start = self.time
         self.pace = seed_pace()
         self.set_caption(0)
-        seed_story(self, self.t(0.9))
+        seed_story(self, self.t(0.9), self._pending())
         self.hold(start)
         self.cue(self.caption_text, start)
         self._tick()
@@ -461,7 +461,7 @@ class BackpropScene(MovingCameraScene):
         """Wait until the words shown since ``start`` (and their notes) can be read
         (pacing.reading_time), and longer on a held beat, at the scene's speed."""
         text = "\n".join([self.caption_text, *self.cue_notes])
-        pace: Pace | None = self.__dict__.get("pace")
+        pace: Pace | None = self.__dict__.get("pace")  # (set by the seed and each step)
         needed = self.t(reading_time(text) + (pace.extra if pace is not None else 0.0))
         self.wait(frames_up(max(self.t(0.3), needed - (self.time - start)), config.frame_rate))
 
@@ -484,7 +484,8 @@ class BackpropScene(MovingCameraScene):
             self.play(self._gate_note(self.diagram.ops[step.op]),
                       run_time=self.t(0.4) * self.pace.motion)
         for edge in sending:
-            share_story(self, step, edge, self.pace, stop=edge in stops)
+            share_story(self, step, edge, self.pace, stop=edge in stops,
+                        fork=self._is_fork(edge[0]))
 
     # ------------------------------------------------------------ pieces
 
