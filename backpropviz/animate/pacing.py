@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from string import Template
 from typing import Any
 
@@ -27,7 +27,8 @@ from .. import ops
 from ..captions import Caption
 
 __all__ = ["HELD_EXTRA", "HOLD_FLOOR", "READING_CPS", "Pace", "durations", "factor_sources",
-           "forward_pace", "frames_up", "pace_of", "reading_time", "seed_pace", "shown_rule"]
+           "forward_pace", "frames_up", "pace_of", "reading_time", "seed_pace", "share_pace",
+           "shown_rule"]
 
 # A cue stays until it can be read at READING_CPS characters a second, and never
 # less than HOLD_FLOOR seconds; a held beat stays HELD_EXTRA seconds more.
@@ -61,7 +62,17 @@ class Pace:
 
 
 def _pace(kind: str, seen: bool = False) -> Pace:
-    return Pace(kind, _MOTION[kind], HELD_EXTRA if kind == "held" else 0.0, seen)
+    # A held step of a rule seen before is held for its words; its motion is known.
+    motion = _MOTION["again"] if kind == "held" and seen else _MOTION[kind]
+    return Pace(kind, motion, HELD_EXTRA if kind == "held" else 0.0, seen)
+
+
+def share_pace(pace: Pace, index: int) -> Pace:
+    """The pace of a step's share number ``index`` (0: the first): after the first,
+    the same rule is seen again, so it moves at the pace of a rule seen before."""
+    if index == 0:
+        return pace
+    return replace(pace, motion=min(pace.motion, _MOTION["again"]))
 
 
 def factor_sources(G: nx.MultiDiGraph, step: Any, edge: tuple) -> list[Any]:

@@ -47,7 +47,16 @@ from .mobjects import (
     TextStore,
 )
 from .motion import dead_unit_note, parallel, pulse, ring_over
-from .pacing import Pace, forward_pace, frames_up, pace_of, reading_time, seed_pace, shown_rule
+from .pacing import (
+    Pace,
+    forward_pace,
+    frames_up,
+    pace_of,
+    reading_time,
+    seed_pace,
+    share_pace,
+    shown_rule,
+)
 from .screen import (
     CAPTION_EM,
     CAPTION_Y,
@@ -483,8 +492,8 @@ class BackpropScene(MovingCameraScene):
         if self.diagram.ops[step.op].dead and not stops:
             self.play(self._gate_note(self.diagram.ops[step.op]),
                       run_time=self.t(0.4) * self.pace.motion)
-        for edge in sending:
-            share_story(self, step, edge, self.pace, stop=edge in stops,
+        for index, edge in enumerate(sending):
+            share_story(self, step, edge, share_pace(self.pace, index), stop=edge in stops,
                         fork=self._is_fork(edge[0]))
 
     # ------------------------------------------------------------ pieces
