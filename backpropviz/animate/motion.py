@@ -13,22 +13,17 @@ from manim import (
     AnimationGroup,
     Circle,
     Dot,
-    FadeIn,
-    FadeOut,
-    MoveAlongPath,
     ShowPassingFlash,
-    Succession,
     VGroup,
     VMobject,
     Wait,
-    linear,
     rate_functions,
 )
 
 from ..style import LABEL_PT, Theme
 from .mobjects import Z_BADGE, Z_MARK, Z_PULSE, OpNode, TextStore, pen_width
 
-__all__ = ["dead_unit_note", "overlap", "parallel", "pulse", "ring_over", "stopped"]
+__all__ = ["dead_unit_note", "flash", "overlap", "parallel", "pulse", "ring_over", "stop_bar"]
 
 
 def ring_over(op: OpNode, color: str, fill: str) -> VGroup:
@@ -52,26 +47,28 @@ def pulse(path: VMobject, color: str, run_time: float, scale: float,
                           run_time=run_time)
 
 
-def stopped(path: VMobject, palette: Theme, store: TextStore, scale: float,
-            speed: float) -> tuple[Succession, list[VMobject]]:
-    """A dead ReLU: the pulse leaves the op along ``path``, hits a bar and fades:
-    nothing passes. The animation, and the bar and its words, which stay."""
-    stop = path.point_from_proportion(0.3)
-    direction = path.point_from_proportion(0.31) - stop
+def flash(path: VMobject, color: str, scale: float, width: float = 2.2) -> ShowPassingFlash:
+    """A flash of ``path`` in ``color`` running along it, as a number travels it
+    (``scale``: scene units per point)."""
+    lit = path.copy().set_stroke(color, width=pen_width(width * 1.6, scale))
+    return ShowPassingFlash(lit.set_z_index(Z_MARK), time_width=0.6,
+                            rate_func=rate_functions.ease_in_out_sine)
+
+
+def stop_bar(path: VMobject, at: float, palette: Theme, store: TextStore,
+             scale: float) -> list[VMobject]:
+    """A dead ReLU: a bar across ``path`` at proportion ``at`` and "no gradient" under
+    it, where the gradient stops (they stay for the step)."""
+    stop = path.point_from_proportion(at)
+    direction = path.point_from_proportion(min(1.0, at + 0.01)) - stop
     direction /= max(np.linalg.norm(direction), 1e-9)
     normal = np.array([-direction[1], direction[0], 0.0])
     half = 9 * scale
     bar = VMobject().set_points_as_corners([stop + normal * half, stop - normal * half])
     bar.set_stroke(palette.dead_line, width=pen_width(4.0, scale))
-    cross = store.text("no gradient", LABEL_PT * scale, palette.dead_text)
-    cross.next_to(bar, DOWN, buff=3 * scale)
-    marks = [bar.set_z_index(Z_BADGE), cross.set_z_index(Z_BADGE)]
-    short = VMobject()
-    short.pointwise_become_partial(path, 0, 0.28)
-    dot = Dot(short.get_start(), radius=3.2 * scale, color=palette.grad).set_z_index(Z_PULSE)
-    return Succession(FadeIn(VGroup(bar, cross), run_time=0.3 / speed),
-                      MoveAlongPath(dot, short, rate_func=linear, run_time=0.4 / speed),
-                      FadeOut(dot, scale=2.5, run_time=0.2 / speed)), marks
+    words = store.text("no gradient", LABEL_PT * scale, palette.dead_text)
+    words.next_to(bar, DOWN, buff=3 * scale)
+    return [bar.set_z_index(Z_BADGE), words.set_z_index(Z_BADGE)]
 
 
 def dead_unit_note(op: OpNode, boxes: Sequence[VMobject], palette: Theme, store: TextStore,

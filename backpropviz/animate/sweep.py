@@ -12,7 +12,6 @@ import networkx as nx
 import numpy as np
 from manim import (
     DOWN,
-    RIGHT,
     UP,
     AnimationGroup,
     Create,
@@ -20,11 +19,9 @@ from manim import (
     FadeOut,
     LaggedStart,
     MovingCameraScene,
-    ReplacementTransform,
     RoundedRectangle,
     Succession,
     SurroundingRectangle,
-    Transform,
     VGroup,
     VMobject,
     config,
@@ -42,23 +39,30 @@ from ..views import drawn_graph
 from .formats import AnimateError
 from .mobjects import (
     Z_BADGE,
-    Z_FLYING,
     Z_MARK,
     Z_NUMBER,
-    EdgeArrow,
     GraphMobject,
     OpNode,
     Table,
     TextStore,
 )
-from .motion import dead_unit_note, parallel, pulse, ring_over, stopped
+from .motion import dead_unit_note, parallel, pulse, ring_over
+from .pacing import (
+    Pace,
+    forward_pace,
+    frames_up,
+    pace_of,
+    reading_time,
+    seed_pace,
+    share_pace,
+    shown_rule,
+)
 from .screen import (
     CAPTION_EM,
     CAPTION_Y,
     RESULT_GAP,
     RULE_Y,
     TITLE_Y,
-    caption_block,
     meter_block,
     note_line,
     parameter_results,
@@ -66,6 +70,7 @@ from .screen import (
     results_text,
     title_block,
 )
+from .story import gate_stop, seed_story, share_story, step_caption
 
 __all__ = ["BackpropScene", "parameter_results"]
 
@@ -81,11 +86,9 @@ PAN_MARGIN = 0.6
 # The final overview of a graph wider than the frame: the graph fitted to the
 # frame with this margin (screen units), the parameters' gradients beneath it.
 OVERVIEW_MARGIN = 0.35
-# Pacing: a caption stays until it can be read at READING_CPS characters a
-# second, and never less than HOLD_FLOOR seconds; the forward pass, which has
-# no caption to read, plays at FORWARD_PACE of the backward's speed's times.
-# A rule read once (add passes the gradient...) is known at a glance after.
-READING_CPS, HOLD_FLOOR, FORWARD_PACE = 17.0, 2.0, 0.6
+# Pacing (pacing.py says how long each backward beat is held); the forward pass,
+# which has no caption to read, plays at FORWARD_PACE of the backward's times.
+FORWARD_PACE = 0.6
 
 
 class BackpropScene(MovingCameraScene):
@@ -410,7 +413,8 @@ class BackpropScene(MovingCameraScene):
         incoming = [diagram.edges[e] for e in G.in_edges(op, keys=True)]
         (result_edge,) = G.out_edges(op, keys=True)
         result = result_edge[1]
-        pace = FORWARD_PACE
+        pace = FORWARD_PACE * forward_pace(G.nodes[op]["op"],
+                                           self.__dict__.setdefault("forward_seen", set()))
         dots = [self._pulse(edge.forward_path(), palette.text, 0.7 * pace) for edge in incoming]
         ring = ring_over(diagram.ops[op], palette.text, palette.op_fill).set_z_index(Z_MARK)
         label = self.data_labels[result] = diagram.values[result].data_label()
@@ -436,27 +440,26 @@ class BackpropScene(MovingCameraScene):
     def play_seed(self) -> None:
         """A 1 appears at each root, in blue: the derivative of the output by itself."""
         start = self.time
+        self.pace = seed_pace()
         self.set_caption(0)
-        labels = []
-        for value, seed in self.graph.graph.get("seeds", {}).items():
-            label = self.diagram.values[value].grad_label(seed)
-            self.grad_labels[value] = label
-            labels.extend([self.mark_value(value, label), FadeIn(label, scale=1.6)])
-        self.play(*self._pending(), *labels, run_time=self.t(0.9))
-        self.timeline.extend(("gradient", value, self.time) for value in self.grad_labels)
+        seed_story(self, self.t(0.9), self._pending())
         self.hold(start)
         self.cue(self.caption_text, start)
         self._tick()
 
     def play_step(self, step: Any) -> None:
-        """One op of the backward pass: highlight, local rule, pulses, new gradients."""
+        """One op of the backward pass, paced by what it means (pacing.py): the op lit,
+        then each share moving along its edges as the caption's terms appear (story.py)."""
         start = self.time
         self.timeline.append(("step", step.op, start))
+        self.pace = pace_of(self.graph, step, self.rules_read,
+                            last=bool(self.steps) and step is self.steps[-1])
+        self.__dict__.setdefault("paces", {})[step.index] = self.pace  # (by step, for reading)
         self.clear_marks()
         self.focus(self._around(step.op))
-        self.set_caption(step.index)
+        self.set_caption(step.index, step)
         self.highlight_op(step.op)
-        self.play(*self._pending(), run_time=self.t(0.6))
+        self.play(*self._pending(), run_time=self.t(0.5) * self.pace.motion)
         self.send_gradients(step)
         self.show_meter(self.memory.backward[step.index - 1])
         self.hold(start)
@@ -464,15 +467,12 @@ class BackpropScene(MovingCameraScene):
         self._tick()
 
     def hold(self, start: float) -> None:
-        """Wait until the caption shown since ``start`` (and its notes) can be read:
-        its length at READING_CPS, at least HOLD_FLOOR seconds, at the scene's speed."""
+        """Wait until the words shown since ``start`` (and their notes) can be read
+        (pacing.reading_time), and longer on a held beat, at the scene's speed."""
         text = "\n".join([self.caption_text, *self.cue_notes])
-        first, _, rest = text.partition("\n")
-        if rest and first in self.rules_read:
-            text = rest
-        self.rules_read.add(first)
-        needed = self.t(max(HOLD_FLOOR, len(text) / READING_CPS))
-        self.wait(max(self.t(0.3), needed - (self.time - start)))
+        pace: Pace | None = self.__dict__.get("pace")  # (set by the seed and each step)
+        needed = self.t(reading_time(text) + (pace.extra if pace is not None else 0.0))
+        self.wait(frames_up(max(self.t(0.3), needed - (self.time - start)), config.frame_rate))
 
     def cue(self, text: str, start: float) -> None:
         """The subtitle of the beat since ``start``: ``text``, the words on screen."""
@@ -481,85 +481,20 @@ class BackpropScene(MovingCameraScene):
         self.add_subcaption(text, duration=self.time - start, offset=start - self.time)
 
     def send_gradients(self, step: Any) -> None:
-        """Blue pulses run each operand edge against the arrow; the operands' gradients
-        appear; at a fork the new contribution is added (+=) to the old gradient."""
-        G, diagram, palette = self.graph, self.diagram, self.palette
-        # (a constant's share is not shown, as the pictures do not show its gradient)
+        """Each share of the step in turn (story.share_story): the upstream gradient
+        travels back to near the operand, meets the local derivative, and the product
+        lands in the operand's slot, added to what is there at a fork; at a dead ReLU it
+        stops at the gate. A constant's share is not shown, as in the pictures."""
+        G = self.graph
         sending = [(u, v, k) for u, v, k in step.edges if G.edges[u, v, k].get("grad") is not None
                    and G.nodes[u].get("role") != "const"]
-        op_node = diagram.ops[step.op]
-        pulses, stops = [], []
-        for edge in sending:
-            dead = self.dead_edges.get(edge)
-            if op_node.dead and dead is not None and bool(np.all(dead)):
-                stops.append(edge)
-            else:
-                pulses.append(self._pulse(diagram.edges[edge].backward_path(), palette.grad,
-                                          0.9, width=2.2))
-        animations = list(pulses)
-        for edge in stops:
-            animations.append(self._stopped(diagram.edges[edge]))
-        if op_node.dead and not stops:
-            animations.append(self._gate_note(op_node))
-        if animations:
-            self.play(*animations, run_time=self.t(0.9))
-        # Per operand, the edges it received a contribution on in this step.
-        received: dict[Any, list[tuple]] = {}
-        for edge in sending:
-            received.setdefault(edge[0], []).append(edge)
-        appear, forks = [], []
-        for u, edges in received.items():
-            fork = self._is_fork(u)
-            if fork:
-                appear.extend(FadeIn(self.edge_label(edge), scale=1.3) for edge in edges)
-            if u in self.grad_labels:
-                forks.append((u, edges))
-                continue
-            # A first gradient: the step's sum, or at a fork the first edge's
-            # contribution alone (the IR's number for that edge).
-            first = step.grads[u] if len(edges) == 1 else G.edges[edges[0]]["grad"]
-            dead = self.dead_values.get(u) if len(edges) == 1 else self.dead_edges.get(edges[0])
-            label = diagram.values[u].grad_label(first, dead)
-            self.grad_labels[u] = label
-            appear.extend([self.mark_value(u, label), FadeIn(label, scale=1.4)])
-            if len(edges) > 1:
-                forks.append((u, edges[1:]))
-        if appear:
-            self.play(*appear, run_time=self.t(0.6))
-        self.timeline.extend(("gradient", u, self.time) for u in received
-                             if all(u != pending for pending, _ in forks))
-        for u, edges in forks:
-            self.accumulate(u, edges, step)
-
-    def accumulate(self, u: Any, edges: Sequence[tuple], step: Any) -> None:
-        """A fork: ``+=`` the contributions of ``edges`` (shown on the edges) next to
-        the gradient so far, then the sum replaces it."""
-        box = self.diagram.values[u]
-        old = self.grad_labels[u]
-        new = box.grad_label(step.grads[u], self.dead_values.get(u))
-        plus = self.store.text("+=", box.em, self.palette.grad)
-        flying = VGroup(*(self.edge_label(edge).copy() for edge in edges))
-        # The badge "+= contribution" sits just above the box's gradient slot.
-        badge = VGroup(plus, *(label.copy() for label in flying)).arrange(RIGHT,
-                                                                         buff=0.25 * box.em)
-        plate = RoundedRectangle(corner_radius=0.15 * box.em, width=badge.width + 0.4 * box.em,
-                                 height=badge.height + 0.25 * box.em, stroke_width=1.5)
-        plate.set_fill(self.palette.label_fill, 1).set_stroke(self.palette.grad, opacity=0.6)
-        badge = VGroup(plate.move_to(badge), badge).set_z_index(Z_BADGE)
-        flying.set_z_index(Z_FLYING)
-        badge.next_to(box.frame, UP, buff=0.1 * box.em).set_x(box.grad_slot[0])
-        self.play(FadeIn(badge[0]), FadeIn(plus),
-                  *(Transform(label, target)
-                    for label, target in zip(flying, badge[1][1:], strict=True)),
-                  run_time=self.t(0.7))
-        self.wait(self.t(0.3))
-        self.bring_to_front(old)
-        self.play(self.mark_value(u, new), FadeOut(badge[0]), FadeOut(plus),
-                  *(label.animate.move_to(old).set_opacity(0) for label in flying),
-                  ReplacementTransform(old, new), run_time=self.t(0.7))
-        self.grad_labels[u] = new
-        self.remove(*flying)
-        self.timeline.append(("gradient", u, self.time))
+        stops = gate_stop(self, step, sending)
+        if self.diagram.ops[step.op].dead and not stops:
+            self.play(self._gate_note(self.diagram.ops[step.op]),
+                      run_time=self.t(0.4) * self.pace.motion)
+        for index, edge in enumerate(sending):
+            share_story(self, step, edge, share_pace(self.pace, index), stop=edge in stops,
+                        fork=self._is_fork(edge[0]))
 
     # ------------------------------------------------------------ pieces
 
@@ -588,13 +523,18 @@ class BackpropScene(MovingCameraScene):
         self.meter_shown.append(step.bytes_held)
         self.add(meter)
 
-    def set_caption(self, index: int) -> None:
-        """Queue the caption of backward step ``index`` (its rule and its equation)."""
+    def set_caption(self, index: int, step: Any = None) -> None:
+        """Queue the caption of backward step ``index`` (``step``, None for the seed): its
+        rule as pacing shows it, then its worked lines, their terms hidden until the
+        motion reaches them (story.py)."""
         caption = self.captions[index]
-        new = caption_block(self.store, self.palette, caption)
+        rule = caption.rule if step is None else shown_rule(self.graph, step, caption,
+                                                           self.pace)
+        new = step_caption(self.graph, step, caption, rule, self.store, self.palette,
+                           self.precision)
         self.place(new, 0, RULE_Y + 0.2 - new.height / 2)
-        # The .srt cue is the caption's very lines.
-        self.caption_text = "\n".join([caption.rule, *caption.worked])
+        # The .srt cue is the caption's very lines, as shown.
+        self.caption_text = new.text()
         if self.caption is not None:
             self.remove(self.caption)
         self.caption = new
@@ -653,13 +593,6 @@ class BackpropScene(MovingCameraScene):
     def _pulse(self, path: VMobject, color: str, seconds: float,
                width: float = 1.6) -> AnimationGroup:
         return pulse(path, color, self.t(seconds), self.diagram.scale_factor, width)
-
-    def _stopped(self, edge: EdgeArrow) -> Any:
-        """A dead ReLU: the pulse along ``edge`` hits a bar and fades."""
-        animation, marks = stopped(edge.backward_path(), self.palette, self.store,
-                                   self.diagram.scale_factor, self.speed)
-        self.marks.extend(marks)
-        return animation
 
     def _gate_note(self, op: OpNode) -> FadeIn:
         """Under a ReLU with some dead units: which units pass no gradient."""

@@ -51,9 +51,10 @@ from ..updates import parameter_nodes, start_line, update_line
 from ..views import drawn_graph
 from .formats import MAX_NODES, AnimateError, check_format, check_size, check_video
 from .mobjects import Z_BADGE, Z_MARK
+from .pacing import HOLD_FLOOR, READING_CPS
 from .render import render_scene
 from .screen import CAPTION_Y, RULE_Y, note_line
-from .sweep import HOLD_FLOOR, READING_CPS, BackpropScene
+from .sweep import BackpropScene
 
 __all__ = ["TrainingScene", "render_training_clip"]
 

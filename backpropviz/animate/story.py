@@ -1,0 +1,405 @@
+"""A backward step told as it happens: the caption's terms, and the numbers moving along the edges.
+
+At each share of a step, the upstream gradient (a copy of the result's blue
+number) travels back along the result's edge and on along the operand's; the
+local derivative's factors (copies of the forward values it reads, in the
+colour of the values kept for backward) fly in to meet it near the operand;
+they become the product the IR recorded on that edge, which lands in the
+operand's gradient slot. At a fork the slot shows the gradient so far and the
+share arriving (``6 + 6``) before it becomes the recorded sum (``12``); at a
+dead ReLU the gradient stops at a bar. The caption's terms appear as the
+motion reaches them, each coloured like the slot its number comes from:
+gradients blue, forward values the colour of what backward keeps, operators
+muted. Every number is one the IR recorded; the captions' own text is split,
+never rewritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from manim import (
+    DOWN,
+    RIGHT,
+    FadeIn,
+    FadeOut,
+    MoveAlongPath,
+    ReplacementTransform,
+    RoundedRectangle,
+    Succession,
+    Transform,
+    VGroup,
+    VMobject,
+    rate_functions,
+)
+
+from .. import ops
+from ..captions import Caption, differentiated, number_text, partial_name, value_names
+from ..formatting import MAX_ITEMS, format_array
+from ..style import Theme
+from .mobjects import Z_FLYING, Z_MARK, Table, TextStore
+from .motion import flash, stop_bar
+from .pacing import Pace, durations, factor_sources
+from .screen import CAPTION_HEIGHT, CAPTION_WIDTH, RULE_EM, WORKED_EM
+
+__all__ = ["PHASES", "StepCaption", "Term", "add_share", "gate_stop", "line_terms", "seed_story",
+           "share_story", "step_caption", "sum_terms"]
+
+# When a term appears: as the upstream gradient sets off (the equation itself), as it
+# meets the local derivative (the numbers put in), as the product lands (the share),
+# as a fork's share arrives beside the gradient so far, and as their sum replaces them.
+PHASES = ("travel", "meet", "land", "share", "total")
+_OPERATORS = {"·", "⊙", "×", "/", "+", "−", "=", "+=", "÷", "@"}
+
+
+@dataclass(frozen=True)
+class Term:
+    """A piece of a worked line: its ``text``, what it is (``role``: "gradient", the one
+    computed; "upstream", the one arriving; "local", a forward value the local
+    derivative reads; "operator"; "note", on what the engine did) and when it appears
+    (``phase``, one of PHASES)."""
+
+    text: str
+    role: str
+    phase: str
+
+
+def _pieces(segment: str, upstream: Sequence[str], g_first: bool) -> list[tuple[str, str]]:
+    """A segment of a line split into (text, role): the upstream gradient's name or
+    number (the first or the last place it occurs, as the rule's template puts it
+    first or not), operators, and the local derivative's factors between them."""
+    found = None
+    for text in sorted(upstream, key=len, reverse=True):
+        spots = [i for i in range(len(segment)) if segment.startswith(text, i)
+                 and (i == 0 or segment[i - 1] in " (")
+                 and (i + len(text) == len(segment) or segment[i + len(text)] in " )ᵀ")]
+        if spots:
+            start = spots[0] if g_first else spots[-1]
+            found = (start, start + len(text))
+            break
+    if found is not None:
+        start, end = found
+        return [*_pieces(segment[:start], (), g_first), (segment[start:end], "upstream"),
+                *_pieces(segment[end:], (), g_first)]
+    pieces: list[tuple[str, str]] = []
+    for token in segment.split():
+        role = "operator" if token in _OPERATORS else "local"
+        if pieces and pieces[-1][1] == role:
+            pieces[-1] = (pieces[-1][0] + " " + token, role)
+        else:
+            pieces.append((token, role))
+    return pieces
+
+
+def _note(line: str) -> tuple[str, str]:
+    """A line and the note the caption adds on what the engine did, apart."""
+    for opening in (" (overwrote ", " (but the engine "):
+        if opening in line:
+            at = line.index(opening)
+            return line[:at], line[at + 1:]
+    return line, ""
+
+
+def line_terms(line: str, upstream: Sequence[str], g_first: bool,
+               result: str | None) -> list[Term]:
+    """The terms of a share's worked line (``∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3``): the
+    gradient computed and the equation set off with the upstream gradient, the numbers
+    when it meets the local derivative, the ``result`` (the share as recorded) when it
+    lands. ``upstream`` are the upstream gradient's name and number as written."""
+    main, note = _note(line)
+    sign = " += " if " += " in main else " = "
+    left, _, rest = main.partition(sign)
+    segments = rest.split(" = ")
+    terms = [Term(left, "gradient", "travel"), Term(sign.strip(), "operator", "travel")]
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1 and i > 0
+        phase = "travel" if i == 0 else "land" if last and segment == result else "meet"
+        if i:
+            terms.append(Term("=", "operator", phase))
+        if phase == "land":
+            terms.append(Term(segment, "gradient", phase))
+        else:
+            terms.extend(Term(text, role, phase)
+                         for text, role in _pieces(segment, upstream, g_first))
+    if note:
+        terms.append(Term(note, "note", "land"))
+    return terms
+
+
+def sum_terms(line: str) -> list[Term]:
+    """The terms of a fork's sum line (``∂c/∂b = 6 + 6 = 12``): all but the sum as the
+    share arrives beside the gradient so far, the sum as it replaces them."""
+    left, sign, rest = line.partition(" = ")
+    terms_, _, total = rest.rpartition(" = ")
+    if not sign or not terms_ or " + " not in terms_:
+        return [Term(line, "note", "total")]  # what an engine did instead of adding
+    before, _, share = terms_.partition(" + ")
+    return [Term(left, "gradient", "share"), Term("=", "operator", "share"),
+            Term(before, "gradient", "share"), Term("+", "operator", "share"),
+            Term(share, "upstream", "share"), Term("=", "operator", "total"),
+            Term(total, "gradient", "total")]
+
+
+class StepCaption(VGroup):
+    """A step's caption: its rule line (if any) over its worked lines, whose terms are
+    hidden until ``reveal`` shows them. ``terms[edge]`` are the (Term, glyphs) of the
+    lines of that operand edge, in order; ``shown`` the texts revealed so far."""
+
+    def __init__(self, store: TextStore, palette: Theme, rule: str,
+                 lines: Sequence[tuple[Any, Sequence[Term]]]) -> None:
+        super().__init__()
+        colours = {"gradient": palette.grad, "upstream": palette.grad, "local": palette.saved,
+                   "operator": palette.muted, "note": palette.dead_text}
+        self.rule_text = rule
+        self.rule = store.text(rule, RULE_EM, palette.muted) if rule else None
+        self.lines: list[VGroup] = []
+        self.line_texts: list[str] = []
+        self.line_terms: list[list[tuple[Term, VGroup]]] = []
+        self.terms: dict[Any, list[tuple[Term, VGroup]]] = {}
+        for key, terms in lines:
+            text = " ".join(term.text for term in terms)
+            self.line_texts.append(text)
+            line = store.text(text, WORKED_EM, palette.text)
+            glyphs, at = list(line.submobjects), 0
+            parts = VGroup()
+            self.line_terms.append([])
+            for term in terms:
+                count = len("".join(term.text.split()))
+                part = VGroup(*glyphs[at:at + count]).set_color(colours[term.role])
+                at += count
+                parts.add(part)
+                self.terms.setdefault(key, []).append((term, part))
+                self.line_terms[-1].append((term, part))
+            self.lines.append(parts)
+        self.add(*([self.rule] if self.rule else []), *self.lines)
+        self.arrange(DOWN, buff=0.12)
+        self.scale(min(1.0, CAPTION_WIDTH / max(self.width, 1e-9),
+                       CAPTION_HEIGHT / max(self.height, 1e-9)))
+        for parts in self.terms.values():
+            for _, part in parts:
+                part.set_fill(opacity=0).set_stroke(opacity=0)
+        self.shown: list[str] = []
+
+    def reveal(self, key: Any, phase: str) -> list:
+        """The animations that show the terms of ``key``'s lines that appear at ``phase``."""
+        found = [(term, part) for term, part in self.terms.get(key, []) if term.phase == phase]
+        self.shown.extend(term.text for term, _ in found)
+        return [part.animate.set_fill(opacity=1) for _, part in found]
+
+    def adds(self, edge: tuple) -> bool:
+        """Whether the caption adds ``edge``'s share to the gradient there (a fork's sum
+        line ``∂c/∂b = 6 + 6 = 12``), as the engine did."""
+        return any(term.phase == "share" for term, _ in self.terms.get((edge, "total"), []))
+
+    def text(self) -> str:
+        """The caption's words as on screen when all is shown: the rule, then a line each."""
+        return "\n".join([*([self.rule_text] if self.rule else []), *self.line_texts])
+
+
+
+def step_caption(G: Any, step: Any, caption: Caption, rule: str, store: TextStore,
+                 palette: Theme, precision: int) -> StepCaption:
+    """The caption of backward ``step`` with its terms split: each share's line keyed by
+    its edge, then its sum line keyed by ``(edge, "total")``; the seed's lines by "seed"."""
+    if step is None:
+        return StepCaption(store, palette, rule, [
+            ("seed", [Term(line, "gradient", "travel")]) for line in caption.worked])
+    names = value_names(G)
+    upstream_name = partial_name(differentiated(G, names), names[step.result]).text
+    upstream = step.grads.get(step.result)
+    written = [upstream_name] + ([] if upstream is None else
+                                 [number_text(upstream, precision),
+                                  f"({number_text(upstream, precision)})"])
+    form = ops.get(G.nodes[step.op]["op"]).form(len(step.edges))
+    lines: list[tuple[Any, Sequence[Term]]] = []
+    for edge, worked in caption.edges:
+        template = form.numbers[G.edges[edge]["arg"]] if form.numbers else "$g"
+        g_first = template.lstrip("(−").startswith("$g")
+        result = number_text(G.edges[edge]["grad"], precision)
+        lines.append((edge, line_terms(worked[0], written, g_first, result)))
+        lines.extend(((edge, "total"), sum_terms(line)) for line in worked[1:])
+    if not caption.edges:
+        lines = [("none", [Term(line, "note", "travel")]) for line in caption.worked]
+    return StepCaption(store, palette, rule, lines)
+
+
+def _joined(*paths: VMobject) -> VMobject:
+    """One path through ``paths`` in turn, with straight pieces between them."""
+    joined = VMobject()
+    joined.start_new_path(paths[0].get_start())
+    for path in paths:
+        joined.add_line_to(path.get_start())
+        joined.append_points(path.points)
+    return joined
+
+
+def _part(path: VMobject, end: float) -> VMobject:
+    piece = VMobject()
+    piece.pointwise_become_partial(path, 0, end)
+    return piece
+
+
+def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, *, stop: bool,
+                fork: bool) -> None:
+    """Play one share of ``step``: the upstream gradient travels from the result's slot
+    back along the edges to near the operand, meets the local derivative's factors, and
+    the product the IR recorded on ``edge`` lands in the operand's slot (at a fork,
+    beside the gradient so far, then their recorded sum); ``stop``: a dead ReLU, where
+    it stops at a bar instead; ``fork``: the operand sends its value to several ops,
+    so the share stays written on its edge too. The caption's terms appear as the
+    motion reaches them."""
+    G, diagram, palette = scene.graph, scene.diagram, scene.palette
+    caption: StepCaption = scene.caption
+    seconds = durations(pace, scene.speed)
+    u = edge[0]
+    box = diagram.values[u]
+    s = diagram.scale_factor
+    (result_edge,) = G.out_edges(step.op, keys=True)
+    upstream = scene.grad_labels[step.result]
+    token = upstream.copy().set_z_index(Z_FLYING)
+    inbound = diagram.edges[result_edge].backward_path()
+    outbound = diagram.edges[edge].backward_path()
+    meet_at = 0.3 if stop else 0.78
+    route = _joined(VMobject().set_points_as_corners([upstream.get_center(),
+                                                       inbound.get_start()]),
+                    inbound, _part(outbound, meet_at))
+    ease = rate_functions.ease_in_out_sine
+    travel = [MoveAlongPath(token, route, rate_func=ease),
+              flash(inbound, palette.grad, s), flash(_part(outbound, meet_at), palette.grad, s)]
+    if stop:
+        bar = stop_bar(outbound, meet_at, palette, scene.store, s)
+        scene.marks.extend(bar)
+        travel.append(FadeIn(VGroup(*bar)))
+    scene.play(*travel, *caption.reveal(edge, "travel"), run_time=seconds["travel"])
+    meeting = token.get_center()
+    factors = [scene.data_labels.get(source) or diagram.values[source].data_label()
+               for source in factor_sources(G, step, edge)]
+    flying = VGroup(token)
+    if factors:
+        copies = [factor.copy().set_color(palette.saved).set_z_index(Z_FLYING)
+                  for factor in factors]
+        outlines = [_outline(factor, palette.saved, s) for factor in factors]
+        scene.marks.extend(outlines)
+        targets = VGroup(*(c.copy() for c in copies), token.copy()).arrange(RIGHT, buff=4 * s)
+        targets.move_to(meeting)
+        scene.play(*(FadeIn(outline) for outline in outlines),
+                   *(Transform(c, target) for c, target in zip(copies, targets[:-1],
+                                                               strict=True)),
+                   token.animate.move_to(targets[-1]), *caption.reveal(edge, "meet"),
+                   run_time=seconds["meet"])
+        flying = VGroup(*copies, token)
+    else:
+        reveal = caption.reveal(edge, "meet")
+        if reveal:
+            scene.play(*reveal, run_time=seconds["meet"] / 2)
+    dead = scene.dead_edges.get(edge)
+    if stop:
+        label = box.grad_label(G.edges[edge]["running"], scene.dead_values.get(u))
+        scene.play(FadeOut(flying, scale=0.4), scene.mark_value(u, label), FadeIn(label),
+                   *caption.reveal(edge, "land"), run_time=seconds["land"])
+        _land(scene, u, label)
+        return
+    contribution = G.edges[edge]["grad"]
+    product = Table(format_array(contribution, scene.precision, MAX_ITEMS), scene.store,
+                    box.em, palette.grad, bracketed=box.bracketed, dead=dead,
+                    dead_color=palette.dead_text, dead_fill=palette.dead_fill)
+    product.move_to(meeting).set_z_index(Z_FLYING)
+    on_edge = [FadeIn(scene.edge_label(edge), scale=1.3)] if fork else []
+    old = scene.grad_labels.get(u)
+    if old is None:
+        label = box.grad_label(G.edges[edge]["running"], scene.dead_values.get(u))
+        scene.play(Succession(ReplacementTransform(flying, product,
+                                                   run_time=seconds["land"] * 0.4),
+                              ReplacementTransform(product, label,
+                                                   run_time=seconds["land"] * 0.6)),
+                   scene.mark_value(u, label), *on_edge, *caption.reveal(edge, "land"),
+                   run_time=seconds["land"])
+        _land(scene, u, label)
+        return
+    if not caption.adds(edge):
+        # The engine did not add the share to the gradient there (a student's engine
+        # that overwrote it; the caption says so): the share takes its place.
+        label = box.grad_label(G.edges[edge]["running"], scene.dead_values.get(u))
+        scene.play(Succession(ReplacementTransform(flying, product,
+                                                   run_time=seconds["land"] * 0.4),
+                              ReplacementTransform(product, label,
+                                                   run_time=seconds["land"] * 0.6)),
+                   FadeOut(old), scene.mark_value(u, label), *on_edge,
+                   *caption.reveal(edge, "land"), run_time=seconds["land"])
+        _land(scene, u, label)
+        return
+    scene.play(ReplacementTransform(flying, product), *on_edge, *caption.reveal(edge, "land"),
+               run_time=seconds["land"] * 0.6)
+    add_share(scene, u, edge, product, seconds)
+
+
+def add_share(scene: Any, u: Any, edge: tuple, share: Table, seconds: dict) -> None:
+    """A fork: ``share`` goes beside the gradient so far (``6 + 6``), then the two
+    become the running sum the IR recorded after it (``12``)."""
+    box, palette = scene.diagram.values[u], scene.palette
+    old = scene.grad_labels[u]
+    caption: StepCaption = scene.caption
+    plus = scene.store.text("+", box.em, palette.grad)
+    row = VGroup(old.copy(), plus, share.copy()).arrange(RIGHT, buff=0.25 * box.em)
+    room = box.frame.width * 0.92
+    if row.width > room:
+        row.scale(room / row.width)
+    row.move_to(box.grad_slot)
+    plate = RoundedRectangle(corner_radius=0.15 * box.em, width=row.width + 0.3 * box.em,
+                             height=row.height + 0.2 * box.em, stroke_width=0)
+    plate.set_fill(palette.highlight_fill, 1).move_to(row).set_z_index(Z_MARK)
+    plus.move_to(row[1]).set_z_index(Z_FLYING)
+    scene.marks.append(plate)
+    scene.bring_to_front(old)
+    scene.play(FadeIn(plate), old.animate.move_to(row[0]).scale(row[0].width / old.width),
+               FadeIn(plus), share.animate.move_to(row[2]).scale(row[2].width / share.width),
+               *caption.reveal((edge, "total"), "share"), run_time=seconds["total"])
+    scene.timeline.append(("share", edge, scene.time))
+    scene.wait(seconds["total"] / 2)
+    new = box.grad_label(scene.graph.edges[edge]["running"], scene.dead_values.get(u))
+    parts = VGroup(old, plus, share).set_z_index(Z_FLYING)
+    scene.play(ReplacementTransform(parts, new), FadeOut(plate), scene.mark_value(u, new),
+               *caption.reveal((edge, "total"), "total"), run_time=seconds["total"])
+    scene.marks.remove(plate)
+    _land(scene, u, new)
+
+
+def _land(scene: Any, u: Any, label: Table) -> None:
+    scene.grad_labels[u] = label
+    scene.add(label)
+    scene.timeline.append(("gradient", u, scene.time))
+
+
+def _outline(mobject: VMobject, colour: str, scale: float) -> VMobject:
+    """A rounded outline round a box's forward value: the factor read from there."""
+    frame = RoundedRectangle(corner_radius=3 * scale, width=mobject.width + 6 * scale,
+                             height=mobject.height + 4 * scale, stroke_width=2.5)
+    return frame.set_stroke(colour, opacity=0.9).move_to(mobject).set_z_index(Z_MARK)
+
+
+def seed_story(scene: Any, seconds: float, queued: Sequence[Any]) -> None:
+    """The seed: a 1 appears in blue at each root as its caption appears (with the
+    ``queued`` animations: the caption coming in)."""
+    caption: StepCaption = scene.caption
+    labels = []
+    for value, seed in scene.graph.graph.get("seeds", {}).items():
+        label = scene.diagram.values[value].grad_label(seed)
+        scene.grad_labels[value] = label
+        labels.extend([scene.mark_value(value, label), FadeIn(label, scale=1.6)])
+    scene.play(*queued, *labels, *caption.reveal("seed", "travel"),
+               run_time=seconds)
+    scene.timeline.extend(("gradient", value, scene.time) for value in scene.grad_labels)
+
+
+def gate_stop(scene: Any, step: Any, edges: Sequence[tuple]) -> set[tuple]:
+    """The operand edges of ``step`` through which nothing passes (a ReLU dead on all
+    of the edge's entries)."""
+    op_node = scene.diagram.ops[step.op]
+    if not op_node.dead:
+        return set()
+    return {edge for edge in edges
+            if (dead := scene.dead_edges.get(edge)) is not None and bool(np.all(dead))}
+

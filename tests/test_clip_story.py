@@ -1,0 +1,321 @@
+"""The clip's story: numbers moving along the edges, caption terms as they are computed, pacing.
+
+Every scene here is played as manim's dry run (no frame drawn); what moves and
+what is on screen is read from the scene's own mobjects after each animation,
+and compared with the numbers the IR recorded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+
+import pytest
+
+pytest.importorskip("manim")
+
+import manim
+
+from backpropviz import Value
+from backpropviz.animate import pacing
+from backpropviz.animate.story import PHASES, StepCaption, line_terms, sum_terms
+from backpropviz.animate.sweep import BackpropScene
+from backpropviz.captions import step_captions
+from backpropviz.formatting import MAX_ITEMS, format_array
+from backpropviz.ir import to_networkx
+from backpropviz.steps import backward_steps
+from backpropviz.style import THEMES
+
+LIGHT = THEMES["light"]
+
+
+def cells(x) -> list[list[str]]:
+    """A number as a box draws it (the minus sign typeset)."""
+    return [[cell.replace("-", "−") for cell in row] for row in format_array(x, 4, MAX_ITEMS)]
+
+
+def table_cells(table) -> list[list[str]]:
+    """The texts of a Table's entries, row by row (a row has a cell per column)."""
+    texts = [getattr(entry, "text", "") for entry in table.entries]
+    width = len(table.widths)
+    return [texts[i:i + width] for i in range(0, len(texts), width)]
+
+
+def visible_text(mobject) -> str:
+    """The characters of every Text in ``mobject`` whose glyphs are shown (manim's Text
+    keeps its string without spaces, a glyph per character)."""
+    shown = []
+    for part in mobject.get_family():
+        if isinstance(part, manim.Text):
+            shown.extend(char for char, glyph in zip(part.text, part.submobjects, strict=False)
+                         if glyph.get_fill_opacity() > 0.01)
+    return "".join(shown)
+
+
+class Recorded(BackpropScene):
+    """A scene that notes, after every animation: what moved along a path (the token's
+    numbers), what became what (a transform's target), the caption's shown terms,
+    and all text visible on screen."""
+
+    def play(self, *animations, **kwargs):
+        moved = []
+        for animation in _flat(animations):
+            if isinstance(animation, manim.MoveAlongPath):
+                moved.append(("travel", table_cells(animation.mobject)))
+            elif isinstance(animation, manim.ReplacementTransform) \
+                    and hasattr(animation.target_mobject, "entries"):
+                moved.append(("becomes", table_cells(animation.target_mobject)))
+        super().play(*animations, **kwargs)
+        lines, words = [], []
+        if isinstance(self.caption, StepCaption):
+            lines = [[i for i, (_, glyphs) in enumerate(terms)
+                      if all(g.get_fill_opacity() > 0.99 for g in glyphs)]
+                     for terms in self.caption.line_terms]
+            words = [" ".join(terms[i][0].text for i in shown)
+                     for terms, shown in zip(self.caption.line_terms, lines, strict=True)]
+        # Everything on screen: the texts drawn (numbers, names, notes), then the
+        # caption's lines as far as they are shown.
+        screen = "".join(visible_text(m) for m in self.mobjects) + " | " + " | ".join(words)
+        self.__dict__.setdefault("record", []).append(
+            {"time": self.time, "moved": moved, "lines": lines, "caption": self.caption,
+             "screen": screen, "step": self.__dict__.get("step_now")})
+
+    def play_step(self, step):
+        self.step_now = step.index
+        super().play_step(step)
+
+
+def _flat(animations):
+    for animation in animations:
+        if isinstance(animation, manim.AnimationGroup):  # (Succession is one too)
+            yield from _flat(animation.animations)
+        else:
+            yield animation
+
+
+def story(G, **options) -> Recorded:
+    settings = {"media_dir": tempfile.mkdtemp(prefix="bpv-test-"), "disable_caching": True,
+                "progress_bar": "none", "verbosity": "WARNING", "quality": "low_quality",
+                "dry_run": True}
+    with manim.tempconfig(settings):
+        scene = Recorded(G, **options)
+        scene.camera.capture_mobjects = lambda mobjects, **kwargs: None
+        scene.render()
+    return scene
+
+
+@pytest.fixture(scope="module")
+def add_mul_told(example):
+    G = example("add_mul", "e")
+    return G, story(G)
+
+
+@pytest.fixture(scope="module")
+def fork_told(example):
+    G = example("fork", "c")
+    return G, story(G)
+
+
+@pytest.fixture(scope="module")
+def mlp_told(example):
+    G = example("d2l_mlp")
+    return G, story(G)
+
+
+def chain_of_products():
+    """y = ((p·u)·v)·w: three steps of the same rule, each sending to two operands."""
+    p, u, v, w = (Value(x, label=name) for x, name in ((1.5, "p"), (2.0, "u"), (3.0, "v"),
+                                                       (0.5, "w")))
+    q = p * u
+    q.label = "q"
+    r = q * v
+    r.label = "r"
+    y = r * w
+    y.label = "y"
+    y.backward()
+    return to_networkx(y)
+
+
+# ---------------------------------------------------------------- the terms
+
+
+def test_a_line_splits_into_the_terms_of_its_motion_in_order():
+    terms = line_terms("∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3", ["∂e/∂e", "1", "(1)"],
+                       g_first=False, result="−3")
+    assert " ".join(t.text for t in terms) == "∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3"
+    assert [(t.text, t.role) for t in terms if t.role in ("upstream", "local")] == \
+        [("c", "local"), ("∂e/∂e", "upstream"), ("(−3)", "local"), ("1", "upstream")]
+    assert [t.phase for t in terms] == ["travel"] * 5 + ["meet"] * 4 + ["land"] * 2
+    # A fork's sum: the share beside the gradient so far, then their sum.
+    total = sum_terms("∂c/∂b = 6 + 6 = 12")
+    assert [(t.text, t.phase) for t in total][-2:] == [("=", "total"), ("12", "total")]
+    assert all(t.phase == "share" for t in total[:-2])
+
+
+# ---------------------------------------------------------------- numbers moving
+
+
+@pytest.mark.parametrize("told", ["add_mul_told", "mlp_told", "fork_told"])
+def test_each_share_carries_the_recorded_upstream_and_lands_as_the_recorded_product(
+        told, request):
+    G, scene = request.getfixturevalue(told)
+    records = scene.record
+    for step in backward_steps(G):
+        moved = [what for record in records if record["step"] == step.index
+                 for what in record["moved"]]
+        sending = [e for e in step.edges if G.edges[e]["grad"] is not None
+                   and G.nodes[e[0]]["role"] != "const"]
+        travels = [numbers for kind, numbers in moved if kind == "travel"]
+        # One number travels per share: the result's gradient as the IR held it.
+        assert travels == [cells(step.grads[step.result])] * len(sending), step.index
+        becomes = [numbers for kind, numbers in moved if kind == "becomes"]
+        for edge in sending:
+            # The product is the share the IR recorded on the edge, and the slot then
+            # shows the running sum recorded after it.
+            assert cells(G.edges[edge]["grad"]) in becomes, (step.index, edge)
+            assert cells(G.edges[edge]["running"]) in becomes, (step.index, edge)
+    for value, label in scene.grad_labels.items():
+        assert table_cells(label) == cells(G.nodes[value]["grad"])
+
+
+def test_the_captions_terms_appear_in_the_order_of_the_motion(add_mul_told, fork_told):
+    order = {phase: i for i, phase in enumerate(PHASES)}
+    for G, scene in (add_mul_told, fork_told):
+        captions = step_captions(G)
+        for step in backward_steps(G):
+            caption = [r for r in scene.record if r["step"] == step.index][-1]["caption"]
+            records = [r for r in scene.record if r["caption"] is caption]
+            for number, terms in enumerate(caption.line_terms):
+                # Terms are only ever added; those of a line appear travel first, then
+                # meet, then land (then a fork's share and sum).
+                phases, shown = [], set()
+                for record in records:
+                    now = set(record["lines"][number])
+                    assert shown <= now
+                    phases.extend(order[terms[i][0].phase] for i in sorted(now - shown))
+                    shown = now
+                assert phases == sorted(phases) and len(shown) == len(terms)
+            # Every worked line ends on screen word for word, and nothing was on screen
+            # when the step's caption came in but its rule.
+            assert [" ".join(t.text for t, _ in terms) for terms in caption.line_terms] == \
+                list(captions[step.index].worked)
+            assert not any(records[0]["lines"])
+
+
+def test_each_term_is_coloured_like_the_slot_its_number_comes_from(add_mul_told):
+    _, scene = add_mul_told
+    colours = {"upstream": LIGHT.grad, "gradient": LIGHT.grad, "local": LIGHT.saved,
+               "operator": LIGHT.muted}
+    terms = [(term, glyphs) for terms in scene.caption.line_terms for term, glyphs in terms]
+    assert {term.role for term, _ in terms} >= {"upstream", "gradient", "operator"}
+    for term, glyphs in terms:
+        assert all(g.get_fill_color().to_hex().lower() == colours[term.role] for g in glyphs)
+    # The multiply step's factor, c = −3, is a forward value: coloured as what backward keeps.
+    multiply = [r for r in scene.record if r["step"] == 1][-1]["caption"]
+    assert ("(−3)", "local") in {(t.text, t.role) for terms in multiply.line_terms
+                                 for t, _ in terms}
+
+
+def test_the_forks_sum_is_not_on_screen_before_its_second_share(fork_told):
+    G, scene = fork_told
+    b = scene.node_named("b")
+    shares = [t for what, edge, t in scene.timeline if what == "share" and edge[0] == b]
+    (second,) = shares
+    before = [r for r in scene.record if r["time"] < second - 1e-9 and r["step"] == 1]
+    after = [r for r in scene.record if r["time"] >= second - 1e-9 and r["step"] == 1]
+    # b = a + a = 6 is used twice by c = b·b: each share is 6, the sum 12.
+    assert G.nodes[b]["grad"] == 12
+    assert before and all("12" not in r["screen"] for r in before)
+    # When the second share has arrived, "6 + 6" is on screen, and then its sum.
+    assert "∂c/∂b = 6 + 6 |" in after[0]["screen"] + " |" and "12" not in after[0]["screen"]
+    assert any("∂c/∂b = 6 + 6 = 12" in r["screen"] for r in after)
+    shown = [table_cells(scene.grad_labels[b])]
+    assert shown == [cells(12.0)]
+
+
+def test_at_a_dead_relu_the_gradient_stops_at_the_gate(example):
+    G = example("d2l_mlp_scalar")
+    scene = story(G)
+    dead_ops = [op for op, dead in G.nodes(data="dead") if dead is True]
+    assert dead_ops
+    for op in dead_ops:
+        step = next(s for s in backward_steps(G) if s.op == op)
+        records = [r for r in scene.record if r["step"] == step.index]
+        # Nothing becomes a product past the gate: the zero appears in the slot.
+        assert not any(kind == "becomes" for r in records for kind, _ in r["moved"])
+        assert "nogradient" in records[-1]["screen"]
+        (u, _, _), = step.edges
+        assert table_cells(scene.grad_labels[u]) == cells(0.0)
+
+
+# ---------------------------------------------------------------- pacing
+
+
+def test_the_pace_of_each_step_follows_what_it_means(example):
+    G = example("d2l_mlp")
+    seen: set = set()
+    steps = backward_steps(G)
+    kinds = [pacing.pace_of(G, step, seen, last=step is steps[-1]).kind for step in steps]
+    symbols = [G.nodes[step.op]["symbol"] for step in steps]
+    # ÷ 2, Σ and o − y pass the gradient on (scaled by a constant); the power and the
+    # first matmul are new; the dead ReLU and the last step, the parameters', are held.
+    assert list(zip(symbols, kinds, strict=True)) == [
+        ("÷", "brief"), ("Σ", "brief"), ("(·)²", "new"), ("−", "brief"), ("@", "new"),
+        ("ReLU", "held"), ("@", "held")]
+
+
+def test_a_rule_seen_before_goes_quicker_and_is_not_repeated():
+    G = chain_of_products()
+    scene = story(G)
+    steps = backward_steps(G)
+    starts = [t for what, _, t in scene.timeline if what == "step"]
+    landed = [max(t for what, u, t in scene.timeline if what == "gradient"
+                  and t >= start and u in {e[0] for e in step.edges})
+              for step, start in zip(steps, starts, strict=True)]
+    motion = [end - start for start, end in zip(starts, landed, strict=True)]
+    kinds = [scene.paces[step.index].kind for step in steps]
+    # (p, u, v and w are inputs, not parameters: the last step does not close on
+    # parameter gradients, so it is not held)
+    assert kinds == ["new", "again", "again"]
+    assert motion[1] < 0.8 * motion[0] and motion[2] < 0.8 * motion[0]
+    # The rule is written the first time only.
+    cues = [text for _, text in scene.cues[2:]]
+    rule = step_captions(G)[1].rule
+    assert cues[0].startswith(rule) and rule not in cues[1] and rule not in cues[2]
+
+
+def test_held_beats_stay_longer_than_their_reading_and_brief_ones_are_short(mlp_told):
+    _, scene = mlp_told
+    cues = [*scene.cues, (scene.time, "")]
+    spans = {text: end - start for (start, text), (end, _) in itertools.pairwise(cues)}
+    paces = scene.paces
+    for index, pace in paces.items():
+        _, text = scene.cues[index + 1]  # (the forward pass's cue, the seed's, then steps)
+        if pace.held:
+            assert spans[text] >= pacing.reading_time(text) + pacing.HELD_EXTRA - 1e-6
+    # The ÷ 2 step (9.3 s before pacing by meaning) is brief; the dead ReLU is held.
+    divide = scene.cues[2][1]
+    assert divide.startswith("∂L/∂(Σ(o − y)²) = ")
+    assert spans[divide] < 3.0
+    relu = next(text for text in spans if text.startswith("ReLU"))
+    assert spans[relu] > spans[divide] * 3
+
+
+def test_speed_scales_everything(example):
+    G = example("add_mul", "e")
+    normal, fast = story(G), story(G, speed=2.0)
+    # (each wait is rounded up to whole frames: 1/15 s at low quality)
+    assert fast.time == pytest.approx(normal.time / 2, abs=len(normal.cues) / 15)
+
+
+# ---------------------------------------------------------------- subtitles
+
+
+def test_every_cue_lasts_as_long_as_its_words_take_to_read(mlp_told):
+    _, scene = mlp_told
+    subtitles = scene.renderer.file_writer.subcaptions
+    assert [s.content for s in subtitles] == [text for _, text in scene.cues]
+    for subtitle, (start, text) in zip(subtitles, scene.cues, strict=True):
+        seconds = (subtitle.end - subtitle.start).total_seconds()
+        assert subtitle.start.total_seconds() == pytest.approx(start, abs=1e-3)
+        assert seconds >= pacing.reading_time(text) - 1e-3 >= pacing.HOLD_FLOOR - 1e-3, text
