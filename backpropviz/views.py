@@ -33,12 +33,13 @@ __all__ = ["closed_groups", "compact", "drawn_graph", "group_path"]
 _LONGEST = 26
 
 
-def drawn_graph(G: nx.MultiDiGraph, *, expand: bool = False, modules: bool = False,
+def drawn_graph(G: nx.MultiDiGraph, *, expand: bool = False, modules: bool | int = False,
                 compact_view: bool = False) -> nx.MultiDiGraph:
     """The graph a picture draws: ``G`` with its groups closed (unless ``expand``),
-    PyTorch modules too with ``modules``, and chains of unnamed ops closed with
-    ``compact_view``. ``G`` itself is left as it is; a view given is drawn as it is
-    (its graph attribute ``view`` says so)."""
+    PyTorch modules too with ``modules`` (True: the innermost; a depth N: the modules N
+    levels below the model, or an innermost one above them), and chains of unnamed ops
+    closed with ``compact_view``. ``G`` itself is left as it is; a view given is drawn
+    as it is (its graph attribute ``view`` says so)."""
     if expand or G.graph.get("view"):
         return G  # (a view is drawn as it is)
     view = closed_groups(G, modules=modules)
@@ -56,21 +57,26 @@ def group_path(attrs: dict) -> tuple[tuple[str, int], ...]:
     return tuple(zip(names, calls, strict=True))
 
 
-def _key(path: tuple, modules: set, close_modules: bool) -> tuple | None:
+def _key(path: tuple, modules: set, close_modules: bool | int) -> tuple | None:
     """The group an op is drawn in when closed: its outermost group of the
-    script's, or (with ``close_modules``) its innermost torch module."""
+    script's, or (with ``close_modules``) its innermost torch module, or with a depth
+    N its module N levels below the model (the model is level 0), if it is that deep."""
+    level = -1
     for depth, (name, _) in enumerate(path):
         if name not in modules:
             return path[:depth + 1]
-        if close_modules and not any(deeper in modules for deeper, _ in path[depth + 1:]):
+        level += 1
+        innermost = not any(deeper in modules for deeper, _ in path[depth + 1:])
+        if close_modules and (innermost or (close_modules is not True
+                                            and level == close_modules)):
             return path[:depth + 1]
     return None
 
 
-def closed_groups(G: nx.MultiDiGraph, *, modules: bool = False) -> nx.MultiDiGraph:
+def closed_groups(G: nx.MultiDiGraph, *, modules: bool | int = False) -> nx.MultiDiGraph:
     """``G`` with the ops of each group (and, with ``modules``, of each innermost
-    torch module) drawn as one; a group that makes more than one value used
-    outside it stays open."""
+    torch module, or each N levels down) drawn as one; a group that makes more than
+    one value used outside it stays open."""
     module_names = set(G.graph.get("module_groups", ()))
     members: dict[tuple, list] = {}
     for op, attrs in G.nodes(data=True):
