@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ __all__ = [
     "format_array",
     "format_number",
     "grid_indices",
+    "norm",
     "summarized",
     "superscript",
 ]
@@ -126,8 +128,25 @@ def summarized(shape: tuple[int, ...]) -> bool:
 def _summary(array: np.ndarray, precision: int) -> list[list[str]]:
     """A large array as written: its shape over its norm, the square root of the sum of
     its entries' squares (the Frobenius norm of a matrix), ``[["64×3×7×7"], ["‖·‖ 5.213"]]``."""
-    norm = math.sqrt(float(np.einsum("i,i->", array.ravel(), array.ravel(), dtype=np.float64)))
-    return [["×".join(map(str, array.shape))], [f"‖·‖ {format_number(norm, precision)}"]]
+    return [["×".join(map(str, array.shape))], [f"‖·‖ {format_number(norm(array), precision)}"]]
+
+
+# Each array's norm, by id while the array lives: every picture of a backward pass
+# (the page's steps) writes the same gradients again.
+_norms: dict[int, tuple[weakref.ref, float]] = {}
+
+
+def norm(array: np.ndarray) -> float:
+    """√(Σ x²) of an array's entries, summed in float64 (the norm a large array is drawn by)."""
+    known = _norms.get(id(array))
+    if known is not None and known[0]() is array:
+        return known[1]
+    flat = array.ravel()
+    value = math.sqrt(float(np.einsum("i,i->", flat, flat, dtype=np.float64)))
+    if len(_norms) > 4096:
+        _norms.clear()
+    _norms[id(array)] = (weakref.ref(array), value)
+    return value
 
 
 def format_array(x: Any, precision: int = 4, max_items: int = MAX_ITEMS) -> list[list[str]]:

@@ -57,18 +57,23 @@ def group_path(attrs: dict) -> tuple[tuple[str, int], ...]:
     return tuple(zip(names, calls, strict=True))
 
 
-def _key(path: tuple, modules: set, close_modules: bool | int) -> tuple | None:
+def _key(path: tuple, modules: set, close_modules: bool | int,
+         parents: set = frozenset()) -> tuple | None:
     """The group an op is drawn in when closed: its outermost group of the
-    script's, or (with ``close_modules``) its innermost torch module, or with a depth
-    N its module N levels below the model (the model is level 0), if it is that deep."""
+    script's, or (with ``close_modules``) its innermost torch module; with a depth N,
+    its module N levels below the model (the model is level 0), else its innermost one
+    if no module ran inside that one (``parents`` are those some module ran in: an op
+    of theirs between their modules, a residual addition, is drawn as itself)."""
     level = -1
     for depth, (name, _) in enumerate(path):
         if name not in modules:
             return path[:depth + 1]
         level += 1
         innermost = not any(deeper in modules for deeper, _ in path[depth + 1:])
-        if close_modules and (innermost or (close_modules is not True
-                                            and level == close_modules)):
+        if close_modules is True and innermost:
+            return path[:depth + 1]
+        if close_modules and close_modules is not True and (
+                level == close_modules or (innermost and name not in parents)):
             return path[:depth + 1]
     return None
 
@@ -78,12 +83,16 @@ def closed_groups(G: nx.MultiDiGraph, *, modules: bool | int = False) -> nx.Mult
     torch module, or each N levels down) drawn as one; a group that makes more than
     one value used outside it stays open."""
     module_names = set(G.graph.get("module_groups", ()))
+    paths = {op: group_path(attrs) for op, attrs in G.nodes(data=True)
+             if attrs.get("kind") == "op" and attrs.get("group")
+             and attrs["op"] != ops.GROUP.name}
+    parents = {name for path in paths.values() for at, (name, _) in enumerate(path)
+               if any(deeper in module_names for deeper, _ in path[at + 1:])}
     members: dict[tuple, list] = {}
-    for op, attrs in G.nodes(data=True):
-        if attrs.get("kind") == "op" and attrs.get("group") and attrs["op"] != ops.GROUP.name:
-            key = _key(group_path(attrs), module_names, modules)
-            if key is not None:
-                members.setdefault(key, []).append(op)
+    for op, path in paths.items():
+        key = _key(path, module_names, modules, parents)
+        if key is not None:
+            members.setdefault(key, []).append(op)
     # A group that cannot be one operator (two results used outside) is drawn
     # open, and the groups inside it are tried in its place.
     roots = set(G.graph.get("roots", ()))
