@@ -95,7 +95,7 @@ def test_depth_n_draws_the_modules_n_levels_down(graph, reference, depth):
     # residual additions, the flatten), or the loss outside it: none inside a module
     # that is drawn as one.
     modules = set(graph.graph["module_groups"])
-    for op, attrs in view.nodes(data=True):
+    for _, attrs in view.nodes(data=True):
         if attrs["kind"] == "op" and attrs["op"] != "group":
             inside = [name for name, _ in group_path(attrs) if name in modules]
             assert not set(inside) & expected, (attrs["op"], inside)
@@ -183,4 +183,4 @@ def test_an_rnn_drawn_at_module_level_is_seeded_at_its_loss_alone(tmp_path, name
     assert G.graph["seeds"][loss] == 1.0
     out = tmp_path / f"{name}.svg"
     assert cli.main(["render", str(SCRIPTS / f"{name}.py"), "--modules", "-o", str(out)]) == 0
-    assert out.read_text().count(f'class="node op group') >= 1
+    assert out.read_text().count('class="node op group') >= 1
