@@ -39,6 +39,10 @@ from .torch_record import (
 __all__ = ["PRODUCER", "Recording", "TorchImportError", "capture", "from_torch", "is_torch_tensor"]
 
 
+# How many changed tensors the legend names one by one, each on its line.
+_CHANGED_NOTES = 4
+
+
 class TorchProducer(Producer):
     """PyTorch: a script that imports torch runs under ``capture()``; its tensors' IR is
     read from that recording."""
@@ -198,10 +202,15 @@ class _Builder:
         processed = [call for call in calls if any(node in gradients for node in call.nodes)]
         processed.sort(key=lambda call: max(gradients[node].step for node in call.nodes
                                             if node in gradients))
-        notes = [changed_note(G.nodes[vid]["label"], leaf.value, leaf.tensor.detach())
-                 for key, vid in value_id.items() if key[0] == "leaf"
-                 for leaf in (self.recording._leaves[key[1:]],)
-                 if not _same_values(leaf.value, leaf.tensor)]
+        changed = [(G.nodes[vid]["label"], leaf) for key, vid in value_id.items()
+                   if key[0] == "leaf" for leaf in (self.recording._leaves[key[1:]],)
+                   if not _same_values(leaf.value, leaf.tensor)]
+        notes = [changed_note(label, leaf.value, leaf.tensor.detach())
+                 for label, leaf in changed[:_CHANGED_NOTES]]
+        if len(changed) > _CHANGED_NOTES:  # a ResNet's 40 batch-norm statistics: one line
+            named = ", ".join(label or "an unnamed input" for label, _ in changed)
+            notes = [f"{len(changed)} tensors changed after the forward pass used them, each "
+                     f"drawn as it used them: {named}"]
         leaves = passes_and_leaves(self.recording, calls, passes, sent_by,
                                    {key: G.nodes[vid]["label"] for key, vid in value_id.items()})
         for key, grad in leaves.grads.items():

@@ -168,7 +168,8 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
     plans = {}
     kept_open = list(drawn_open)
     for name, inner in closing.values():
-        plan = _plan(G, inner, roots, step_of, position)
+        module = name if name in G.graph.get("module_groups", ()) else None
+        plan = _plan(G, inner, roots, step_of, position, module)
         if plan is not None:
             plans[plan["id"]] = (name, plan)
         elif len(inner) > 1:
@@ -234,9 +235,11 @@ def _outputs(G: nx.MultiDiGraph, inner: set, roots: set) -> list:
 
 
 def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict,
-          position: dict) -> dict | None:
+          position: dict, module: str | None = None) -> dict | None:
     """How the ops ``inner`` are drawn as one: None if they make more than one
-    value that is used outside them (a group op has one result)."""
+    value that is used outside them (a group op has one result). A torch ``module``'s
+    own buffers (``model.bn1.running_mean``: no gradient, used only inside) are part
+    of its operator, as a number written inside a group is."""
     inner = set(inner)
     made = {result_of(G, op): op for op in inner}
     outputs = _outputs(G, inner, roots)
@@ -248,7 +251,12 @@ def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict,
     absorbed = {u for op in inner for u, _, _ in operand_edges(G, op)
                 if u not in made and not G._pred[u] and G.nodes[u].get("role") == "const"
                 and not (G.nodes[u].get("label") or "").isidentifier()
-                and set(G.successors(u)) <= inner}
+                and set(G.successors(u)) <= inner} | {
+        u for op in inner for u, _, _ in operand_edges(G, op)
+        if module and not G._pred[u] and G.nodes[u].get("role") == "input"
+        and G.nodes[u].get("grad") is None
+        and (G.nodes[u].get("label") or "").startswith(module + ".")
+        and set(G.successors(u)) <= inner}
     entering: dict[Any, list] = {}
     for op in sorted(inner, key=position.get):
         for edge in operand_edges(G, op):
