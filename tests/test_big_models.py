@@ -101,6 +101,21 @@ def test_depth_n_draws_the_modules_n_levels_down(graph, reference, depth):
             assert not set(inside) & expected, (attrs["op"], inside)
             assert len(inside) <= depth
     assert not any("drawn op by op" in note for note in view.graph.get("remarks", ()))
+    # a module operator holds its own buffers (batch norm's running statistics); the
+    # parameters stay boxes, with their gradients
+    labels = [attrs["label"] or "" for _, attrs in view.nodes(data=True)
+              if attrs["kind"] == "value"]
+    assert not [label for label in labels if "running_" in label]
+    assert {f"model.{name}" for name, _ in namespace["model"].named_parameters()} <= set(labels)
+
+
+def test_the_statistics_batch_norm_changed_are_one_line_of_the_legend(graph, reference):
+    namespace, _ = reference
+    buffers = [f"model.{name}" for name, _ in namespace["model"].named_buffers()
+               if "running_" in name]
+    (note,) = [note for note in graph.graph["notes"] if "changed after" in note]
+    assert note.startswith(f"{len(buffers)} tensors changed after the forward pass used them")
+    assert all(name in note for name in buffers)
 
 
 def test_depth_is_the_command_lines_too(tmp_path):
