@@ -102,9 +102,10 @@ def seeds_of_passes(recording: Recording, calls: list[_Call], passes: list[int],
                 else shares.outputs[call.result] if len(passes) == 1 else None
             if call not in drawn or brought is None:
                 continue
-            seed = brought if key not in arriving else brought - arriving[key]
-            if key in arriving and _negligible(seed, brought):
+            # (float rounding, as _negligible has it, in one pass over the numbers)
+            if key in arriving and arriving[key].allclose(brought, rtol=1e-5, atol=1e-5):
                 continue
+            seed = brought if key not in arriving else brought - arriving[key]
             seeds[key] = seed if key not in seeds else seeds[key] + seed
     return seeds, entered
 
