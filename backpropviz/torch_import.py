@@ -208,9 +208,10 @@ class _Builder:
         notes = [changed_note(label, leaf.value, leaf.tensor.detach())
                  for label, leaf in changed[:_CHANGED_NOTES]]
         if len(changed) > _CHANGED_NOTES:  # a ResNet's 40 batch-norm statistics: one line
-            named = ", ".join(label or "an unnamed input" for label, _ in changed)
-            notes = [f"{len(changed)} tensors changed after the forward pass used them, each "
-                     f"drawn as it used them: {named}"]
+            first, second = (label or "an unnamed input" for label, _ in changed[:2])
+            notes = [f"{len(changed)} tensors changed after the forward pass used them "
+                     f"({first}, {second} and {len(changed) - 2} more), each drawn as it "
+                     "used them"]
         leaves = passes_and_leaves(self.recording, calls, passes, sent_by,
                                    {key: G.nodes[vid]["label"] for key, vid in value_id.items()})
         for key, grad in leaves.grads.items():
