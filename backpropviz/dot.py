@@ -18,7 +18,14 @@ from . import ops
 from .captions import value_names
 from .errors import DrawError
 from .folding import bands
-from .formatting import MAX_ITEMS, byte_size, display_number, grid_indices
+from .formatting import (
+    MAX_ITEMS,
+    byte_size,
+    display_number,
+    format_array,
+    grid_indices,
+    summarized,
+)
 from .ir import IRError, operand_edges, validate
 from .memory import value_bytes
 from .metrics import text_width
@@ -126,6 +133,8 @@ def _grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]
     """The texts of a number or array as laid out, and the array index of each cell."""
     if type(x) is float:  # the common case, a scalar Value: no numpy on the way
         return [[_scalar_text(x, precision)]], [[()]]
+    if summarized(np.shape(x)):  # its shape and norm: no cell is an entry
+        return format_array(x, precision), [[None], [None]]
     array = np.asarray(x, dtype=np.float64)
     grid = grid_indices(array.shape, MAX_ITEMS)
     texts = [[cell if isinstance(cell, str) else display_number(array[cell], precision)
@@ -542,7 +551,7 @@ class Writer:
         if attrs.get("stored") and node not in self.plain and not o.symbolic:
             classes.append("stored")
             header.append(font("●", t.saved, MARK_PT))
-        is_array = bool(attrs["shape"])
+        is_array = bool(attrs["shape"]) and not summarized(attrs["shape"])
         texts, indices = _grid_texts(attrs["data"], o.precision)
         body = [f"<TD>{_array_html(texts, t.text, t, brackets=is_array)}</TD>"]
         rule = t.node_line
@@ -674,7 +683,9 @@ class Writer:
                                dead=self.dead_edges.get(key) if known else None,
                                widths=_column_widths([texts], size), fill=_backdrop(t),
                                brackets=type(contribution) is not float
-                               and bool(np.ndim(contribution)), hidden=not known)
+                               and bool(np.ndim(contribution))
+                               and not summarized(np.shape(contribution)),
+                               hidden=not known)
             classes.append("contribution" if known else "pending-contribution")
             if self.external_labels:
                 # Past slide size, a label placed after the layout keeps dot fast.

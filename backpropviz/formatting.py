@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 __all__ = [
     "MAX_ITEMS",
     "MAX_SLICES",
+    "SUMMARY_ENTRIES",
     "byte_size",
     "changed_note",
     "dead_cells",
@@ -18,11 +20,16 @@ __all__ = [
     "format_array",
     "format_number",
     "grid_indices",
+    "norm",
+    "summarized",
     "superscript",
 ]
 
 MAX_ITEMS = 6  # rows or columns shown of an array before eliding the middle
 MAX_SLICES = 4  # matrices shown of an array of three or more axes
+# An array of more entries is written as its shape and its norm (a ResNet's
+# 64×3×7×7 kernel), not as slices of numbers no lecture hall can read.
+SUMMARY_ENTRIES = 256
 
 _SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
 
@@ -113,22 +120,59 @@ def grid_indices(shape: tuple[int, ...], max_items: int = MAX_ITEMS) -> list[lis
     return grid
 
 
+def summarized(shape: tuple[int, ...]) -> bool:
+    """Whether an array of ``shape`` is written as its shape and norm (``SUMMARY_ENTRIES``)."""
+    return math.prod(shape) > SUMMARY_ENTRIES
+
+
+def _summary(array: np.ndarray, precision: int) -> list[list[str]]:
+    """A large array as written: its shape over its norm, the square root of the sum of
+    its entries' squares (the Frobenius norm of a matrix), ``[["64×3×7×7"], ["‖·‖ 5.213"]]``."""
+    return [["×".join(map(str, array.shape))], [f"‖·‖ {format_number(norm(array), precision)}"]]
+
+
+# Each array's norm, by id while the array lives: every picture of a backward pass
+# (the page's steps) writes the same gradients again.
+_norms: dict[int, tuple[weakref.ref, float]] = {}
+
+
+def norm(array: np.ndarray) -> float:
+    """√(Σ x²) of an array's entries, summed in float64 (the norm a large array is drawn by)."""
+    known = _norms.get(id(array))
+    if known is not None and known[0]() is array:
+        return known[1]
+    flat = array.ravel()
+    value = math.sqrt(float(np.einsum("i,i->", flat, flat, dtype=np.float64)))
+    if len(_norms) > 4096:
+        _norms.clear()
+    _norms[id(array)] = (weakref.ref(array), value)
+    return value
+
+
 def format_array(x: Any, precision: int = 4, max_items: int = MAX_ITEMS) -> list[list[str]]:
     """A scalar, vector or matrix as a grid of strings, laid out as drawn.
 
     A scalar is ``[["2"]]``, a vector of n entries a column of n rows, a
     matrix its rows; axes longer than ``max_items`` are elided in the middle.
     An array of three or more axes is its matrices of the last two, each under
-    its leading indices (``grid_indices``).
+    its leading indices (``grid_indices``). An array of more than
+    ``SUMMARY_ENTRIES`` entries is its shape over its norm.
     """
+    if isinstance(x, np.ndarray) and summarized(x.shape):
+        return _summary(x, precision)  # (float32 as it is: the sum is taken in float64)
     array = np.asarray(x, dtype=np.float64)
+    if summarized(array.shape):
+        return _summary(array, precision)
     return [[cell if isinstance(cell, str) else format_number(array[cell], precision)
              for cell in row] for row in grid_indices(array.shape, max_items)]
 
 
 def dead_cells(dead: Any, max_items: int = MAX_ITEMS) -> list[list[bool]]:
-    """A dead-ReLU mask laid out as ``format_array`` lays out the cells it marks."""
+    """A dead-ReLU mask laid out as ``format_array`` lays out the cells it marks (none
+    marked in an array written as its shape and norm)."""
     mask = np.asarray(dead, dtype=bool)
+    if summarized(mask.shape):
+        return [[False], [False]]
     return [[not isinstance(index, str) and bool(mask[index]) for index in row]
             for row in grid_indices(mask.shape, max_items)]
 

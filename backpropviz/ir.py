@@ -26,6 +26,7 @@ from .schema import (
 
 __all__ = [
     "ENGINE",
+    "LIST_ENTRIES",
     "ROLES",
     "IRError",
     "fold_chains",
@@ -41,12 +42,20 @@ __all__ = [
     "validate",
 ]
 
+# An array of more entries than this stays a numpy array in the IR: nested lists of
+# a ResNet's millions of numbers would take seconds to make and check, and gigabytes.
+LIST_ENTRIES = 4096
+
+
 def plain_number(x: Any) -> Any:
-    """An engine number as the IR stores it: a float, or nested lists of floats."""
+    """An engine number as the IR stores it: a float, nested lists of floats, or a float64
+    array if it has more than ``LIST_ENTRIES`` entries."""
     if x is None:
         return None
     array = np.asarray(x, dtype=np.float64)
-    return float(array) if array.ndim == 0 else array.tolist()
+    if array.ndim == 0:
+        return float(array)
+    return array if array.size > LIST_ENTRIES else array.tolist()
 
 
 def _role(node: Node, roots: set) -> str:

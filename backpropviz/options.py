@@ -162,6 +162,10 @@ class Options:
     modules: bool = field(default=False, metadata=_option(
         "draw a PyTorch model at module level: each innermost module (model.0, model.1...) "
         "as one operator"))
+    depth: int | None = field(default=None, metadata=_option(
+        "draw a PyTorch model's modules N levels down as one operator each (1: its "
+        "children, model.layer1...; as torchview's depth), a module above that with no "
+        "modules inside as itself", metavar="N"))
     compact: bool = field(default=False, metadata=_option(
         "only named values as boxes: each run of ops whose results have no name drawn as "
         "one operator, labelled with what it computes"))
@@ -223,7 +227,8 @@ class Options:
             number = getattr(self, name)
             if number is not None and not (isinstance(number, int | float) and number > 0):
                 raise UsageError(f"{name} must be a positive number, got {number!r}")
-        for name, least in (("iterations", 1), ("every", 1), ("iteration", 0), ("jobs", 1)):
+        for name, least in (("iterations", 1), ("every", 1), ("iteration", 0), ("jobs", 1),
+                            ("depth", 1)):
             count = getattr(self, name)
             if count is not None and (isinstance(count, bool) or not isinstance(count, int)
                                       or count < least):
@@ -241,9 +246,10 @@ class Options:
 
     # -------------------------------------------------------- what each writer reads
 
-    def view(self) -> dict[str, bool]:
+    def view(self) -> dict[str, Any]:
         """views.drawn_graph's keywords: groups open or closed, modules, compact."""
-        return {"expand": self.expand, "modules": self.modules, "compact_view": self.compact}
+        return {"expand": self.expand, "compact_view": self.compact,
+                "modules": self.depth if self.depth is not None else self.modules}
 
     def figure(self) -> dict[str, Any]:
         """draw's and step_diagrams' keywords (the view is drawn already)."""
@@ -373,7 +379,7 @@ def add_arguments(parser: Any, wanted: Callable[[str], bool]) -> None:
                  "script_timeout": positive(float), "speed": positive(float),
                  "iterations": positive(int), "every": positive(int),
                  "iteration": positive(int, zero=True), "jobs": positive(int),
-                 "fit": _frame}.get(declared.name)
+                 "depth": positive(int), "fit": _frame}.get(declared.name)
         parser.add_argument(*flags, type=parse, default=declared.default, **keywords)
 
 

@@ -40,8 +40,14 @@ def _is_count(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
+_FLOATS = (np.float32, np.float64)  # the arrays' numbers: a tensor's float32 kept as it is
+
+
 def _nested(x: Any, leaf: Callable[[Any], bool]) -> bool:
-    """Whether ``x`` is a ``leaf`` or (nested, rectangular) lists of leaves."""
+    """Whether ``x`` is a ``leaf`` or (nested, rectangular) lists of leaves, or an array of
+    them (a large tensor's numbers stay a numpy array: floats, or bools for a gate)."""
+    if isinstance(x, np.ndarray):
+        return x.ndim > 0 and (x.dtype == np.bool_ if leaf is _is_flag else x.dtype in _FLOATS)
     if not isinstance(x, list):
         return leaf(x)
     try:
@@ -49,6 +55,10 @@ def _nested(x: Any, leaf: Callable[[Any], bool]) -> bool:
     except ValueError:  # ragged
         return False
     return array.dtype == object and all(map(leaf, array.ravel())) and array.ndim > 0
+
+
+def _is_flag(x: Any) -> bool:
+    return isinstance(x, bool)
 
 
 def _list_of(leaf: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -80,9 +90,10 @@ class Kind:
 
 TEXT = Kind("a string", lambda x: isinstance(x, str))
 NAME = Kind("a string or None", lambda x: x is None or isinstance(x, str), nullable=True)
-NUMBERS = Kind("a float, or nested lists of floats", lambda x: _nested(x, _is_real),
+NUMBERS = Kind("a float, or nested lists of floats (a float32/64 numpy array if large)",
+               lambda x: _nested(x, _is_real),
                numbers=True, graphml_json=True)
-MAYBE_NUMBERS = Kind("a float, nested lists of floats, or None",
+MAYBE_NUMBERS = Kind("a float, nested lists of floats (an array if large), or None",
                      lambda x: x is None or _nested(x, _is_real), numbers=True,
                      graphml_json=True, nullable=True)
 SHAPE = Kind("a tuple of ints", lambda x: isinstance(x, tuple) and all(
@@ -94,7 +105,7 @@ REAL = Kind("a number", _is_real, numbers=True)
 INDEX = Kind("an int", lambda x: isinstance(x, int) and not isinstance(x, bool))
 AXES = Kind("an int, or a tuple of ints", lambda x: INDEX.check(x) or (
     isinstance(x, tuple) and all(map(INDEX.check, x))), graphml_json=True, is_tuple=True)
-GATES = Kind("a bool, or nested lists of bools", lambda x: _nested(x, FLAG.check),
+GATES = Kind("a bool, or nested lists of bools", lambda x: _nested(x, _is_flag),
              graphml_json=True)
 IDS = Kind("a list of node ids", _list_of(lambda x: isinstance(x, (str, int))), graphml_json=True)
 TEXTS = Kind("a list of strings", _list_of(TEXT.check), graphml_json=True)
@@ -308,6 +319,8 @@ def _is_acyclic(G: nx.MultiDiGraph) -> bool:
 def _shape_of(x: Any) -> tuple[int, ...]:
     if _is_real(x):
         return ()
+    if isinstance(x, np.ndarray) and x.dtype in _FLOATS:
+        return x.shape
     if not isinstance(x, list):
         raise TypeError
     array = np.array(x, dtype=np.float64)  # ragged or non-numeric raises
@@ -440,7 +453,8 @@ def encode_graphml(domain: str, attrs: Mapping) -> dict:
     for name, value in attrs.items():
         kind = kinds.get(name)
         if kind is not None and kind.graphml_json:
-            encoded[name] = json.dumps(value)
+            encoded[name] = json.dumps(value.tolist() if isinstance(value, np.ndarray)
+                                       else value)
         elif value is not None:
             encoded[name] = value
     return encoded
@@ -474,6 +488,8 @@ def _finite_or_named(x: Any) -> Any:
         return [_finite_or_named(item) for item in x]
     if isinstance(x, dict):
         return {key: _finite_or_named(item) for key, item in x.items()}
+    if isinstance(x, np.ndarray):  # a large tensor's numbers, as nested lists
+        return _finite_or_named(x.tolist())
     return x
 
 

@@ -13,6 +13,7 @@ import networkx as nx
 from . import groups, ops
 from .builder import Builder, Producer
 from .formatting import changed_note
+from .ir import LIST_ENTRIES
 from .torch_passes import (
     drawn_from,
     pass_tops,
@@ -36,6 +37,10 @@ from .torch_record import (
 )
 
 __all__ = ["PRODUCER", "Recording", "TorchImportError", "capture", "from_torch", "is_torch_tensor"]
+
+
+# How many changed tensors the legend names one by one, each on its line.
+_CHANGED_NOTES = 4
 
 
 class TorchProducer(Producer):
@@ -70,14 +75,22 @@ PRODUCER = TorchProducer()
 
 
 def _plain(tensor: Any) -> Any:
-    """A torch tensor as the IR stores numbers: a float, or nested lists of floats."""
+    """A torch tensor as the IR stores numbers: a float, nested lists of floats, or a
+    float64 array for a large one (ir.plain_number)."""
     if tensor is None:
         return None
     torch = sys.modules["torch"]
     if tensor.is_complex():
         raise TorchImportError("complex tensors cannot be drawn; backpropviz shows real numbers")
     with torch._C.DisableTorchFunction():
-        return tensor.detach().to("cpu", torch.float64).tolist()
+        numbers = tensor.detach().cpu()
+        if numbers.numel() <= LIST_ENTRIES:
+            return numbers.to(torch.float64).tolist()
+        if numbers.dtype not in (torch.float32, torch.float64):
+            numbers = numbers.to(torch.float64)
+        # torch's own numbers in numpy's hands: float32 kept as float32 (each is a float64
+        # exactly), copied so that nothing the script does later changes them
+        return numbers.numpy().copy()
 
 
 def from_torch(*roots: Any, names: Mapping[str, Any] | None = None,
@@ -189,10 +202,16 @@ class _Builder:
         processed = [call for call in calls if any(node in gradients for node in call.nodes)]
         processed.sort(key=lambda call: max(gradients[node].step for node in call.nodes
                                             if node in gradients))
-        notes = [changed_note(G.nodes[vid]["label"], leaf.value, leaf.tensor.detach())
-                 for key, vid in value_id.items() if key[0] == "leaf"
-                 for leaf in (self.recording._leaves[key[1:]],)
-                 if not _same_values(leaf.value, leaf.tensor)]
+        changed = [(G.nodes[vid]["label"], leaf) for key, vid in value_id.items()
+                   if key[0] == "leaf" for leaf in (self.recording._leaves[key[1:]],)
+                   if not _same_values(leaf.value, leaf.tensor)]
+        notes = [changed_note(label, leaf.value, leaf.tensor.detach())
+                 for label, leaf in changed[:_CHANGED_NOTES]]
+        if len(changed) > _CHANGED_NOTES:  # a ResNet's 40 batch-norm statistics: one line
+            first, second = (label or "an unnamed input" for label, _ in changed[:2])
+            notes = [f"{len(changed)} tensors changed after the forward pass used them "
+                     f"({first}, {second} and {len(changed) - 2} more), each drawn as it "
+                     "used them"]
         leaves = passes_and_leaves(self.recording, calls, passes, sent_by,
                                    {key: G.nodes[vid]["label"] for key, vid in value_id.items()})
         for key, grad in leaves.grads.items():
@@ -331,10 +350,15 @@ class _Builder:
         """What the IR says of a call beyond its op: gates, dropout's mask, its groups."""
         attrs: dict[str, Any] = {}
         if call.operands and ops.get(call.op).gate is not None:
-            dead = ops.dead_units(call.op, self._tensor_value(call.operands[0].key))
-            attrs["dead"] = dead
+            operand = self._tensor_value(call.operands[0].key)
+            # (a large mask stays an array, as large numbers do)
+            attrs["dead"] = (ops.get(call.op).gate(operand).numpy()
+                             if operand.numel() > LIST_ENTRIES
+                             else ops.dead_units(call.op, operand))
         if call.mask is not None:
-            attrs.update(mask=_plain(call.mask), p=call.rate, dead=(call.mask == 0).tolist())
+            dead = (call.mask == 0).numpy()
+            attrs.update(mask=_plain(call.mask), p=call.rate,
+                         dead=dead if dead.size > LIST_ENTRIES else dead.tolist())
         if call.group:
             attrs["group"] = [self.group_name(member) for member, _ in call.group]
             attrs["group_calls"] = [self.calls[number] for _, number in call.group]

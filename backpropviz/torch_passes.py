@@ -20,9 +20,18 @@ def passes_through(recording: Recording, calls: Iterable[_Call]) -> list[int]:
 
 
 def _calls_of_pass(recording: Recording, number: int) -> list[_Call]:
-    calls = {record.call.index: record.call for record in recording._gradients.values()
-             if number in record.passes}
-    return [calls[index] for index in sorted(calls)]
+    """The calls backward pass ``number`` went through, in the order they ran: each result
+    of a node with several (chunk's three, which share one call index and node) too."""
+    gradients = recording._gradients
+    return [call for call in recording.calls
+            if any(node in gradients and number in gradients[node].passes
+                   for node in call.nodes) and _reached(recording, call)]
+
+
+def _reached(recording: Recording, call: _Call) -> bool:
+    """Whether backward reached the call's own result (chunk's k, unused, is not)."""
+    shares = recording._shares.get(call.output) if call.results > 1 else None
+    return shares is None or shares.outputs[call.result] is not None
 
 
 def _tops(calls: list[_Call]) -> list[_Call]:
@@ -87,12 +96,16 @@ def seeds_of_passes(recording: Recording, calls: list[_Call], passes: list[int],
                     arriving[operand.key] = grad if previous is None else previous + grad
         for call in in_pass:
             key = call.key
-            brought = gradients[call.output].passes.get(number)
+            shares = recording._shares.get(call.output) if call.results > 1 else None
+            # (a node's hook sees its first result's gradient; chunk[1]'s is in its shares)
+            brought = gradients[call.output].passes.get(number) if shares is None \
+                else shares.outputs[call.result] if len(passes) == 1 else None
             if call not in drawn or brought is None:
                 continue
-            seed = brought if key not in arriving else brought - arriving[key]
-            if key in arriving and _negligible(seed, brought):
+            # (float rounding, as _negligible has it, in one pass over the numbers)
+            if key in arriving and arriving[key].allclose(brought, rtol=1e-5, atol=1e-5):
                 continue
+            seed = brought if key not in arriving else brought - arriving[key]
             seeds[key] = seed if key not in seeds else seeds[key] + seed
     return seeds, entered
 
@@ -192,7 +205,8 @@ def _explains(rest: Any, chain: list[_Arrival], undrawn: list[_Arrival]) -> bool
 
 def _negligible(difference: Any, scale: Any) -> bool:
     """Whether ``difference`` is float rounding next to ``scale`` (float32 sums in any order)."""
-    return bool((difference.abs() <= 1e-5 * (1 + scale.abs())).all())
+    bound = scale.abs().add_(1).mul_(1e-5)
+    return bool(difference.abs().le_(bound).all())
 
 
 def _number_text(tensor: Any) -> str:

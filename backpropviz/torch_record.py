@@ -685,8 +685,11 @@ def _is_number(x: Any) -> bool:
 def _same_values(kept: Any, tensor: Any) -> bool:
     """Whether ``tensor`` still holds the values kept of it (nan equal to nan)."""
     current = tensor.detach()
-    return kept.shape == current.shape and bool(
-        ((kept == current) | (kept.isnan() & current.isnan())).all())
+    if kept.shape != current.shape:
+        return False
+    if kept.dtype == current.dtype and kept.equal(current):  # (one pass, nothing made)
+        return True
+    return bool(((kept == current) | (kept.isnan() & current.isnan())).all())
 
 
 def _same(a: Any, b: Any) -> bool:

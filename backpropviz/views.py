@@ -33,12 +33,13 @@ __all__ = ["closed_groups", "compact", "drawn_graph", "group_path"]
 _LONGEST = 26
 
 
-def drawn_graph(G: nx.MultiDiGraph, *, expand: bool = False, modules: bool = False,
+def drawn_graph(G: nx.MultiDiGraph, *, expand: bool = False, modules: bool | int = False,
                 compact_view: bool = False) -> nx.MultiDiGraph:
     """The graph a picture draws: ``G`` with its groups closed (unless ``expand``),
-    PyTorch modules too with ``modules``, and chains of unnamed ops closed with
-    ``compact_view``. ``G`` itself is left as it is; a view given is drawn as it is
-    (its graph attribute ``view`` says so)."""
+    PyTorch modules too with ``modules`` (True: the innermost; a depth N: the modules N
+    levels below the model, or an innermost one above them), and chains of unnamed ops
+    closed with ``compact_view``. ``G`` itself is left as it is; a view given is drawn
+    as it is (its graph attribute ``view`` says so)."""
     if expand or G.graph.get("view"):
         return G  # (a view is drawn as it is)
     view = closed_groups(G, modules=modules)
@@ -56,28 +57,42 @@ def group_path(attrs: dict) -> tuple[tuple[str, int], ...]:
     return tuple(zip(names, calls, strict=True))
 
 
-def _key(path: tuple, modules: set, close_modules: bool) -> tuple | None:
+def _key(path: tuple, modules: set, close_modules: bool | int,
+         parents: set = frozenset()) -> tuple | None:
     """The group an op is drawn in when closed: its outermost group of the
-    script's, or (with ``close_modules``) its innermost torch module."""
+    script's, or (with ``close_modules``) its innermost torch module; with a depth N,
+    its module N levels below the model (the model is level 0), else its innermost one
+    if no module ran inside that one (``parents`` are those some module ran in: an op
+    of theirs between their modules, a residual addition, is drawn as itself)."""
+    level = -1
     for depth, (name, _) in enumerate(path):
         if name not in modules:
             return path[:depth + 1]
-        if close_modules and not any(deeper in modules for deeper, _ in path[depth + 1:]):
+        level += 1
+        innermost = not any(deeper in modules for deeper, _ in path[depth + 1:])
+        if close_modules is True and innermost:
+            return path[:depth + 1]
+        if close_modules and close_modules is not True and (
+                level == close_modules or (innermost and name not in parents)):
             return path[:depth + 1]
     return None
 
 
-def closed_groups(G: nx.MultiDiGraph, *, modules: bool = False) -> nx.MultiDiGraph:
+def closed_groups(G: nx.MultiDiGraph, *, modules: bool | int = False) -> nx.MultiDiGraph:
     """``G`` with the ops of each group (and, with ``modules``, of each innermost
-    torch module) drawn as one; a group that makes more than one value used
-    outside it stays open."""
+    torch module, or each N levels down) drawn as one; a group that makes more than
+    one value used outside it stays open."""
     module_names = set(G.graph.get("module_groups", ()))
+    paths = {op: group_path(attrs) for op, attrs in G.nodes(data=True)
+             if attrs.get("kind") == "op" and attrs.get("group")
+             and attrs["op"] != ops.GROUP.name}
+    parents = {name for path in paths.values() for at, (name, _) in enumerate(path)
+               if any(deeper in module_names for deeper, _ in path[at + 1:])}
     members: dict[tuple, list] = {}
-    for op, attrs in G.nodes(data=True):
-        if attrs.get("kind") == "op" and attrs.get("group") and attrs["op"] != ops.GROUP.name:
-            key = _key(group_path(attrs), module_names, modules)
-            if key is not None:
-                members.setdefault(key, []).append(op)
+    for op, path in paths.items():
+        key = _key(path, module_names, modules, parents)
+        if key is not None:
+            members.setdefault(key, []).append(op)
     # A group that cannot be one operator (two results used outside) is drawn
     # open, and the groups inside it are tried in its place.
     roots = set(G.graph.get("roots", ()))
@@ -153,7 +168,8 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
     plans = {}
     kept_open = list(drawn_open)
     for name, inner in closing.values():
-        plan = _plan(G, inner, roots, step_of, position)
+        module = name if name in G.graph.get("module_groups", ()) else None
+        plan = _plan(G, inner, roots, step_of, position, module)
         if plan is not None:
             plans[plan["id"]] = (name, plan)
         elif len(inner) > 1:
@@ -219,9 +235,11 @@ def _outputs(G: nx.MultiDiGraph, inner: set, roots: set) -> list:
 
 
 def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict,
-          position: dict) -> dict | None:
+          position: dict, module: str | None = None) -> dict | None:
     """How the ops ``inner`` are drawn as one: None if they make more than one
-    value that is used outside them (a group op has one result)."""
+    value that is used outside them (a group op has one result). A torch ``module``'s
+    own buffers (``model.bn1.running_mean``: no gradient, used only inside) are part
+    of its operator, as a number written inside a group is."""
     inner = set(inner)
     made = {result_of(G, op): op for op in inner}
     outputs = _outputs(G, inner, roots)
@@ -233,7 +251,12 @@ def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict,
     absorbed = {u for op in inner for u, _, _ in operand_edges(G, op)
                 if u not in made and not G._pred[u] and G.nodes[u].get("role") == "const"
                 and not (G.nodes[u].get("label") or "").isidentifier()
-                and set(G.successors(u)) <= inner}
+                and set(G.successors(u)) <= inner} | {
+        u for op in inner for u, _, _ in operand_edges(G, op)
+        if module and not G._pred[u] and G.nodes[u].get("role") == "input"
+        and G.nodes[u].get("grad") is None
+        and (G.nodes[u].get("label") or "").startswith(module + ".")
+        and set(G.successors(u)) <= inner}
     entering: dict[Any, list] = {}
     for op in sorted(inner, key=position.get):
         for edge in operand_edges(G, op):

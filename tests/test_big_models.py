@@ -1,0 +1,202 @@
+"""Big models at the level a lecture shows them: a ResNet's modules, N levels down.
+
+A small ResNet (torch_scripts/resnet_small.py: the stem, two stages of two
+BasicBlocks, the classifier) is drawn with ``--depth N``; its structure is
+checked against the model's ``named_modules``, and the numbers drawn at a
+module operator against plain PyTorch's run of the same script.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from backpropviz import cli  # noqa: E402
+from backpropviz.figure import to_dot  # noqa: E402
+from backpropviz.formatting import SUMMARY_ENTRIES, display_number  # noqa: E402
+from backpropviz.ir import LIST_ENTRIES, from_node_link, result_of, to_node_link  # noqa: E402
+from backpropviz.schema import validate  # noqa: E402
+from backpropviz.script import graph_of_script  # noqa: E402
+from backpropviz.views import closed_groups, drawn_graph, group_path  # noqa: E402
+
+SCRIPTS = Path(__file__).resolve().parent / "torch_scripts"
+RESNET = SCRIPTS / "resnet_small.py"
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return graph_of_script(RESNET, quiet=True)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Plain PyTorch's run of the script: its names, and each module call's input and
+    output (their values then, and the output tensor, which keeps its gradient)."""
+    from torch.nn.modules import module as modules
+
+    calls: list[tuple[object, object, object, object]] = []
+
+    def hook(module, args, output):
+        output.retain_grad()
+        calls.append((module, args[0].detach().clone(), output.detach().clone(), output))
+
+    handle = modules.register_module_forward_hook(hook)
+    try:
+        namespace = runpy.run_path(str(RESNET), run_name="__main__")
+    finally:
+        handle.remove()
+    names = {id(module): f"model.{name}" if name else "model"
+             for name, module in namespace["model"].named_modules()}
+    return namespace, {names[id(module)]: (x, y, tensor) for module, x, y, tensor in calls}
+
+
+def _drawn_statement(dot: str, node: str) -> str:
+    """The DOT statement that draws ``node`` (one line: its id and label)."""
+    (line,) = [line for line in dot.splitlines() if line.startswith(f'  "{node}" [id=')]
+    return line
+
+
+def _norm_text(tensor) -> str:
+    """How a large tensor's norm is written, from torch's own norm of it."""
+    return f"‖·‖ {display_number(float(torch.linalg.vector_norm(tensor.detach().double())))}"
+
+
+def _shape_text(tensor) -> str:
+    return "×".join(map(str, tensor.shape))
+
+
+def _module_ops(view) -> dict[str, str]:
+    return {attrs["symbol"]: op for op, attrs in view.nodes(data=True)
+            if attrs["kind"] == "op" and attrs["op"] == "group"}
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_depth_n_draws_the_modules_n_levels_down(graph, reference, depth):
+    namespace, _ = reference
+    # torchview's depth: the modules N levels below the model, and those above with no
+    # modules inside (model.fc at any depth), each one operator
+    expected = {f"model.{name}" for name, module in namespace["model"].named_modules()
+                if name and (name.count(".") + 1 == depth
+                             or (name.count(".") + 1 < depth and not list(module.children())))}
+    view = closed_groups(graph, modules=depth)
+    validate(view)
+    drawn = _module_ops(view)
+    assert set(drawn) == expected
+    # Every other op drawn is one the model's forward runs between its modules (the
+    # residual additions, the flatten), or the loss outside it: none inside a module
+    # that is drawn as one.
+    modules = set(graph.graph["module_groups"])
+    for _, attrs in view.nodes(data=True):
+        if attrs["kind"] == "op" and attrs["op"] != "group":
+            inside = [name for name, _ in group_path(attrs) if name in modules]
+            assert not set(inside) & expected, (attrs["op"], inside)
+            assert len(inside) <= depth
+    assert not any("drawn op by op" in note for note in view.graph.get("remarks", ()))
+    # a module operator holds its own buffers (batch norm's running statistics); the
+    # parameters stay boxes, with their gradients
+    labels = [attrs["label"] or "" for _, attrs in view.nodes(data=True)
+              if attrs["kind"] == "value"]
+    assert not [label for label in labels if "running_" in label]
+    assert {f"model.{name}" for name, _ in namespace["model"].named_parameters()} <= set(labels)
+
+
+def test_the_statistics_batch_norm_changed_are_one_line_of_the_legend(graph, reference):
+    namespace, _ = reference
+    buffers = [f"model.{name}" for name, _ in namespace["model"].named_buffers()
+               if "running_" in name]
+    (note,) = [note for note in graph.graph["notes"] if "changed after" in note]
+    assert note == (f"{len(buffers)} tensors changed after the forward pass used them "
+                    f"({buffers[0]}, {buffers[1]} and {len(buffers) - 2} more), each drawn as "
+                    "it used them")
+
+
+def test_depth_is_the_command_lines_too(tmp_path):
+    out = tmp_path / "resnet.dot"
+    assert cli.main(["render", str(RESNET), "--depth", "1", "-o", str(out)]) == 0
+    drawn = re.findall(r'label=<([\w.]+)<BR/>.*class="op group"', out.read_text())
+    assert sorted(drawn) == ["model.avgpool", "model.bn1", "model.conv1", "model.fc",
+                             "model.layer1", "model.layer2", "model.maxpool", "model.relu"]
+    refused = subprocess.run([sys.executable, "-m", "backpropviz", "render", str(RESNET),
+                              "--depth", "0", "-o", str(tmp_path / "no.svg")],
+                             capture_output=True, text=True)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "--depth" in refused.stderr and not (tmp_path / "no.svg").exists()
+
+
+@pytest.mark.parametrize(("depth", "module"), [(1, "model.layer1"), (1, "model.layer2"),
+                                               (2, "model.layer1.0"), (2, "model.layer2.1")])
+def test_a_module_ops_numbers_are_its_input_and_output_as_torch_has_them(
+        graph, reference, depth, module):
+    _, calls = reference
+    x, y, output = calls[module]
+    view = drawn_graph(graph, modules=depth)
+    op = _module_ops(view)[module]
+    result = result_of(view, op)
+    (entering,) = [u for u in view.predecessors(op) if view.nodes[u]["role"] != "param"
+                   and not (view.nodes[u]["label"] or "").startswith(module + ".")]
+    # the IR holds torch's numbers whole
+    np.testing.assert_array_equal(np.asarray(view.nodes[result]["data"]), y.numpy())
+    np.testing.assert_array_equal(np.asarray(view.nodes[entering]["data"]), x.numpy())
+    np.testing.assert_allclose(np.asarray(view.nodes[result]["grad"]), output.grad.numpy(),
+                               rtol=1e-6, atol=1e-9)
+    # and the picture writes each as its shape and norm, torch's norm at 4 digits
+    assert y.numel() > SUMMARY_ENTRIES
+    dot = to_dot(view)
+    drawn = _drawn_statement(dot, result)
+    for text in (_shape_text(y), _norm_text(y), _norm_text(output.grad)):
+        assert f">{text}<" in drawn, text
+    assert f">{_norm_text(x)}<" in _drawn_statement(dot, entering)
+
+
+def test_the_parameters_gradients_are_torchs_grad(graph, reference):
+    namespace, _ = reference
+    view = drawn_graph(graph, modules=2)
+    dot = to_dot(view)
+    labels = {attrs["label"]: node for node, attrs in view.nodes(data=True)
+              if attrs["kind"] == "value" and attrs["label"]}
+    summarized = 0
+    for name, parameter in namespace["model"].named_parameters():
+        node = labels[f"model.{name}"]
+        grad = view.nodes[node]["grad"]
+        np.testing.assert_allclose(np.asarray(grad), parameter.grad.numpy(), rtol=1e-6,
+                                   atol=1e-9)
+        if parameter.numel() > SUMMARY_ENTRIES:
+            summarized += 1
+            drawn = _drawn_statement(dot, node)
+            assert f">{_norm_text(parameter.grad)}<" in drawn
+            assert f">{_norm_text(parameter)}<" in drawn
+    assert summarized >= 10  # every convolution's kernel, the classifier's weight
+
+
+def test_large_numbers_stay_arrays_and_round_trip_as_lists(graph):
+    big = [node for node, attrs in graph.nodes(data=True) if attrs["kind"] == "value"
+           and np.prod(attrs["shape"], dtype=int) > LIST_ENTRIES]
+    assert big and all(isinstance(graph.nodes[node]["data"], np.ndarray) for node in big)
+    H = from_node_link(json.loads(json.dumps(to_node_link(graph))))
+    validate(H)
+    for node in big:
+        np.testing.assert_array_equal(np.asarray(H.nodes[node]["data"], dtype=np.float32),
+                                      graph.nodes[node]["data"])
+        assert H.nodes[node]["shape"] == graph.nodes[node]["shape"]
+
+
+@pytest.mark.parametrize("name", ["gru", "lstm"])
+def test_an_rnn_drawn_at_module_level_is_seeded_at_its_loss_alone(tmp_path, name):
+    # chunk's three results share one autograd node: its later results' shares count,
+    # so no seed is made up inside the module (which --modules then hid)
+    G = graph_of_script(SCRIPTS / f"{name}.py", quiet=True)
+    loss = next(node for node, attrs in G.nodes(data=True) if attrs.get("label") == "loss")
+    assert list(G.graph["seeds"]) == [loss]
+    assert G.graph["seeds"][loss] == 1.0
+    out = tmp_path / f"{name}.svg"
+    assert cli.main(["render", str(SCRIPTS / f"{name}.py"), "--modules", "-o", str(out)]) == 0
+    assert out.read_text().count('class="node op group') >= 1
