@@ -177,7 +177,7 @@ def draw_steps(sources: Sequence[str]) -> StepDrawing | None:
     label_place = None
     if label_looks != [""]:
         # where the layout set the label's first text (graphviz's SVG has y downwards)
-        first_text = next(op["pt"] for op in layout["_ldraw_"] if op["op"] == "T")
+        first_text = next(op["pt"] for op in layout["_ldraw_"] if "text" in op)  # (xdot's text ops)
         label_place = (first_text[0] - x0, -(first_text[1] - y0))
     return _cut(pictures[0] + "</svg>\n", pictures[1] if len(pictures) > 2 else "",
                 label_place, keys, looks, at, label_at, graph_lines, external)
