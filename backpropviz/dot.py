@@ -29,7 +29,8 @@ from .formatting import (
 from .ir import IRError, operand_edges, validate
 from .memory import value_bytes
 from .metrics import text_width
-from .steps import StepState, dead_masks, gradient_history
+from .step_bands import with_band
+from .steps import StepState, dead_masks, fork_edges, gradient_history, plain_constants
 from .style import (
     ARROW_SIZE,
     BOOK,
@@ -788,42 +789,3 @@ def _backdrop(theme: Theme) -> str | None:
 def _bgcolor(theme: Theme) -> str:
     backdrop = _backdrop(theme)
     return f' BGCOLOR="{backdrop}"' if backdrop else ""
-
-
-def plain_constants(G: nx.MultiDiGraph, show_constants: bool) -> set:
-    """The constants drawn without their gradient and saved mark (all, unless shown)."""
-    if show_constants:
-        return set()
-    return {node for node, role in G.nodes(data="role") if role == "const"}
-
-
-def fork_edges(G: nx.MultiDiGraph, plain: set) -> set[tuple[Any, Any, Any]]:
-    """The edges of forks: a value (not in ``plain``) that sends gradients back
-    along two or more edges. Each shows its contribution; the value their sum."""
-    sent: dict[Any, list] = {}
-    for u, targets in G._succ.items():
-        if u in plain:
-            continue
-        for v, keyed in targets.items():
-            for k, attrs in keyed.items():
-                if attrs.get("grad") is not None:
-                    sent.setdefault(u, []).append((u, v, k))
-    return {edge for edges in sent.values() if len(edges) >= 2 for edge in edges}
-
-
-def with_band(band: str, legend: str | None) -> str:
-    """A graph label: the step's caption band, and the legend (if any) beneath it.
-
-    Graphviz stretches a table to its cell: the legend's row ends in an empty
-    cell about as wide as the band is wider than the legend (its text measured
-    roughly), so that the legend keeps its own spacing.
-    """
-    rows = f'<TR><TD ALIGN="LEFT">{band}</TD></TR>'
-    if legend:
-        width = int(re.search(r'WIDTH="(\d+)"', band).group(1))
-        text = re.sub(r"<[^>]*>", "", legend)
-        cells = legend.count("<TD")
-        spare = max(1, width - int(len(text) * 0.5 * LEGEND_PT + 22 * cells))
-        rows += (f'<TR><TD ALIGN="LEFT"><TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR>'
-                 f'<TD>{legend[1:-1]}</TD><TD WIDTH="{spare}"></TD></TR></TABLE></TD></TR>')
-    return f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0">{rows}</TABLE>>'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 import networkx as nx
@@ -11,7 +12,7 @@ from .metrics import text_width
 from .style import LEGEND_PT, THEMES, VALUE_PT, Theme
 from .typeset import equation_cells, equation_height, font
 
-__all__ = ["BAND_CHARS", "step_bands"]
+__all__ = ["BAND_CHARS", "step_bands", "with_band"]
 
 
 # A step picture's caption band: lines wrap at this many characters, and
@@ -92,3 +93,21 @@ def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
                      f'BORDER="0" CELLSPACING="2" CELLPADDING="1" BGCOLOR="{t.label_fill}">'
                      f"{cells}</TABLE>")
     return bands
+
+
+def with_band(band: str, legend: str | None) -> str:
+    """A graph label: the step's caption band, and the legend (if any) beneath it.
+
+    Graphviz stretches a table to its cell: the legend's row ends in an empty
+    cell about as wide as the band is wider than the legend (its text measured
+    roughly), so that the legend keeps its own spacing.
+    """
+    rows = f'<TR><TD ALIGN="LEFT">{band}</TD></TR>'
+    if legend:
+        width = int(re.search(r'WIDTH="(\d+)"', band).group(1))
+        text = re.sub(r"<[^>]*>", "", legend)
+        cells = legend.count("<TD")
+        spare = max(1, width - int(len(text) * 0.5 * LEGEND_PT + 22 * cells))
+        rows += (f'<TR><TD ALIGN="LEFT"><TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR>'
+                 f'<TD>{legend[1:-1]}</TD><TD WIDTH="{spare}"></TD></TR></TABLE></TD></TR>')
+    return f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0">{rows}</TABLE>>'

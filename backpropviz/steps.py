@@ -13,14 +13,8 @@ import numpy as np
 from . import ops
 from .ir import IRError, operand_edges, result_of
 
-__all__ = [
-    "Step",
-    "StepState",
-    "backward_steps",
-    "dead_masks",
-    "gradient_history",
-    "state_at",
-]
+__all__ = ["Step", "StepState", "backward_steps", "dead_masks", "fork_edges", "gradient_history",
+           "plain_constants", "state_at"]
 
 
 @dataclass(frozen=True)
@@ -231,3 +225,22 @@ def _dead_through_matmul(arg: int, upstream: np.ndarray, shape: tuple,
     return everywhere
 
 
+def plain_constants(G: nx.MultiDiGraph, show_constants: bool) -> set:
+    """The constants drawn without their gradient and saved mark (all, unless shown)."""
+    if show_constants:
+        return set()
+    return {node for node, role in G.nodes(data="role") if role == "const"}
+
+
+def fork_edges(G: nx.MultiDiGraph, plain: set) -> set[tuple[Any, Any, Any]]:
+    """The edges of forks: a value (not in ``plain``) that sends gradients back
+    along two or more edges. Each shows its contribution; the value their sum."""
+    sent: dict[Any, list] = {}
+    for u, targets in G._succ.items():
+        if u in plain:
+            continue
+        for v, keyed in targets.items():
+            for k, attrs in keyed.items():
+                if attrs.get("grad") is not None:
+                    sent.setdefault(u, []).append((u, v, k))
+    return {edge for edges in sent.values() if len(edges) >= 2 for edge in edges}
