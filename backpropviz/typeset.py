@@ -11,15 +11,15 @@ from .captions import IDENTIFIER, name_parts
 from .graphviz import SUBSCRIPT_SCALE
 from .style import EXPRESSION_PT, LEGEND_PT, NAME_FONT, NAME_PT, Theme
 
-__all__ = ["GAP", "MATRIX", "equation_cells", "equation_height", "equation_html",
-           "equation_pieces", "expression_html", "font", "name_html", "runs"]
+__all__ = ["GAP", "equation_cells", "equation_height", "expression_html", "font", "name_html",
+           "runs"]
 
 GAP = "&#160;"  # a space graphviz keeps (it trims plain ones at the ends of a run)
 
 # A number or array as a caption writes it (captions.number_text): a column
 # [1; −2], a matrix by rows [2, −1; 0, 1], entries plain numbers (not 1[z>0]).
 _ENTRY = r"[−-]?(?:\d+(?:\.\d*)?(?:e[+−-]?\d+)?|inf|nan)"
-MATRIX = re.compile(rf"\[({_ENTRY}(?:(?:, |; ){_ENTRY})*)\]")
+_MATRIX = re.compile(rf"\[({_ENTRY}(?:(?:, |; ){_ENTRY})*)\]")
 # How much taller than a line a typeset array's row is (its padding and spacing).
 _ROW_SPACING = 1.45
 
@@ -39,29 +39,20 @@ def expression_html(text: str, theme: Theme, color: str | None = None,
                 color or theme.muted, pt, NAME_FONT)
 
 
-def equation_html(text: str, color: str, pt: float) -> str:
-    """A caption's equation (``∂L/∂W1 = ∂L/∂z · xᵀ = …``) set as the book sets its
-    mathematics: in the names' serif, the names typeset as the boxes' are (italic,
-    W₁ with its subscript), numbers and words upright. (One family for the whole
-    line: graphviz places each run of a label by its own estimate of the run's
-    width, and runs of two families drift apart.) Arrays are set as the boxes set
-    them, in brackets; the line is then a table of one row (equation_cells)."""
-    pieces = equation_pieces(text)
-    if all(isinstance(piece, str) for piece in pieces):
-        return _equation_text(text, color, pt)
-    return ('<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR>'
-            f"{equation_cells(text, color, pt)}</TR></TABLE>")
-
-
 def equation_cells(text: str, color: str, pt: float) -> str:
-    """An equation as the cells of a table row: its text, and each array in brackets."""
+    """A caption's equation (``∂L/∂W1 = ∂L/∂z · xᵀ = …``) as the cells of a table row,
+    set as the book sets its mathematics: in the names' serif, the names typeset as
+    the boxes' are (italic, W₁ with its subscript), numbers and words upright, and
+    each array in brackets as the boxes draw one. (One family for the whole line:
+    graphviz places each run of a label by its own estimate of the run's width, and
+    runs of two families drift apart.)"""
     return "".join(f"<TD>{_equation_text(piece, color, pt)}</TD>" if isinstance(piece, str)
-                   else _array_cell(piece, color, pt) for piece in equation_pieces(text))
+                   else _array_cell(piece, color, pt) for piece in _equation_pieces(text))
 
 
 def equation_height(text: str, pt: float) -> int:
     """The height (pt) a row must have to hold an equation as equation_html sets it."""
-    return round(_ROW_SPACING * pt * array_lines(text) + 4)
+    return round(_ROW_SPACING * pt * _array_lines(text) + 4)
 
 
 def _equation_text(text: str, color: str, pt: float) -> str:
@@ -69,13 +60,13 @@ def _equation_text(text: str, color: str, pt: float) -> str:
                 color, pt, NAME_FONT)
 
 
-def equation_pieces(text: str) -> list[str | list[list[str]]]:
+def _equation_pieces(text: str) -> list[str | list[list[str]]]:
     """An equation cut into its text and its arrays, each array as rows of entries:
     ``"a = [1; 2] ⊙ g"`` -> ``["a = ", [["1"], ["2"]], " ⊙ g"]``. A lone number in
     brackets stays text."""
     pieces: list[str | list[list[str]]] = []
     last = 0
-    for match in MATRIX.finditer(text):
+    for match in _MATRIX.finditer(text):
         rows = [row.split(", ") for row in match.group(1).split("; ")]
         if len(rows) == 1 and len(rows[0]) == 1:
             continue
@@ -85,9 +76,9 @@ def equation_pieces(text: str) -> list[str | list[list[str]]]:
     return [piece for piece in pieces if piece]
 
 
-def array_lines(text: str) -> int:
+def _array_lines(text: str) -> int:
     """How many lines tall an equation is once its arrays are typeset."""
-    return max([len(piece) for piece in equation_pieces(text) if isinstance(piece, list)],
+    return max([len(piece) for piece in _equation_pieces(text) if isinstance(piece, list)],
                default=1)
 
 

@@ -25,20 +25,17 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .. import batch
 from .formats import AnimateError
 
-__all__ = ["default_jobs", "join_movies", "render_shared"]
+__all__ = ["default_jobs", "render_shared"]
 
 
 def default_jobs() -> int:
-    """The cores this process may use; 1 in a process that runs other threads (a
-    notebook's kernel), which forking could leave holding a lock no thread releases."""
-    if threading.active_count() > 1:
-        return 1
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # (not on every platform)
-        return max(1, os.cpu_count() or 1)
+    """The cores this process may use (batch's count); 1 in a process that runs other
+    threads (a notebook's kernel), which forking could leave holding a lock no thread
+    releases."""
+    return 1 if threading.active_count() > 1 else max(1, batch.default_jobs())
 
 
 # What the forked workers render: set just before they are forked, so that
@@ -117,7 +114,7 @@ def render_shared(make_scene: Callable[..., Any], settings: dict[str, Any], jobs
     if [index for index, _ in numbered] != list(range(len(numbered))):
         raise AnimateError("the processes rendering the clip did not share its animations "
                            "out exactly: render it with -j 1")
-    join_movies([path for _, path in numbered], movie,
+    _join_movies([path for _, path in numbered], movie,
                 transparent=bool(settings.get("transparent")))
     _, seconds, subtitles = results[0]
     if subtitles is not None:
@@ -125,7 +122,7 @@ def render_shared(make_scene: Callable[..., Any], settings: dict[str, Any], jobs
     return seconds
 
 
-def join_movies(parts: list[str], movie: pathlib.Path, *, transparent: bool = False) -> None:
+def _join_movies(parts: list[str], movie: pathlib.Path, *, transparent: bool = False) -> None:
     """Join partial movies into ``movie`` by copying their packets (no encoding)."""
     import av
 
