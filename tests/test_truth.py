@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ from backpropviz.captions import step_captions
 from backpropviz.check import disagreements
 from backpropviz.ir import fold_chains, operand_edges, to_networkx, validate
 from backpropviz.steps import backward_steps, gradient_history
+from tests.in_process import run_cli
 
 
 def same_float(a: float, b: float) -> bool:
@@ -249,20 +248,17 @@ def test_micrograds_demo_network_is_drawn_quickly():
     draw(G).pipe("svg")  # in seconds; before folding, dot ran for many minutes
 
 
+@pytest.mark.slow
 def test_a_long_unrolled_loop_is_refused_at_once_and_a_shorter_one_drawn(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     script = BENCH_SCRIPTS / "rnn_unrolled.py"
-    cli = [sys.executable, "-m", "backpropviz", "render", str(script), "-o",
-           str(tmp_path / "rnn.svg")]
-    # Refused before graphviz runs (how soon is bench/render.py's to measure; the
-    # timeout only stops a hang).
-    done = subprocess.run(cli, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "STEPS": "300"})
+    cli = ["render", script, "-o", tmp_path / "rnn.svg"]
+    # Refused before graphviz runs (how soon is bench/render.py's to measure).
+    done = run_cli(*cli, env={**os.environ, "STEPS": "300"}, text=True)
     assert done.returncode == 1
     assert "graphviz would need minutes for this graph" in done.stderr
     assert not (tmp_path / "rnn.svg").exists()
-    done = subprocess.run(cli, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "STEPS": "30"})
+    done = run_cli(*cli, env={**os.environ, "STEPS": "30"}, text=True)
     assert done.returncode == 0, done.stderr
     monkeypatch.setenv("STEPS", "30")
     assert disagreements(graph_of_script(script, quiet=True)) == []
