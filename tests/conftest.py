@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,22 @@ EXAMPLES = ROOT / "examples"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: a test of scale that takes seconds "
                                        "(skip locally with -m 'not slow'; CI runs it)")
+    _take_this_workers_cores()
+
+
+def _take_this_workers_cores() -> None:
+    """Under pytest-xdist, each worker runs on its share of the cores, as a process
+    given fewer cores would: what defaults to the cores it may use (a clip's render
+    jobs) then starts no more processes than it has cores. Otherwise the two workers
+    of `make test` would each start a clip's render on both cores, their start-up and
+    scene building twice over, while the other worker keeps those cores busy."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) > 1 and workers > 1:
+        os.sched_setaffinity(0, cores[int(worker[2:]) % workers::workers] or cores)
 
 
 @pytest.fixture(scope="session")
