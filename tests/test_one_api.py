@@ -9,13 +9,14 @@ import re
 import sys
 
 import pytest
-from test_cli import ROOT, ok, run, script
+from test_cli import ROOT, ok, script
 
 from backpropviz import Value, draw
 from backpropviz.diagram import Diagram
 from backpropviz.errors import DrawError
 from backpropviz.html import Page, render_html, step_through, to_html
 from backpropviz.ir import IRError, from_node_link
+from tests.in_process import run_cli
 
 
 def fork() -> dict:
@@ -152,8 +153,8 @@ _HOSTS = {"sphinx", "docutils", "IPython"}
 
 
 def test_help_is_plain_text_and_lists_each_command_on_one_line(tmp_path):
-    top = run("--help", cwd=tmp_path).stdout.decode()
-    assert "`" not in top and "`" not in run("render", "--help", cwd=tmp_path).stdout.decode()
+    top = run_cli("--help", cwd=tmp_path).stdout.decode()
+    assert "`" not in top and "`" not in run_cli("render", "--help", cwd=tmp_path).stdout.decode()
     listed = [line.split() for line in top.splitlines() if line.startswith("    ")]
     assert [words[0] for words in listed] == ["render", "check", "memory"]
     assert all(len(words) > 3 for words in listed)  # a description on the same line
