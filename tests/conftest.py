@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -42,9 +43,15 @@ def example() -> Callable[..., nx.MultiDiGraph]:
     """``example("d2l_mlp", "L")``: the IR of ``examples/d2l_mlp.py``, built by the
     script front end as ``backpropviz render`` builds it (backward run if the
     script did not; roots optional); ``backward=False`` for the forward pass only.
-    Each call runs the script afresh, so a test may change what it gets."""
+    The script runs once (memory_growth's measurements take a while); each call gets
+    a copy of its own, so a test may change what it gets."""
+    built: dict[tuple, nx.MultiDiGraph] = {}
+
     def build(name: str, *roots: str, **options: Any) -> nx.MultiDiGraph:
-        return graph_of_script(EXAMPLES / f"{name}.py", roots, quiet=True, **options)
+        key = (name, roots, tuple(sorted(options.items())))
+        if key not in built:
+            built[key] = graph_of_script(EXAMPLES / f"{name}.py", roots, quiet=True, **options)
+        return copy.deepcopy(built[key])
     return build
 
 
