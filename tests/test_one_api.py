@@ -46,8 +46,8 @@ def test_a_video_takes_a_root(tmp_path):
     from backpropviz.animate import render_video
 
     names = fork()
-    out = render_video(names["c"], tmp_path / "fork.mp4", names=names, speed=4.0,
-                       progress=False)
+    out = render_video(names["c"], tmp_path / "fork.mp4", names=names, phase="backward",
+                       speed=4.0, progress=False)  # the shortest clip that has the sweep
     with av.open(str(out)) as movie:
         assert movie.streams.video[0].frames > 0
     assert "∂c/∂a" in (tmp_path / "fork.srt").read_text(encoding="utf-8")
