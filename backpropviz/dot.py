@@ -440,8 +440,14 @@ class Writer:
                          for statement in nodes[number])
         lines.extend(edge_lines)
         lines.append("}")
-        source = "\n".join(lines) + "\n"
-        return lettered(source) if o.fitted else source
+        if not o.fitted:
+            return "\n".join(lines) + "\n"
+        # Line by line, each line lettered once: the steps of a pass repeat most lines.
+        known = self._same.setdefault("lettered", {})
+        for line in lines:
+            if line not in known:
+                known[line] = lettered(line)
+        return "\n".join(known[line] for line in lines) + "\n"
 
     def _looked(self, element: Any, attrs: dict) -> dict[str, Any]:
         """A node's or edge's attributes as this step draws it: made once for each look
