@@ -82,6 +82,8 @@ bench: setup
 	$(PY) bench/render.py
 	$(PY) bench/page.py
 	$(PY) bench/animate.py
+	$(PY) bench/clip_lengths.py
+	$(PY) bench/big_models.py
 	$(PY) bench/batch.py
 	$(PY) bench/startup.py
 
