@@ -25,6 +25,7 @@ from .memory import timeline
 from .memory_chart import step_meter
 from .page_groups import opened_groups
 from .page_head import dead_cell_css, page_head, theme_css
+from .page_loop import loop_data, loop_panel
 from .practice import practice_questions
 from .script import as_graph
 from .step_drawing import StepDrawing
@@ -359,6 +360,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
         del state["grads"]  # (the page reads each value's gradients in its details)
     for group in data["groups"].values():
         _as_changes(group["steps"])
+    data["loop"] = loop = loop_data(G, precision)  # a rolled loop's repetitions
     data["memory"] = meter = step_meter(timeline(G), theme=theme)
     spark = meter.pop("svg")  # drawn in the page, not kept in its data
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
@@ -376,7 +378,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 <div id="caption" aria-live="polite"></div>
 <div id="rule"></div>
 {_PRACTICE_PANEL if practice else ""}</section>
-<section id="memory" aria-label="memory kept for backward" hidden>
+{loop_panel(loop) if loop else ""}<section id="memory" aria-label="memory kept for backward" hidden>
 {spark}
 <div id="memory-bar" title="bytes kept for backward, of the peak"><div id="memory-fill"></div>
 </div>
@@ -399,7 +401,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 </div>
 <script type="application/json" id="bpv-data">{json_for_script(data)}</script>
 <script>
-{asset("html_page.js")}{asset("html_groups.js")}</script>
+{asset("html_page.js")}{asset("html_groups.js")}{asset("html_loop.js") if loop else ""}</script>
 </body>
 </html>
 """
