@@ -395,7 +395,8 @@ def add_arguments(parser: Any, wanted: Callable[[str], bool]) -> None:
                  "script_timeout": positive(float), "speed": positive(float),
                  "iterations": positive(int), "every": positive(int),
                  "iteration": positive(int, zero=True), "jobs": positive(int),
-                 "depth": positive(int), "repetition": positive(int), "fit": _frame}.get(declared.name)
+                 "depth": positive(int), "repetition": positive(int),
+                 "fit": _frame}.get(declared.name)
         parser.add_argument(*flags, type=parse, default=declared.default, **keywords)
 
 
