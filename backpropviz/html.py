@@ -29,7 +29,7 @@ from .page_loop import loop_data, loop_panel
 from .practice import practice_questions
 from .script import as_graph
 from .step_drawing import StepDrawing
-from .steps import backward_steps, dead_masks
+from .steps import backward_steps, dead_masks, start_grads
 from .style import THEMES
 from .typeset import runs
 from .views import drawn_graph
@@ -99,7 +99,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
                 entry["dead"] = dead_cells(dead_edges[u, v, key])
             contributions[edge_id(u, v, key)] = entry
     captions = step_captions(G, precision)
-    seeds = G.graph.get("seeds", {})
+    seeds = start_grads(G)  # (and a rolled loop's weights' sums so far)
     shown: dict[int, list] = {}  # each running sum as shown, by the IR's object (held there)
 
     def full(grad: Any) -> list[list[str]]:
@@ -139,6 +139,8 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
     seeds = G.graph.get("seeds", {})
     details = {str(node): {"grads": [], "sources": []}
                for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
+    for node, before in G.graph.get("loop_before", {}).items():  # (not a share drawn)
+        details[str(node)]["grads"].append([0, _exact(before)])
     for node, seed in seeds.items():
         details[str(node)]["grads"].append([0, _exact(seed)])
         details[str(node)]["sources"].append({"edge": None, "op": None, "operand": None,

@@ -255,11 +255,34 @@ def rolled(G: nx.MultiDiGraph, loop: Loop, repetition: int | None = None) -> nx.
     for node, attrs in H.nodes(data=True):
         if attrs["kind"] == "value" and (node in roots or attrs["role"] == "output"):
             attrs["role"] = "output" if node in roots else "intermediate"
+    before = _sums_before(G, H, loop, source_of)
+    if before:
+        H.graph["loop_before"] = before
     H.graph.update(loop_count=count, loop_step=k,
                    loop_back=[node for source, box in entering.items()
                               for node in (loop.slots[source][last], box)],
                    notes=[*G.graph.get("notes", ()), loop_note(G, loop, k)])
     return H
+
+
+def _sums_before(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop,
+                 source_of: dict) -> dict[Hashable, object]:
+    """Each shared value's gradient as the engine held it when the first of its drawn
+    edges sent its share: the running sum its edge processed just before had left
+    (a later repetition's), if that edge is not drawn."""
+    step_of = {op: step for step, op in enumerate(G.graph.get("backward_order", ()))}
+    drawn_ops = {source_of.get(op, op) for op, kind in H.nodes(data="kind") if kind == "op"}
+    before = {}
+    for value in loop.shared:
+        edges = sorted(((step_of[v], v, key) for v, keyed in G._succ[value].items()
+                        for key in keyed if v in step_of and G.edges[value, v, key]["grad"]
+                        is not None), key=lambda edge: edge[0])
+        first = next((at for at, (_, op, _) in enumerate(edges) if op in drawn_ops), None)
+        if first:
+            _, op, key = edges[first - 1]
+            if op not in drawn_ops and G.edges[value, op, key].get("running") is not None:
+                before[value] = G.edges[value, op, key]["running"]
+    return before
 
 
 def _reached(G: nx.MultiDiGraph, start: list, step: dict, block: set) -> set:
@@ -311,7 +334,8 @@ def loop_note(G: nx.MultiDiGraph, loop: Loop, k: int) -> str:
     shared values' gradients are."""
     names = value_names(G)
     learned = [names[node].text for node in loop.shared if G._node[node].get("grad") is not None]
-    shares = (f"; the gradients of {', '.join(learned)} are their sums over all {loop.count} "
-              "repetitions, as .grad holds them") if learned else ""
+    shares = (f"; {' and '.join(learned)}, shared by all {loop.count}, add up every "
+              "repetition's share in their gradients, as .grad does (a step shows the sum so "
+              "far)") if learned else ""
     return (f"one block drawn for a loop repeated {loop.count} times (the dashed edge "
             f"×{loop.count}): its numbers are repetition t = {k + 1}'s{shares}")

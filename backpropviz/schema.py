@@ -230,6 +230,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "drawn block stands for", "rolling"),
     Attribute("loop_step", GRAPH, COUNT, "a rolled loop: whose numbers are drawn "
               "(0: the first repetition)", "rolling"),
+    Attribute("loop_before", GRAPH, SEEDS, "a rolled loop: each shared value's gradient "
+              "when the drawn repetition's backward began (the later repetitions' shares), "
+              "as the engine held it", "rolling"),
     Attribute("loop_back", GRAPH, IDS, "a rolled loop's back edges, in pairs: the block's "
               "output, then the box it enters the next repetition as", "rolling"),
 )

@@ -174,3 +174,26 @@ def test_repetition_out_of_range_and_no_loop_are_said(tmp_path, capsys):
     a = Value(2.0, label="a")
     with pytest.warns(UserWarning, match="no loop found"):
         assert render(to_networkx(a * a + a), "dot", roll=True)
+
+
+@pytest.mark.parametrize("script", [LOOPS / "scalar_loop.py", BENCH_SCRIPTS / "rnn_unrolled.py"])
+def test_every_caption_of_every_repetition_is_true_arithmetic(script, monkeypatch):
+    # A shared weight's share at repetition k adds to what the later repetitions
+    # sent it (loop_before, the engine's running sum): its caption says +=, truly.
+    # (hand_rnn's x[t] @ W_xh is left out: a vector @ a matrix is captioned xᵀ · g
+    # unrolled too, which the checker cannot work out.)
+    if "rnn" in script.stem:
+        pytest.importorskip("torch")
+    from test_caption_arithmetic import false_arithmetic, view_lines
+    monkeypatch.setenv("STEPS", "4")
+    G = graph_of_script(script, quiet=True)
+    loop = find_loop(G)
+    for k in range(loop.count):
+        H = rolled(G, loop, k)
+        for view, lines in view_lines(H).items():
+            assert lines, view
+            assert {line: why for line in lines if (why := false_arithmetic(line))} == {}, view
+            assert [line for line in lines if "(overwrote" in line or "(but the" in line] == []
+        if k < loop.count - 1:
+            assert set(H.graph["loop_before"]) == {node for node in loop.shared
+                                                   if G.nodes[node]["grad"] is not None}
