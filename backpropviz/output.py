@@ -95,16 +95,23 @@ def view(G: nx.MultiDiGraph, options: Options) -> nx.MultiDiGraph:
 
 def roll(G: nx.MultiDiGraph, options: Options, fmt: str = "svg") -> nx.MultiDiGraph:
     """``G`` with its loop rolled (rolling.py): with ``roll`` or ``repetition``, or by
-    itself (said in a Note) when graphviz could not lay it out unrolled; else ``G``."""
+    itself (said in a Note) when graphviz could not lay it out unrolled; else ``G``.
+    Unless ``fmt`` is DOT text or an export, the graph returned is one dot can lay out
+    in time (graphviz.check_layout: DrawError for one it cannot)."""
     asked = options.roll or options.repetition is not None
-    if not asked:
-        if fmt == "dot":
-            return G
+    laid_out = fmt != "dot" and kind_of(fmt) != EXPORT
+    loop = find_loop(G) if asked else None
+    if asked and loop is None:
+        warnings.warn("--roll: no loop found (a block of the same ops on the same shared "
+                      "values, each repetition feeding the next), so it is drawn unrolled",
+                      Note, stacklevel=3)
+    if loop is None:
         try:
-            check_layout(G)
+            if laid_out:
+                check_layout(G)
             return G
         except DrawError:
-            loop = find_loop(G)
+            loop = None if asked else find_loop(G)
             if loop is None:
                 raise
             if kind_of(fmt) == CLIP:
@@ -112,18 +119,14 @@ def roll(G: nx.MultiDiGraph, options: Options, fmt: str = "svg") -> nx.MultiDiGr
                                 f"to lay out unrolled; {ROLLED_CLIP}") from None
         warnings.warn(f"the graph repeats one block {loop.count} times, too long to lay out "
                       "unrolled: drawn rolled, as with --roll", Note, stacklevel=3)
-    else:
-        loop = find_loop(G)
-        if loop is None:
-            warnings.warn("--roll: no loop found (a block of the same ops on the same shared "
-                          "values, each repetition feeding the next), so it is drawn unrolled",
-                          Note, stacklevel=3)
-            return G
     repetition = options.repetition
     if repetition is not None and repetition > loop.count:
         raise UsageError(f"--repetition {repetition}: the loop repeats {loop.count} times "
                          f"(1 to {loop.count})")
-    return rolled(G, loop, None if repetition is None else repetition - 1)
+    H = rolled(G, loop, None if repetition is None else repetition - 1)
+    if laid_out:
+        check_layout(H)
+    return H
 
 
 def write(graph_or_root: Any, path: str | os.PathLike, options: Options | None = None, *,
@@ -166,9 +169,7 @@ def _output(G: nx.MultiDiGraph, format: str, options: Options,
         return export(roll(G, options, format) if options.roll or options.repetition
                       else G, format)
     with dot_time_limit(options.timeout):
-        G = roll(G, options, format)
-        if format != "dot":
-            check_layout(G)  # refused now rather than after a minute of dot
+        G = roll(G, options, format)  # (or refused now rather than after a minute of dot)
         if kind == CLIP:
             from .animate import render_video
 
@@ -209,8 +210,7 @@ def write_steps(graph_or_root: Any, directory: str | os.PathLike,
     G = as_graph(graph_or_root, names)
     directory = Path(directory)
     with dot_time_limit(options.timeout):
-        G = roll(G, options, format)
-        check_layout(G)
+        G = roll(G, options)
         with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
             written = render_steps(view(G, options), staging, format=format,
                                    **options.figure())
