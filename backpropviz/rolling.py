@@ -58,7 +58,7 @@ FEWEST = 2
 def _op_kind(attrs: dict) -> tuple:
     """What makes two ops the same op of a block (never their names or numbers)."""
     return (attrs["op"], attrs.get("symbol"), attrs.get("exponent"), attrs.get("axis"),
-            tuple(attrs.get("group") or ()), len(attrs.get("dead") or ()) > 0)
+            tuple(attrs.get("group") or ()))
 
 
 def _kind(G: nx.MultiDiGraph, node: Hashable) -> tuple:
