@@ -26,5 +26,7 @@
     });
   }
   slider.addEventListener("input", function () { show(Number(slider.value)); });
+  // Its arrow keys move it, not the page's backward steps.
+  slider.addEventListener("keydown", function (event) { event.stopPropagation(); });
   show(Number(slider.value));
 }());

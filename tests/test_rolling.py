@@ -147,6 +147,10 @@ def test_the_page_shows_any_repetitions_numbers(monkeypatch, tmp_path):
             assert row == ["h", f"{value['data']:.4g}".replace("-", "\u2212"),
                            f"{value['grad']:.4g}".replace("-", "\u2212")]
             assert page.text_content("#loop-counter") == f"{k} / 5"
+        page.focus("#loop-slider")
+        page.keyboard.press("ArrowLeft")  # the slider's key, not the page's step
+        assert page.text_content("#loop-counter") == "4 / 5"
+        assert page.get_attribute("#bpv", "data-step") == "0"
         browser.close()
     assert errors == []
 
