@@ -90,7 +90,7 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
     for x in (1.0, -2.0, 0.5):  # a loop, rolled: its count, step, back edge, numbers
         h = (w * h + x).tanh()
     h.backward()
-    graphs.append(rolled(to_networkx(h), find_loop(to_networkx(h))))
+    graphs.append(rolled(to_networkx(h), find_loop(to_networkx(h)), 0))  # (and loop_before)
     if "torch" in sys.modules or _has_torch():
         graphs.append(graph_of_script(ROOT / "tests" / "torch_scripts" / "sequential.py",
                                       quiet=True))
