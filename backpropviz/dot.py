@@ -709,11 +709,13 @@ class Writer:
         """A rolled loop's back edges (rolling.py): from the block's output to the box it
         enters the next repetition as, dashed, over the block, marked with the count."""
         back, t = self.G.graph.get("loop_back", []), self.t
+        # Over the top of a left-to-right flow; top to bottom, where dot finds room.
+        sides = {"headport": "n", "tailport": "n"} if self.o.rankdir in ("LR", "RL") else {}
         label = font(f"<B>⟲ ×{self.G.graph.get('loop_count')}</B>", t.text, NAME_PT)
         return [f"  {_quote(v)} -> {_quote(u)} " + _attrs({  # (ranked as the flow runs)
             "id": u + LOOP_BACK, "class": "loop", "dir": "back", "style": "dashed",
             "penwidth": _pt(CURRENT_EDGE_PEN), "color": t.text, "label": f"<{label}>",
-            "headport": "n", "tailport": "n", "weight": "0"}) + ";"
+            "weight": "0", **sides}) + ";"
             for u, v in zip(back[::2], back[1::2], strict=True) if u in self.G and v in self.G]
 
     # -------------------------------------------------------- legend
