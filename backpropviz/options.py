@@ -176,8 +176,8 @@ class Options:
         "gradients summed over the steps; done by itself when the unrolled graph is too big "
         "to lay out"))
     repetition: int | None = field(default=None, metadata=_option(
-        "with --roll, draw the numbers of repetition K of the loop (1: the first; default "
-        "the last)", metavar="K"))
+        "draw the loop rolled (--roll) with the numbers of its repetition K (1: the first; "
+        "default the last)", metavar="K"))
     keep_sums: bool = field(default=False, metadata=_option(
         "keep each sum as the script wrote it (x1w1 + x2w2, then + b) rather than one + "
         "of all its terms"))
@@ -344,6 +344,9 @@ class Options:
         if self.training and self.practice:
             raise UsageError("--practice asks for the gradients of one pass: pick the pass "
                              "with --iteration K rather than --iterations")
+        if self.training and (self.roll or self.repetition is not None):
+            raise UsageError("--roll draws the loop of one pass: pick the pass with "
+                             "--iteration K rather than --iterations")
         if (self.training or self.iteration is not None) and self.forward_only:
             raise UsageError("--iterations and --iteration record backward passes, which "
                              "--no-backward leaves out")

@@ -177,6 +177,9 @@ def test_repetition_out_of_range_and_no_loop_are_said(tmp_path, capsys):
                  str(tmp_path / "loop.svg")]) != 0
     assert "--repetition 9: the loop repeats 5 times (1 to 5)" in capsys.readouterr().err
     assert not (tmp_path / "loop.svg").exists()
+    assert main(["render", str(script), "--roll", "--iterations", "-o",
+                 str(tmp_path / "run.json")]) == 2
+    assert "--roll draws the loop of one pass" in capsys.readouterr().err
     a = Value(2.0, label="a")
     with pytest.warns(UserWarning, match="no loop found"):
         assert render(to_networkx(a * a + a), "dot", roll=True)
