@@ -80,6 +80,7 @@ docs: setup
 bench: setup
 	$(PY) bench/engine.py
 	$(PY) bench/render.py
+	$(PY) bench/rolled.py
 	$(PY) bench/page.py
 	$(PY) bench/animate.py
 	$(PY) bench/clip_lengths.py
