@@ -437,6 +437,9 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
         return None
     fields = {k: _factor(v, precision).text for k, v in recorded.items()
               if k in used or (k == "a" and "a_pow" in used)}
+    if "ones" in used:  # (a sum's local derivative: 1 at every entry of its operand)
+        ones = np.ones(np.shape(operands[0]))
+        fields["ones"] = number_text(ones, precision) if ones.size <= SMALL_ENTRIES else "1"
     tensor = any(np.ndim(v) > 0 for v in (*operands, recorded["r"]))
     fields.update(dot="⊙" if tensor else "·", k=str(size_ratio),
                   R=_wrap(_function(attrs, names[step.result], top), ATOM).text,
