@@ -22,6 +22,7 @@ from .script import as_graph
 from .step_bands import step_bands
 from .step_drawing import StepDrawing, draw_steps
 from .steps import backward_steps, state_at
+from .untangling import untangled
 from .views import drawn_graph
 
 __all__ = [
@@ -155,7 +156,7 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     G = drawn_graph(G, expand=options.get("expand", False),
                     modules=options.pop("modules", False),
                     compact_view=options.pop("compact", False))
-    checked = dot_options(**options)
+    checked = untangled(G, dot_options(**options))
     replay = backward_steps(G)  # once, not once per picture
     pins = placement(G, checked)
     bands = step_bands(G, checked.theme, checked.precision) if captions and checked.legend \

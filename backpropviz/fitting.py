@@ -37,6 +37,7 @@ from .style import (
     VALUE_PT,
     fitted_pt,
 )
+from .untangling import untangled
 from .views import drawn_graph
 
 __all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit"]
@@ -258,8 +259,8 @@ def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
     if wrap != 1:  # measured on its draft, which drawing it lays out no more
         drawing = {key: options[key] for key in _DRAWING if key in options}
         try:
-            width, height, crossings = folded_extent(
-                G, dot_options(rankdir, wrap=wrap, frame=options["frame"], **drawing))
+            width, height, crossings = folded_extent(G, untangled(
+                G, dot_options(rankdir, wrap=wrap, frame=options["frame"], **drawing)))
         except DrawError:
             return None, {}, 0  # dot cannot lay out some foldings
         return (width, height), {}, crossings
