@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from .crossings import count_crossings
 from .dot import (
@@ -40,7 +41,8 @@ from .style import (
 from .untangling import untangled
 from .views import drawn_graph
 
-__all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit"]
+__all__ = ["MANY_NUMBERS", "MANY_NUMBERS_PX", "SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit",
+           "number_target"]
 
 
 # ---------------------------------------------------------------- fitting a frame
@@ -49,6 +51,10 @@ __all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit"]
 # other text at least the second figure (on a 16:9 slide of 1920 x 1080, one
 # point is two pixels: 14 pt and 12 pt, what projected text wants).
 SLIDE_NUMBER_PX, SLIDE_TEXT_PX = 28.0, 24.0
+# A graph that shows more numbers than the book's figures (mlp3's three layers
+# show 51, the book's objective 25) may show them smaller: 22 px, its other
+# text in the same proportion.
+MANY_NUMBERS, MANY_NUMBERS_PX = 40, 22.0
 # At most this many rows.
 _MOST_ROWS = 8
 
@@ -66,6 +72,7 @@ class Fit:
     text_pt: float  # the smallest other text's
     numbers: str = "numbers"  # what the smallest main text is: "numbers", or "names"
     crossings: int = 0  # how many times its edges cross
+    number_target: float = SLIDE_NUMBER_PX  # what a slide wants of its numbers (px)
 
     @property
     def rows(self) -> int:
@@ -80,22 +87,36 @@ class Fit:
         return self.text_pt * self.scale
 
     @property
+    def text_target(self) -> float:
+        """What a slide wants of its other text (px), in proportion to its numbers."""
+        return self.number_target * SLIDE_TEXT_PX / SLIDE_NUMBER_PX
+
+    @property
     def advice(self) -> str | None:
         """None if the picture is slide-readable in its frame; else what to do."""
-        if self.number_px >= SLIDE_NUMBER_PX and self.text_px >= SLIDE_TEXT_PX:
+        if self.number_px >= self.number_target and self.text_px >= self.text_target:
             return None
         width, height = self.frame
         advice = ("draw less of the graph (name a ROOT), group its parts with "
                   "backpropviz.group, or use --compact")
         if self.rankdir == BOOK:
             advice += ", or leave --rankdir to --fit"
-        if self.number_px < SLIDE_NUMBER_PX:
+        of = f" for a graph of more than {MANY_NUMBERS} numbers" \
+            if self.number_target != SLIDE_NUMBER_PX else ""
+        if self.number_px < self.number_target:
             short = f"the {self.numbers} are {self.number_px:.1f} px tall (a slide wants " \
-                    f"{SLIDE_NUMBER_PX:g} and up)"
+                    f"{self.number_target:g} px and up{of})"
         else:
             short = f"the smallest text is {self.text_px:.1f} px tall (a slide wants " \
-                    f"{SLIDE_TEXT_PX:g} and up)"
+                    f"{self.text_target:.3g} px and up{of})"
         return f"at {width}x{height} {short}: {advice}"
+
+
+def number_target(G: nx.MultiDiGraph) -> float:
+    """How tall (px) a slide of 1920 x 1080 wants the numbers of ``G`` (as drawn): those
+    of the book's figures 28 px, those of a graph of more numbers 22."""
+    count = sum(int(np.size(data)) for _, data in G.nodes(data="data") if data is not None)
+    return MANY_NUMBERS_PX if count > MANY_NUMBERS else SLIDE_NUMBER_PX
 
 
 def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
@@ -133,13 +154,14 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
                   fitted_pt(LEGEND_PT / SUBSCRIPT_SCALE) * SUBSCRIPT_SCALE)
     options = {**options, "frame": frame}  # laid out as it will be drawn
     name = "names" if symbolic else "numbers"
+    target = SLIDE_NUMBER_PX if symbolic else number_target(G)
 
     def tried(direction: str, wrap: int | tuple[int, ...]) -> tuple[Fit | None, _Ranks]:
         size, spans, crossings = _placed(G, direction, wrap, options)
         if size is None:
             return None, spans
         return Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
-                   number_pt, text_pt, name, crossings), spans
+                   number_pt, text_pt, name, crossings, target), spans
 
     def in_parallel(pool: ThreadPoolExecutor, tries: list[tuple[str, Any]]) -> list:
         # (each in the caller's context: dot's time limit is a context variable)
