@@ -653,9 +653,11 @@ class Writer:
                 result.update(label=f"<{escape(symbol)}<BR/>"
                               f"{font(escape(kind), t.muted, LABEL_PT)}>", shape="ellipse")
             elif symbol not in self.G.graph.get("module_groups", ()):
-                # A group of the script's is named like a value, in the book's italics.
-                result.update(label=f"<<I>{escape(symbol)}</I>>", fontname=NAME_FONT,
-                              fontsize=_pt(NAME_PT if len(symbol) <= 2 else symbol_pt(symbol)))
+                # A group of the script's, or a compact run, is named as the values
+                # are (w₁,₁₁·x₁ + w₁,₁₂·x₂: the names italic with their subscripts).
+                pt = NAME_PT if len(symbol) <= 2 else symbol_pt(symbol)
+                result.update(label=f"<{expression_html(symbol, t, t.text, pt)}>",
+                              fontname=NAME_FONT, fontsize=_pt(pt))
         # only a gate (a ReLU) has it: where it blocks the gradient
         dead = None if self.o.symbolic else attrs.get("dead")
         if dead is True or (type(dead) is list and np.any(dead)):
