@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextvars
 import itertools
-import json
 import math
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +25,7 @@ from .dot import (
 from .errors import DrawError
 from .figure import to_dot
 from .folding import fold_cuts, ranks
-from .graphviz import SUBSCRIPT_SCALE, run_dot
+from .graphviz import SUBSCRIPT_SCALE, layout_json
 from .options import parse_frame
 from .placement import folded_extent
 from .style import (
@@ -128,7 +127,9 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     each row laid out alone; the layouts estimated largest (from the graph laid
     out whole) are laid out by dot, and of those it keeps the one whose edges
     cross least (past the graph's laid out whole) and, of those, whose smallest
-    number is largest (the fewest crossings, then rows, on a tie). A fitted
+    number is largest (the fewest crossings, then rows, on a tie); a folding that
+    crosses more is untangled as its drawing would be (untangling.py) and
+    measured again, the largest first, until one crosses no more. A fitted
     figure's type is larger against its boxes' padding (style.FITTED_TYPE).
     ``options`` are to_dot's (theme, precision...).
     """
@@ -156,8 +157,9 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     name = "names" if symbolic else "numbers"
     target = SLIDE_NUMBER_PX if symbolic else number_target(G)
 
-    def tried(direction: str, wrap: int | tuple[int, ...]) -> tuple[Fit | None, _Ranks]:
-        size, spans, crossings = _placed(G, direction, wrap, options)
+    def tried(direction: str, wrap: int | tuple[int, ...],
+              untangle: bool = False) -> tuple[Fit | None, _Ranks]:
+        size, spans, crossings = _placed(G, direction, wrap, options, untangle)
         if size is None:
             return None, spans
         return Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
@@ -193,7 +195,27 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     # Crossings dot's own layout has are not the folding's doing: only those
     # past the fewest of the whole graph's count against a folding.
     whole = min(fit.crossings for fit in fits if fit.rows == 1)
+    # The largest first: one that crosses more is untangled (untangling.py, as its
+    # drawing will be) and measured again, until one crosses no more than the whole.
+    untangled_too: set[tuple[str, Any]] = set()
+    pending = sorted(fits, key=_largest)
+    while pending:
+        found = pending.pop(0)
+        if found.crossings <= whole:
+            return found
+        if found.rows > 1 and (found.rankdir, found.wrap) not in untangled_too:
+            untangled_too.add((found.rankdir, found.wrap))
+            again = tried(found.rankdir, found.wrap, untangle=True)[0]
+            if again is not None:
+                fits.append(again)
+                pending = sorted([*pending, again], key=_largest)
     return min(fits, key=lambda fit: _preferred(fit, whole))
+
+
+def _largest(fit: Fit) -> tuple:
+    """The order fits are looked at in: the largest smallest number (to a percent),
+    then the fewest crossings, then the fewest rows."""
+    return (-round(math.log(fit.scale), 2), fit.crossings, fit.rows)
 
 
 # Each rank's widest and highest box in a layout of the graph whole, and its
@@ -274,19 +296,22 @@ _DRAWING = ("theme", "precision", "forward_only", "legend", "show_constants", "e
 
 
 def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
-            options: Mapping[str, Any]) -> tuple[tuple[float, float] | None, _Ranks, int]:
+            options: Mapping[str, Any], untangle: bool = False
+            ) -> tuple[tuple[float, float] | None, _Ranks, int]:
     """The size (points, with the pad) of the picture as laid out (None for a
     folding dot cannot route), each rank's span along the flow, and how many
-    times its edges cross."""
+    times its edges cross; a folding ``untangle``d as its drawing would be (the
+    whole graph always is)."""
     if wrap != 1:  # measured on its draft, which drawing it lays out no more
         drawing = {key: options[key] for key in _DRAWING if key in options}
+        checked = dot_options(rankdir, wrap=wrap, frame=options["frame"], **drawing)
         try:
-            width, height, crossings = folded_extent(G, untangled(
-                G, dot_options(rankdir, wrap=wrap, frame=options["frame"], **drawing)))
+            width, height, crossings = folded_extent(
+                G, untangled(G, checked) if untangle else checked)
         except DrawError:
             return None, {}, 0  # dot cannot lay out some foldings
         return (width, height), {}, crossings
-    data = json.loads(run_dot(to_dot(G, rankdir=rankdir, wrap=wrap, **options), "json"))
+    data = layout_json(to_dot(G, rankdir=rankdir, wrap=wrap, **options))
     x0, y0, x1, y1 = (float(n) for n in data["bb"].split(","))
     pad = 2 * float(data.get("pad", 0.25)) * 72
     rank = ranks(G)

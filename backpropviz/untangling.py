@@ -9,7 +9,7 @@ from typing import Any
 import networkx as nx
 
 from .crossings import crossing_edges
-from .dot import EDGE_LABEL_NODES, DotOptions, Writer
+from .dot import EDGE_LABEL_NODES, DotOptions, Writer, folded
 from .graphviz import layout_json
 from .steps import state_at
 from .style import BOOK
@@ -27,16 +27,27 @@ def untangled(G: nx.MultiDiGraph, options: DotOptions) -> DotOptions:
     each feed two sums cannot be drawn side by side without a crossing; one a rank
     on, between the other's edges, they can). dot's layout is the one the picture
     is drawn or pinned from (a folded picture's rows, the book's left-to-right
-    draft). Unchanged if it crosses nothing, or no hint crosses less.
+    draft). Unchanged if it crosses nothing, or no hint crosses less. A folding is
+    tried last with what untangled the graph laid out whole.
     """
     if options.free_order or options.ranked_after or G.number_of_nodes() > EDGE_LABEL_NODES:
         return options
-    draft = replace(options, frame=None, step=None)
+    # (the draft placement.py pins a picture from; dot's own layout, as to_dot writes
+    # it: the same text, so that its layout is made once)
+    draft = replace(options, step=None)
     if options.rankdir == BOOK:
-        draft = replace(draft, rankdir="LR", wrap=1)
+        draft = replace(draft, rankdir="LR", frame=None, wrap=1)
+    elif folded(options):
+        draft = replace(draft, frame=None)
     found = _crossings(G, draft)
+    hints = list(_hints(G, found))
+    if found and folded(options):
+        whole = untangled(G, replace(options, wrap=1))
+        hints.append((whole.free_order, whole.ranked_after))
     best, fewest = options, len(found)
-    for free, after in _hints(G, found):
+    for free, after in hints:
+        if not (free or after):
+            continue
         count = len(_crossings(G, replace(draft, free_order=free, ranked_after=after)))
         if count < fewest:
             best, fewest = replace(options, free_order=free, ranked_after=after), count
