@@ -119,7 +119,7 @@ def number_target(G: nx.MultiDiGraph) -> float:
 
 
 def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
-        **options: Any) -> Fit:
+        band: tuple[float, float] | None = None, **options: Any) -> Fit:
     """The layout that shows ``G`` largest in ``frame`` (e.g. ``"1920x1080"``).
 
     Considers the direction given (or left to right and top to bottom) with
@@ -131,6 +131,8 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     crosses more is untangled as its drawing would be (untangling.py) and
     measured again, the largest first, until one crosses no more. A fitted
     figure's type is larger against its boxes' padding (style.FITTED_TYPE).
+    ``band`` is the width and height (points, as drawn) of a step picture's caption
+    band, drawn under the legend of each (step_bands): the frame holds it too.
     ``options`` are to_dot's (theme, precision...).
     """
     frame = parse_frame(frame)
@@ -162,6 +164,7 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
         size, spans, crossings = _placed(G, direction, wrap, options, untangle)
         if size is None:
             return None, spans
+        size = _with_band(size, band)
         return Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
                    number_pt, text_pt, name, crossings, target), spans
 
@@ -180,14 +183,14 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
         estimated = []
         for direction in directions:
             if direction != directions[0]:
-                estimated.append((_estimated(spans, direction, (), frame), direction, 1))
+                estimated.append((_estimated(spans, direction, (), frame, band), direction, 1))
             along = _along(spans, direction)
             seen: set[tuple[int, ...]] = set()
             for count in range(2, most + 1):
                 for wrap in _near(fold_cuts(G, count, along), depth):
                     if wrap not in seen:
                         seen.add(wrap)
-                        estimated.append((_estimated(spans, direction, wrap, frame),
+                        estimated.append((_estimated(spans, direction, wrap, frame, band),
                                           direction, wrap))
         best = sorted(estimated, key=lambda item: -item[0])[:_LAID_OUT]
         folds = in_parallel(pool, [(direction, wrap) for _, direction, wrap in best])
@@ -228,6 +231,8 @@ _LEGEND = -1
 # adds to its ranks' spans: its cluster's margins, the gap to the next row
 # (placement's), and a continuation mark at its start.
 _LAID_OUT, _ROW_MARGIN, _ROW_GAP, _MARK = 4, 12.0, 18.0, 48.0
+# The room graphviz keeps either side of a graph's label (points).
+_LABEL_MARGIN = 16.0
 # The space between ranks and between the boxes of a rank in a fitted figure (dot.py's).
 _RANKSEP, _NODESEP = 0.28 * 72, 0.18 * 72
 
@@ -259,7 +264,7 @@ def _along(spans: _Ranks, rankdir: str) -> dict[int, tuple[float, float]]:
 
 
 def _estimated(spans: _Ranks, rankdir: str, wrap: tuple[int, ...],
-               frame: tuple[int, int]) -> float:
+               frame: tuple[int, int], band: tuple[float, float] | None = None) -> float:
     """The scale a folding is estimated to have from the whole graph's layout: each
     row as long as its ranks' widest boxes and the space between them, as deep as
     its deepest rank's boxes one above another."""
@@ -277,8 +282,18 @@ def _estimated(spans: _Ranks, rankdir: str, wrap: tuple[int, ...],
         depths.append(max(s[3 if across else 2] for s in row) + _ROW_MARGIN)
     length, depth = max(lengths, default=0.0), sum(depths) + _ROW_GAP * (len(depths) - 1)
     width, height = (length, depth) if across else (depth, length)
-    width, height = max(width, legend_width) + pad, height + legend_height + pad
+    width, height = _with_band((max(width, legend_width) + pad, height + legend_height + pad),
+                               band)
     return min(frame[0] / width, frame[1] / height)
+
+
+def _with_band(size: tuple[float, float], band: tuple[float, float] | None
+               ) -> tuple[float, float]:
+    """A picture's ``size`` (points) with a caption band under it (its label's margin
+    on either side): as wide as the wider, as high as both."""
+    if band is None:
+        return size
+    return max(size[0], band[0] + _LABEL_MARGIN), size[1] + band[1]
 
 
 def _preferred(fit: Fit, whole: int) -> tuple:
