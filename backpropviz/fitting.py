@@ -16,6 +16,7 @@ import numpy as np
 from .crossings import count_crossings
 from .dot import (
     EDGE_LABEL_NODES,
+    Writer,
     badge_pt,
     dot_options,
     fork_edges,
@@ -28,6 +29,7 @@ from .folding import fold_cuts, ranks
 from .graphviz import SUBSCRIPT_SCALE, layout_json
 from .options import parse_frame
 from .placement import folded_extent
+from .steps import state_at
 from .style import (
     BOOK,
     EXPRESSION_PT,
@@ -168,7 +170,7 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
         return Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
                    number_pt, text_pt, name, crossings, target), spans
 
-    def in_parallel(pool: ThreadPoolExecutor, tries: list[tuple[str, Any]]) -> list:
+    def in_parallel(pool: ThreadPoolExecutor, tries: list[tuple[Any, ...]]) -> list:
         # (each in the caller's context: dot's time limit is a context variable)
         return [done.result() for done in
                 [pool.submit(contextvars.copy_context().run, tried, *one) for one in tries]]
@@ -193,20 +195,25 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
                         estimated.append((_estimated(spans, direction, wrap, frame, band),
                                           direction, wrap))
         best = sorted(estimated, key=lambda item: -item[0])[:_LAID_OUT]
-        folds = in_parallel(pool, [(direction, wrap) for _, direction, wrap in best])
+        # (the whole graph untangled beside them, if dot's own layout crosses: its
+        # boxes, which the estimates read, are the same)
+        untangle = [(directions[0], 1, True)] if wholes[0][0] and wholes[0][0].crossings \
+            else []
+        folds = in_parallel(pool, [(direction, wrap) for _, direction, wrap in best]
+                            + untangle)
     fits = [found for found, _ in [*wholes, *folds] if found is not None]
     # Crossings dot's own layout has are not the folding's doing: only those
     # past the fewest of the whole graph's count against a folding.
     whole = min(fit.crossings for fit in fits if fit.rows == 1)
     # The largest first: one that crosses more is untangled (untangling.py, as its
     # drawing will be) and measured again, until one crosses no more than the whole.
-    untangled_too: set[tuple[str, Any]] = set()
+    untangled_too = {(direction, wrap) for direction, wrap, _ in untangle}
     pending = sorted(fits, key=_largest)
     while pending:
         found = pending.pop(0)
         if found.crossings <= whole:
             return found
-        if found.rows > 1 and (found.rankdir, found.wrap) not in untangled_too:
+        if (found.rankdir, found.wrap) not in untangled_too:
             untangled_too.add((found.rankdir, found.wrap))
             again = tried(found.rankdir, found.wrap, untangle=True)[0]
             if again is not None:
@@ -315,18 +322,19 @@ def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
             ) -> tuple[tuple[float, float] | None, _Ranks, int]:
     """The size (points, with the pad) of the picture as laid out (None for a
     folding dot cannot route), each rank's span along the flow, and how many
-    times its edges cross; a folding ``untangle``d as its drawing would be (the
-    whole graph always is)."""
+    times its edges cross: as dot lays it out, or ``untangle``d as its drawing
+    would be."""
+    drawing = {key: options[key] for key in _DRAWING if key in options}
+    checked = dot_options(rankdir, wrap=wrap, frame=options["frame"], **drawing)
     if wrap != 1:  # measured on its draft, which drawing it lays out no more
-        drawing = {key: options[key] for key in _DRAWING if key in options}
-        checked = dot_options(rankdir, wrap=wrap, frame=options["frame"], **drawing)
         try:
             width, height, crossings = folded_extent(
                 G, untangled(G, checked) if untangle else checked)
         except DrawError:
             return None, {}, 0  # dot cannot lay out some foldings
         return (width, height), {}, crossings
-    data = layout_json(to_dot(G, rankdir=rankdir, wrap=wrap, **options))
+    data = layout_json(to_dot(G, rankdir=rankdir, wrap=wrap, **options) if untangle
+                       else Writer(G, checked, state_at(G, None)).dot())
     x0, y0, x1, y1 = (float(n) for n in data["bb"].split(","))
     pad = 2 * float(data.get("pad", 0.25)) * 72
     rank = ranks(G)

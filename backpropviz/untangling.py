@@ -30,8 +30,9 @@ def untangled(G: nx.MultiDiGraph, options: DotOptions) -> DotOptions:
     draft). Unchanged if it crosses nothing, or no hint crosses less. A folding is
     tried last with what untangled the graph laid out whole.
     """
-    if options.free_order or options.ranked_after or G.number_of_nodes() > EDGE_LABEL_NODES:
-        return options
+    if options.free_order or options.ranked_after or G.number_of_nodes() > EDGE_LABEL_NODES \
+            or nx.is_forest(G.to_undirected(as_view=True)):
+        return options  # (dot lays a tree out without a crossing: no layout to look at)
     # (the draft placement.py pins a picture from; dot's own layout, as to_dot writes
     # it: the same text, so that its layout is made once)
     draft = replace(options, step=None)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from backpropviz.crossings import count_crossings
 from backpropviz.dot import Writer, dot_options
 from backpropviz.figure import to_dot
@@ -58,7 +60,10 @@ def test_two_inputs_each_feeding_two_sums_are_a_rank_apart(example):
         assert f'"{later[0]}" -> "{later[1]}" [style="invis"' in to_dot(G)
 
 
-def test_a_layout_that_crosses_nothing_is_left_as_it_is(example):
-    G = drawn_graph(example("d2l_mlp"))
+@pytest.mark.parametrize("name", ["d2l_mlp", "fork", "capstone/forked_neuron"])
+def test_a_layout_that_crosses_nothing_is_left_as_it_is(example, name):
+    # (a tree, d2l_mlp's, is not even laid out: dot draws one without a crossing)
+    G = drawn_graph(example(name))
     options = dot_options()
     assert untangled(G, options) is options
+    assert crossings(to_dot(G)) == 0
