@@ -208,3 +208,16 @@ def test_a_badge_before_its_step_keeps_its_place_unseen(example):
     assert any("pending-contribution" in classes for _, classes in first)
     assert last and all(color == THEMES["light"].grad and "pending" not in classes
                         for color, classes in last)
+
+
+def test_steps_of_an_untangled_layout_are_drawn_together_as_dot_draws_each(example):
+    # The scalar MLP's layout is told one input a rank after the other (an invisible
+    # edge, untangling.py): its steps are still drawn from one layout in one run,
+    # each with the texts dot draws for that step on its own.
+    from backpropviz.graphviz import portable_svg, run_dot
+
+    diagrams = step_diagrams(example("d2l_mlp_scalar"))
+    assert 'style="invis"' in diagrams[0].source and diagrams[0].steps is not None
+    for diagram in diagrams[::4]:
+        alone = portable_svg(run_dot(diagram.source, "svg")).decode("utf-8")
+        assert sorted(_texts(diagram.svg)) == sorted(_texts(alone))
