@@ -326,7 +326,7 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
             # student's engine that forgot the seed, a gradient given to backward).
             texts[-1] += f" (the seed backward() started from; {partial.text} itself is 1)"
     if len(seeds) == 1:
-        rule = f"seed: the gradient of {top.text} with respect to itself is 1"
+        rule = f"backward starts at {top.text}: its gradient with respect to itself is 1"
     else:  # backward([p, q]): what it differentiates is their sum, weighted by the seeds
         terms = [names[root].text if np.all(np.asarray(seed) == 1.0)
                  else f"{_number(float(seed)).text}·{_wrap(names[root], ops.PRODUCT).text}"

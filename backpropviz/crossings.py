@@ -92,24 +92,71 @@ def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
 
 
 def _intersections(a: list[Point], b: list[Point]) -> Iterable[Point]:
-    """Where the polylines ``a`` and ``b`` cross (touching ends are not crossings)."""
+    """Where the polylines ``a`` and ``b`` cross (touching ends are not crossings).
+
+    Each segment holds its first point but not its last, so that two curves
+    meeting at a point both pass through (dot routes two edges through one
+    knot) are counted once there, and only if one goes from one side of the
+    other to its other side; a polyline's first point is where its edge ends."""
     hits: list[Point] = []
-    for p, q in pairwise(a):
-        for r, s in pairwise(b):
-            point = _segment_cross(p, q, r, s)
-            if point is not None and not any(abs(point[0] - h[0]) + abs(point[1] - h[1]) < 1.0
-                                              for h in hits):
+    for i, (p, q) in enumerate(pairwise(a)):
+        for j, (r, s) in enumerate(pairwise(b)):
+            found = _segment_cross(p, q, r, s, i > 0, j > 0)
+            if found is None:
+                continue
+            point, t, u = found
+            if (t == 0.0 or u == 0.0) and not _through(
+                    _before(a, i) if t == 0.0 else p, point, q,
+                    _before(b, j) if u == 0.0 else r, s):
+                continue  # they touch at a knot and part on the side they came from
+            if not any(abs(point[0] - h[0]) + abs(point[1] - h[1]) < 1.0 for h in hits):
                 hits.append(point)
     return hits
 
 
-def _segment_cross(p: Point, q: Point, r: Point, s: Point) -> Point | None:
+def _before(line: list[Point], index: int) -> Point:
+    """The last point of ``line`` before its ``index``-th that is another point."""
+    for point in reversed(line[:index]):
+        if point != line[index]:
+            return point
+    return line[index]
+
+
+def _through(before: Point, at: Point, after: Point, come: Point, go: Point) -> bool:
+    """Whether a path from ``come`` to ``go`` by ``at`` crosses the path
+    ``before`` -> ``at`` -> ``after`` there (its two ends on its two sides)."""
+    return _left(come, before, at, after) != _left(go, before, at, after)
+
+
+def _left(point: Point, before: Point, at: Point, after: Point) -> bool:
+    """Whether ``point`` (near ``at``) is on the left of the path before -> at -> after."""
+    into, out = (at[0] - before[0], at[1] - before[1]), (after[0] - at[0], after[1] - at[1])
+    of_into = _cross(into, (point[0] - before[0], point[1] - before[1])) > 0
+    of_out = _cross(out, (point[0] - at[0], point[1] - at[1])) > 0
+    # a left turn's left is within both half-planes, a right turn's within either
+    return (of_into and of_out) if _cross(into, out) >= 0 else (of_into or of_out)
+
+
+def _cross(u: Point, v: Point) -> float:
+    return u[0] * v[1] - u[1] * v[0]
+
+
+def _segment_cross(p: Point, q: Point, r: Point, s: Point, from_p: bool = False,
+                   from_r: bool = False) -> tuple[Point, float, float] | None:
+    """Where segment p-q meets r-s, and how far along each (0 to 1), their ends
+    excluded (but p itself if ``from_p``, r itself if ``from_r``)."""
     dx1, dy1, dx2, dy2 = q[0] - p[0], q[1] - p[1], s[0] - r[0], s[1] - r[1]
     denominator = dx1 * dy2 - dy1 * dx2
     if abs(denominator) < 1e-12:
         return None  # parallel (a shared run is not a crossing)
     t = ((r[0] - p[0]) * dy2 - (r[1] - p[1]) * dx2) / denominator
     u = ((r[0] - p[0]) * dy1 - (r[1] - p[1]) * dx1) / denominator
-    if 0.0 < t < 1.0 and 0.0 < u < 1.0:
-        return p[0] + t * dx1, p[1] + t * dy1
+    if _within(t, from_p) and _within(u, from_r):
+        return (p[0] + t * dx1, p[1] + t * dy1), t, u
     return None
+
+
+def _within(t: float, with_start: bool) -> bool:
+    """Whether ``t`` lies along a segment, before its end (at its start too if
+    ``with_start``)."""
+    return (t >= 0.0 if with_start else t > 0.0) and t < 1.0

@@ -20,9 +20,10 @@ from .graphviz import FORMATS, portable_svg, run_dot
 from .options import parse_frame
 from .placement import placement
 from .script import as_graph
-from .step_bands import step_bands
+from .step_bands import band_size, step_bands
 from .step_drawing import StepDrawing, draw_steps
 from .steps import backward_steps, state_at
+from .untangling import untangled
 from .views import drawn_graph
 
 __all__ = [
@@ -133,12 +134,14 @@ def draw(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     return diagram
 
 
-def _fitted(G: nx.MultiDiGraph, frame: Any, options: dict[str, Any]) -> Fit | None:
-    """Fit ``G`` to ``frame`` (if any), setting the options that draw it so."""
+def _fitted(G: nx.MultiDiGraph, frame: Any, options: dict[str, Any],
+            band: tuple[float, float] | None = None) -> Fit | None:
+    """Fit ``G`` to ``frame`` (if any), with a caption ``band`` of that size (points)
+    under it if given, setting the options that draw it so."""
     if frame is None:
         return None
     options.pop("frame", None)
-    chosen = fit(G, frame, **options)
+    chosen = fit(G, frame, band=band, **options)
     options.update(rankdir=chosen.rankdir, wrap=chosen.wrap, frame=chosen.frame)
     return chosen
 
@@ -151,22 +154,29 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     Their SVGs are drawn together, from one layout in one graphviz run (step_drawing)."""
     G = as_graph(graph_or_root, names)
     validated(G)
+    options.pop("step", None)
+    drawn = drawn_graph(G, expand=options.get("expand", False),
+                        modules=options.get("modules", False),
+                        compact_view=options.get("compact", False))
+    replay = backward_steps(drawn)  # once, not once per picture
+    bands = step_bands(drawn, options.get("theme", "light"), options.get("precision", 4)) \
+        if captions and options.get("legend", True) and not (
+            options.get("forward_only") or options.get("symbolic")) \
+        else [None] * (len(replay) + 1)
     # With one layout to consider, the pictures' own layout measures the fit.
     lone = fit is not None and lone_choice(G, fit, **options)
+    band = band_size(bands[0]) if bands[0] else None
     fallback = dict(options)  # (to fit as usual, should the pictures not be drawn together)
     if lone:
         options.update(wrap=1, frame=parse_frame(fit))
-    chosen = None if lone else _fitted(G, fit, options)
-    options.pop("step", None)
+    # (fitted with the band under the picture: the frame holds both)
+    chosen = None if lone else _fitted(G, fit, options, band)
     whole = G
-    G = drawn_graph(G, expand=options.get("expand", False),
-                    modules=options.pop("modules", False),
-                    compact_view=options.pop("compact", False))
-    checked = dot_options(**options)
-    replay = backward_steps(G)  # once, not once per picture
+    options.pop("modules", None)
+    options.pop("compact", None)
+    G = drawn
+    checked = untangled(G, dot_options(**options))
     pins = placement(G, checked)
-    bands = step_bands(G, checked.theme, checked.precision) if captions and checked.legend \
-        and not (checked.forward_only or checked.symbolic) else [None] * (len(replay) + 1)
     writer = Writer(G, checked, state_at(G, 0, replay), pins)
     diagrams = [Diagram(writer.at_step(k, state_at(G, k, replay), bands[k]), G)
                 for k in range(len(replay) + 1)]
@@ -175,7 +185,7 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
         else None
     if lone:
         chosen = measured(G, size=drawing.size, **options) if drawing is not None \
-            else _fitted(whole, fit, fallback)
+            else _fitted(whole, fit, fallback, band)
     for step, diagram in enumerate(diagrams):
         diagram.fit = chosen
         if drawing is not None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -20,14 +19,13 @@ from .errors import DrawError
 from .folding import bands
 from .formatting import (
     MAX_ITEMS,
-    byte_size,
     display_number,
     format_array,
     grid_indices,
     summarized,
 )
 from .ir import IRError, operand_edges, validate
-from .memory import value_bytes
+from .legend import legend_html
 from .metrics import text_width
 from .step_bands import with_band
 from .steps import StepState, dead_masks, fork_edges, gradient_history, plain_constants
@@ -54,7 +52,7 @@ from .style import (
     fitted_pt,
     symbol_pt,
 )
-from .typeset import GAP, expression_html, font, name_html
+from .typeset import expression_html, font, name_html
 from .views import group_path
 
 __all__ = ["BADGE_IN", "BADGE_OUT", "CONTINUE_FROM", "CONTINUE_TO", "EDGE_LABEL_NODES",
@@ -206,6 +204,10 @@ class DotOptions:
     # Set in a frame's type (FITTED_TYPE): given a frame, and kept by the
     # drafts a folded or book-style picture is pinned from, which have none.
     fitted: bool = False
+    # What untangling.py tells dot, to undo a crossing of its own layout: ops whose
+    # operands may lie in any order, and values each ranked after another.
+    free_order: frozenset[str] = frozenset()
+    ranked_after: tuple[tuple[str, str], ...] = ()
 
 
 def dot_options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
@@ -345,7 +347,9 @@ class Writer:
             graph.update(LARGE_GRAPH)
         if o.step is not None:
             graph["class"] += f" step-{o.step}"
-        legend = self.legend_html() if o.legend else None
+        legend = legend_html(self.G, o, partials=bool(self.partials), forks=bool(
+            self.fork_edges), dead=bool(self.dead_values or self.dead_edges),
+            plain=self.plain) if o.legend else None
         if self.band is not None:
             legend = with_band(self.band, legend)
         if legend:
@@ -427,6 +431,9 @@ class Writer:
                          for statement in nodes[number])
         lines.extend(edge_lines)
         lines.extend(self.loop_edges())
+        if self.pins is None:  # (pinned, the places are those of a layout so told)
+            lines.extend(f'  {_quote(u)} -> {_quote(v)} [style="invis" weight="0"];'
+                         for u, v in o.ranked_after if band.get(u, 0) == band.get(v, 0))
         lines.append("}")
         if not o.fitted:
             return "\n".join(lines) + "\n"
@@ -629,7 +636,7 @@ class Writer:
         result = {"id": str(node), "shape": "circle", "style": "filled",
                   "fillcolor": t.op_fill, "color": t.op_line, "width": "0.42",
                   "margin": "0.04", "fontsize": _pt(symbol_pt(symbol)), "label": symbol}
-        if not ops.get(attrs["op"]).commutative:
+        if not ops.get(attrs["op"]).commutative and node not in self.o.free_order:
             # Keep operands in argument order (first on top in LR) where it matters.
             result["ordering"] = "in"
         if len(symbol) > 4:  # a long name or an expression: an oval, not a huge circle
@@ -640,9 +647,11 @@ class Writer:
                 result.update(label=f"<{escape(symbol)}<BR/>"
                               f"{font(escape(kind), t.muted, LABEL_PT)}>", shape="ellipse")
             elif symbol not in self.G.graph.get("module_groups", ()):
-                # A group of the script's is named like a value, in the book's italics.
-                result.update(label=f"<<I>{escape(symbol)}</I>>", fontname=NAME_FONT,
-                              fontsize=_pt(NAME_PT if len(symbol) <= 2 else symbol_pt(symbol)))
+                # A group of the script's, or a compact run, is named as the values
+                # are (w₁,₁₁·x₁ + w₁,₁₂·x₂: the names italic with their subscripts).
+                pt = NAME_PT if len(symbol) <= 2 else symbol_pt(symbol)
+                result.update(label=f"<{expression_html(symbol, t, t.text, pt)}>",
+                              fontname=NAME_FONT, fontsize=_pt(pt))
         # only a gate (a ReLU) has it: where it blocks the gradient
         dead = None if self.o.symbolic else attrs.get("dead")
         if dead is True or (type(dead) is list and np.any(dead)):
@@ -676,7 +685,7 @@ class Writer:
             size = VALUE_PT if o.fitted else LABEL_PT  # (lettered later)
             html = _array_html(texts, t.grad, t, size=size, indices=indices,
                                dead=self.dead_edges.get(key) if known else None,
-                               widths=_column_widths([texts], size), fill=_backdrop(t),
+                               widths=_column_widths([texts], size), fill=t.text_fill,
                                brackets=type(contribution) is not float
                                and bool(np.ndim(contribution))
                                and not summarized(np.shape(contribution)),
@@ -726,73 +735,6 @@ class Writer:
 
     # -------------------------------------------------------- legend
 
-    def gates(self) -> str:
-        """What zeroed gradients in this picture: "a dead ReLU", "dropout"…"""
-        names = sorted({ops.get(op).gate_name for _, op, dead in
-                        ((n, a.get("op"), a.get("dead")) for n, a in self.G.nodes(data=True))
-                        if dead is not None and op is not None and ops.get(op).gate_name})
-        return " or ".join(names) or "a gate"
-
-    def legend_html(self) -> str | None:
-        """A key to the colours; the same at every backward step."""
-        t = self.t
-        items = [font("value", t.text, LEGEND_PT)]
-        if any(role == "param" for _, role in self.G.nodes(data="role")):
-            items.append(f'<TABLE BORDER="1" CELLBORDER="0" COLOR="{t.node_line}" '
-                         f'CELLPADDING="2" CELLSPACING="0" BGCOLOR="{t.param_fill}" '
-                         f'STYLE="ROUNDED"><TR><TD>'
-                         f'{font("parameter", t.text, LEGEND_PT)}</TD></TR></TABLE>')
-        if self.partials:
-            items.append(font("gradient", t.grad, LEGEND_PT))
-        if self.fork_edges:
-            items.append(font("on an edge: its part of a sum at a fork", t.grad, LEGEND_PT))
-        if self.dead_values or self.dead_edges:
-            items.append(f'<TABLE BORDER="0" CELLPADDING="1" CELLSPACING="0">'
-                         f'<TR><TD BGCOLOR="{t.dead_fill}">{font("0", t.dead_text, LEGEND_PT)}'
-                         f'</TD><TD>{font(GAP + "zeroed by " + self.gates(), t.muted, LEGEND_PT)}'
-                         "</TD></TR>"
-                         "</TABLE>")
-        if any(expected is not None for _, expected in self.G.nodes(data="expected")):
-            items.append(font("wrong gradient", t.dead_text, LEGEND_PT)
-                         + font(GAP + "(the reference's beneath)", t.muted, LEGEND_PT))
-        if any(flag for _, flag in self.G.nodes(data="error_start")):
-            items.append(font("●", t.dead_line, MARK_PT)
-                         + font(GAP + "where the error starts", t.muted, LEGEND_PT))
-        stored = self.G.graph.get("stored_bytes")
-        if stored and not self.o.symbolic:
-            note = f"{GAP}saved for backward: {byte_size(stored)} in all"
-            unmarked = sum(value_bytes(self.G.nodes[node]) for node in self.plain
-                           if self.G.nodes[node].get("stored"))
-            if unmarked:  # (the figure leaves constants unmarked: say what they add)
-                note += f", {byte_size(unmarked)} of them constants"
-            items.append(font("●", t.saved, MARK_PT) + font(note, t.muted, LEGEND_PT))
-        # What a producer says about the picture (e.g. how another engine's graph was read).
-        notes = self.G.graph.get("notes", [])
-        if len(items) == 1 and not notes:
-            return None
-        cells = "".join(f"<TD>{item}</TD>" for item in items)
-        # Notes wrap to the key's width (in characters, roughly), so that they
-        # do not stretch it.
-        width = max(48, sum(len(re.sub(r"<[^>]*>", "", item)) + 4 for item in items))
-        rows = "".join(
-            f'<TR><TD COLSPAN="{len(items)}" ALIGN="LEFT">'
-            + '<BR ALIGN="LEFT"/>'.join(font(escape(line), t.muted, LEGEND_PT)
-                                        for line in textwrap.wrap(note, width))
-            + '<BR ALIGN="LEFT"/></TD></TR>' for note in notes)
-        return (f'<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="2"{_bgcolor(t)}>'
-                f"<TR>{cells}</TR>{rows}</TABLE>>")
-
-
-# The space between a legend's sample and its words: a no-break space, which
-# every SVG renderer keeps (Chromium and cairosvg drop a leading plain one).
-
-
-def _backdrop(theme: Theme) -> str | None:
-    """What is filled behind free-standing text: nothing on a transparent background
-    (the slide's colour shows), else the theme's label fill."""
-    return None if theme.background == "transparent" else theme.label_fill
-
 
 def _bgcolor(theme: Theme) -> str:
-    backdrop = _backdrop(theme)
-    return f' BGCOLOR="{backdrop}"' if backdrop else ""
+    return f' BGCOLOR="{theme.text_fill}"' if theme.text_fill else ""

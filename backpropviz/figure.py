@@ -12,6 +12,7 @@ from .ir import IRError
 from .placement import placement
 from .step_bands import step_bands
 from .steps import state_at
+from .untangling import untangled
 from .views import drawn_graph
 
 __all__ = ["to_dot"]
@@ -50,8 +51,8 @@ def to_dot(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     """
     validated(G)
     G = drawn_graph(G, expand=expand, modules=modules, compact_view=compact)
-    options = dot_options(rankdir, theme, precision, forward_only, step, legend,
-                       show_constants, wrap, frame, expand, symbolic)
+    options = untangled(G, dot_options(rankdir, theme, precision, forward_only, step, legend,
+                                       show_constants, wrap, frame, expand, symbolic))
     try:
         state = state_at(G, step)
     except IRError as error:

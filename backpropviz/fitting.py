@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextvars
 import itertools
-import json
 import math
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -12,10 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from .crossings import count_crossings
 from .dot import (
     EDGE_LABEL_NODES,
+    Writer,
     badge_pt,
     dot_options,
     fork_edges,
@@ -25,9 +26,10 @@ from .dot import (
 from .errors import DrawError
 from .figure import to_dot
 from .folding import fold_cuts, ranks
-from .graphviz import SUBSCRIPT_SCALE, run_dot
+from .graphviz import SUBSCRIPT_SCALE, layout_json
 from .options import parse_frame
 from .placement import folded_extent
+from .steps import state_at
 from .style import (
     BOOK,
     EXPRESSION_PT,
@@ -37,9 +39,11 @@ from .style import (
     VALUE_PT,
     fitted_pt,
 )
+from .untangling import untangled
 from .views import drawn_graph
 
-__all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit", "lone_choice", "measured"]
+__all__ = ["MANY_NUMBERS", "MANY_NUMBERS_PX", "SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit",
+           "lone_choice", "measured", "number_target"]
 
 
 # ---------------------------------------------------------------- fitting a frame
@@ -48,6 +52,10 @@ __all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit", "lone_choice", "mea
 # other text at least the second figure (on a 16:9 slide of 1920 x 1080, one
 # point is two pixels: 14 pt and 12 pt, what projected text wants).
 SLIDE_NUMBER_PX, SLIDE_TEXT_PX = 28.0, 24.0
+# A graph that shows more numbers than the book's figures (mlp3's three layers
+# show 51, the book's objective 25) may show them smaller: 22 px, its other
+# text in the same proportion.
+MANY_NUMBERS, MANY_NUMBERS_PX = 40, 22.0
 # At most this many rows.
 _MOST_ROWS = 8
 
@@ -65,6 +73,7 @@ class Fit:
     text_pt: float  # the smallest other text's
     numbers: str = "numbers"  # what the smallest main text is: "numbers", or "names"
     crossings: int = 0  # how many times its edges cross
+    number_target: float = SLIDE_NUMBER_PX  # what a slide wants of its numbers (px)
 
     @property
     def rows(self) -> int:
@@ -79,26 +88,40 @@ class Fit:
         return self.text_pt * self.scale
 
     @property
+    def text_target(self) -> float:
+        """What a slide wants of its other text (px), in proportion to its numbers."""
+        return self.number_target * SLIDE_TEXT_PX / SLIDE_NUMBER_PX
+
+    @property
     def advice(self) -> str | None:
         """None if the picture is slide-readable in its frame; else what to do."""
-        if self.number_px >= SLIDE_NUMBER_PX and self.text_px >= SLIDE_TEXT_PX:
+        if self.number_px >= self.number_target and self.text_px >= self.text_target:
             return None
         width, height = self.frame
         advice = ("draw less of the graph (name a ROOT), group its parts with "
                   "backpropviz.group, or use --compact")
         if self.rankdir == BOOK:
             advice += ", or leave --rankdir to --fit"
-        if self.number_px < SLIDE_NUMBER_PX:
+        of = f" for a graph of more than {MANY_NUMBERS} numbers" \
+            if self.number_target != SLIDE_NUMBER_PX else ""
+        if self.number_px < self.number_target:
             short = f"the {self.numbers} are {self.number_px:.1f} px tall (a slide wants " \
-                    f"{SLIDE_NUMBER_PX:g} and up)"
+                    f"{self.number_target:g} px and up{of})"
         else:
             short = f"the smallest text is {self.text_px:.1f} px tall (a slide wants " \
-                    f"{SLIDE_TEXT_PX:g} and up)"
+                    f"{self.text_target:.3g} px and up{of})"
         return f"at {width}x{height} {short}: {advice}"
 
 
+def number_target(G: nx.MultiDiGraph) -> float:
+    """How tall (px) a slide of 1920 x 1080 wants the numbers of ``G`` (as drawn): those
+    of the book's figures 28 px, those of a graph of more numbers 22."""
+    count = sum(int(np.size(data)) for _, data in G.nodes(data="data") if data is not None)
+    return MANY_NUMBERS_PX if count > MANY_NUMBERS else SLIDE_NUMBER_PX
+
+
 def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
-        **options: Any) -> Fit:
+        band: tuple[float, float] | None = None, **options: Any) -> Fit:
     """The layout that shows ``G`` largest in ``frame`` (e.g. ``"1920x1080"``).
 
     Considers the direction given (or left to right and top to bottom) with
@@ -106,8 +129,12 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     each row laid out alone; the layouts estimated largest (from the graph laid
     out whole) are laid out by dot, and of those it keeps the one whose edges
     cross least (past the graph's laid out whole) and, of those, whose smallest
-    number is largest (the fewest crossings, then rows, on a tie). A fitted
+    number is largest (the fewest crossings, then rows, on a tie); a folding that
+    crosses more is untangled as its drawing would be (untangling.py) and
+    measured again, the largest first, until one crosses no more. A fitted
     figure's type is larger against its boxes' padding (style.FITTED_TYPE).
+    ``band`` is the width and height (points, as drawn) of a step picture's caption
+    band, drawn under the legend of each (step_bands): the frame holds it too.
     ``options`` are to_dot's (theme, precision...).
     """
     frame = parse_frame(frame)
@@ -120,15 +147,18 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     most = _most_rows(G, rankdir, options, depth)
     number_pt, text_pt, name = _type_sizes(G, frame, options)
     options = {**options, "frame": frame}  # laid out as it will be drawn
+    target = SLIDE_NUMBER_PX if options.get("symbolic") else number_target(G)
 
-    def tried(direction: str, wrap: int | tuple[int, ...]) -> tuple[Fit | None, _Ranks]:
-        size, spans, crossings = _placed(G, direction, wrap, options)
+    def tried(direction: str, wrap: int | tuple[int, ...],
+              untangle: bool = False) -> tuple[Fit | None, _Ranks]:
+        size, spans, crossings = _placed(G, direction, wrap, options, untangle)
         if size is None:
             return None, spans
+        size = _with_band(size, band)
         return Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
-                   number_pt, text_pt, name, crossings), spans
+                   number_pt, text_pt, name, crossings, target), spans
 
-    def in_parallel(pool: ThreadPoolExecutor, tries: list[tuple[str, Any]]) -> list:
+    def in_parallel(pool: ThreadPoolExecutor, tries: list[tuple[Any, ...]]) -> list:
         # (each in the caller's context: dot's time limit is a context variable)
         return [done.result() for done in
                 [pool.submit(contextvars.copy_context().run, tried, *one) for one in tries]]
@@ -143,21 +173,40 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
         estimated = []
         for direction in directions:
             if direction != directions[0]:
-                estimated.append((_estimated(spans, direction, (), frame), direction, 1))
+                estimated.append((_estimated(spans, direction, (), frame, band), direction, 1))
             along = _along(spans, direction)
             seen: set[tuple[int, ...]] = set()
             for count in range(2, most + 1):
                 for wrap in _near(fold_cuts(G, count, along), depth):
                     if wrap not in seen:
                         seen.add(wrap)
-                        estimated.append((_estimated(spans, direction, wrap, frame),
+                        estimated.append((_estimated(spans, direction, wrap, frame, band),
                                           direction, wrap))
         best = sorted(estimated, key=lambda item: -item[0])[:_LAID_OUT]
-        folds = in_parallel(pool, [(direction, wrap) for _, direction, wrap in best])
+        # (the whole graph untangled beside them, if dot's own layout crosses: its
+        # boxes, which the estimates read, are the same)
+        untangle = [(directions[0], 1, True)] if wholes[0][0] and wholes[0][0].crossings \
+            else []
+        folds = in_parallel(pool, [(direction, wrap) for _, direction, wrap in best]
+                            + untangle)
     fits = [found for found, _ in [*wholes, *folds] if found is not None]
     # Crossings dot's own layout has are not the folding's doing: only those
     # past the fewest of the whole graph's count against a folding.
     whole = min(fit.crossings for fit in fits if fit.rows == 1)
+    # The largest first: one that crosses more is untangled (untangling.py, as its
+    # drawing will be) and measured again, until one crosses no more than the whole.
+    untangled_too = {(direction, wrap) for direction, wrap, _ in untangle}
+    pending = sorted(fits, key=_largest)
+    while pending:
+        found = pending.pop(0)
+        if found.crossings <= whole:
+            return found
+        if (found.rankdir, found.wrap) not in untangled_too:
+            untangled_too.add((found.rankdir, found.wrap))
+            again = tried(found.rankdir, found.wrap, untangle=True)[0]
+            if again is not None:
+                fits.append(again)
+                pending = sorted([*pending, again], key=_largest)
     return min(fits, key=lambda fit: _preferred(fit, whole))
 
 
@@ -207,8 +256,15 @@ def measured(G: nx.MultiDiGraph, *, frame: Any, rankdir: str, size: tuple[float,
     layout's ``size`` (points, with the pad): what fit chooses when lone_choice."""
     frame = parse_frame(frame)
     number_pt, text_pt, name = _type_sizes(G, frame, options)
+    target = SLIDE_NUMBER_PX if options.get("symbolic") else number_target(G)
     return Fit(frame, rankdir, 1, min(frame[0] / size[0], frame[1] / size[1]),
-               number_pt, text_pt, name)
+               number_pt, text_pt, name, 0, target)
+
+
+def _largest(fit: Fit) -> tuple:
+    """The order fits are looked at in: the largest smallest number (to a percent),
+    then the fewest crossings, then the fewest rows."""
+    return (-round(math.log(fit.scale), 2), fit.crossings, fit.rows)
 
 
 # Each rank's widest and highest box in a layout of the graph whole, and its
@@ -221,6 +277,8 @@ _LEGEND = -1
 # adds to its ranks' spans: its cluster's margins, the gap to the next row
 # (placement's), and a continuation mark at its start.
 _LAID_OUT, _ROW_MARGIN, _ROW_GAP, _MARK = 4, 12.0, 18.0, 48.0
+# The room graphviz keeps either side of a graph's label (points).
+_LABEL_MARGIN = 16.0
 # The space between ranks and between the boxes of a rank in a fitted figure (dot.py's).
 _RANKSEP, _NODESEP = 0.28 * 72, 0.18 * 72
 
@@ -252,7 +310,7 @@ def _along(spans: _Ranks, rankdir: str) -> dict[int, tuple[float, float]]:
 
 
 def _estimated(spans: _Ranks, rankdir: str, wrap: tuple[int, ...],
-               frame: tuple[int, int]) -> float:
+               frame: tuple[int, int], band: tuple[float, float] | None = None) -> float:
     """The scale a folding is estimated to have from the whole graph's layout: each
     row as long as its ranks' widest boxes and the space between them, as deep as
     its deepest rank's boxes one above another."""
@@ -270,8 +328,18 @@ def _estimated(spans: _Ranks, rankdir: str, wrap: tuple[int, ...],
         depths.append(max(s[3 if across else 2] for s in row) + _ROW_MARGIN)
     length, depth = max(lengths, default=0.0), sum(depths) + _ROW_GAP * (len(depths) - 1)
     width, height = (length, depth) if across else (depth, length)
-    width, height = max(width, legend_width) + pad, height + legend_height + pad
+    width, height = _with_band((max(width, legend_width) + pad, height + legend_height + pad),
+                               band)
     return min(frame[0] / width, frame[1] / height)
+
+
+def _with_band(size: tuple[float, float], band: tuple[float, float] | None
+               ) -> tuple[float, float]:
+    """A picture's ``size`` (points) with a caption band under it (its label's margin
+    on either side): as wide as the wider, as high as both."""
+    if band is None:
+        return size
+    return max(size[0], band[0] + _LABEL_MARGIN), size[1] + band[1]
 
 
 def _preferred(fit: Fit, whole: int) -> tuple:
@@ -289,19 +357,23 @@ _DRAWING = ("theme", "precision", "forward_only", "legend", "show_constants", "e
 
 
 def _placed(G: nx.MultiDiGraph, rankdir: str, wrap: int | tuple[int, ...],
-            options: Mapping[str, Any]) -> tuple[tuple[float, float] | None, _Ranks, int]:
+            options: Mapping[str, Any], untangle: bool = False
+            ) -> tuple[tuple[float, float] | None, _Ranks, int]:
     """The size (points, with the pad) of the picture as laid out (None for a
     folding dot cannot route), each rank's span along the flow, and how many
-    times its edges cross."""
+    times its edges cross: as dot lays it out, or ``untangle``d as its drawing
+    would be."""
+    drawing = {key: options[key] for key in _DRAWING if key in options}
+    checked = dot_options(rankdir, wrap=wrap, frame=options["frame"], **drawing)
     if wrap != 1:  # measured on its draft, which drawing it lays out no more
-        drawing = {key: options[key] for key in _DRAWING if key in options}
         try:
             width, height, crossings = folded_extent(
-                G, dot_options(rankdir, wrap=wrap, frame=options["frame"], **drawing))
+                G, untangled(G, checked) if untangle else checked)
         except DrawError:
             return None, {}, 0  # dot cannot lay out some foldings
         return (width, height), {}, crossings
-    data = json.loads(run_dot(to_dot(G, rankdir=rankdir, wrap=wrap, **options), "json"))
+    data = layout_json(to_dot(G, rankdir=rankdir, wrap=wrap, **options) if untangle
+                       else Writer(G, checked, state_at(G, None)).dot())
     x0, y0, x1, y1 = (float(n) for n in data["bb"].split(","))
     pad = 2 * float(data.get("pad", 0.25)) * 72
     rank = ranks(G)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 from typing import Any
 
 import networkx as nx
@@ -24,6 +26,7 @@ __all__ = [
     "SUBSCRIPT_SCALE",
     "check_layout",
     "dot_time_limit",
+    "layout_json",
     "layout_pieces",
     "portable_svg",
     "require_dot",
@@ -155,6 +158,13 @@ _SUBSCRIPT = re.compile(rb'<text ([^>]*?)y="(-?[0-9.]+)"([^>]*?) baseline-shift=
 # background it fills: the drawing with its pad, in the picture's own points.
 _SCALE = re.compile(rb'viewBox="0\.00 0\.00 ([0-9.]+) ([0-9.]+)"(.*?)transform="scale\('
                     rb'([0-9.]+) ([0-9.]+)\)(.*?)<polygon [^>]*?points="([^"]+)"', re.S)
+
+
+@lru_cache(maxsize=32)
+def layout_json(source: str) -> dict:
+    """dot's layout of ``source`` (``dot -Tjson``), parsed, for reading only: the
+    same draft is laid out when it is measured, untangled and pinned."""
+    return json.loads(run_dot(source, "json"))
 
 
 def portable_svg(svg: bytes) -> bytes:

@@ -31,7 +31,7 @@ from .script import as_graph
 from .step_drawing import StepDrawing
 from .steps import backward_steps, dead_masks, start_grads
 from .style import THEMES
-from .typeset import runs
+from .typeset import caption_runs
 from .views import drawn_graph
 
 __all__ = ["Page", "asset", "json_for_script", "page_data", "page_head", "render_html",
@@ -123,10 +123,10 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     return {"values": values, "ops": ops, "contributions": contributions, "steps": states}
 
 
-def _typeset_lines(caption: Caption) -> list[list[tuple[str, str]]]:
-    """A caption's worked lines as the page typesets them (typeset.runs: names in
-    italics with their indices lowered, as the figures set them)."""
-    return [runs(line, names_only=True) for line in caption.worked]
+def _typeset_lines(caption: Caption) -> list[list[tuple[Any, ...]]]:
+    """A caption's worked lines as the page typesets them (typeset.caption_runs: names
+    in italics with their indices lowered, arrays in brackets, as the figures set them)."""
+    return [caption_runs(line) for line in caption.worked]
 
 
 def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:

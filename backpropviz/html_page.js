@@ -157,9 +157,9 @@
     byId("rule").textContent = step.rule;
   }
 
-  /* A step's worked lines typeset as the figures set them (data: typeset.runs): a
-   * one-letter name in italics, an index lowered; the plain text where none is given
-   * (an open group's inner steps). */
+  /* A step's worked lines typeset as the figures set them (data: typeset.caption_runs):
+   * a one-letter name in italics, an index lowered, an array in brackets; the plain
+   * text where none is given (an open group's inner steps). */
   function typesetCaption(element, step) {
     element.textContent = "";
     if (!step.typeset) { element.textContent = step.caption; return; }
@@ -167,12 +167,37 @@
       if (index) { element.appendChild(document.createTextNode("\n")); }
       line.forEach(function (run) {
         var kind = run[0], text = run[1];
+        if (kind === "array") { element.appendChild(matrix(run[1], run[2])); return; }
         var node = kind === "index" ? document.createElement("sub") :
           kind === "name" && text.length === 1 ? document.createElement("i") : null;
         if (node) { node.textContent = text; element.appendChild(node); }
         else { element.appendChild(document.createTextNode(text)); }
       });
     });
+  }
+
+  /* An array as the boxes draw one, its rows of numbers between brackets (drawn from
+   * data-entry: the caption's text stays as written, [0, 0; 2, 4], for reading
+   * aloud and copying). */
+  function matrix(rows, written) {
+    var run = document.createElement("span"), grid = document.createElement("span");
+    var said = document.createElement("span");
+    run.className = "array";
+    grid.className = "grid";
+    grid.setAttribute("aria-hidden", "true");
+    grid.style.gridTemplateColumns = "repeat(" + rows[0].length + ", auto)";
+    rows.forEach(function (row) {
+      row.forEach(function (entry) {
+        var cell = document.createElement("span");
+        cell.dataset.entry = entry;
+        grid.appendChild(cell);
+      });
+    });
+    said.className = "written";
+    said.textContent = written;
+    run.appendChild(grid);
+    run.appendChild(said);
+    return run;
   }
 
   /* The bytes kept for backward after this step, and the values kept, marked in the graph. */

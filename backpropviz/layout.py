@@ -105,6 +105,8 @@ def parse_layout(data: dict) -> Layout:
     pieces = []
     into: dict[Any, list] = {}
     for edge in data.get("edges", []):
+        if edge.get("style") == "invis":
+            continue  # (what untangling.py told dot, not an edge of the graph)
         points, arrow_start, arrow_end = _edge_path(edge["pos"])
         u, v = names[edge["tail"]], names[edge["head"]]
         if v in badges:  # the first piece of an edge through a badge

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from functools import lru_cache
 
 import networkx as nx
 
 from .crossings import count_crossings
 from .dot import CONTINUE_FROM, DotOptions, Writer, folded
 from .folding import bands
-from .graphviz import run_dot
+from .graphviz import layout_json
 from .steps import state_at
 from .style import BOOK
 
@@ -39,7 +37,7 @@ def _book_pins(G: nx.MultiDiGraph, options: DotOptions) -> dict[str, str]:
     free of crossings: a curve's shear is the curve of its sheared controls)."""
     draft = Writer(G, replace(options, rankdir="LR", frame=None, wrap=1),
                    state_at(G, None)).dot()
-    data = json.loads(run_dot(draft, "json"))
+    data = layout_json(draft)
     pins: dict[str, str] = {}
     routes: dict[str, str] = {}
     boxes = {}
@@ -95,7 +93,7 @@ def _pins(G: nx.MultiDiGraph, options: DotOptions
     BT). Every edge keeps dot's route: one from a row to another is drawn as
     two pieces, each within its row, ending at a continuation mark.
     """
-    data = _draft(Writer(G, replace(options, frame=None), state_at(G, None)).dot())
+    data = layout_json(Writer(G, replace(options, frame=None), state_at(G, None)).dot())
     band = bands(G, options.wrap)
 
     def band_of(name: str) -> int:
@@ -150,13 +148,6 @@ def _pins(G: nx.MultiDiGraph, options: DotOptions
         dx, dy = shift[tail]
         pins[line["id"]] = " ".join(_moved(part, dx, dy) for part in line["pos"].split())
     return pins, extent, data
-
-
-@lru_cache(maxsize=16)
-def _draft(source: str) -> dict:
-    """dot's layout of a folded picture's draft (rows as clusters), parsed: the
-    same draft is laid out when a fit measures a folding and when it is drawn."""
-    return json.loads(run_dot(source, "json"))
 
 
 def folded_extent(G: nx.MultiDiGraph, options: DotOptions) -> tuple[float, float, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from html import escape
 
@@ -9,10 +10,10 @@ import networkx as nx
 
 from .captions import Caption, step_captions
 from .metrics import text_width
-from .style import LEGEND_PT, THEMES, VALUE_PT, Theme
+from .style import FITTED_TYPE, LEGEND_PT, THEMES, VALUE_PT, Theme
 from .typeset import equation_cells, equation_height, font
 
-__all__ = ["BAND_CHARS", "step_bands", "with_band"]
+__all__ = ["BAND_CHARS", "band_size", "step_bands", "with_band"]
 
 
 # A step picture's caption band: lines wrap at this many characters, and
@@ -93,6 +94,13 @@ def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
                      f'BORDER="0" CELLSPACING="2" CELLPADDING="1" BGCOLOR="{t.label_fill}">'
                      f"{cells}</TABLE>")
     return bands
+
+
+def band_size(band: str) -> tuple[int, int]:
+    """The width and height (points) of a caption band (step_bands) as a figure fitted
+    to a frame draws it: its fixed size grown with the fitted type (dot.lettered)."""
+    width, height = re.search(r'WIDTH="(\d+)" HEIGHT="(\d+)"', band).groups()
+    return math.ceil(int(width) * FITTED_TYPE), math.ceil(int(height) * FITTED_TYPE)
 
 
 def with_band(band: str, legend: str | None) -> str:

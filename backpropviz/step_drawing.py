@@ -66,12 +66,18 @@ class StepDrawing:
         return "".join(parts)
 
 
+# The end of an invisible edge's line (dot.Writer's, from untangling's hints).
+_UNSEEN_EDGE = '[style="invis" weight="0"];'
+
+
 def _parsed(source: str) -> tuple[list[str], list[tuple[str, str, str | None]]]:
     """A step's DOT as its graph header lines and its statements ``(id, text, None)``;
     any other line (a cluster, a rank) is kept as ``("", line, None)``."""
     lines = source.splitlines()
     header, statements = [], []
     for line in lines[1:-1]:
+        if line.endswith(_UNSEEN_EDGE):
+            continue  # (how untangling.py told dot to lay out: pinned, it is not wanted)
         match = _STATEMENT.match(line)
         if match is None:
             if line.startswith(("  graph [", "  node [", "  edge [")) and not statements:
@@ -106,7 +112,8 @@ def draw_steps(sources: Sequence[str]) -> StepDrawing | None:
         return _PAIR.sub(lambda m: f"{float(m.group(1)) - x0:.2f},{float(m.group(2)) - y0:.2f}",
                          pos)
     places = {obj["name"]: moved(obj["pos"]) for obj in layout.get("objects", []) if "pos" in obj}
-    routes = {edge["id"]: moved(edge["pos"]) for edge in layout.get("edges", []) if "pos" in edge}
+    routes = {edge["id"]: moved(edge["pos"]) for edge in layout.get("edges", [])
+              if "pos" in edge and "id" in edge}
     # (a large graph's edges have their labels placed after the layout: xlabel)
     beside = {edge["id"]: moved(edge["xlp"]) for edge in layout.get("edges", []) if "xlp" in edge}
     edge_font = " ".join(re.findall(r' (?:fontname|fontsize)="[^"]*"', first_header[-1]))

@@ -114,6 +114,12 @@ class Theme:
         return self.background == "transparent"
 
     @property
+    def text_fill(self) -> str | None:
+        """What is filled behind free-standing text: nothing on a transparent
+        background (the slide's colour shows), else ``label_fill``."""
+        return None if self.transparent else self.label_fill
+
+    @property
     def backdrop(self) -> str:
         """The colour under the drawing: its background, or on no background the
         colour of the slide it is made for (``label_fill``)."""

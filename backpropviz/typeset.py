@@ -6,13 +6,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from html import escape
+from typing import Any
 
 from .captions import IDENTIFIER, name_parts
 from .graphviz import SUBSCRIPT_SCALE
 from .style import EXPRESSION_PT, LEGEND_PT, NAME_FONT, NAME_PT, Theme
 
-__all__ = ["GAP", "equation_cells", "equation_height", "expression_html", "font", "name_html",
-           "runs"]
+__all__ = ["GAP", "caption_runs", "equation_cells", "equation_height", "expression_html", "font",
+           "name_html", "runs"]
 
 GAP = "&#160;"  # a space graphviz keeps (it trims plain ones at the ends of a run)
 
@@ -115,6 +116,23 @@ def runs(text: str, names_only: bool = False) -> list[tuple[str, str]]:
         last = match.end()
     parts.append(("text", text[last:]))
     return [(kind, part) for kind, part in parts if part]
+
+
+def caption_runs(text: str) -> list[tuple[Any, ...]]:
+    """A caption's line as the page typesets it: runs() of its text (names only),
+    and each array (``[0, 0; 2, 4]``) as ``("array", rows of entries, the text)``,
+    to be set as the boxes set one and read aloud as written. A lone number in
+    brackets stays text."""
+    found: list[tuple[Any, ...]] = []
+    last = 0
+    for match in _MATRIX.finditer(text):
+        rows = [row.split(", ") for row in match.group(1).split("; ")]
+        if len(rows) == 1 and len(rows[0]) == 1:
+            continue
+        found += [*runs(text[last:match.start()], names_only=True),
+                  ("array", rows, match.group())]
+        last = match.end()
+    return found + runs(text[last:], names_only=True)
 
 
 def _typeset(text: str, between: Callable[[str], str], names_only: bool = False) -> str:

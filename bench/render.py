@@ -206,12 +206,13 @@ def people_scripts(limit: float) -> None:
 
 
 def cold(function):
-    """``function`` run as in a fresh process: the folded drafts kept by an
-    earlier run (placement's cache, for a fit and its drawing) forgotten first."""
-    from backpropviz import placement
+    """``function`` run as in a fresh process: the drafts' layouts kept by an earlier
+    run (graphviz.layout_json's cache, for a fit, untangling and the drawing) forgotten
+    first."""
+    from backpropviz.graphviz import layout_json
 
     def run(*args, **kwargs):
-        placement._draft.cache_clear()
+        layout_json.cache_clear()
         return function(*args, **kwargs)
     return run
 
@@ -226,7 +227,7 @@ def slide_figures(repeats: int) -> None:
         G = graph_of_script(examples / f"{name}.py", quiet=True)
         source = to_dot(G)
         bare_dot(source)
-        walls = timed_in_turn([lambda G=G: draw(G).pipe("svg"),
+        walls = timed_in_turn([lambda G=G: cold(draw)(G).pipe("svg"),
                                lambda G=G: cold(draw)(G, fit="1920x1080").pipe("svg"),
                                lambda source=source: bare_dot(source)], repeats)
         plain, fitted, floor = (statistics.median(wall) for wall, _ in walls)

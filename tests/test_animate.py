@@ -528,7 +528,7 @@ def test_each_caption_stays_long_enough_to_be_read(d2l_mlp_story):
 
 def test_the_dead_unit_note_has_a_cue_and_clears_every_box(d2l_mlp_story):
     scene = d2l_mlp_story
-    cue = next(text for _, text in scene.cues if "ReLU gates" in text)
+    cue = next(text for _, text in scene.cues if "ReLU passes" in text)
     assert cue.endswith("dead unit 1: gradient stops")
     from backpropviz.animate.motion import overlap
     (note,) = scene.notes

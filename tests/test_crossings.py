@@ -55,3 +55,20 @@ def test_counts_a_curve_that_crosses_a_line_twice():
         [cx, cy], [cx, dip], [dx, dip], [dx, cy]]}]}
     data["edges"].append(curve)
     assert count_crossings(data) == 2
+
+
+def test_counts_two_curves_crossing_at_a_point_both_pass_through():
+    # dot routes two edges through one knot (the d2l_mlp_scalar's two inputs did):
+    # each curve has a sample point where the other has one, and they cross there.
+    nodes = {"a": (0, 0), "b": (200, 200), "c": (0, 200), "d": (200, 0)}
+    data = laid_out(nodes, [])
+    (ax, ay), (bx, by), (cx, cy), (dx, dy) = centres(data)
+    middle = [(ax + bx) / 2, (ay + by) / 2]
+    for gvid, (tail, head) in enumerate([((ax, ay), (bx, by)), ((cx, cy), (dx, dy))]):
+        line = [{"op": "L", "points": [tail, middle, head]}]
+        data.setdefault("edges", []).append(
+            {"_gvid": gvid, "tail": 2 * gvid, "head": 2 * gvid + 1, "_draw_": line})
+    assert count_crossings(data) == 1
+    # touching there without crossing is not counted: c -> knot -> c's side again
+    data["edges"][1]["_draw_"][0]["points"] = [[cx, cy], middle, [cx + 1, cy - 1]]
+    assert count_crossings(data) == 0

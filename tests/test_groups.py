@@ -155,6 +155,16 @@ def test_compact_keeps_named_values_and_closes_the_rest(example):
     assert view.nodes[loss]["symbol"] == "Σ(o − y)² / 2"
 
 
+def test_a_compact_operator_is_named_as_the_boxes_are(example):
+    # w1_11·x1 + w1_12·x2 is drawn w₁,₁₁·x₁ + w₁,₁₂·x₂: italic names with subscripts
+    source = to_dot(example("d2l_mlp_scalar"), compact=True)
+    labels = [line for line in source.splitlines() if 'class="op group"' in line]
+    assert len(labels) == 4  # the two z's, o, and (o − y)² / 2
+    for line in labels:
+        assert "_" not in line.split("label=", 1)[1].split(" fontname=", 1)[0]
+    assert sum("<I>w</I><SUB>" in line and "<I>x</I><SUB>" in line for line in labels) == 2
+
+
 def test_torch_modules_are_groups_drawn_at_module_level():
     torch = pytest.importorskip("torch")
     G = graph_of_script(TORCH_SCRIPTS / "sequential.py", quiet=True)

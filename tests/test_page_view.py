@@ -365,15 +365,24 @@ def test_hover_tells_the_two_shares_of_a_plus_a_apart(example, browser, tmp_path
 
 def test_the_caption_is_typeset_as_the_figure_names_its_boxes(example, browser, tmp_path):  # noqa: F811 (the fixture)
     # The last step of the book's MLP: ∂L/∂W₁ with W in italics and 1 lowered, as the
-    # box is named; the text read aloud is the caption itself.
+    # box is named, its arrays in brackets as the boxes draw them; its text (read
+    # aloud, copied) is the caption as written.
     page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
     page.keyboard.press("End")
     caption = page.evaluate("""() => {
         const c = document.getElementById('caption');
         return {text: c.textContent,
                 italic: [...c.querySelectorAll('i')].map(e => e.textContent),
-                lowered: [...c.querySelectorAll('sub')].map(e => e.textContent)};
+                lowered: [...c.querySelectorAll('sub')].map(e => e.textContent),
+                arrays: [...c.querySelectorAll('.array .grid')].map(g => ({
+                    entries: [...g.children].map(e => e.dataset.entry),
+                    columns: getComputedStyle(g).gridTemplateColumns.split(' ').length,
+                    height: g.getBoundingClientRect().height}))};
     }""")
     assert caption["text"].startswith("∂L/∂W1 = ∂L/∂z · xᵀ = [0; 2] · [1; 2]ᵀ = [0, 0; 2, 4]")
     assert {"L", "W", "z", "x"} <= set(caption["italic"]) and "1" in caption["lowered"]
+    # [0; 2] and [1; 2] as columns, [0, 0; 2, 4] as two rows of two: set as matrices
+    assert [(a["entries"], a["columns"]) for a in caption["arrays"][:3]] == [
+        (["0", "2"], 1), (["1", "2"], 1), (["0", "0", "2", "4"], 2)]
+    assert all(a["height"] > 30 for a in caption["arrays"][:3])  # two lines tall
     assert errors == []

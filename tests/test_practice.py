@@ -230,7 +230,7 @@ def test_a_wrong_answer_gets_the_rule_then_the_worked_line(browser, tmp_path):  
     page.wait_for_function("() => !document.getElementById('practice-score').hidden")
     assert page.text_content("#practice-score") == (
         "Done: 3 of 5 right at the first try, 0 after a hint, 2 shown. Rules to review: "
-        "tanh multiplies the gradient by 1 − tanh²; add passes the gradient through unchanged.")
+        "tanh multiplies the gradient by 1 − tanh²; addition passes the gradient on unchanged.")
     assert errors == []
     page.close()
 
@@ -298,12 +298,10 @@ def test_a_matrix_answer_in_either_form_and_the_dead_relus_question(example, bro
     page.wait_for_function("() => !document.getElementById('practice-score').hidden")
     assert page.text_content("#practice-score") == (
         "Done: 4 of 10 right at the first try, 1 after a hint, 5 shown. Rules to review: "
-        "divide: the dividend gets the gradient ÷ the divisor, the divisor gets "
-        "−(gradient × dividend) ÷ divisor²; sum copies the gradient to every entry; power: "
-        "xⁿ sends back the gradient × n xⁿ⁻¹; subtract passes the gradient to the first "
-        "input unchanged and to the second with its sign flipped; "
-        "matmul multiplies the gradient by the transpose of the other factor; "
-        "dead units (input ≤ 0) pass nothing.")
+        "a / b sends the gradient / b to a, and −gradient · a / b² to b; sum copies the "
+        "gradient to every entry; xⁿ sends back n·xⁿ⁻¹ times the gradient; a − b passes the "
+        "gradient to a, and minus it to b; a matrix product gives each factor the gradient "
+        "times the other, transposed; a dead unit (input ≤ 0) passes nothing.")
     assert errors == []
     page.close()
 

@@ -1,0 +1,82 @@
+"""The key under a figure: what its colours and marks mean, and what its producer says."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Collection
+from html import escape
+from typing import Any
+
+import networkx as nx
+
+from . import ops
+from .formatting import byte_size
+from .memory import value_bytes
+from .style import LEGEND_PT, MARK_PT
+from .typeset import GAP, font
+
+__all__ = ["legend_html"]
+
+
+def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool,
+                dead: bool, plain: Collection[Any]) -> str | None:
+    """A key to the colours of ``G``'s figure drawn with ``options`` (dot's): the same
+    at every backward step. ``partials``: gradients are drawn; ``forks``: a fork's
+    contributions on its edges; ``dead``: a gate's zeros; ``plain``: the constants
+    drawn without their marks."""
+    t = options.theme
+    items = [font("value", t.text, LEGEND_PT)]
+    if any(role == "param" for _, role in G.nodes(data="role")):
+        items.append(f'<TABLE BORDER="1" CELLBORDER="0" COLOR="{t.node_line}" '
+                     f'CELLPADDING="2" CELLSPACING="0" BGCOLOR="{t.param_fill}" '
+                     f'STYLE="ROUNDED"><TR><TD>'
+                     f'{font("parameter", t.text, LEGEND_PT)}</TD></TR></TABLE>')
+    if partials:
+        items.append(font("gradient", t.grad, LEGEND_PT))
+    if forks:
+        items.append(font("on an edge: its part of a sum at a fork", t.grad, LEGEND_PT))
+    if dead:
+        items.append(f'<TABLE BORDER="0" CELLPADDING="1" CELLSPACING="0">'
+                     f'<TR><TD BGCOLOR="{t.dead_fill}">{font("0", t.dead_text, LEGEND_PT)}'
+                     f'</TD><TD>{font(GAP + "zeroed by " + _gates(G), t.muted, LEGEND_PT)}'
+                     "</TD></TR>"
+                     "</TABLE>")
+    if any(expected is not None for _, expected in G.nodes(data="expected")):
+        items.append(font("wrong gradient", t.dead_text, LEGEND_PT)
+                     + font(GAP + "(the reference's beneath)", t.muted, LEGEND_PT))
+    if any(flag for _, flag in G.nodes(data="error_start")):
+        items.append(font("●", t.dead_line, MARK_PT)
+                     + font(GAP + "where the error starts", t.muted, LEGEND_PT))
+    stored = G.graph.get("stored_bytes")
+    if stored and not options.symbolic:
+        note = f"{GAP}saved for backward: {byte_size(stored)} in all"
+        unmarked = sum(value_bytes(G.nodes[node]) for node in plain
+                       if G.nodes[node].get("stored"))
+        if unmarked:  # (the figure leaves constants unmarked: say what they add)
+            note += f", {byte_size(unmarked)} of them constants"
+        items.append(font("●", t.saved, MARK_PT) + font(note, t.muted, LEGEND_PT))
+    # What a producer says about the picture (e.g. how another engine's graph was read).
+    notes = G.graph.get("notes", [])
+    if len(items) == 1 and not notes:
+        return None
+    cells = "".join(f"<TD>{item}</TD>" for item in items)
+    # Notes wrap to the key's width (in characters, roughly), so that they
+    # do not stretch it.
+    width = max(48, sum(len(re.sub(r"<[^>]*>", "", item)) + 4 for item in items))
+    rows = "".join(
+        f'<TR><TD COLSPAN="{len(items)}" ALIGN="LEFT">'
+        + '<BR ALIGN="LEFT"/>'.join(font(escape(line), t.muted, LEGEND_PT)
+                                    for line in textwrap.wrap(note, width))
+        + '<BR ALIGN="LEFT"/></TD></TR>' for note in notes)
+    fill = f' BGCOLOR="{t.text_fill}"' if t.text_fill else ""
+    return (f'<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="2"{fill}>'
+            f"<TR>{cells}</TR>{rows}</TABLE>>")
+
+
+def _gates(G: nx.MultiDiGraph) -> str:
+    """What zeroed gradients in ``G``'s picture: "a dead ReLU", "dropout"…"""
+    names = sorted({ops.get(op).gate_name for _, op, dead in
+                    ((n, a.get("op"), a.get("dead")) for n, a in G.nodes(data=True))
+                    if dead is not None and op is not None and ops.get(op).gate_name})
+    return " or ".join(names) or "a gate"
