@@ -301,7 +301,7 @@ def test_a_matrix_answer_in_either_form_and_the_dead_relus_question(example, bro
         "a / b sends the gradient / b to a, and −gradient · a / b² to b; sum copies the "
         "gradient to every entry; xⁿ sends back n·xⁿ⁻¹ times the gradient; a − b passes the "
         "gradient to a, and minus it to b; a matrix product gives each factor the gradient "
-        "times the other, transposed; a dead unit (input ≤ 0) passes nothing.")
+        "times the other, one of the two transposed; a dead unit (input ≤ 0) passes nothing.")
     assert errors == []
     page.close()
 
