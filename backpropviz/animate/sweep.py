@@ -571,7 +571,7 @@ class BackpropScene(MovingCameraScene):
                    TITLE_Y - ROW_PITCH)
         if self.meter is not None:
             self.remove(self.meter)
-        self.meter = meter
+        self.meter = self.last_meter = meter
         self.meter_shown.append(step.bytes_held)
         self.add(meter)
 
