@@ -22,8 +22,8 @@ from .steps import backward_steps
 __all__ = [
     "IDENTIFIER",
     "Caption",
-    "Name",
     "Heading",
+    "Name",
     "differentiated",
     "headings",
     "name_parts",

@@ -84,7 +84,7 @@ def told(request, example, tmp_path_factory):
 
 @pytest.mark.slow
 def test_the_graph_fills_the_frame_at_the_middle_of_every_step(told):
-    G, scene, frames = told
+    _G, scene, frames = told
     height, width = frames[0][1].shape[:2]
     # The caption band's top, in pixel rows (the band is fixed on screen).
     band = round((0.5 - caption_top(scene.caption_rows) / manim.config.frame_height) * height)
@@ -112,7 +112,7 @@ def test_the_graph_fills_the_frame_at_the_middle_of_every_step(told):
 
 @pytest.mark.slow
 def test_the_first_frame_is_the_title_card(told):
-    G, scene, frames = told
+    _G, scene, frames = told
     first = ink(frames[0][1])
     assert first.sum() > 500  # the words of the title card, not a blank frame
     assert scene.cues[0][0] == 0 and "=" in scene.cues[0][1].splitlines()[0]

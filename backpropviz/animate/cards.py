@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 from manim import DOWN, LEFT, VGroup
 
-from ..captions import differentiated, number_text, value_names
+from ..captions import number_text, value_names
 from ..steps import fork_edges, plain_constants
 from ..style import Theme
 from .mobjects import TextStore
@@ -47,7 +47,6 @@ def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: 
     names = value_names(G)
     parameters = [names[node].text for node, role in G.nodes(data="role") if role == "param"]
     if backward:
-        top = differentiated(G, names).text
         wanted = ", ".join(parameters) if parameters else "every input"
         lines = [f"{'the loss ' if parameters else ''}{number}: its gradient with respect "
                  f"to {wanted}, by the chain rule"]

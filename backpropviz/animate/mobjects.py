@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import shutil
-from html import escape
 from collections.abc import Iterable, Sequence
+from html import escape
 from typing import Any
 
 import networkx as nx
@@ -26,7 +26,6 @@ from manim import (
 
 from ..captions import IDENTIFIER, Heading, name_parts
 from ..formatting import MAX_ITEMS, dead_cells, format_array
-from ..typeset import runs
 from ..style import (
     DEAD_PEN,
     EDGE_PEN,
@@ -38,6 +37,7 @@ from ..style import (
     Theme,
     symbol_pt,
 )
+from ..typeset import runs
 
 __all__ = [
     "Z_BADGE",

@@ -9,8 +9,8 @@ from manim import DOWN, LEFT, RIGHT, Rectangle, Square, VGroup, VMobject
 
 from ..captions import differentiated, number_text, partial_name, value_names
 from ..formatting import MAX_ITEMS, byte_size, format_array
-from ..style import Theme
 from ..metrics import text_width
+from ..style import Theme
 from .mobjects import Table, TextStore
 
 __all__ = ["CAPTION_WIDTH", "ROW_PITCH", "TEXT_EM", "caption_top", "graph_room", "meter_block",

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 from manim import (
-    DOWN,
     RIGHT,
     FadeIn,
     FadeOut,

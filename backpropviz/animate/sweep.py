@@ -36,6 +36,8 @@ from ..script import graph_of_script
 from ..steps import backward_steps, dead_masks, gradient_history, plain_constants
 from ..style import EXPRESSION_PT, THEMES
 from ..views import drawn_graph
+from .camera import Room, View, columns, view_of, whole_view
+from .cards import recap_card, title_card
 from .formats import AnimateError
 from .mobjects import (
     Z_BADGE,
@@ -57,8 +59,6 @@ from .pacing import (
     share_pace,
     shown_rule,
 )
-from .camera import Room, View, columns, view_of, whole_view
-from .cards import recap_card, title_card
 from .screen import (
     CAPTION_EM,
     ROW_PITCH,
@@ -378,10 +378,10 @@ class BackpropScene(MovingCameraScene):
             return
         parts = [self._part(node) for node in nodes]
         spans = [(p.get_left()[0], p.get_right()[0]) for p in parts]
-        first = min(i for i, (l, r) in enumerate(self.columns)
-                    if any(a < r and b > l for a, b in spans))
-        last = max(i for i, (l, r) in enumerate(self.columns)
-                   if any(a < r and b > l for a, b in spans))
+        first = min(i for i, (low, high) in enumerate(self.columns)
+                    if any(a < high and b > low for a, b in spans))
+        last = max(i for i, (low, high) in enumerate(self.columns)
+                   if any(a < high and b > low for a, b in spans))
         diagram = self.diagram
         view = view_of(self.columns, (first, last), diagram.get_bottom()[1],
                        diagram.get_top()[1], self.room, config.frame_width, self.most_zoom,
