@@ -172,14 +172,18 @@ class StepCaption(VGroup):
                 line = store.text(" ".join(terms[i].text for i in row), WORKED_EM,
                                   palette.text)
                 glyphs, at = list(line.submobjects), 0
+                # The row is drawn as its terms (each a group of the text's glyphs), so
+                # that every term is part of the caption when it is revealed.
+                row_parts = VGroup()
                 for term in (terms[i] for i in row):
                     count = len("".join(term.text.split()))
                     part = VGroup(*glyphs[at:at + count]).set_color(colours[term.role])
                     at += count
                     parts.add(part)
+                    row_parts.add(part)
                     self.terms.setdefault(key, []).append((term, part))
                     self.line_terms[-1].append((term, part))
-                rows.append(line)
+                rows.append(row_parts)
             self.lines.append(parts)
         self.rows = rows
         self.add(*rows)
