@@ -73,9 +73,9 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
         wrong = [names[u].text for u, shares in forks.items()
                  if not np.allclose(np.sum(np.asarray(shares, dtype=float), axis=0),
                                     np.asarray(G.nodes[u]["grad"], dtype=float))]
-        found.append(f"forks add: {used} used twice, so its gradient is the sum of its "
-                     "shares" + (f" (this engine did not add them: {', '.join(wrong)} "
-                                 "is wrong)" if wrong else ""))
+        found.append(f"forks add: a value used more than once ({used}) gets the sum of "
+                     "its shares" + (f"; this engine did not add them, so the gradient of "
+                                     f"{', '.join(wrong)} is wrong" if wrong else ""))
     dead = [op for op, attrs in G.nodes(data=True) if attrs.get("kind") == "op"
             and np.any(np.asarray(attrs.get("dead", False)))]
     if dead:

@@ -628,7 +628,6 @@ class BackpropScene(MovingCameraScene):
         if edge in self.edge_labels:
             return self.edge_labels[edge]
         diagram = self.diagram
-        path = self.diagram.layout.edges[edge]
         box = diagram.values[edge[0]]
         contribution = self.graph.edges[edge]["grad"]
         em = EXPRESSION_PT * diagram.scale_factor
@@ -637,10 +636,8 @@ class BackpropScene(MovingCameraScene):
                       self.palette.grad, bracketed=box.bracketed,
                       dead=self.dead_edges.get(edge), dead_color=self.palette.dead_text,
                       dead_fill=self.palette.dead_fill, backdrop=self.palette.label_fill)
-        if path.label is not None and not path.badge:
-            label.move_to(diagram.point(*path.label))
-        else:
-            label.move_to(diagram.edges[edge].path.point_from_proportion(0.5))
+        # On the curve drawn (the clip's edges have no badge to hold it), half way along.
+        label.move_to(diagram.edges[edge].path.point_from_proportion(0.5))
         self.edge_labels[edge] = label.set_z_index(Z_NUMBER)
         return label
 
