@@ -284,7 +284,7 @@ class BackpropScene(MovingCameraScene):
         self.caption = results
         self.caption_text = text
         self.recap = card
-        self.wait(frames_up(max(self.t(0.3), self.t(reading_time(text) + CARD_EXTRA + 1.0)
+        self.wait(frames_up(max(self.t(0.3), self.t(reading_time(text) + CARD_EXTRA)
                                 - (self.time - start)), config.frame_rate))
         self.cue(text, start)
 
