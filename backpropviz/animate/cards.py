@@ -13,7 +13,7 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-from manim import DOWN, LEFT, VGroup
+from manim import DOWN, LEFT, RIGHT, VGroup
 
 from ..captions import number_text, value_names
 from ..steps import fork_edges, plain_constants
@@ -80,7 +80,7 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
             and np.any(np.asarray(attrs.get("dead", False)))]
     if dead:
         found.append("a dead ReLU zeros a row: a unit whose input was ≤ 0 passes no "
-                     "gradient back, nor do the weights that fed it")
+                     "gradient back, so the weights that feed it get none")
     return found
 
 
@@ -94,11 +94,19 @@ def recap_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme,
     if table is not None:
         card.add(table.scale(min(1.3, CAPTION_WIDTH / table.width)))
     taught = lessons(G)
-    rows = VGroup()
+    rows, indented = VGroup(), []
+    bullet = store.text("•", LINE_EM, palette.muted)
     for lesson in taught:
         for number, row in enumerate(wrapped_words(lesson, LINE_EM, CAPTION_WIDTH - 0.5)):
-            rows.add(store.text(("•  " if number == 0 else "") + row, LINE_EM, palette.muted))
+            text = store.text(row, LINE_EM, palette.muted)
+            if number == 0:
+                text = VGroup(bullet.copy(), text).arrange(RIGHT, buff=0.25)
+            else:
+                indented.append(text)
+            rows.add(text)
     rows.arrange(DOWN, buff=0.16, aligned_edge=LEFT)
+    for text in indented:  # under the words of the line above, not its bullet
+        text.shift((bullet.width + 0.25) * RIGHT)
     card.add(rows)
     card.arrange(DOWN, buff=0.45)
     words = ["Recap", *([results_text(G, results, precision)] if results else []),
