@@ -66,8 +66,10 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
     names = value_names(G)
     found = ["each gradient is the local derivative × the gradient from above"]
     forks: dict[Any, list] = {}
-    for edge in fork_edges(G, plain_constants(G, False)):
-        forks.setdefault(edge[0], []).append(G.edges[edge]["grad"])
+    forked = fork_edges(G, plain_constants(G, False))
+    for edge in G.edges(keys=True):  # (in the graph's order: the same words every run)
+        if edge in forked:
+            forks.setdefault(edge[0], []).append(G.edges[edge]["grad"])
     if forks:
         used = ", ".join(names[u].text for u in forks)
         wrong = [names[u].text for u, shares in forks.items()
