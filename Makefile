@@ -80,8 +80,11 @@ docs: setup
 bench: setup
 	$(PY) bench/engine.py
 	$(PY) bench/render.py
+	$(PY) bench/rolled.py
 	$(PY) bench/page.py
 	$(PY) bench/animate.py
+	$(PY) bench/clip_lengths.py
+	$(PY) bench/big_models.py
 	$(PY) bench/batch.py
 	$(PY) bench/startup.py
 

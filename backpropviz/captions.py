@@ -610,11 +610,13 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
     captions = [_seed_caption(G, names, top)]
     # A value that earlier backward passes reached already has a gradient: the
     # last pass, which the steps show, adds to it (+=) from its first share on.
-    had_gradient = set(G.graph.get("seeds", {})) | {
+    # So has a rolled loop's weight from the repetitions after the one drawn (rolling.py).
+    looped = G.graph.get("loop_before", {})
+    had_gradient = set(G.graph.get("seeds", {})) | set(looped) | {
         v for v, passes in G.nodes(data="passes") if passes and passes > 1}
     reached: set = set()  # the values a drawn share of this pass has reached
     # Each value's running sum as the steps reach it: its number before a fork adds to it.
-    running: dict[Any, Any] = dict(G.graph.get("seeds", {}))
+    running: dict[Any, Any] = {**G.graph.get("seeds", {}), **looped}
     for v, passes in G.nodes(data="passes"):
         if passes and passes > 1:
             running.setdefault(v, None)  # earlier passes' sum: not recorded
@@ -671,6 +673,8 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         if any(" += " in text for text in texts):
             # (+= for a share of this pass's at a fork, or only for earlier passes')
             rule += ("; a value used twice adds up its gradients (+=)" if forked_now else
+                     "; each repetition of the loop adds its share to the weight's gradient "
+                     "(+=)" if any(u in looped for u, _, _ in step.edges) else
                      "; backward passes add to the gradient already there (+=)")
         if not texts:
             texts, texs = [f"{spec.name}: no gradient to pass on"], [r"\text{no gradient}"]

@@ -15,8 +15,9 @@ from .errors import DrawError
 from .exports import EXPORTS, export
 from .figure import to_dot
 from .files import make_folder, write_atomically
-from .fitting import Fit, fit
+from .fitting import Fit, fit, lone_choice, measured
 from .graphviz import FORMATS, portable_svg, run_dot
+from .options import parse_frame
 from .placement import placement
 from .script import as_graph
 from .step_bands import step_bands
@@ -150,8 +151,14 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     Their SVGs are drawn together, from one layout in one graphviz run (step_drawing)."""
     G = as_graph(graph_or_root, names)
     validated(G)
-    chosen = _fitted(G, fit, options)
+    # With one layout to consider, the pictures' own layout measures the fit.
+    lone = fit is not None and lone_choice(G, fit, **options)
+    fallback = dict(options)  # (to fit as usual, should the pictures not be drawn together)
+    if lone:
+        options.update(wrap=1, frame=parse_frame(fit))
+    chosen = None if lone else _fitted(G, fit, options)
     options.pop("step", None)
+    whole = G
     G = drawn_graph(G, expand=options.get("expand", False),
                     modules=options.pop("modules", False),
                     compact_view=options.pop("compact", False))
@@ -166,6 +173,9 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     # One layout and one graphviz run for all their SVGs, where they can be drawn so
     drawing = draw_steps([diagram.source for diagram in diagrams]) if len(diagrams) > 1 \
         else None
+    if lone:
+        chosen = measured(G, size=drawing.size, **options) if drawing is not None \
+            else _fitted(whole, fit, fallback)
     for step, diagram in enumerate(diagrams):
         diagram.fit = chosen
         if drawing is not None:

@@ -57,23 +57,9 @@ from .style import (
 from .typeset import GAP, expression_html, font, name_html
 from .views import group_path
 
-__all__ = [
-    "BADGE_IN",
-    "BADGE_OUT",
-    "CONTINUE_FROM",
-    "CONTINUE_TO",
-    "EDGE_LABEL_NODES",
-    "LARGE_GRAPH",
-    "DotOptions",
-    "Writer",
-    "dot_options",
-    "edge_id",
-    "folded",
-    "fork_edges",
-    "plain_constants",
-    "validated",
-    "with_band",
-]
+__all__ = ["BADGE_IN", "BADGE_OUT", "CONTINUE_FROM", "CONTINUE_TO", "EDGE_LABEL_NODES",
+           "LARGE_GRAPH", "LOOP_BACK", "DotOptions", "Writer", "dot_options", "edge_id", "folded",
+           "fork_edges", "plain_constants", "validated", "with_band"]
 
 
 # The ids of the two pieces of an edge that runs through a badge (its
@@ -83,6 +69,7 @@ BADGE_IN, BADGE_OUT = "/in", "/out"
 # end of its piece in the first row and the start of its piece in the second.
 CONTINUE_TO, CONTINUE_FROM = "/to", "/from"
 CONTINUED = "/on"  # the id of the edge's piece from the second mark on
+LOOP_BACK = "/loop"  # a rolled loop's back edge: its output's id and this (rolling.py)
 
 
 # Edge labels take part in dot's ranking and make layout several times
@@ -439,9 +426,16 @@ class Writer:
             lines.extend("  " + statement for number in sorted(nodes)
                          for statement in nodes[number])
         lines.extend(edge_lines)
+        lines.extend(self.loop_edges())
         lines.append("}")
-        source = "\n".join(lines) + "\n"
-        return lettered(source) if o.fitted else source
+        if not o.fitted:
+            return "\n".join(lines) + "\n"
+        # Line by line, each line lettered once: the steps of a pass repeat most lines.
+        known = self._same.setdefault("lettered", {})
+        for line in lines:
+            if line not in known:
+                known[line] = lettered(line)
+        return "\n".join(known[line] for line in lines) + "\n"
 
     def _looked(self, element: Any, attrs: dict) -> dict[str, Any]:
         """A node's or edge's attributes as this step draws it: made once for each look
@@ -716,6 +710,19 @@ class Writer:
             result.update(color=t.highlight_line, penwidth=_pt(RESULT_EDGE_PEN), style="dashed")
         result["class"] = " ".join(classes)
         return result
+
+    def loop_edges(self) -> list[str]:
+        """A rolled loop's back edges (rolling.py): from the block's output to the box it
+        enters the next repetition as, dashed, over the block, marked with the count."""
+        back, t = self.G.graph.get("loop_back", []), self.t
+        # Over the top of a left-to-right flow; top to bottom, where dot finds room.
+        sides = {"headport": "n", "tailport": "n"} if self.o.rankdir in ("LR", "RL") else {}
+        label = font(f"<B>⟲ ×{self.G.graph.get('loop_count')}</B>", t.text, NAME_PT)
+        return [f"  {_quote(v)} -> {_quote(u)} " + _attrs({  # (ranked as the flow runs)
+            "id": u + LOOP_BACK, "class": "loop", "dir": "back", "style": "dashed",
+            "penwidth": _pt(CURRENT_EDGE_PEN), "color": t.text, "label": f"<{label}>",
+            "weight": "0", **sides}) + ";"
+            for u, v in zip(back[::2], back[1::2], strict=True) if u in self.G and v in self.G]
 
     # -------------------------------------------------------- legend
 

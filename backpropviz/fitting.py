@@ -39,7 +39,7 @@ from .style import (
 )
 from .views import drawn_graph
 
-__all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit"]
+__all__ = ["SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit", "lone_choice", "measured"]
 
 
 # ---------------------------------------------------------------- fitting a frame
@@ -116,22 +116,10 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     G = drawn_graph(G, expand=options.get("expand", False),
                     modules=options.get("modules", False),
                     compact_view=options.get("compact", False))
-    boxed = options.get("expand") and any(attrs.get("group") for _, attrs in G.nodes(data=True))
     depth = max(ranks(G).values(), default=0) + 1
-    # (groups drawn open are boxes, which a folding into rows would cut)
-    most = 1 if (G.number_of_nodes() > EDGE_LABEL_NODES or boxed or rankdir == BOOK) \
-        else max(1, min(_MOST_ROWS, depth // 4))
-    plain = plain_constants(G, options.get("show_constants", False))
-    symbolic = options.get("symbolic", False)
-    drawn_forks = not (options.get("forward_only") or symbolic) and fork_edges(G, plain)
-    # (sizes as drawn: a fitted figure's type is larger than the style's)
-    number_pt = fitted_pt(NAME_PT) if symbolic else \
-        min(fitted_pt(VALUE_PT), badge_pt(frame)) if drawn_forks else fitted_pt(VALUE_PT)
-    # (a subscript as portable_svg sets it: its size in the DOT made smaller)
-    text_pt = min(fitted_pt(min(LEGEND_PT, EXPRESSION_PT, LONG_SYMBOL_PT)),
-                  fitted_pt(LEGEND_PT / SUBSCRIPT_SCALE) * SUBSCRIPT_SCALE)
+    most = _most_rows(G, rankdir, options, depth)
+    number_pt, text_pt, name = _type_sizes(G, frame, options)
     options = {**options, "frame": frame}  # laid out as it will be drawn
-    name = "names" if symbolic else "numbers"
 
     def tried(direction: str, wrap: int | tuple[int, ...]) -> tuple[Fit | None, _Ranks]:
         size, spans, crossings = _placed(G, direction, wrap, options)
@@ -171,6 +159,56 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     # past the fewest of the whole graph's count against a folding.
     whole = min(fit.crossings for fit in fits if fit.rows == 1)
     return min(fits, key=lambda fit: _preferred(fit, whole))
+
+
+def _most_rows(G: nx.MultiDiGraph, rankdir: str | None, options: Mapping[str, Any],
+               depth: int) -> int:
+    """How many rows ``G`` may be folded into: one for a graph past slide size, one whose
+    groups are drawn open (boxes, which a folding into rows would cut) or the book's
+    staircase."""
+    boxed = options.get("expand") and any(attrs.get("group") for _, attrs in G.nodes(data=True))
+    if G.number_of_nodes() > EDGE_LABEL_NODES or boxed or rankdir == BOOK:
+        return 1
+    return max(1, min(_MOST_ROWS, depth // 4))
+
+
+def _type_sizes(G: nx.MultiDiGraph, frame: tuple[int, int],
+                options: Mapping[str, Any]) -> tuple[float, float, str]:
+    """The smallest number's size in a fitted drawing of ``G`` (points), the smallest
+    other text's, and what the numbers are ("names" in a symbolic figure)."""
+    plain = plain_constants(G, options.get("show_constants", False))
+    symbolic = options.get("symbolic", False)
+    drawn_forks = not (options.get("forward_only") or symbolic) and fork_edges(G, plain)
+    # (sizes as drawn: a fitted figure's type is larger than the style's)
+    number_pt = fitted_pt(NAME_PT) if symbolic else \
+        min(fitted_pt(VALUE_PT), badge_pt(frame)) if drawn_forks else fitted_pt(VALUE_PT)
+    # (a subscript as portable_svg sets it: its size in the DOT made smaller)
+    text_pt = min(fitted_pt(min(LEGEND_PT, EXPRESSION_PT, LONG_SYMBOL_PT)),
+                  fitted_pt(LEGEND_PT / SUBSCRIPT_SCALE) * SUBSCRIPT_SCALE)
+    return number_pt, text_pt, "names" if symbolic else "numbers"
+
+
+def lone_choice(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
+                **options: Any) -> bool:
+    """Whether fit has one layout only to consider for ``G`` (its direction given, and
+    too large, or too boxed, to fold): then nothing needs laying out to choose it, and
+    the drawing's own layout measures it (``measured``)."""
+    if not rankdir:
+        return False
+    G = drawn_graph(G, expand=options.get("expand", False),
+                    modules=options.get("modules", False),
+                    compact_view=options.get("compact", False))
+    return _most_rows(G, rankdir, options, max(ranks(G).values(), default=0) + 1) == 1
+
+
+def measured(G: nx.MultiDiGraph, *, frame: Any, rankdir: str, size: tuple[float, float],
+             **options: Any) -> Fit:
+    """The Fit of ``G`` (as drawn: drawn_graph's) laid out whole in ``rankdir``, from its
+    layout's ``size`` (points, with the pad): what fit chooses when lone_choice."""
+    frame = parse_frame(frame)
+    number_pt, text_pt, name = _type_sizes(G, frame, options)
+    return Fit(frame, rankdir, 1, min(frame[0] / size[0], frame[1] / size[1]),
+               number_pt, text_pt, name)
 
 
 # Each rank's widest and highest box in a layout of the graph whole, and its

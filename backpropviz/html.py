@@ -25,10 +25,11 @@ from .memory import timeline
 from .memory_chart import step_meter
 from .page_groups import opened_groups
 from .page_head import dead_cell_css, page_head, theme_css
+from .page_loop import loop_data, loop_panel
 from .practice import practice_questions
 from .script import as_graph
 from .step_drawing import StepDrawing
-from .steps import backward_steps, dead_masks
+from .steps import backward_steps, dead_masks, start_grads
 from .style import THEMES
 from .typeset import runs
 from .views import drawn_graph
@@ -98,7 +99,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
                 entry["dead"] = dead_cells(dead_edges[u, v, key])
             contributions[edge_id(u, v, key)] = entry
     captions = step_captions(G, precision)
-    seeds = G.graph.get("seeds", {})
+    seeds = start_grads(G)  # (and a rolled loop's weights' sums so far)
     shown: dict[int, list] = {}  # each running sum as shown, by the IR's object (held there)
 
     def full(grad: Any) -> list[list[str]]:
@@ -138,6 +139,8 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
     seeds = G.graph.get("seeds", {})
     details = {str(node): {"grads": [], "sources": []}
                for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
+    for node, before in G.graph.get("loop_before", {}).items():  # (not a share drawn)
+        details[str(node)]["grads"].append([0, _exact(before)])
     for node, seed in seeds.items():
         details[str(node)]["grads"].append([0, _exact(seed)])
         details[str(node)]["sources"].append({"edge": None, "op": None, "operand": None,
@@ -359,6 +362,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
         del state["grads"]  # (the page reads each value's gradients in its details)
     for group in data["groups"].values():
         _as_changes(group["steps"])
+    data["loop"] = loop = loop_data(G, precision)  # a rolled loop's repetitions
     data["memory"] = meter = step_meter(timeline(G), theme=theme)
     spark = meter.pop("svg")  # drawn in the page, not kept in its data
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
@@ -376,7 +380,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 <div id="caption" aria-live="polite"></div>
 <div id="rule"></div>
 {_PRACTICE_PANEL if practice else ""}</section>
-<section id="memory" aria-label="memory kept for backward" hidden>
+{loop_panel(loop) if loop else ""}<section id="memory" aria-label="memory kept for backward" hidden>
 {spark}
 <div id="memory-bar" title="bytes kept for backward, of the peak"><div id="memory-fill"></div>
 </div>
@@ -399,7 +403,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 </div>
 <script type="application/json" id="bpv-data">{json_for_script(data)}</script>
 <script>
-{asset("html_page.js")}{asset("html_groups.js")}</script>
+{asset("html_page.js")}{asset("html_groups.js")}{asset("html_loop.js") if loop else ""}</script>
 </body>
 </html>
 """

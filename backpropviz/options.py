@@ -25,6 +25,7 @@ __all__ = [
     "PAGE",
     "PHASES",
     "QUALITIES",
+    "ROLLED_CLIP",
     "TRAINING_FORMATS",
     "Options",
     "add_arguments",
@@ -169,6 +170,14 @@ class Options:
     compact: bool = field(default=False, metadata=_option(
         "only named values as boxes: each run of ops whose results have no name drawn as "
         "one operator, labelled with what it computes"))
+    roll: bool = field(default=False, metadata=_option(
+        "draw a loop the graph repeats (an unrolled RNN: the same ops on the same weights, "
+        "each step feeding the next) as one block with a loop edge ×N, its shared weights' "
+        "gradients summed over the steps; done by itself when the unrolled graph is too big "
+        "to lay out"))
+    repetition: int | None = field(default=None, metadata=_option(
+        "draw the loop rolled (--roll) with the numbers of its repetition K (1: the first; "
+        "default the last)", metavar="K"))
     keep_sums: bool = field(default=False, metadata=_option(
         "keep each sum as the script wrote it (x1w1 + x2w2, then + b) rather than one + "
         "of all its terms"))
@@ -231,7 +240,7 @@ class Options:
             if number is not None and not (isinstance(number, int | float) and number > 0):
                 raise UsageError(f"{name} must be a positive number, got {number!r}")
         for name, least in (("iterations", 1), ("every", 1), ("iteration", 0), ("jobs", 1),
-                            ("depth", 1)):
+                            ("depth", 1), ("repetition", 1)):
             count = getattr(self, name)
             if count is not None and (isinstance(count, bool) or not isinstance(count, int)
                                       or count < least):
@@ -313,6 +322,8 @@ class Options:
         if self.forward_only and self.phase not in (None, "forward"):
             raise UsageError(f"--phase {self.phase} animates the backward pass, which "
                              "--no-backward leaves out")
+        if (self.roll or self.repetition is not None) and kind == CLIP:
+            raise UsageError(ROLLED_CLIP)
         refusal = alpha_refusal(self.theme, fmt) if kind == CLIP else None
         if refusal:
             raise UsageError(refusal)
@@ -337,9 +348,17 @@ class Options:
         if self.training and self.practice:
             raise UsageError("--practice asks for the gradients of one pass: pick the pass "
                              "with --iteration K rather than --iterations")
+        if self.training and (self.roll or self.repetition is not None):
+            raise UsageError("--roll draws the loop of one pass: pick the pass with "
+                             "--iteration K rather than --iterations")
         if (self.training or self.iteration is not None) and self.forward_only:
             raise UsageError("--iterations and --iteration record backward passes, which "
                              "--no-backward leaves out")
+
+
+# Why a rolled loop is not animated (the clip replays every step of one drawing).
+ROLLED_CLIP = ("a clip of a rolled loop is not made yet: draw it rolled as a figure, --steps or "
+               ".html, or animate fewer steps of the loop unrolled")
 
 
 def alpha_refusal(theme: str, fmt: str) -> str | None:
@@ -383,7 +402,8 @@ def add_arguments(parser: Any, wanted: Callable[[str], bool]) -> None:
                  "script_timeout": positive(float), "speed": positive(float),
                  "iterations": positive(int), "every": positive(int),
                  "iteration": positive(int, zero=True), "jobs": positive(int),
-                 "depth": positive(int), "fit": _frame}.get(declared.name)
+                 "depth": positive(int), "repetition": positive(int),
+                 "fit": _frame}.get(declared.name)
         parser.add_argument(*flags, type=parse, default=declared.default, **keywords)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import networkx as nx
 
-from .errors import Note, UsageError
+from .errors import DrawError, Note, UsageError
 from .files import staged_folder, write_atomically
 from .graphviz import check_layout, dot_time_limit
 from .options import (
@@ -36,16 +36,18 @@ from .options import (
     KINDS,
     MEMORY_FORMATS,
     PAGE,
+    ROLLED_CLIP,
     TRAINING_FORMATS,
     Options,
     format_of,
     kind_of,
 )
+from .rolling import find_loop, rolled
 from .script import as_graph
 from .training import Run
 from .views import drawn_graph
 
-__all__ = ["prepare", "render", "render_memory", "show", "stdout_for", "write",
+__all__ = ["prepare", "render", "render_memory", "roll", "show", "stdout_for", "write",
            "write_memory", "write_steps", "write_training"]
 
 
@@ -91,6 +93,42 @@ def view(G: nx.MultiDiGraph, options: Options) -> nx.MultiDiGraph:
     return H
 
 
+def roll(G: nx.MultiDiGraph, options: Options, fmt: str = "svg") -> nx.MultiDiGraph:
+    """``G`` with its loop rolled (rolling.py): with ``roll`` or ``repetition``, or by
+    itself (said in a Note) when graphviz could not lay it out unrolled; else ``G``.
+    Unless ``fmt`` is DOT text or an export, the graph returned is one dot can lay out
+    in time (graphviz.check_layout: DrawError for one it cannot)."""
+    asked = options.roll or options.repetition is not None
+    laid_out = fmt != "dot" and kind_of(fmt) != EXPORT
+    loop = find_loop(G) if asked else None
+    if asked and loop is None:
+        warnings.warn("--roll: no loop found (a block of the same ops on the same shared "
+                      "values, each repetition feeding the next), so it is drawn unrolled",
+                      Note, stacklevel=3)
+    if loop is None:
+        try:
+            if laid_out:
+                check_layout(G)
+            return G
+        except DrawError:
+            loop = None if asked else find_loop(G)
+            if loop is None:
+                raise
+            if kind_of(fmt) == CLIP:
+                raise DrawError(f"this graph repeats one block {loop.count} times, too many "
+                                f"to lay out unrolled; {ROLLED_CLIP}") from None
+        warnings.warn(f"the graph repeats one block {loop.count} times, too long to lay out "
+                      "unrolled: drawn rolled, as with --roll", Note, stacklevel=3)
+    repetition = options.repetition
+    if repetition is not None and repetition > loop.count:
+        raise UsageError(f"--repetition {repetition}: the loop repeats {loop.count} times "
+                         f"(1 to {loop.count})")
+    H = rolled(G, loop, None if repetition is None else repetition - 1)
+    if laid_out:
+        check_layout(H)
+    return H
+
+
 def write(graph_or_root: Any, path: str | os.PathLike, options: Options | None = None, *,
           format: str | None = None, names: Mapping[str, Any] | None = None,
           **changes: Any) -> Path:
@@ -128,10 +166,10 @@ def _output(G: nx.MultiDiGraph, format: str, options: Options,
     if kind == EXPORT:
         from .exports import export
 
-        return export(G, format)
+        return export(roll(G, options, format) if options.roll or options.repetition
+                      else G, format)
     with dot_time_limit(options.timeout):
-        if format != "dot":
-            check_layout(G)  # refused now rather than after a minute of dot
+        G = roll(G, options, format)  # (or refused now rather than after a minute of dot)
         if kind == CLIP:
             from .animate import render_video
 
@@ -172,7 +210,7 @@ def write_steps(graph_or_root: Any, directory: str | os.PathLike,
     G = as_graph(graph_or_root, names)
     directory = Path(directory)
     with dot_time_limit(options.timeout):
-        check_layout(G)
+        G = roll(G, options)
         with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
             written = render_steps(view(G, options), staging, format=format,
                                    **options.figure())
@@ -188,6 +226,7 @@ def show(graph_or_root: Any, options: Options | None = None, *, format: str = "s
     options.check(format)
     G = as_graph(graph_or_root, names)
     with dot_time_limit(options.timeout):
+        G = roll(G, options, format)
         if kind_of(format) == PAGE:
             from .html import step_through
 

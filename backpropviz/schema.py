@@ -108,6 +108,8 @@ AXES = Kind("an int, or a tuple of ints", lambda x: INDEX.check(x) or (
 GATES = Kind("a bool, or nested lists of bools", lambda x: _nested(x, _is_flag),
              graphml_json=True)
 IDS = Kind("a list of node ids", _list_of(lambda x: isinstance(x, (str, int))), graphml_json=True)
+EACH_NUMBERS = Kind("a list: a float, nested lists of floats or None for each",
+                    _list_of(MAYBE_NUMBERS.check), numbers=True, graphml_json=True)
 TEXTS = Kind("a list of strings", _list_of(TEXT.check), graphml_json=True)
 COUNTS = Kind("a list of ints ≥ 0", _list_of(_is_count), graphml_json=True)
 SEEDS = Kind("a dict: value id -> a float or nested lists", lambda x: isinstance(x, dict) and all(
@@ -190,6 +192,10 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("members", OP, IDS, "a closed group's ops, as ids of the IR it was drawn from",
               _VIEWS),
     Attribute("error_start", OP, FLAG, "the op where a wrong gradient starts", _CHECK),
+    Attribute("loop_data", VALUE, EACH_NUMBERS, "a rolled loop's block value: its data at "
+              "each repetition, first to last", "rolling"),
+    Attribute("loop_grad", VALUE, EACH_NUMBERS, "...and its gradient (None before backward)",
+              "rolling"),
     # ------------------------------------------------------------ operand edges
     Attribute("arg", EDGE, INDEX, "the operand's position (a * a has edges 0 and 1)",
               _PRODUCERS, required=True),
@@ -220,6 +226,15 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("module_groups", GRAPH, TEXTS, "the groups that are nn.Module calls", _TORCH),
     Attribute("module_classes", GRAPH, CLASSES, "each module group's class name", _TORCH),
     Attribute("view", GRAPH, FLAG, "a view of the IR (drawn as it is)", _VIEWS),
+    Attribute("loop_count", GRAPH, COUNT, "a rolled loop: how many repetitions its one "
+              "drawn block stands for", "rolling"),
+    Attribute("loop_step", GRAPH, COUNT, "a rolled loop: whose numbers are drawn "
+              "(0: the first repetition)", "rolling"),
+    Attribute("loop_before", GRAPH, SEEDS, "a rolled loop: each shared value's gradient "
+              "when the drawn repetition's backward began (the later repetitions' shares), "
+              "as the engine held it", "rolling"),
+    Attribute("loop_back", GRAPH, IDS, "a rolled loop's back edges, in pairs: the block's "
+              "output, then the box it enters the next repetition as", "rolling"),
 )
 
 _DECLARED: dict[str, dict[str, Attribute]] = {place: {} for place in PLACES}

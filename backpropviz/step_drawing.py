@@ -54,6 +54,7 @@ class StepDrawing:
     labels: list[str]
     background: str
     tail: str
+    size: tuple[float, float] = (0.0, 0.0)  # the layout's, in points, with its pad
 
     def svg(self, step: int) -> str:
         """Step ``step``'s picture, as graphviz would draw it on its own."""
@@ -78,7 +79,10 @@ def _parsed(source: str) -> tuple[list[str], list[tuple[str, str, str | None]]]:
             else:
                 statements.append(("", line, None))
             continue
-        statements.append((json.loads(match.group(3)), _POS.sub("", line), match.group(2)))
+        quoted = match.group(3)  # (an id with no escape in it is its text between the quotes)
+        gid = json.loads(quoted) if "\\" in quoted else quoted[1:-1]
+        statements.append((gid, _POS.sub("", line) if " pos=" in line else line,
+                           match.group(2)))
     return header, statements
 
 
@@ -179,8 +183,11 @@ def draw_steps(sources: Sequence[str]) -> StepDrawing | None:
         # where the layout set the label's first text (graphviz's SVG has y downwards)
         first_text = next(op["pt"] for op in layout["_ldraw_"] if "text" in op)  # (xdot's text ops)
         label_place = (first_text[0] - x0, -(first_text[1] - y0))
-    return _cut(pictures[0] + "</svg>\n", pictures[1] if len(pictures) > 2 else "",
-                label_place, keys, looks, at, label_at, graph_lines, external)
+    drawing = _cut(pictures[0] + "</svg>\n", pictures[1] if len(pictures) > 2 else "",
+                   label_place, keys, looks, at, label_at, graph_lines, external)
+    pad = 2 * float(layout.get("pad", 0.25)) * 72
+    drawing.size = (x1 - x0 + pad, y1 - y0 + pad)
+    return drawing
 
 
 def _clipped(route: str, length: float) -> str:

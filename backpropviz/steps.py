@@ -14,7 +14,7 @@ from . import ops
 from .ir import IRError, operand_edges, result_of
 
 __all__ = ["Step", "StepState", "backward_steps", "dead_masks", "fork_edges", "gradient_history",
-           "plain_constants", "state_at"]
+           "plain_constants", "start_grads", "state_at"]
 
 
 @dataclass(frozen=True)
@@ -58,11 +58,17 @@ def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
     final gradient. Cheaper than ``backward_steps`` when only the numbers are
     needed: no copy of every gradient at every step.
     """
-    history = {value: [seed] for value, seed in G.graph.get("seeds", {}).items()}
+    history = {value: [seed] for value, seed in start_grads(G).items()}
     for _, _, updated, _, grads in _replay(G):
         for value in dict.fromkeys(updated):
             history.setdefault(value, []).append(grads[value])
     return history
+
+
+def start_grads(G: nx.MultiDiGraph) -> dict[Any, Any]:
+    """The gradients known before the first backward step: the seeds, and in a rolled
+    loop (rolling.py) what the later repetitions had sent the shared weights already."""
+    return {**G.graph.get("seeds", {}), **G.graph.get("loop_before", {})}
 
 
 def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
@@ -74,7 +80,7 @@ def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
     the producer recorded on each edge (``running``: the operand's gradient right
     after the edge's contribution arrived); nothing is added up here.
     """
-    grads: dict[Any, Any] = dict(G.graph.get("seeds", {}))
+    grads: dict[Any, Any] = start_grads(G)
     pred = G._pred
     for op in G.graph["backward_order"]:
         edges = operand_edges(G, op)
@@ -121,8 +127,7 @@ def state_at(G: nx.MultiDiGraph, step: int | None = None,
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= len(order):
         raise IRError(f"step {step!r} is out of range (must be an int in 0..{len(order)})")
     if step == 0:
-        return StepState(dict(G.graph.get("seeds", {})), frozenset(), None, frozenset(),
-                      frozenset())
+        return StepState(start_grads(G), frozenset(), None, frozenset(), frozenset())
     if replay is None:
         replay = backward_steps(G)
     now = replay[step - 1]

@@ -13,6 +13,9 @@ falls on both alike; the best of the rounds is kept:
 - the page of examples/mlp3.py, target <= 2x;
 - ``--steps DIR`` of a GRU cell over four inputs (bench/scripts/gru_steps.py,
   one SVG per backward step), target <= 3x one SVG;
+- the pages of an RNN unrolled 50 steps (bench/scripts/rnn_unrolled.py) and
+  of a transformer block with two attention heads
+  (bench/scripts/transformer_block.py), targets <= 2x their SVGs;
 - the backprop-ninja page opened in Chromium (until its load event, the page's
   script run), against its SVG opened the same way.
 """
@@ -31,11 +34,15 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CHROMIUM = Path("/usr/bin/chromium")
 NINJA = HERE / "scripts" / "backprop_ninja.py"
-ROWS = [  # what, script, what is made, target
-    ("page of a backprop-ninja script", NINJA, ["-o", "page.html"], 2.0),
-    ("page of mlp3", ROOT / "examples" / "mlp3.py", ["-o", "page.html"], 2.0),
+ROWS = [  # what, script, what is made, target, the script's environment
+    ("page of a backprop-ninja script", NINJA, ["-o", "page.html"], 2.0, {}),
+    ("page of mlp3", ROOT / "examples" / "mlp3.py", ["-o", "page.html"], 2.0, {}),
     ("--steps of a GRU cell over 4 inputs", HERE / "scripts" / "gru_steps.py",
-     ["--steps", "steps"], 3.0),
+     ["--steps", "steps"], 3.0, {}),
+    ("page of an RNN unrolled 50 steps", HERE / "scripts" / "rnn_unrolled.py",
+     ["-o", "page.html"], 2.0, {"STEPS": "50"}),
+    ("page of a transformer block (2 heads)", HERE / "scripts" / "transformer_block.py",
+     ["-o", "page.html"], 2.0, {}),
 ]
 
 
@@ -43,9 +50,10 @@ class RenderError(Exception):
     """The command line failed (its message says why)."""
 
 
-def render(checkout: Path, script: Path, made: list[str], folder: Path) -> float:
+def render(checkout: Path, script: Path, made: list[str], folder: Path,
+           extra_env: dict[str, str] | None = None) -> float:
     """Seconds the command line takes to make ``made`` from ``script``."""
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    env = {**os.environ, **(extra_env or {}), "PYTHONPATH": str(checkout)}
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "backpropviz", "render", str(script), *made],
                           cwd=folder, env=env, capture_output=True, text=True)
@@ -83,8 +91,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--checkout", type=Path, default=ROOT,
                         help="the backpropviz checkout to measure (default: this one)")
-    parser.add_argument("--rows", default="1,2,3,4",
-                        help="which rows to measure (1-3: the table's, 4: Chromium)")
+    parser.add_argument("--rows", default="1,2,3,4,5,6",
+                        help="which rows to measure (1-5: the table's, 6: Chromium)")
     args = parser.parse_args()
     rows = {int(n) for n in args.rows.split(",")}
     with tempfile.TemporaryDirectory() as scratch:
@@ -92,14 +100,15 @@ def main() -> None:
         print(f"backpropviz at {args.checkout}, best of {args.repeats}")
         print(f"{'what':40} {'time':>8} {'its SVG':>8} {'ratio':>6} {'target':>7}"
               f" {'bytes':>10} {'ratio':>6}")
-        for number, (what, script, made, target) in enumerate(ROWS, start=1):
+        for number, (what, script, made, target, extra_env) in enumerate(ROWS, start=1):
             if number not in rows:
                 continue
             times, anchors = [], []
             try:
                 for _ in range(args.repeats):
-                    anchors.append(render(args.checkout, script, ["-o", "figure.svg"], folder))
-                    times.append(render(args.checkout, script, made, folder))
+                    anchors.append(render(args.checkout, script, ["-o", "figure.svg"], folder,
+                                          extra_env))
+                    times.append(render(args.checkout, script, made, folder, extra_env))
             except RenderError as failure:
                 print(f"{what:40} {failure}", flush=True)
                 continue
@@ -111,7 +120,7 @@ def main() -> None:
             if out.is_file():
                 line += f" {made_bytes / size(folder / 'figure.svg'):5.2f}x"
             print(line, flush=True)
-        if CHROMIUM.exists() and 4 in rows:
+        if CHROMIUM.exists() and 6 in rows:
             render(args.checkout, NINJA, ["-o", "ninja.html"], folder)
             render(args.checkout, NINJA, ["-o", "ninja.svg"], folder)
             page, svg = load_times([folder / "ninja.html", folder / "ninja.svg"],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,22 @@ EXAMPLES = ROOT / "examples"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: a test of scale that takes seconds "
                                        "(skip locally with -m 'not slow'; CI runs it)")
+    _take_this_workers_cores()
+
+
+def _take_this_workers_cores() -> None:
+    """Under pytest-xdist, each worker runs on its share of the cores, as a process
+    given fewer cores would: what defaults to the cores it may use (a clip's render
+    jobs) then starts no more processes than it has cores. Otherwise the two workers
+    of `make test` would each start a clip's render on both cores, their start-up and
+    scene building twice over, while the other worker keeps those cores busy."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) > 1 and workers > 1:
+        os.sched_setaffinity(0, cores[int(worker[2:]) % workers::workers] or cores)
 
 
 @pytest.fixture(scope="session")
@@ -25,9 +43,15 @@ def example() -> Callable[..., nx.MultiDiGraph]:
     """``example("d2l_mlp", "L")``: the IR of ``examples/d2l_mlp.py``, built by the
     script front end as ``backpropviz render`` builds it (backward run if the
     script did not; roots optional); ``backward=False`` for the forward pass only.
-    Each call runs the script afresh, so a test may change what it gets."""
+    The script runs once (memory_growth's measurements take a while); each call gets
+    a copy of its own, so a test may change what it gets."""
+    built: dict[tuple, nx.MultiDiGraph] = {}
+
     def build(name: str, *roots: str, **options: Any) -> nx.MultiDiGraph:
-        return graph_of_script(EXAMPLES / f"{name}.py", roots, quiet=True, **options)
+        key = (name, roots, tuple(sorted(options.items())))
+        if key not in built:
+            built[key] = graph_of_script(EXAMPLES / f"{name}.py", roots, quiet=True, **options)
+        return copy.deepcopy(built[key])
     return build
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import re
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +25,7 @@ from backpropviz.ir import LIST_ENTRIES, from_node_link, result_of, to_node_link
 from backpropviz.schema import validate  # noqa: E402
 from backpropviz.script import graph_of_script  # noqa: E402
 from backpropviz.views import closed_groups, drawn_graph, group_path  # noqa: E402
+from tests.in_process import run_cli  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parent / "torch_scripts"
 RESNET = SCRIPTS / "resnet_small.py"
@@ -125,9 +124,7 @@ def test_depth_is_the_command_lines_too(tmp_path):
     drawn = re.findall(r'label=<([\w.]+)<BR/>.*class="op group"', out.read_text())
     assert sorted(drawn) == ["model.avgpool", "model.bn1", "model.conv1", "model.fc",
                              "model.layer1", "model.layer2", "model.maxpool", "model.relu"]
-    refused = subprocess.run([sys.executable, "-m", "backpropviz", "render", str(RESNET),
-                              "--depth", "0", "-o", str(tmp_path / "no.svg")],
-                             capture_output=True, text=True)
+    refused = run_cli("render", RESNET, "--depth", "0", "-o", tmp_path / "no.svg", text=True)
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "--depth" in refused.stderr and not (tmp_path / "no.svg").exists()
 

@@ -6,22 +6,23 @@ import math
 import os
 import re
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from tests.in_process import run_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = Path(__file__).resolve().parent / "engines"
-CLI = [sys.executable, "-m", "backpropviz"]
 
 
 def check(script: Path | str, *args: str, engine: str | None = None,
           cwd: Path = ENGINES) -> subprocess.CompletedProcess:
+    """``backpropviz check SCRIPT ARGS`` in this process, the student's engine named by
+    $ENGINE (tests/in_process.py: the same command, without a process's start-up)."""
     env = {**os.environ, **({"ENGINE": engine} if engine else {})}
-    return subprocess.run([*CLI, "check", str(script), *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=120)
+    return run_cli("check", script, *args, cwd=cwd, env=env, text=True)
 
 
 def reference_gradients() -> dict[str, float]:

@@ -1,5 +1,8 @@
-"""The command line through its installed entry point (the errors it finds before drawing, by
-cli.main in this process): formats, roots, errors, no partial files."""
+"""The command line: formats, roots, errors, no partial files.
+
+Run by cli.main in this process as the entry point runs it (tests/in_process.py), but for
+what only a process of its own shows: the installed entry point, the script's own
+traceback, an interrupt's exit status, a closed pipe, a graph too large to wait for."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import pytest
 from backpropviz import cli
 from backpropviz import script as script_front_end
 from backpropviz.ir import from_graphml, from_node_link, to_networkx, to_node_link, validate
+from tests.in_process import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -43,40 +47,22 @@ def run(*args: str | Path, cwd: Path, env: dict | None = None) -> subprocess.Com
 
 
 def ok(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
-    """``backpropviz render ARGS``, which must succeed."""
-    done = run("render", *args, cwd=cwd)
+    """``backpropviz render ARGS`` (in this process), which must succeed."""
+    done = run_cli("render", *args, cwd=cwd)
     assert done.returncode == 0, done.stderr.decode()
     return done
 
 
-def fails(*args: str | Path, cwd: Path, status: int = 1, env: dict | None = None) -> str:
-    """``backpropviz render ARGS``, which must fail cleanly; return its one error line."""
-    done = run("render", *args, cwd=cwd, env=env)
+def fails(*args: str | Path, cwd: Path, status: int = 1, env: dict | None = None,
+          command=run_cli) -> str:
+    """``backpropviz render ARGS`` (in this process, or by ``command=run``, the entry
+    point), which must fail cleanly; return its one error line."""
+    done = command("render", *args, cwd=cwd, env=env)
     stderr = done.stderr.decode()
     assert done.returncode == status, stderr
     last = stderr.splitlines()[-1]
     assert last.startswith("backpropviz: error: "), stderr
     return last
-
-
-@pytest.fixture
-def refused(monkeypatch, capsys):
-    """``refused(ARGS, cwd=..., status=1)``: ``backpropviz render ARGS`` run in this process,
-    by ``cli.main`` as the entry point runs it, which must fail cleanly; its one error line.
-
-    For the errors the command finds before it draws anything (usage, the script's
-    graph): a process of their own would add only its start-up. The entry point, its
-    exit statuses, pipes and a script's own traceback are tested through ``run``."""
-    def run_here(*args: str | Path, cwd: Path, status: int = 1) -> str:
-        monkeypatch.chdir(cwd)
-        capsys.readouterr()
-        code = cli.main(["render", *map(str, args)])
-        stderr = capsys.readouterr().err
-        assert code == status, stderr
-        last = stderr.splitlines()[-1]
-        assert last.startswith("backpropviz: error: "), stderr
-        return last
-    return run_here
 
 
 def script(folder: Path, name: str, source: str) -> Path:
@@ -156,7 +142,8 @@ def test_format_option_overrides_the_extension_and_names_the_default(tmp_path):
 
 
 def test_dash_writes_the_picture_alone_to_stdout(tmp_path):
-    done = ok(EXAMPLES / "add_mul.py", "-o", "-", cwd=tmp_path)
+    done = run("render", EXAMPLES / "add_mul.py", "-o", "-", cwd=tmp_path)  # a real stdout
+    assert done.returncode == 0, done.stderr.decode()
     ok(EXAMPLES / "add_mul.py", "-o", "file.svg", cwd=tmp_path)
     assert done.stdout == (tmp_path / "file.svg").read_bytes()
     assert b"de/da = -3.0" in done.stderr  # the script's own print moved to stderr
@@ -301,7 +288,9 @@ def test_the_script_runs_as_python_would_run_it(tmp_path):
         x = Value(2.0)
         y = x * SCALE
         """)
-    done = ok(Path("project") / "main.py", "-o", "out.json", cwd=tmp_path)
+    # In a process of its own: the script's helper module is imported afresh, as by python.
+    done = run("render", Path("project") / "main.py", "-o", "out.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == f"argv: [{str(Path('project') / 'main.py')!r}]"
     G = written_graph(tmp_path / "out.json")
     assert sorted(G.nodes[v]["data"] for v in G if G.nodes[v]["kind"] == "value") == [
@@ -325,8 +314,8 @@ def test_version_and_help(tmp_path):
 # ---------------------------------------------------------------- errors
 
 
-def test_missing_script(tmp_path, refused):
-    assert refused("nope.py", cwd=tmp_path) == "backpropviz: error: no such script: nope.py"
+def test_missing_script(tmp_path):
+    assert fails("nope.py", cwd=tmp_path) == "backpropviz: error: no such script: nope.py"
     assert files(tmp_path) == set()
 
 
@@ -360,44 +349,44 @@ def test_syntax_error_in_the_script(tmp_path):
 
 
 @pytest.mark.parametrize("source", ["x = 1\n", "from backpropviz import Value\nexit(3)\n"])
-def test_no_graph_found(source, tmp_path, refused):
+def test_no_graph_found(source, tmp_path):
     script(tmp_path, "empty.py", source)
-    message = refused("empty.py", cwd=tmp_path)
+    message = fails("empty.py", cwd=tmp_path)
     assert "no graph" in message
     assert files(tmp_path) == {"empty.py"}
 
 
-def test_values_never_combined_are_no_graph(tmp_path, refused):
+def test_values_never_combined_are_no_graph(tmp_path):
     script(tmp_path, "leaves.py", "from backpropviz import Value\na, b = Value(1.0), Value(2.0)\n")
-    assert refused("leaves.py", cwd=tmp_path) == ("backpropviz: error: no graph found: the "
+    assert fails("leaves.py", cwd=tmp_path) == ("backpropviz: error: no graph found: the "
                                                 "script's values (a, b) were not combined by "
                                                 "any operation")
 
 
-def test_separate_graphs_are_listed(tmp_path, refused):
+def test_separate_graphs_are_listed(tmp_path):
     script(tmp_path, "two.py", """
         from backpropviz import Value
         a = Value(1.0); b = a * 2
         c = Value(3.0); d = c + 1
         """)
-    message = refused("two.py", cwd=tmp_path)
+    message = fails("two.py", cwd=tmp_path)
     assert "separate graphs: b, d" in message
     ok("two.py", "d", "-o", "d.json", cwd=tmp_path)
 
 
-def test_unknown_root_lists_the_names(tmp_path, refused):
-    message = refused(EXAMPLES / "add_mul.py", "f", cwd=tmp_path)
+def test_unknown_root_lists_the_names(tmp_path):
+    message = fails(EXAMPLES / "add_mul.py", "f", cwd=tmp_path)
     assert message == ("backpropviz: error: unknown root 'f' (the script's values are: "
                        "a, b, c, d, e)")
 
 
-def test_non_scalar_root_without_gradients(tmp_path, refused):
+def test_non_scalar_root_without_gradients(tmp_path):
     script(tmp_path, "vector.py", """
         from backpropviz import Tensor
         x = Tensor([1.0, 2.0], requires_grad=True)
         y = x * 3
         """)
-    message = refused("vector.py", cwd=tmp_path)
+    message = fails("vector.py", cwd=tmp_path)
     assert "root 'y' has no gradient and shape (2,)" in message
     assert files(tmp_path) == {"vector.py"}
 
@@ -410,16 +399,16 @@ def test_dot_missing(tmp_path):
     assert "'dot'" in message and "Graphviz" in message and "install" in message
     assert files(tmp_path) == {"bin"}
     # The IR exports need no graphviz.
-    done = run("render", EXAMPLES / "add_mul.py", "-o", "g.json", cwd=tmp_path, env=env)
+    done = run_cli("render", EXAMPLES / "add_mul.py", "-o", "g.json", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr.decode()
 
 
 @pytest.mark.parametrize("output", ["fig.svgz", "fig"])
-def test_unknown_format_lists_the_formats(output, tmp_path, refused):
-    message = refused(EXAMPLES / "add_mul.py", "-o", output, cwd=tmp_path, status=2)
+def test_unknown_format_lists_the_formats(output, tmp_path):
+    message = fails(EXAMPLES / "add_mul.py", "-o", output, cwd=tmp_path, status=2)
     assert "svg" in message and "graphml" in message
     assert files(tmp_path) == set()
-    message = refused(EXAMPLES / "add_mul.py", "--format", "svgz", cwd=tmp_path, status=2)
+    message = fails(EXAMPLES / "add_mul.py", "--format", "svgz", cwd=tmp_path, status=2)
     assert "invalid choice: 'svgz'" in message and "'graphml'" in message
 
 
@@ -439,8 +428,8 @@ def test_output_not_writable(tmp_path):
                                             cwd=tmp_path)
 
 
-def test_graph_larger_than_max_nodes(reference_graph, tmp_path, refused):
-    message = refused(EXAMPLES / "d2l_mlp_scalar.py", "--max-nodes", "10", cwd=tmp_path)
+def test_graph_larger_than_max_nodes(reference_graph, tmp_path):
+    message = fails(EXAMPLES / "d2l_mlp_scalar.py", "--max-nodes", "10", cwd=tmp_path)
     nodes = reference_graph("d2l_mlp_scalar", "L").number_of_nodes()
     assert f"the graph has {nodes} nodes" in message and "Tensor form" in message
     assert files(tmp_path) == set()
@@ -455,7 +444,7 @@ def test_large_graph_is_refused_quickly(tmp_path):
         for _ in range(100_000):
             y = y * 1.0001
         """)
-    message = fails("chain.py", cwd=tmp_path)  # the subprocess timeout bounds the time
+    message = fails("chain.py", cwd=tmp_path, command=run)  # run's timeout bounds the time
     assert "the graph has 300001 nodes" in message
 
 
@@ -476,9 +465,9 @@ def test_a_failed_run_leaves_the_old_output_alone(tmp_path):
     (["--precision", "0"], "must be positive"),
     (["--rankdir", "XY"], "invalid choice: 'XY'"),
 ])
-def test_usage_errors_exit_2_before_running_the_script(args, message, tmp_path, refused):
+def test_usage_errors_exit_2_before_running_the_script(args, message, tmp_path):
     script(tmp_path, "side_effect.py", "open('ran', 'w').close()\n")
-    assert message in refused("side_effect.py", *args, cwd=tmp_path, status=2)
+    assert message in fails("side_effect.py", *args, cwd=tmp_path, status=2)
     assert files(tmp_path) == {"side_effect.py"}
 
 
@@ -594,8 +583,8 @@ def test_fit_says_when_a_graph_is_too_big_for_the_frame(tmp_path):
     (["--symbolic", "-o", "g.html"], "--symbolic draws a figure without numbers"),
     (["--symbolic", "--steps", "steps"], "--symbolic draws a figure without numbers"),
 ])
-def test_figure_option_usage_errors(tmp_path, args, message, refused):
-    assert message in refused(EXAMPLES / "add_mul.py", *args, cwd=tmp_path, status=2)
+def test_figure_option_usage_errors(tmp_path, args, message):
+    assert message in fails(EXAMPLES / "add_mul.py", *args, cwd=tmp_path, status=2)
     assert files(tmp_path) == set()
 
 

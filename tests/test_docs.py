@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from backpropviz.cli import build_parser
+from backpropviz.script import run_script
+from tests.in_process import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-CLI = Path(sys.executable).with_name("backpropviz")
 
 
 @pytest.fixture(scope="module")
@@ -142,21 +143,19 @@ def test_the_check_report_shown_is_the_real_one(tmp_path):
     command, *shown = [line.removeprefix("   ") for line in block.splitlines()]
     words = command.split()
     words[words.index("-o") + 1] = str(tmp_path / "report.png")
-    result = subprocess.run([str(CLI), *words[1:]], cwd=ROOT, capture_output=True, text=True,
-                            timeout=120)
+    result = run_cli(*words[1:], cwd=ROOT, text=True)  # in this process (tests/in_process.py)
     assert result.returncode == 1
     assert result.stdout.splitlines() == shown
     assert (tmp_path / "report.png").stat().st_size > 0
 
 
-def test_the_growth_tables_shown_are_the_scripts_output():
+def test_the_growth_tables_shown_are_the_scripts_output(capsys):
     source = (DOCS / "memory.rst").read_text()
     (table,) = re.findall(r"^\.\. code-block:: text\n\n((?:    .*\n)+)", source, flags=re.M)
-    result = subprocess.run([sys.executable, str(ROOT / "examples" / "memory_growth.py")],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    run_script(ROOT / "examples" / "memory_growth.py")  # as `python SCRIPT` runs it
+    stdout = capsys.readouterr().out
     # (reST drops the indentation every line of a block has: here, one space)
-    assert textwrap.dedent(result.stdout).splitlines() == textwrap.dedent(table).splitlines()
+    assert textwrap.dedent(stdout).splitlines() == textwrap.dedent(table).splitlines()
 
 
 def test_the_text_form_shown_is_what_the_tool_writes():

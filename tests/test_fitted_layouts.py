@@ -86,3 +86,29 @@ def test_the_book_layout_keeps_dots_routes_sheared(example, name):
             half_w, half_h = float(places[end]["width"]) * 36, float(places[end]["height"]) * 36
             assert abs(point[0] - x) <= half_w + 12 and abs(point[1] - y) <= half_h + 12, \
                 (line.get("id"), point, (x, y))
+
+
+def test_step_pictures_with_one_layout_to_choose_measure_the_fit_as_fit_does():
+    """A graph too large to fold, its direction given: the step pictures' own layout
+    measures the fit (no layout of its own), and agrees with fit's."""
+    from backpropviz import Value
+    from backpropviz.diagram import step_diagrams
+    from backpropviz.fitting import fit, lone_choice
+    from backpropviz.script import as_graph
+
+    h = Value(0.5, label="h")
+    w = Value(0.9, label="w", requires_grad=True)
+    for _ in range(40):  # a loop: some 160 values and ops, past folding
+        h = (h * w + 0.1).tanh()
+    h.backward()
+    G = as_graph(h)
+    assert lone_choice(G, "1920x1080", rankdir="LR")
+    assert not lone_choice(G, "1920x1080")  # (both directions are tried then)
+    pictures = step_diagrams(G, fit="1920x1080", rankdir="LR", captions=False)
+    assert pictures[0].steps is not None  # drawn together
+    chosen, alone = pictures[0].fit, fit(G, "1920x1080", rankdir="LR")
+    assert (chosen.rankdir, chosen.wrap, chosen.frame) == (alone.rankdir, alone.wrap, alone.frame)
+    assert chosen.scale == pytest.approx(alone.scale, rel=1e-3)
+    assert chosen.number_px == pytest.approx(alone.number_px, rel=1e-3)
+    assert all(picture.fit is chosen for picture in pictures)
+

@@ -20,14 +20,17 @@ from backpropviz import Value, draw
 from backpropviz.foreign import from_objects
 from backpropviz.ir import from_node_link, validate
 from backpropviz.steps import backward_steps
+from tests.in_process import run_cli
 
 ENGINES = Path(__file__).resolve().parent / "engines"
 CLI = [sys.executable, "-m", "backpropviz"]
 
 
 def render(script: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "render", str(script), *args], capture_output=True, text=True,
-                          cwd=script.parent, env={**os.environ, **(env or {})}, timeout=120)
+    """``backpropviz render SCRIPT ARGS`` in this process (tests/in_process.py), in the
+    script's folder; what must differ between processes (hash seeds, ids) runs in its own."""
+    return run_cli("render", script, *args, cwd=script.parent,
+                   env={**os.environ, **(env or {})}, text=True)
 
 
 def graph_of(script: Path, tmp_path: Path, env: dict | None = None):

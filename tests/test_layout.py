@@ -88,7 +88,7 @@ def test_layout_has_every_node_and_edge_where_the_svg_draws_them(example, name):
 @pytest.mark.parametrize("name", ["d2l_objective", "d2l_mlp_scalar", "fork"])
 def test_every_backward_step_has_the_final_pictures_layout(example, name):
     G = example(name)
-    final = layout(G, legend=False)
+    final, plain = layout(G, legend=False), layout(G)
     steps = backward_steps(G)
     for step in range(len(G.graph["backward_order"]) + 1):
         now = layout(G, step=step, legend=False)
@@ -101,7 +101,7 @@ def test_every_backward_step_has_the_final_pictures_layout(example, name):
             {k: e for k, e in final.edges.items() if k not in own}, step
         # With the legend, a step adds its caption band beneath the drawing (and
         # centres a narrower drawing over it): every box moves by one offset.
-        banded, plain = layout(G, step=step), layout(G)
+        banded = layout(G, step=step)
         assert banded.height > plain.height
         offsets = {(round(banded.nodes[node].x - box.x, 1), round(banded.nodes[node].y - box.y, 1))
                    for node, box in plain.nodes.items()}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from test_cli import EXAMPLES, files, ok, run, script
+from test_cli import EXAMPLES, files, ok, script
+
+from tests.in_process import run_cli
 
 FORK = "from backpropviz import Value\na = Value(3.0)\nb = a + a\nc = b * b\nc.backward()\n"
 
@@ -19,7 +21,7 @@ def test_several_scripts_into_a_folder_and_one_failure(tmp_path):
     script(tmp_path, "fork.py", FORK)
     script(tmp_path, "square.py", "from backpropviz import Value\nx = Value(-2.0)\ny = x * x\n")
     script(tmp_path, "broken.py", "print('starting')\nraise RuntimeError('on purpose')\n")
-    done = run("render", "fork.py", "broken.py", "square.py", "-o", "figures/",
+    done = run_cli("render", "fork.py", "broken.py", "square.py", "-o", "figures/",
                "--format", "json", "-j", "2", cwd=tmp_path)
     assert done.returncode == 1
     assert grads(tmp_path / "figures" / "fork.json") == {"a": 24.0, "b": 12.0, "c": 1.0}
@@ -87,9 +89,9 @@ def test_usage_mistakes_with_several_scripts(tmp_path):
     script(tmp_path, "fork.py", FORK)
     (tmp_path / "other").mkdir()
     script(tmp_path / "other", "fork.py", FORK)
-    done = run("render", "fork.py", "other/fork.py", "-o", "out/", cwd=tmp_path)
+    done = run_cli("render", "fork.py", "other/fork.py", "-o", "out/", cwd=tmp_path)
     assert done.returncode == 2 and b"would both be drawn as fork.svg" in done.stderr
-    done = run("render", "fork.py", "other/fork.py", "-o", "-", cwd=tmp_path)
+    done = run_cli("render", "fork.py", "other/fork.py", "-o", "-", cwd=tmp_path)
     assert done.returncode == 2 and b"cannot all go to stdout" in done.stderr
     assert files(tmp_path) == {"fork.py", "other"}  # no out/
 

@@ -19,7 +19,8 @@ from backpropviz import Tensor, Value
 from backpropviz.ir import from_graphml, from_node_link, to_graphml, to_networkx, to_node_link
 from backpropviz.memory import BACKWARD, FORWARD, timeline, to_json
 from backpropviz.memory_chart import chart_bytes, growth_svg, timeline_svg
-from backpropviz.script import graph_of_script
+from backpropviz.script import graph_of_script, run_script
+from tests.in_process import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -88,10 +89,12 @@ def test_a_rule_that_never_runs_keeps_its_values_to_the_end(example):
 # ---------------------------------------------------------------- every script
 
 
-# Every example (the capstone's students' engines too) and the benchmarks' scripts.
-SCRIPTS = sorted(str(p.relative_to(ROOT))
-                 for p in [*EXAMPLES.rglob("*.py"), *(ROOT / "bench" / "scripts").glob("*.py")]
-                 if p.name != "student_value.py")
+# Every example (the capstone's students' engines too) and the benchmarks' scripts; a
+# ResNet-18 on a 224×224 image takes seconds to record, a case of scale.
+SCRIPTS = [pytest.param(script, marks=[pytest.mark.slow] if "resnet" in script else [])
+           for script in sorted(str(p.relative_to(ROOT)) for p in [
+               *EXAMPLES.rglob("*.py"), *(ROOT / "bench" / "scripts").glob("*.py")]
+               if p.name != "student_value.py")]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -160,12 +163,11 @@ def test_the_peak_grows_linearly_with_depth_and_with_batch():
         assert (steps > 0).all() and len(set(steps.tolist())) == 1  # a straight line
 
 
-def test_the_growth_example_measures_and_draws_its_slide(tmp_path):
+def test_the_growth_example_measures_and_draws_its_slide(tmp_path, capsys):
     out = tmp_path / "growth.svg"
-    done = subprocess.run([sys.executable, str(EXAMPLES / "memory_growth.py"), "-o", str(out)],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    rows = re.findall(r"^\s*(\d+)\s+(\d+) B\s+(\d+) B\s+(\S+)", done.stdout, re.M)
+    run_script(EXAMPLES / "memory_growth.py", ["-o", str(out)])  # as `python SCRIPT -o` runs it
+    stdout = capsys.readouterr().out
+    rows = re.findall(r"^\s*(\d+)\s+(\d+) B\s+(\d+) B\s+(\S+)", stdout, re.M)
     by_depth, by_batch = rows[:8], rows[8:]
     assert [int(r[0]) for r in by_depth] == list(range(1, 9))
     assert [int(r[0]) for r in by_batch] == [1, 2, 4, 8, 16, 32, 64]
@@ -216,37 +218,56 @@ L = (torch.sigmoid(w * x) ** 2).sum()
 """,
 }
 
-# Autograd's own account, by its saved-tensor hooks: every tensor it saves passes pack
-# (each storage counted once), and every read of one in backward passes unpack; a hook on
-# every node marks when its rule has run, so what is still to be read is known after each.
+# Autograd's own account, by its saved-tensor hooks, in a process of its own (nothing of
+# backpropviz's loaded): every tensor it saves passes pack (each storage counted once), and
+# every read of one in backward passes unpack; a hook on every node marks when its rule has
+# run, so what is still to be read is known after each. One line of JSON a script.
 AUTOGRAD_SAYS = """
 import json, runpy, sys, torch
-saved, events = {}, []
-def key(t):
-    return (t.untyped_storage().data_ptr(), t.storage_offset(), t.numel())
-def pack(t):
-    saved[key(t)] = max(saved.get(key(t), 0), t.numel() * t.element_size())
-    return t
-def unpack(t):
-    events.append(key(t))
-    return t
-with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-    L = runpy.run_path(sys.argv[1], run_name="__main__")["L"]
-nodes, stack = set(), [L.grad_fn]
-while stack:
-    node = stack.pop()
-    if node is not None and node not in nodes:
-        nodes.add(node)
-        node.register_hook(lambda *_: events.append(None))
-        stack.extend(f for f, _ in node.next_functions)
-L.backward()
-last = {k: i for i, k in enumerate(events) if k is not None}
-held = [sum(saved.values())]
-for i, k in enumerate(events):
-    if k is None:
-        held.append(sum(n for s, n in saved.items() if last.get(s, -1) > i))
-print(json.dumps({"saved": sum(saved.values()), "held": held}))
+def account(path):
+    saved, events = {}, []
+    def key(t):
+        return (t.untyped_storage().data_ptr(), t.storage_offset(), t.numel())
+    def pack(t):
+        saved[key(t)] = max(saved.get(key(t), 0), t.numel() * t.element_size())
+        return t
+    def unpack(t):
+        events.append(key(t))
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        L = runpy.run_path(path, run_name="__main__")["L"]
+    nodes, stack = set(), [L.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is not None and node not in nodes:
+            nodes.add(node)
+            node.register_hook(lambda *_: events.append(None))
+            stack.extend(f for f, _ in node.next_functions)
+    L.backward()
+    last = {k: i for i, k in enumerate(events) if k is not None}
+    held = [sum(saved.values())]
+    for i, k in enumerate(events):
+        if k is None:
+            held.append(sum(n for s, n in saved.items() if last.get(s, -1) > i))
+    return {"saved": sum(saved.values()), "held": held}
+for path in sys.argv[1:]:
+    print(json.dumps(account(path)))
 """
+
+
+@pytest.fixture(scope="module")
+def autograd_says(tmp_path_factory) -> dict[str, dict]:
+    """Autograd's account of each of TORCH_SCRIPTS (one process for them all: PyTorch's
+    start-up once)."""
+    folder = tmp_path_factory.mktemp("autograd")
+    paths = []
+    for name, source in sorted(TORCH_SCRIPTS.items()):
+        paths.append(folder / f"{name}.py")
+        paths[-1].write_text(source)
+    done = subprocess.run([sys.executable, "-c", AUTOGRAD_SAYS, *map(str, paths)],
+                          capture_output=True, text=True, timeout=120, check=True)
+    return {path.stem: json.loads(line) for path, line in zip(paths, done.stdout.splitlines(),
+                                                               strict=True)}
 
 
 def torch_timeline(tmp_path: Path, name: str) -> tuple[nx.MultiDiGraph, object]:
@@ -264,11 +285,10 @@ def changes(numbers: list[int]) -> list[int]:
 
 @needs_torch
 @pytest.mark.parametrize("name", sorted(TORCH_SCRIPTS))
-def test_a_torch_scripts_timeline_is_what_autograd_saved_and_read(tmp_path, name):
+def test_a_torch_scripts_timeline_is_what_autograd_saved_and_read(tmp_path, name,
+                                                                  autograd_says):
     _, line = torch_timeline(tmp_path, name)
-    done = subprocess.run([sys.executable, "-c", AUTOGRAD_SAYS, str(tmp_path / f"{name}.py")],
-                          capture_output=True, text=True, timeout=120, check=True)
-    autograd = json.loads(done.stdout)
+    autograd = autograd_says[name]
     assert line.peak_bytes == autograd["saved"] > 0
     # Freed once the last rule reading it has run: the same bytes, step for step. A
     # composite call (cross_entropy: log_softmax, then nll_loss) is one op in the drawing,
@@ -360,8 +380,8 @@ def test_growth_panels_put_each_point_where_its_bytes_are():
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "backpropviz", *args], capture_output=True,
-                          text=True, timeout=300, cwd=cwd)
+    """``backpropviz ARGS`` in this process (tests/in_process.py)."""
+    return run_cli(*args, cwd=cwd, text=True)
 
 
 def test_the_memory_command_writes_the_json_the_issue_asks_for(tmp_path):

@@ -9,13 +9,14 @@ import re
 import sys
 
 import pytest
-from test_cli import ROOT, ok, run, script
+from test_cli import ROOT, ok, script
 
 from backpropviz import Value, draw
 from backpropviz.diagram import Diagram
 from backpropviz.errors import DrawError
 from backpropviz.html import Page, render_html, step_through, to_html
 from backpropviz.ir import IRError, from_node_link
+from tests.in_process import run_cli
 
 
 def fork() -> dict:
@@ -45,8 +46,8 @@ def test_a_video_takes_a_root(tmp_path):
     from backpropviz.animate import render_video
 
     names = fork()
-    out = render_video(names["c"], tmp_path / "fork.mp4", names=names, speed=4.0,
-                       progress=False)
+    out = render_video(names["c"], tmp_path / "fork.mp4", names=names, phase="backward",
+                       speed=4.0, progress=False)  # the shortest clip that has the sweep
     with av.open(str(out)) as movie:
         assert movie.streams.video[0].frames > 0
     assert "∂c/∂a" in (tmp_path / "fork.srt").read_text(encoding="utf-8")
@@ -152,8 +153,8 @@ _HOSTS = {"sphinx", "docutils", "IPython"}
 
 
 def test_help_is_plain_text_and_lists_each_command_on_one_line(tmp_path):
-    top = run("--help", cwd=tmp_path).stdout.decode()
-    assert "`" not in top and "`" not in run("render", "--help", cwd=tmp_path).stdout.decode()
+    top = run_cli("--help", cwd=tmp_path).stdout.decode()
+    assert "`" not in top and "`" not in run_cli("render", "--help", cwd=tmp_path).stdout.decode()
     listed = [line.split() for line in top.splitlines() if line.startswith("    ")]
     assert [words[0] for words in listed] == ["render", "check", "memory"]
     assert all(len(words) > 3 for words in listed)  # a description on the same line

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.in_process import run_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-CLI = Path(sys.executable).with_name("backpropviz")
 # The exit status each command is documented to give: check grades the
 # capstone's buggy engine, so it exits 1 (some gradients differ).
 EXPECTED_STATUS = {"render": 0, "memory": 0, "check": 1}
@@ -34,8 +35,9 @@ def test_readme_shows_each_command():
 def test_command_runs(line, tmp_path):
     words = shlex.split(line)
     command, script = words[1], ROOT / words[2]
-    result = subprocess.run([str(CLI), command, str(script), *words[3:]], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300)
+    # By cli.main in this process, as the entry point runs it (tests/in_process.py; the
+    # entry point itself is tests/test_cli.py's).
+    result = run_cli(command, script, *words[3:], cwd=tmp_path, text=True)
     assert result.returncode == EXPECTED_STATUS[command], result.stderr
     if "-o" in words:
         out = tmp_path / words[words.index("-o") + 1]
@@ -91,8 +93,7 @@ def test_the_check_report_shown_is_the_real_one(tmp_path):
     command, *shown = block.strip().splitlines()
     words = shlex.split(command.removeprefix("$ "))
     words[words.index("-o") + 1] = str(tmp_path / "report.png")
-    result = subprocess.run([str(CLI), *words[1:]], cwd=ROOT, capture_output=True, text=True,
-                            timeout=120)
+    result = run_cli(*words[1:], cwd=ROOT, text=True)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     for line in shown:

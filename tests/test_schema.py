@@ -15,6 +15,7 @@ from backpropviz.check import check_script
 from backpropviz.ir import from_graphml, from_node_link, to_graphml, to_json, to_networkx
 from backpropviz.page_groups import opened_groups
 from backpropviz.producers import PRODUCERS
+from backpropviz.rolling import find_loop, rolled
 from backpropviz.schema import (
     ATTRIBUTES,
     EDGE,
@@ -85,6 +86,11 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
     a.label = "a"
     s = a + a  # kept as one child in the lecture's set: drawn with two edges
     graphs.append(graph_of_namespace({"a": a, "s": s}))
+    w, h = Value(0.5, label="w"), Value(1.0, label="h0")
+    for x in (1.0, -2.0, 0.5):  # a loop, rolled: its count, step, back edge, numbers
+        h = (w * h + x).tanh()
+    h.backward()
+    graphs.append(rolled(to_networkx(h), find_loop(to_networkx(h)), 0))  # (and loop_before)
     if "torch" in sys.modules or _has_torch():
         graphs.append(graph_of_script(ROOT / "tests" / "torch_scripts" / "sequential.py",
                                       quiet=True))

@@ -7,7 +7,9 @@ import os
 
 import numpy as np
 import pytest
-from test_cli import EXAMPLES, fails, files, ok, run, script, written_graph
+from test_cli import EXAMPLES, fails, files, ok, script, written_graph
+
+from tests.in_process import run_cli
 
 
 def values(G) -> dict:
@@ -116,7 +118,7 @@ def test_a_non_zero_exit_is_the_scripts_failure(tmp_path):
     assert fails("three.py", "-o", "g.svg", cwd=tmp_path) == (
         "backpropviz: error: three.py exited with status 3, so there is no graph to draw")
     script(tmp_path, "says.py", MAIN_ENGINE + "    sys.exit('no data file')\n")
-    done = run("render", "says.py", cwd=tmp_path)
+    done = run_cli("render", "says.py", cwd=tmp_path)
     lines = done.stderr.decode().splitlines()
     assert done.returncode == 1
     assert lines[-2:] == ["no data file", "backpropviz: error: says.py exited with status 1, "
@@ -261,7 +263,7 @@ def test_micrograd_inside_main(tmp_path):
 def test_contradicting_output_and_format_is_refused_before_the_run(tmp_path):
     script(tmp_path, "loud.py", "print('RAN')\nfrom backpropviz import Value\n"
                                 "a = Value(1.0)\nb = a * a\n")
-    done = run("render", "loud.py", "-o", "x.png", "--format", "svg", cwd=tmp_path)
+    done = run_cli("render", "loud.py", "-o", "x.png", "--format", "svg", cwd=tmp_path)
     assert done.returncode == 2 and b"RAN" not in done.stdout
     assert done.stderr.decode().strip() == (
         "backpropviz: error: -o x.png is a .png file but --format is svg: give one of them, "
@@ -287,10 +289,10 @@ def test_a_missing_dot_is_found_before_the_script_runs(tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
     env = {**os.environ, "PATH": str(empty)}
-    done = run("render", "loud.py", "-o", "x.html", cwd=tmp_path, env=env)
+    done = run_cli("render", "loud.py", "-o", "x.html", cwd=tmp_path, env=env)
     assert done.returncode == 1 and b"RAN" not in done.stdout
     assert "failed to execute 'dot'" in done.stderr.decode()
-    done = run("render", "loud.py", "-o", "x.json", cwd=tmp_path, env=env)
+    done = run_cli("render", "loud.py", "-o", "x.json", cwd=tmp_path, env=env)
     assert done.returncode == 0 and b"RAN" in done.stdout
 
 

@@ -30,10 +30,10 @@ from backpropviz.torch_import import (  # noqa: E402 (after the importorskip)
     from_torch,
     is_torch_tensor,
 )
+from tests.in_process import run_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "torch_scripts"
-CLI = [sys.executable, "-m", "backpropviz"]
 
 
 def run_captured(path: Path) -> tuple[dict, object]:
@@ -379,9 +379,9 @@ def check_edges(G, names: dict) -> None:
 # ---------------------------------------------------------------- the command line
 
 
-def render(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "render", *args], capture_output=True, text=True,
-                          cwd=ROOT, env=env)
+def render(*args: str) -> subprocess.CompletedProcess:
+    """``backpropviz render ARGS`` in this process (tests/in_process.py), from the checkout."""
+    return run_cli("render", *args, cwd=ROOT, text=True)
 
 
 def svg_numbers(path: Path) -> Counter:

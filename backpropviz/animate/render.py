@@ -126,6 +126,10 @@ def _render_in(scratch: str, make_scene: Callable[..., Any], suffix: str, *, qua
         "transparent": transparent,
         # Encode a finished animation while the next one is drawn.
         "max_inflight_encoders": 4,
+        # Each encoder on one thread (several run at once anyway): an encoder
+        # sharing its frames among threads on a busy machine now and then set a
+        # pixel one shade apart, so two renders of a clip could differ.
+        "video_encoder_options": {"threads": "1"},
     }
     if jobs > 1:
         movie = pathlib.Path(scratch) / f"clip{encoded}"

@@ -1,0 +1,341 @@
+"""Rolled loops: a block the IR repeats (an unrolled RNN) found by structure, and drawn once.
+
+``find_loop`` reads the IR's structure alone, never its names: a loop is a
+block of ops repeated N ≥ 2 times with the same ops in the same places, the
+same shared values (a weight used by every repetition at the same operand),
+and each repetition's result feeding the next (the carried value, ``h``).
+It grows the repetitions side by side from the users of one shared leaf,
+taking a neighbour only when every repetition has one of the same kind, then
+checks that every operand of every repetition is its own, shared, or carried
+from the repetition before.
+
+``rolled`` is the view that draws the block once: the numbers of one
+repetition (the last, unless asked), each carried value entering as a box
+that the block's output loops back to (``loop_back``, drawn ×N), and each
+shared value with the gradient the engine holds for it, the sum over every
+repetition (its edges show the drawn repetition's share). Each block value
+also keeps its data and gradient at every repetition (``loop_data``,
+``loop_grad``) for the page to show any one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import networkx as nx
+
+from .captions import value_names
+from .ir import operand_edges, result_of
+
+__all__ = ["Loop", "find_loop", "loop_note", "rolled"]
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A block repeated ``count`` times: ``slots`` are its nodes, each a tuple of the
+    node that plays that part in each repetition (first to last); ``carried`` the
+    operands fed by the repetition before, as (value slot, op slot, arg, the value
+    the first repetition takes there); ``shared`` the values every repetition uses."""
+
+    slots: tuple[tuple[Hashable, ...], ...]
+    carried: tuple[tuple[int, int, int, Hashable], ...]
+    shared: tuple[Hashable, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.slots[0])
+
+    def repetition(self, k: int) -> list[Hashable]:
+        """The nodes of repetition ``k`` (0 is the first), slot by slot."""
+        return [slot[k] for slot in self.slots]
+
+
+# The fewest repetitions drawn as a loop.
+FEWEST = 2
+
+
+def _op_kind(attrs: dict) -> tuple:
+    """What makes two ops the same op of a block (never their names or numbers)."""
+    return (attrs["op"], attrs.get("symbol"), attrs.get("exponent"), attrs.get("axis"),
+            tuple(attrs.get("group") or ()))
+
+
+def _kind(G: nx.MultiDiGraph, node: Hashable) -> tuple:
+    attrs = G._node[node]
+    if attrs["kind"] == "op":
+        return ("op", *_op_kind(attrs), G.in_degree(node))
+    made = bool(G._pred[node])
+    return ("value", made, attrs.get("shape"), None if made else attrs.get("role"))
+
+
+def find_loop(G: nx.MultiDiGraph) -> Loop | None:
+    """The repeated block of ``G`` covering the most nodes, or None if it has none."""
+    position = {node: k for k, node in enumerate(G)}
+    tried: set = set()
+    best: Loop | None = None
+    for anchors in _anchor_groups(G, position):
+        if anchors[0] in tried:
+            continue  # grown from another shared value's users already
+        loop, covered = _grown(G, anchors)
+        tried.update(covered)
+        if loop is not None and (best is None or _size(loop) > _size(best)):
+            best = loop
+    return best
+
+
+def _size(loop: Loop) -> int:
+    return len(loop.slots) * loop.count
+
+
+def _anchor_groups(G: nx.MultiDiGraph, position: dict) -> list[list]:
+    """For each leaf, its users grouped by (kind of op, operand place): the groups of
+    two or more, largest first, each in graph order."""
+    groups = []
+    for leaf in G:
+        if G._pred[leaf] or G._node[leaf]["kind"] != "value":
+            continue
+        by_place: dict[tuple, list] = {}
+        for op, keyed in G._succ[leaf].items():
+            for data in keyed.values():
+                by_place.setdefault((_kind(G, op), data["arg"]), []).append(op)
+        groups.extend(sorted(set(users), key=position.get) for users in by_place.values()
+                      if len(set(users)) >= FEWEST)
+    return sorted(groups, key=lambda users: (-len(users), position[users[0]]))
+
+
+def _grown(G: nx.MultiDiGraph, anchors: list) -> tuple[Loop | None, set]:
+    """The repetitions grown side by side from one op each (``anchors``), checked; and
+    every node grown (to try no anchor inside them again)."""
+    count = len(anchors)
+    owner: dict[Hashable, int] = {}
+    slots: list[tuple] = []
+
+    def claim(nodes: tuple) -> None:
+        for node in nodes:
+            owner[node] = len(slots)
+        slots.append(nodes)
+
+    def takes(nodes: tuple) -> bool:
+        return (None not in nodes and len(set(nodes)) == count
+                and not any(node in owner for node in nodes)
+                and len({_kind(G, node) for node in nodes}) == 1)
+
+    claim(tuple(anchors))
+    at = 0
+    while at < len(slots):
+        nodes = slots[at]
+        at += 1
+        if G._node[nodes[0]]["kind"] == "op":
+            arity = len(operand_edges(G, nodes[0]))
+            neighbours = [tuple(operand_edges(G, op)[arg][0] for op in nodes)
+                          for arg in range(arity)]
+            neighbours.append(tuple(result_of(G, op) for op in nodes))
+        else:
+            neighbours = [tuple(next(iter(G._pred[value]), None) for value in nodes)]
+            neighbours.extend(_users_alike(G, nodes, owner))
+        for candidate in neighbours:
+            if takes(candidate):
+                claim(candidate)
+    return _checked(G, slots, owner), set(owner)
+
+
+def _users_alike(G: nx.MultiDiGraph, values: tuple, owner: dict) -> list[tuple]:
+    """The users of ``values`` (one per repetition) not grown yet, that every repetition
+    has once at the same place: one tuple of them per place."""
+    places: list[dict[tuple, list]] = []
+    for value in values:
+        found: dict[tuple, list] = {}
+        for op, keyed in G._succ[value].items():
+            if op in owner:
+                continue
+            for data in keyed.values():
+                found.setdefault((_kind(G, op), data["arg"]), []).append(op)
+        places.append(found)
+    alike = [place for place, users in places[0].items()
+             if all(len(found.get(place, ())) == 1 for found in places) and len(users) == 1]
+    return [tuple(found[place][0] for found in places) for place in alike]
+
+
+def _checked(G: nx.MultiDiGraph, slots: list[tuple], owner: dict) -> Loop | None:
+    """The Loop the grown ``slots`` make, or None unless every operand of every
+    repetition is its own, shared by all, or carried from the one before, at least one
+    is carried and one shared, and no value of a repetition but the last is used
+    outside the block."""
+    count = len(slots[0])
+    if count < FEWEST:
+        return None
+    carried: dict[tuple[int, int], tuple] = {}
+    shared: dict[Hashable, None] = {}
+    for index, ops in enumerate(slots):
+        if G._node[ops[0]]["kind"] != "op":
+            continue
+        for arg in range(len(operand_edges(G, ops[0]))):
+            operands = [operand_edges(G, op)[arg][0] for op in ops]
+            own = owner.get(operands[0])
+            if own is not None and all(u == slots[own][k] for k, u in enumerate(operands)):
+                continue  # made inside the same repetition
+            if len(set(operands)) == 1 and operands[0] not in owner:
+                shared[operands[0]] = None
+                continue
+            source = owner.get(operands[1])
+            if (operands[0] in owner or source is None
+                    or not all(u == slots[source][k - 1] for k, u in enumerate(operands)
+                               if k)):
+                return None
+            carried[index, arg] = (source, operands[0])
+    if not carried or not shared:
+        return None
+    # Each repetition's values are used by itself and the next only (the last's by
+    # what follows the loop too): a sum over every step's output is not rolled.
+    for values in slots:
+        for k, value in enumerate(values[:-1]):
+            for user in G._succ[value]:
+                own = owner.get(user)
+                if own is None or user not in (slots[own][k], slots[own][k + 1]):
+                    return None
+    return Loop(tuple(slots), tuple((source, index, arg, first) for (index, arg), (source, first)
+                                    in sorted(carried.items())), tuple(shared))
+
+
+# ---------------------------------------------------------------- the rolled view
+
+
+def rolled(G: nx.MultiDiGraph, loop: Loop, repetition: int | None = None) -> nx.MultiDiGraph:
+    """``G`` with its loop drawn once, with the numbers of ``repetition`` (0 the first;
+    default the last). Node ids are the last repetition's whichever is drawn, so every
+    repetition's picture is the same drawing. Drawn before the loop's last repetition,
+    the block is followed by nothing: backward enters it from beyond (its output's
+    gradient, the engine's)."""
+    count = loop.count
+    k = count - 1 if repetition is None else repetition
+    if not 0 <= k < count:
+        raise IndexError(f"repetition {repetition} of a loop of {count}")
+    last = count - 1
+    drawn = {slot[k]: slot[last] for slot in loop.slots}  # repetition k's node -> its id
+    entering: dict[int, Hashable] = {}  # a carried value slot -> its box's id
+    for source, _, _, first in loop.carried:
+        box = loop.slots[source][last - 1]
+        entering[source] = box
+        drawn[first if k == 0 else loop.slots[source][k - 1]] = box
+    block = {node for slot in loop.slots for node in slot}
+    ends = [loop.slots[source][k] for source in entering]
+    kept = set(loop.shared)
+    if k == last:  # what follows the loop, and what it reads
+        kept |= _reached(G, [v for node in loop.repetition(last) for v in G._succ[node]],
+                         G._succ, block) | (set(G.graph["roots"]) - block)
+    kept |= _reached(G, list(kept), G._pred, block)
+    kept -= set(drawn)
+    H = nx.MultiDiGraph()
+    H.graph.update(G.graph)
+    for node in G:  # (in G's order: the drawing's order does not depend on k)
+        if node in kept:
+            H.add_node(node, **G._node[node])
+    for node, attrs in _block_nodes(G, loop, k, drawn, entering):
+        H.add_node(node, **attrs)
+    source_of = {v: u for u, v in drawn.items()}
+    for node in list(H):
+        source = source_of.get(node, node)
+        if H._node[node]["kind"] != "op":
+            continue
+        for u, _, key in operand_edges(G, source):
+            H.add_edge(drawn.get(u, u), node, key=key, **G.edges[u, source, key])
+        H.add_edge(node, drawn.get(result_of(G, source), result_of(G, source)), key=0,
+                   **G.edges[source, result_of(G, source), 0])
+    H.graph["backward_order"] = list(dict.fromkeys(
+        drawn.get(op, op) for op in G.graph.get("backward_order", ())
+        if drawn.get(op, op) in H and (op in drawn or op not in block)))
+    if k != last:
+        roots = [drawn[end] for end in ends]
+        H.graph.update(roots=roots, entered=True,
+                       seeds={root: G._node[end]["grad"] for root, end in zip(roots, ends,
+                                                                                strict=True)
+                              if G._node[end]["grad"] is not None})
+    roots = set(H.graph["roots"])
+    for node, attrs in H.nodes(data=True):
+        if attrs["kind"] == "value" and (node in roots or attrs["role"] == "output"):
+            attrs["role"] = "output" if node in roots else "intermediate"
+    before = _sums_before(G, H, loop, source_of)
+    if before:
+        H.graph["loop_before"] = before
+    H.graph.update(loop_count=count, loop_step=k,
+                   loop_back=[node for source, box in entering.items()
+                              for node in (loop.slots[source][last], box)],
+                   notes=[*G.graph.get("notes", ()), loop_note(G, loop, k)])
+    return H
+
+
+def _sums_before(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop,
+                 source_of: dict) -> dict[Hashable, object]:
+    """Each shared value's gradient as the engine held it when the first of its drawn
+    edges sent its share: the running sum its edge processed just before had left
+    (a later repetition's), if that edge is not drawn."""
+    step_of = {op: step for step, op in enumerate(G.graph.get("backward_order", ()))}
+    drawn_ops = {source_of.get(op, op) for op, kind in H.nodes(data="kind") if kind == "op"}
+    before = {}
+    for value in loop.shared:
+        edges = sorted(((step_of[v], v, key) for v, keyed in G._succ[value].items()
+                        for key in keyed if v in step_of and G.edges[value, v, key]["grad"]
+                        is not None), key=lambda edge: edge[0])
+        first = next((at for at, (_, op, _) in enumerate(edges) if op in drawn_ops), None)
+        if first:
+            _, op, key = edges[first - 1]
+            if op not in drawn_ops and G.edges[value, op, key].get("running") is not None:
+                before[value] = G.edges[value, op, key]["running"]
+    return before
+
+
+def _reached(G: nx.MultiDiGraph, start: list, step: dict, block: set) -> set:
+    """The nodes outside ``block`` reached from ``start`` along ``step`` (G's
+    successors or predecessors) without entering the block."""
+    found: set = set()
+    while start:
+        node = start.pop()
+        if node in found or node in block:
+            continue
+        found.add(node)
+        start.extend(step[node])
+    return found
+
+
+def _block_nodes(G: nx.MultiDiGraph, loop: Loop, k: int, drawn: dict,
+                 entering: dict) -> list[tuple[Hashable, dict]]:
+    """The block's nodes as drawn at repetition ``k``: each with its own numbers, its
+    ``saves`` named as drawn, every repetition's numbers kept on its values; each
+    carried value a box (a leaf here) with the numbers of what entered repetition k."""
+    last = loop.count - 1
+    nodes = []
+    for slot in loop.slots:
+        attrs = dict(G._node[slot[k]])
+        if attrs["kind"] == "op":
+            attrs["saves"] = [drawn.get(value, value) for value in attrs.get("saves", ())]
+        else:  # (named as the last repetition's: the script names what the loop left)
+            attrs.update(label=G._node[slot[last]]["label"], **_each(G, slot))
+        nodes.append((slot[last], attrs))
+    for source, box in entering.items():
+        first = next(first for slot, _, _, first in loop.carried if slot == source)
+        entered = (first, *loop.slots[source][:-1])  # what entered each repetition
+        attrs = dict(G._node[entered[k]])
+        name = G._node[loop.slots[source][last]]["label"]
+        attrs.update(role="input", label=name and f"{name}_prev", **_each(G, entered))
+        attrs.pop("passes", None)
+        nodes.append((box, attrs))
+    return nodes
+
+
+def _each(G: nx.MultiDiGraph, values: tuple) -> dict[str, list]:
+    """A block value's numbers at every repetition."""
+    return {"loop_data": [G._node[value]["data"] for value in values],
+            "loop_grad": [G._node[value]["grad"] for value in values]}
+
+
+def loop_note(G: nx.MultiDiGraph, loop: Loop, k: int) -> str:
+    """What the legend says of a rolled loop: whose numbers are drawn, and what the
+    shared values' gradients are."""
+    names = value_names(G)
+    learned = [names[node].text for node in loop.shared if G._node[node].get("grad") is not None]
+    shares = (f"; {' and '.join(learned)}, shared by all {loop.count}, add up every "
+              "repetition's share in their gradients, as .grad does (a step shows the sum so "
+              "far)") if learned else ""
+    return (f"one block drawn for a loop repeated {loop.count} times (the dashed edge "
+            f"×{loop.count}): its numbers are repetition t = {k + 1}'s{shares}")

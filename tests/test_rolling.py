@@ -1,0 +1,208 @@
+"""Rolled loops: a repeated block found from the IR's structure, drawn once, with the
+engine's numbers of one repetition and the shared weights' gradients as .grad holds them."""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import runpy
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from backpropviz import Tensor, Value, render
+from backpropviz.cli import main
+from backpropviz.html import to_html
+from backpropviz.ir import from_node_link, operand_edges, result_of, to_json, to_networkx, validate
+from backpropviz.rolling import find_loop, rolled
+from backpropviz.script import graph_of_script
+
+LOOPS = pathlib.Path(__file__).resolve().parent / "loop_scripts"
+BENCH_SCRIPTS = pathlib.Path(__file__).resolve().parent.parent / "bench" / "scripts"
+# The scalar loop's numbers, as tests/loop_scripts/scalar_loop.py writes them.
+W, U, XS = 0.8, -0.6, [0.5, -1.0, 2.0, 0.25, -0.5]
+
+
+def loop_graph(name, steps, monkeypatch):
+    monkeypatch.setenv("STEPS", str(steps))
+    return graph_of_script(LOOPS / f"{name}.py", quiet=True)
+
+
+def by_label(G, label):
+    return next(node for node, name in G.nodes(data="label") if name == label)
+
+
+def tanh_results(G):
+    """The values the unrolled graph's tanh ops made, in the order they were made."""
+    return [result_of(G, op) for op, symbol in G.nodes(data="symbol") if symbol == "tanh"]
+
+
+@pytest.mark.parametrize(("name", "block_ops"), [("hand_rnn", 4), ("rnn_cell_loop", 1),
+                                                 ("scalar_loop", 4), ("micrograd_rnn", 4)])
+def test_the_period_is_found_by_structure(name, block_ops, monkeypatch):
+    if name in ("hand_rnn", "rnn_cell_loop"):
+        pytest.importorskip("torch")
+    if name == "micrograd_rnn":  # another engine's Value, read by the foreign producer
+        pytest.importorskip("micrograd")
+    G = loop_graph(name, 5, monkeypatch)
+    loop = find_loop(G)
+    assert loop is not None and loop.count == 5
+    assert sum(G.nodes[slot[0]]["kind"] == "op" for slot in loop.slots) == block_ops
+    # each repetition's output is the carried operand of the next
+    source, op_slot, arg, first = loop.carried[0]
+    for k in range(1, loop.count):
+        assert operand_edges(G, loop.slots[op_slot][k])[arg][0] == loop.slots[source][k - 1]
+    assert first not in {node for slot in loop.slots for node in slot}
+    # the shared values are the leaves every repetition uses: the weights
+    assert {G.nodes[node]["role"] for node in loop.shared} <= {"param", "input"}
+    assert all(not G.pred[node] for node in loop.shared)
+
+
+@pytest.mark.parametrize("name", ["d2l_mlp", "mlp3", "d2l_objective", "add_mul", "fork"])
+def test_no_loop_in_networks_that_do_not_repeat_their_weights(example, name):
+    assert find_loop(example(name)) is None
+
+
+def test_two_layers_are_a_loop_only_if_they_share_their_weights():
+    x = Tensor(np.array([1.0, -2.0]), label="x")
+    W1 = Tensor(np.array([[0.5, -1.0], [2.0, 0.25]]), requires_grad=True, label="W1")
+    W2 = Tensor(np.array([[1.5, 0.5], [-0.5, 1.0]]), requires_grad=True, label="W2")
+    y = (W2 @ (W1 @ x).relu()).relu().sum()
+    y.backward()
+    assert find_loop(to_networkx(y)) is None
+    z = (W1 @ (W1 @ x).relu()).relu().sum()
+    z.backward()
+    loop = find_loop(to_networkx(z))
+    assert loop is not None and loop.count == 2
+
+
+def test_the_rolled_weights_gradients_are_pytorchs_grad(monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setenv("STEPS", "12")
+    plain = runpy.run_path(str(LOOPS / "hand_rnn.py"))  # plain PyTorch, nothing watching
+    G = graph_of_script(LOOPS / "hand_rnn.py", quiet=True)
+    H = rolled(G, find_loop(G))
+    validate(H)
+    for name in ("W_xh", "W_hh", "b"):
+        drawn = H.nodes[by_label(H, name)]["grad"]
+        np.testing.assert_allclose(drawn, plain[name].grad.numpy(), rtol=1e-6, atol=1e-7)
+    dot = render(G, "dot", roll=True).decode()
+    assert "⟲ ×12" in dot and "repetition t = 12" in dot
+
+
+def test_repetition_k_draws_the_unrolled_graphs_numbers_of_step_k(monkeypatch):
+    G = loop_graph("scalar_loop", 5, monkeypatch)
+    loop = find_loop(G)
+    unrolled = tanh_results(G)
+    h = 0.0
+    for k, x in enumerate(XS):
+        before, h = h, math.tanh(W * h + U * x)
+        H = rolled(G, loop, k)
+        validate(H)
+        out, into = H.graph["loop_back"]
+        assert H.graph["loop_step"] == k and H.graph["loop_count"] == 5
+        assert H.nodes[out]["data"] == pytest.approx(h)
+        assert H.nodes[into]["data"] == pytest.approx(before)
+        assert H.nodes[out]["grad"] == G.nodes[unrolled[k]]["grad"]
+        assert H.nodes[out]["loop_data"][k] == G.nodes[unrolled[k]]["data"]
+        # the weights keep the sum of all repetitions, .grad as the engine holds it
+        assert H.nodes[by_label(H, "w")]["grad"] == G.nodes[by_label(G, "w")]["grad"]
+    # drawn before the last repetition, backward enters the block from beyond it
+    assert H.graph.get("entered") is None and rolled(G, loop, 2).graph["entered"] is True
+
+
+def test_a_rolled_graph_round_trips_through_json(monkeypatch):
+    G = loop_graph("scalar_loop", 4, monkeypatch)
+    H = rolled(G, find_loop(G), 1)
+    back = from_node_link(to_json(H))
+    validate(back)
+    assert back.graph["loop_back"] == H.graph["loop_back"]
+    assert dict(back.nodes(data="loop_data")) == dict(H.nodes(data="loop_data"))
+
+
+def test_the_page_shows_any_repetitions_numbers(monkeypatch, tmp_path):
+    from test_html import CHROMIUM, CHROMIUM_ARGS
+    if not CHROMIUM.exists():
+        pytest.skip("no Chromium at /usr/bin/chromium (`make` installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    G = loop_graph("scalar_loop", 5, monkeypatch)
+    path = tmp_path / "loop.html"
+    path.write_text(to_html(rolled(G, find_loop(G))))
+    unrolled = tanh_results(G)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(path.as_uri())
+        for k in (1, 3, 5):
+            page.eval_on_selector("#loop-slider", "(s, k) => { s.value = k; "
+                                  "s.dispatchEvent(new Event('input')); }", k)
+            row = page.eval_on_selector("#loop-rows tr:has(td.name:text-is('h'))",
+                                        "tr => [...tr.cells].map(c => c.textContent)")
+            value = G.nodes[unrolled[k - 1]]
+            assert row == ["h", f"{value['data']:.4g}".replace("-", "\u2212"),
+                           f"{value['grad']:.4g}".replace("-", "\u2212")]
+            assert page.text_content("#loop-counter") == f"{k} / 5"
+        page.focus("#loop-slider")
+        page.keyboard.press("ArrowLeft")  # the slider's key, not the page's step
+        assert page.text_content("#loop-counter") == "4 / 5"
+        assert page.get_attribute("#bpv", "data-step") == "0"
+        browser.close()
+    assert errors == []
+
+
+def test_a_long_loop_is_rolled_by_itself_and_a_rolled_clip_refused(tmp_path, capsys):
+    pytest.importorskip("torch")
+    script = BENCH_SCRIPTS / "rnn_unrolled.py"
+    out = tmp_path / "rnn.svg"
+    done = subprocess.run([sys.executable, "-m", "backpropviz", "render", str(script), "-o",
+                           str(out)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "STEPS": "300"})
+    assert done.returncode == 0, done.stderr
+    assert "repeats one block 300 times" in done.stderr and "drawn rolled" in done.stderr
+    assert "⟲ ×300" in out.read_text()
+    assert main(["render", str(LOOPS / "scalar_loop.py"), "--roll", "-o",
+                 str(tmp_path / "loop.mp4")]) == 2
+    assert "a clip of a rolled loop is not made yet" in capsys.readouterr().err
+    assert not (tmp_path / "loop.mp4").exists()
+
+
+def test_repetition_out_of_range_and_no_loop_are_said(tmp_path, capsys):
+    script = LOOPS / "scalar_loop.py"
+    assert main(["render", str(script), "--repetition", "9", "-o",
+                 str(tmp_path / "loop.svg")]) != 0
+    assert "--repetition 9: the loop repeats 5 times (1 to 5)" in capsys.readouterr().err
+    assert not (tmp_path / "loop.svg").exists()
+    assert main(["render", str(script), "--roll", "--iterations", "-o",
+                 str(tmp_path / "run.json")]) == 2
+    assert "--roll draws the loop of one pass" in capsys.readouterr().err
+    a = Value(2.0, label="a")
+    with pytest.warns(UserWarning, match="no loop found"):
+        assert render(to_networkx(a * a + a), "dot", roll=True)
+
+
+@pytest.mark.parametrize("script", [LOOPS / "scalar_loop.py", BENCH_SCRIPTS / "rnn_unrolled.py"])
+def test_every_caption_of_every_repetition_is_true_arithmetic(script, monkeypatch):
+    # A shared weight's share at repetition k adds to what the later repetitions
+    # sent it (loop_before, the engine's running sum): its caption says +=, truly.
+    # (hand_rnn's x[t] @ W_xh is left out: a vector @ a matrix is captioned xᵀ · g
+    # unrolled too, which the checker cannot work out.)
+    if "rnn" in script.stem:
+        pytest.importorskip("torch")
+    from test_caption_arithmetic import false_arithmetic, view_lines
+    monkeypatch.setenv("STEPS", "4")
+    G = graph_of_script(script, quiet=True)
+    loop = find_loop(G)
+    for k in range(loop.count):
+        H = rolled(G, loop, k)
+        for view, lines in view_lines(H).items():
+            assert lines, view
+            assert {line: why for line in lines if (why := false_arithmetic(line))} == {}, view
+            assert [line for line in lines if "(overwrote" in line or "(but the" in line] == []
+        if k < loop.count - 1:
+            assert set(H.graph["loop_before"]) == {node for node in loop.shared
+                                                   if G.nodes[node]["grad"] is not None}
