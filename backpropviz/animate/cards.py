@@ -15,11 +15,12 @@ import networkx as nx
 import numpy as np
 from manim import DOWN, LEFT, RIGHT, VGroup
 
-from ..captions import number_text, value_names
+from ..captions import number_text, step_captions, value_names
 from ..steps import fork_edges, plain_constants
 from ..style import Theme
 from .mobjects import TextStore
 from .screen import CAPTION_WIDTH, TEXT_EM, result_table, results_text, wrapped_words
+from .story import ENGINE_NOTES
 
 __all__ = ["lessons", "recap_card", "title_card", "what_is_computed"]
 
@@ -69,12 +70,13 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
     forked = fork_edges(G, plain_constants(G, False))
     for edge in G.edges(keys=True):  # (in the graph's order: the same words every run)
         if edge in forked:
-            forks.setdefault(edge[0], []).append(G.edges[edge]["grad"])
+            forks.setdefault(edge[0], []).append(edge)
     if forks:
         used = ", ".join(names[u].text for u in forks)
-        wrong = [names[u].text for u, shares in forks.items()
-                 if not np.allclose(np.sum(np.asarray(shares, dtype=float), axis=0),
-                                    np.asarray(G.nodes[u]["grad"], dtype=float))]
+        # A share the engine did not add where the rule says +=: its caption says so.
+        noted = {edge[0] for caption in step_captions(G) for edge, worked in caption.edges
+                 if any(opening in line for line in worked for opening in ENGINE_NOTES)}
+        wrong = [names[u].text for u in forks if u in noted]
         found.append(f"forks add: a value used more than once ({used}) gets the sum of "
                      "its shares" + (f"; this engine did not add them, so the gradient of "
                                      f"{', '.join(wrong)} is wrong" if wrong else ""))

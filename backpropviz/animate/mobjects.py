@@ -497,18 +497,23 @@ class GraphMobject(VGroup):
 
 
 def _smooth(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    """One cubic Bezier from the first point of ``points`` to the last, leaving and
-    arriving in the directions the route does (a route with no kink)."""
-    start, end = np.array(points[0], dtype=float), np.array(points[-1], dtype=float)
-    reach = np.linalg.norm(end - start) / 3
+    """The route ``points`` (cubic Bezier control points) with its straight runs across
+    a badge (a cubic whose controls are its ends) bent to leave and arrive in the
+    directions of the curves either side: the same route, without its kinks."""
+    smooth = [np.array(p, dtype=float) for p in points]
+    for i in range(0, len(smooth) - 3, 3):
+        start, first, last, end = smooth[i:i + 4]
+        if not (np.allclose(first, start) and np.allclose(last, end)) or i == 0 \
+                or i + 4 >= len(smooth):
+            continue
+        reach = np.linalg.norm(end - start) / 3
 
-    def heading(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
-        step = np.array(b, dtype=float) - np.array(a, dtype=float)
-        return step / max(float(np.linalg.norm(step)), 1e-9)
+        def heading(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return (b - a) / max(float(np.linalg.norm(b - a)), 1e-9)
 
-    first = start + heading(points[0], points[1]) * reach
-    last = end - heading(points[-2], points[-1]) * reach
-    return [tuple(start), tuple(first), tuple(last), tuple(end)]
+        smooth[i + 1] = start + heading(smooth[i - 1], start) * reach
+        smooth[i + 2] = end - heading(end, smooth[i + 4]) * reach
+    return [tuple(p) for p in smooth]
 
 
 def _arrowhead(edge: Any) -> list[tuple[float, float]]:

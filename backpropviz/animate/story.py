@@ -44,8 +44,9 @@ from .motion import flash, stop_bar
 from .pacing import Pace, durations, factor_sources
 from .screen import ROW_PITCH, RULE_EM, WORKED_EM, wrapped, wrapped_words
 
-__all__ = ["PHASES", "StepCaption", "Term", "add_share", "caption_lines", "caption_rows",
-           "gate_stop", "line_terms", "seed_story", "share_story", "step_caption", "sum_terms"]
+__all__ = ["ENGINE_NOTES", "PHASES", "StepCaption", "Term", "add_share", "caption_lines",
+           "caption_rows", "gate_stop", "line_terms", "seed_story", "share_story", "step_caption",
+           "sum_terms"]
 
 # When a term appears: as the upstream gradient sets off (the equation itself), as it
 # meets the local derivative (the numbers put in), as the product lands (the share),
@@ -93,9 +94,13 @@ def _pieces(segment: str, upstream: Sequence[str], g_first: bool) -> list[tuple[
     return pieces
 
 
+# How a caption's line opens its note on what an engine did instead of the rule.
+ENGINE_NOTES = (" (overwrote ", " (but the engine ")
+
+
 def _note(line: str) -> tuple[str, str]:
     """A line and the note the caption adds on what the engine did, apart."""
-    for opening in (" (overwrote ", " (but the engine "):
+    for opening in ENGINE_NOTES:
         if opening in line:
             at = line.index(opening)
             return line[:at], line[at + 1:]

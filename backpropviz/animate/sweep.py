@@ -636,8 +636,10 @@ class BackpropScene(MovingCameraScene):
                       self.palette.grad, bracketed=box.bracketed,
                       dead=self.dead_edges.get(edge), dead_color=self.palette.dead_text,
                       dead_fill=self.palette.dead_fill, backdrop=self.palette.label_fill)
-        # On the curve drawn (the clip's edges have no badge to hold it), half way along.
-        label.move_to(diagram.edges[edge].path.point_from_proportion(0.5))
+        # Where the figure's badge sits on the route, else half way along the curve.
+        where = diagram.layout.edges[edge].label
+        label.move_to(diagram.point(*where) if where is not None
+                      else diagram.edges[edge].path.point_from_proportion(0.5))
         self.edge_labels[edge] = label.set_z_index(Z_NUMBER)
         return label
 
