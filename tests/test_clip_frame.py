@@ -182,3 +182,29 @@ def test_no_memory_meter_unless_asked(example):
     G = example("add_mul", "e")
     assert dry_run(G).meter_shown == []
     assert dry_run(G, memory=True).meter_shown == [0, 16, 16, 0, 0]
+
+
+def test_the_recaps_lessons_are_read_from_the_graph(example):
+    from backpropviz import Value
+    from backpropviz.animate.cards import lessons
+    from backpropviz.ir import to_networkx
+
+    def taught(G) -> set[str]:
+        return {lesson.split(":")[0] for lesson in lessons(G)}
+
+    chain = "each gradient is the local derivative × the gradient from above"
+    assert lessons(example("add_mul", "e")) == [chain]
+    assert taught(example("fork", "c")) == {chain.split(":")[0], "forks add"}
+    assert taught(example("d2l_mlp")) == {chain.split(":")[0], "a dead ReLU zeros a row"}
+    # The student's engine overwrote at its forks: the recap says which gradients are wrong.
+    (fork,) = [lesson for lesson in lessons(example("capstone/forked_neuron"))
+               if lesson.startswith("forks add")]
+    assert fork.endswith("so the gradients of x and h are wrong")
+    # Any graph with a value used twice, whatever it is called, and none without.
+    u = Value(3.0, label="u")
+    v = u * u
+    v.backward()
+    assert "forks add" in taught(to_networkx(v))
+    w = Value(3.0, label="fork") * Value(2.0, label="relu")
+    w.backward()
+    assert taught(to_networkx(w)) == {chain.split(":")[0]}

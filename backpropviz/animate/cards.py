@@ -77,9 +77,13 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
         noted = {edge[0] for caption in step_captions(G) for edge, worked in caption.edges
                  if any(opening in line for line in worked for opening in ENGINE_NOTES)}
         wrong = [names[u].text for u in forks if u in noted]
-        found.append(f"forks add: a value used more than once ({used}) gets the sum of "
-                     "its shares" + (f"; this engine did not add them, so the gradient of "
-                                     f"{', '.join(wrong)} is wrong" if wrong else ""))
+        lesson = f"forks add: a value used more than once ({used}) gets the sum of its shares"
+        if len(wrong) == 1:
+            lesson += f"; this engine did not add them, so the gradient of {wrong[0]} is wrong"
+        elif wrong:
+            lesson += (f"; this engine did not add them, so the gradients of "
+                       f"{' and '.join(wrong)} are wrong")
+        found.append(lesson)
     dead = [op for op, attrs in G.nodes(data=True) if attrs.get("kind") == "op"
             and np.any(np.asarray(attrs.get("dead", False)))]
     if dead:
