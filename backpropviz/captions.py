@@ -30,6 +30,7 @@ __all__ = [
     "name_runs",
     "partial_name",
     "step_captions",
+    "step_form",
     "typeset",
     "value_names",
 ]
@@ -380,11 +381,18 @@ def _function(attrs: Mapping, result: Name, top: Name) -> Name:
     return _label_name(symbol)
 
 
-def _local(attrs: Mapping, arg: int, args: list[Name], result: Name, upstream: Name,
-           tensor: bool, size_ratio: int, broadcast: bool, top: Name) -> Name:
+def step_form(G: nx.MultiDiGraph, step: Any) -> ops.Form:
+    """The registry's form of backward ``step``'s op for its operands as recorded: their
+    number, and their numbers of dimensions where the op writes its rule apart for them
+    (a vector times a matrix)."""
+    ndims = tuple(len(G.nodes[u].get("shape", ())) for u, _, _ in step.edges)
+    return ops.get(G.nodes[step.op]["op"]).form(len(step.edges), ndims)
+
+
+def _local(attrs: Mapping, form: ops.Form, arg: int, args: list[Name], result: Name,
+           upstream: Name, tensor: bool, size_ratio: int, broadcast: bool, top: Name) -> Name:
     """The right-hand side ∂top/∂operand for operand ``arg`` of the op ``attrs``:
-    the upstream gradient times the op's local derivative (the registry's template)."""
-    form = ops.get(attrs["op"]).form(len(args))
+    the upstream gradient times the op's local derivative (its ``form``'s template)."""
     text, tex = form.derivatives[arg]
     if "∂$r" in text:
         result = _function(attrs, result, top)
@@ -398,7 +406,8 @@ def _local(attrs: Mapping, arg: int, args: list[Name], result: Name, upstream: N
     else:
         a_pow = Name(base.text + superscript(n_less_one.text),
                      base.tex + "^{" + n_less_one.tex + "}")
-    fields = {"a": a, "a_atom": base, "g": upstream, "r": _wrap(result), "x": _wrap(args[arg]),
+    fields = {"a": a, "a_atom": base, "g": upstream, "g_atom": _wrap(upstream, ATOM),
+              "r": _wrap(result), "x": _wrap(args[arg]),
               "dot": _product_sign(tensor), "n": n, "a_pow": a_pow,
               "k": Name(str(size_ratio), str(size_ratio))}
     if len(args) > 1:
@@ -443,7 +452,7 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
     numbers the IR recorded; None where an operand is too large to write out."""
     u, op, _ = edge
     attrs = G.nodes[op]
-    form = ops.get(attrs["op"]).form(len(step.edges))
+    form = step_form(G, step)
     arg = G.edges[edge]["arg"]
     template = _template(form.numbers[arg])
     operands = [G.nodes[w]["data"] for w, _, _ in step.edges]
@@ -456,6 +465,9 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
         return None
     fields = {k: _factor(v, precision).text for k, v in recorded.items()
               if k in used or (k == "a" and "a_pow" in used)}
+    if "ones" in used:  # (a sum's local derivative: 1 at every entry of its operand)
+        ones = np.ones(np.shape(operands[0]))
+        fields["ones"] = number_text(ones, precision) if ones.size <= SMALL_ENTRIES else "1"
     tensor = any(np.ndim(v) > 0 for v in (*operands, recorded["r"]))
     fields.update(dot="⊙" if tensor else "·", k=str(size_ratio),
                   R=_wrap(_function(attrs, names[step.result], top), ATOM).text,
@@ -643,7 +655,7 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
             result_shape = tuple(result_attrs.get("shape", ()))
             size_ratio = max(1, int(np.prod(shape)) // max(1, int(np.prod(result_shape))))
             broadcast = spec.broadcasts and shape != result_shape
-            rhs = _local(op_attrs, arg, args, names[step.result], upstream,
+            rhs = _local(op_attrs, step_form(G, step), arg, args, names[step.result], upstream,
                          tensor=result_shape != () or shape != (), size_ratio=size_ratio,
                          broadcast=broadcast, top=top)
             sign = "+=" if u in had_gradient else "="

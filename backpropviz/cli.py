@@ -195,7 +195,7 @@ def _render(args: argparse.Namespace) -> int:
     from .batch import draw_many
     from .files import require_writable, require_writable_folder
     from .graphviz import require_dot
-    from .script import require_script
+    from .script import GraphTooLargeError, require_script
     from .train_record import graph_to_draw, record_training
 
     positionals = [args.script, *args.roots]
@@ -238,8 +238,11 @@ def _render(args: argparse.Namespace) -> int:
                                            argv=args.script_args), output, options)
         return 0
     with out.stdout_for(output):
-        G = graph_to_draw(args.script, args.roots, options.replace(max_nodes=max_nodes),
-                          argv=args.script_args)
+        try:
+            G = graph_to_draw(args.script, args.roots, options.replace(max_nodes=max_nodes),
+                              argv=args.script_args)
+        except GraphTooLargeError as refused:  # (a loop past --max-nodes is drawn rolled)
+            G, options = out.rolled_past_the_limit(refused, fmt, options)
         if steps:
             out.write_steps(G, args.steps, options)
         if output == "-":

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -146,9 +146,15 @@ class Op:
     # their operands at once (a + b + c): drawn as one, each edge as it was.
     # Its form for any other number of operands is ``forms[ANY]``.
     chains: bool = False
+    # Forms for operands of these numbers of dimensions, where the rule is written
+    # otherwise for them (x @ W with x a vector: ∂L/∂W = x gᵀ, not xᵀ g).
+    shaped: Mapping[tuple[int, ...], Form] = field(default_factory=dict)
 
-    def form(self, arity: int) -> Form:
-        """The form for ``arity`` operands (the generic one if the op has none)."""
+    def form(self, arity: int, ndims: tuple[int, ...] | None = None) -> Form:
+        """The form for ``arity`` operands (the generic one if the op has none), or for
+        operands of ``ndims`` dimensions where the op writes its rule for them apart."""
+        if ndims is not None and ndims in self.shaped:
+            return self.shaped[ndims]
         found = self.forms.get(arity)
         if found is None and ANY in self.forms:
             many = self.forms[ANY]
@@ -239,7 +245,15 @@ _OPS = [
                                 ("${a_atom}ᵀ · $g", r"$a_atom^\top $g")), saved=(0, 1),
                                numbers=("$g · ${b}ᵀ", "${a}ᵀ · $g"))},
        "matmul multiplies the gradient by the transpose of the other factor",
-       flow=ROWS_COLUMNS),
+       flow=ROWS_COLUMNS, shaped={
+           # a vector first (x @ W, a row of inputs): its gradient is W g, W's is x gᵀ
+           (1, 2): Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),
+                        (("$b · $g", r"$b \, $g"), ("$a · ${g_atom}ᵀ", r"$a \, $g_atom^\top")),
+                        saved=(0, 1), numbers=("$b · $g", "$a · ${g}ᵀ")),
+           # two vectors (u @ v, their inner product): each gets the other times g
+           (1, 1): Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),
+                        (("$g · $b", r"$g \, $b"), ("$g · $a", r"$g \, $a")),
+                        saved=(0, 1), numbers=("$g · $b", "$g · $a"))}),
     Op("relu", "ReLU", _unary(_function("ReLU", r"\mathrm{ReLU}"),
                               # The book's order: the upstream gradient, gated by φ'(z) = 1[z > 0].
                               "$g $dot 1[$a>0]", r"$g $dot \mathbf{1}[$a > 0]",
@@ -279,11 +293,11 @@ _OPS = [
                                 "2 · $a $dot $g", saved=(0,)),
        "the squared norm multiplies the gradient by twice its input"),
     Op("sum", "Σ", _unary(Writing("Σ$a", r"\sum $a", PRODUCT, (POSTFIX,)),
-                          "$g · 1", r"$g \cdot \mathbf{1}", "$g · 1"),
+                          "$g · 1", r"$g \cdot \mathbf{1}", "$g · $ones"),
        "sum copies the gradient to every entry"),
     Op("mean", "mean", _unary(_function("mean", r"\mathrm{mean}"),
                               "$g · 1 / $k", r"$g \cdot \mathbf{1} / $k",
-                              "$g · 1 / $k"),
+                              "$g · $ones / $k"),
        "mean copies the gradient to every entry, divided by their count"),
     Op("transpose", "ᵀ", _unary(Writing("${a}ᵀ", r"$a^\top", POSTFIX, (ATOM,)),
                                 "($g)ᵀ", r"\left($g\right)^\top", "(${g})ᵀ"),

@@ -43,7 +43,7 @@ from .options import (
     kind_of,
 )
 from .rolling import find_loop, rolled
-from .script import as_graph
+from .script import GraphTooLargeError, as_graph
 from .training import Run
 from .views import drawn_graph
 
@@ -127,6 +127,22 @@ def roll(G: nx.MultiDiGraph, options: Options, fmt: str = "svg") -> nx.MultiDiGr
     if laid_out:
         check_layout(H)
     return H
+
+
+def rolled_past_the_limit(refused: GraphTooLargeError, fmt: str,
+                          options: Options) -> tuple[nx.MultiDiGraph, Options]:
+    """A graph refused for its size (--max-nodes) that repeats one block: it, and the
+    options that draw it rolled (said in a Note); else the refusal, raised again."""
+    G = refused.graph
+    loop = find_loop(G) if G is not None else None
+    if loop is None:
+        raise refused
+    if kind_of(fmt) == CLIP:
+        raise DrawError(f"this graph repeats one block {loop.count} times, too many to "
+                        f"draw unrolled; {ROLLED_CLIP}") from None
+    warnings.warn(f"the graph repeats one block {loop.count} times, past --max-nodes "
+                  "unrolled: drawn rolled, as with --roll", Note, stacklevel=2)
+    return G, options.replace(roll=True)
 
 
 def write(graph_or_root: Any, path: str | os.PathLike, options: Options | None = None, *,

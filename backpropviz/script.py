@@ -39,10 +39,10 @@ from .options import DEFAULT_MAX_NODES
 from .producers import PRODUCERS
 from .watch import watching
 
-__all__ = ["DEFAULT_MAX_NODES", "ScriptError", "ScriptInterrupted", "ScriptRun", "as_graph",
-           "find_roots", "graph_of_namespace", "graph_of_script", "imports_torch",
-           "may_use_another_engine", "recording_for", "require_script", "run_script",
-           "running", "time_limit", "without_gradients"]
+__all__ = ["DEFAULT_MAX_NODES", "GraphTooLargeError", "ScriptError", "ScriptInterrupted",
+           "ScriptRun", "as_graph", "find_roots", "graph_of_namespace", "graph_of_script",
+           "imports_torch", "may_use_another_engine", "recording_for", "require_script",
+           "run_script", "running", "time_limit", "without_gradients"]
 
 
 _TORCH_MISSING = "this script uses PyTorch; install it with: pip install 'backpropviz[torch]'"
@@ -50,6 +50,15 @@ _TORCH_MISSING = "this script uses PyTorch; install it with: pip install 'backpr
 
 class ScriptError(BackpropvizError):
     """A script that gives no graph to draw: why, and what to do, in one sentence."""
+
+
+class GraphTooLargeError(ScriptError):
+    """A graph of more nodes than ``max_nodes``; ``graph`` is its IR where it was built
+    before it was counted (a PyTorch script's), for a loop in it to be drawn rolled."""
+
+    def __init__(self, message: str, graph: nx.MultiDiGraph | None = None) -> None:
+        super().__init__(message)
+        self.graph = graph
 
 
 class ScriptInterrupted(KeyboardInterrupt):
@@ -698,15 +707,15 @@ class _Producer:
         G = self.producer.build(list(roots.values()), self.namespace, self.recording,
                                 self.backward_wanted)
         if not self.size_checked:  # its producer knows its size now, not before
-            self._check_size(G.number_of_nodes())
+            self._check_size(G.number_of_nodes(), G)
         return G
 
-    def _check_size(self, nodes: int) -> None:
+    def _check_size(self, nodes: int, G: nx.MultiDiGraph | None = None) -> None:
         if nodes > self.max_nodes:
-            raise ScriptError(
+            raise GraphTooLargeError(
                 f"the graph has {nodes} nodes (values and ops), more than --max-nodes "
                 f"{self.max_nodes}; draw fewer: {self.producer.fewer}name a ROOT nearer the "
-                "inputs, or raise --max-nodes")
+                "inputs, or raise --max-nodes", G)
 
     def backward(self, roots: dict[str, Any]) -> None:
         """Run backward from the roots that have no gradient yet (another engine's

@@ -336,7 +336,8 @@ def _scripts() -> list[tuple[Path, dict[str, str]]]:
         found.append((ENGINES / name, {}))
     for engine in ("Overwrites", "WrongTanh", "WrongOrder", "NoSeed", "Subtracts"):
         found.append((ENGINES / "graded.py", {"ENGINE": engine}))
-    found += [(TORCH_SCRIPTS / name, {}) for name in ("sequential.py", "inplace_relu.py")]
+    found += [(TORCH_SCRIPTS / name, {}) for name in ("sequential.py", "inplace_relu.py",
+                                                      "vector_times_matrix.py")]
     return found
 
 

@@ -354,3 +354,20 @@ def test_a_long_expression_is_shortened_by_its_longest_operand_and_never_to_dots
     written = {name.text for name in names.values()}
     assert "(w·1 + b − 3)·(w·1 + b − 3)" in written and "…·…" not in written
     assert "… + c·w" in written  # the square, the longest, is the one cut
+
+
+def test_a_vector_times_a_matrix_is_captioned_as_an_outer_product():
+    """x @ W with x a vector (a row of inputs): ∂L/∂W is x gᵀ and ∂L/∂x is W g, written
+    so, with the numbers autograd holds; u @ v of two vectors gives each g times the other."""
+    from backpropviz.script import graph_of_script
+    from backpropviz.views import drawn_graph
+
+    script = pathlib.Path(__file__).parent / "torch_scripts" / "vector_times_matrix.py"
+    G = drawn_graph(graph_of_script(script, quiet=True))
+    lines = [line for caption in step_captions(G, 4) for line in caption.worked]
+    share = next(line for line in lines if line.startswith("∂L/∂W += x · (∂L/∂y)ᵀ = "))
+    assert share.endswith("= [1; 2] · [7; −1; 2]ᵀ = [7, −1, 2; 14, −2, 4]")
+    assert any(line.startswith("∂L/∂u = W · ∂L/∂(u W) = ") for line in lines)
+    assert any(line.startswith("∂L/∂v = ∂L/∂s · (u W) = ") for line in lines)
+    (W,) = [node for node, label in G.nodes(data="label") if label == "W"]
+    assert np.allclose(G.nodes[W]["grad"], [[10, -3, 2.5], [11, 0, 3.5]])  # torch's W.grad

@@ -3,6 +3,7 @@ engine's numbers of one repetition and the shared weights' gradients as .grad ho
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import pathlib
@@ -169,6 +170,29 @@ def test_a_long_loop_is_rolled_by_itself_and_a_rolled_clip_refused(tmp_path, cap
                  str(tmp_path / "loop.mp4")]) == 2
     assert "a clip of a rolled loop is not made yet" in capsys.readouterr().err
     assert not (tmp_path / "loop.mp4").exists()
+
+
+def test_a_loop_past_max_nodes_is_drawn_rolled_and_its_clip_refused(tmp_path):
+    """400 steps: past --max-nodes unrolled (refused before the layout is even tried),
+    drawn rolled, with the repetition count; its clip refused in one sentence."""
+    pytest.importorskip("torch")
+    from in_process import run_cli
+
+    script = BENCH_SCRIPTS / "rnn_unrolled.py"
+    env = {**os.environ, "STEPS": "400"}
+    out = tmp_path / "rnn.svg"
+    done = run_cli("render", script, "-o", out, env=env, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "repeats one block 400 times, past --max-nodes" in done.stderr
+    assert "⟲ ×400" in out.read_text()
+    # (its export, which --max-nodes does not bound, is the whole loop unrolled)
+    G = from_node_link(json.loads(run_cli("render", script, "-o", "-", "--format", "json",
+                                          env=env).stdout))
+    assert find_loop(G).count == 400
+    clip = tmp_path / "rnn.mp4"
+    done = run_cli("render", script, "-o", clip, env=env, text=True)
+    assert done.returncode != 0 and "repeats one block 400 times" in done.stderr
+    assert "a clip of a rolled loop is not made yet" in done.stderr and not clip.exists()
 
 
 def test_repetition_out_of_range_and_no_loop_are_said(tmp_path, capsys):
