@@ -22,8 +22,10 @@ from .steps import backward_steps
 __all__ = [
     "IDENTIFIER",
     "Caption",
+    "Heading",
     "Name",
     "differentiated",
+    "headings",
     "name_parts",
     "name_runs",
     "partial_name",
@@ -228,6 +230,32 @@ def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
             full = _shortened(G, op, args, tensor, longest)
         names[node] = full
     return names
+
+
+@dataclass(frozen=True)
+class Heading:
+    """What heads a value's box, in every view that draws boxes: the name the script
+    gave it (``named``: set as a name, W1 as W₁) or, for an unnamed computed value,
+    the expression that computed it (``o − y``, set in the headings' grey)."""
+
+    text: str
+    named: bool
+
+
+def headings(G: nx.MultiDiGraph, precision: int | None = None,
+             expressions: bool = True) -> dict[Any, Heading]:
+    """The heading of every value box that has one: its label, else (with
+    ``expressions``) the expression that computed it; an unnamed leaf has none."""
+    names = value_names(G, precision=precision) if expressions else {}
+    found = {}
+    for node, attrs in G.nodes(data=True):
+        if attrs.get("kind") != "value":
+            continue
+        if attrs.get("label"):
+            found[node] = Heading(attrs["label"], True)
+        elif node in names and G._pred[node]:
+            found[node] = Heading(names[node].text, False)
+    return found
 
 
 def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,

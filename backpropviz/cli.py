@@ -30,7 +30,7 @@ from .options import (
 
 __all__ = ["build_parser", "main"]
 
-_CLIP_OPTIONS = ("quality", "phase", "speed")
+_CLIP_OPTIONS = ("quality", "phase", "speed", "memory")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -14,7 +14,7 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .captions import value_names
+from .captions import headings, value_names
 from .errors import DrawError
 from .folding import bands
 from .formatting import (
@@ -286,9 +286,9 @@ class Writer:
         self.plain = plain_constants(G, options.show_constants)
         # Unnamed values are headed by their expression (o − y), on a slide-sized graph.
         small = G.number_of_nodes() <= EDGE_LABEL_NODES
-        self.expressions = ({node: name.text for node, name in
-                             value_names(G, precision=options.precision).items()
-                             if G._pred[node]} if small else {})
+        self.expressions = {node: heading.text for node, heading in
+                            headings(G, options.precision, expressions=small).items()
+                            if not heading.named}
         dead_values, dead_edges = dead_masks(G) if self.show_grads else ({}, {})
         self.dead_values = dead_values
         self.dead_edges = dead_edges

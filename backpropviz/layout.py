@@ -35,13 +35,16 @@ class EdgePath:
     ``points`` are cubic Bezier control points (1 + 3n of them: start, then
     two controls and an end per segment). The arrow head runs from
     ``arrow_start`` (the spline's last point) to its tip ``arrow_end``.
-    ``label`` is the centre of the edge's label, if it has one.
+    ``label`` is the centre of the edge's label, if it has one; ``badge``: the
+    label is a contribution's badge that the edge runs through (two curves joined by
+    a straight run across it).
     """
 
     points: list[tuple[float, float]]
     arrow_start: tuple[float, float] | None
     arrow_end: tuple[float, float] | None
     label: tuple[float, float] | None = None
+    badge: bool = False
 
 
 @dataclass
@@ -126,7 +129,8 @@ def parse_layout(data: dict) -> Layout:
             edge_id = u
             u = edge_id.split("->", 1)[0]
         key = _edge_key(edge_id) if "#" in edge_id else 0
-        result.edges[(u, v, key)] = EdgePath(points, arrow_start, arrow_end, label)
+        result.edges[(u, v, key)] = EdgePath(points, arrow_start, arrow_end, label,
+                                             badge=edge_id in badges)
     return result
 
 

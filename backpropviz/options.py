@@ -204,6 +204,9 @@ class Options:
         "which passes to animate (default both)", choices=PHASES))
     speed: float | None = field(default=None, metadata=_option(
         "playback speed factor (default 1)", metavar="X"))
+    memory: bool = field(default=False, metadata=_option(
+        "show a meter of the bytes the forward pass keeps for backward, as the clip goes "
+        "(for the chart of them: backpropviz memory)"))
     jobs: int | None = field(default=None, metadata=_option(
         "how many processes work at once: the scripts drawn (several SCRIPTs), or those "
         "rendering a clip, whose frames are the same with any N (default: the cores)",
@@ -283,7 +286,8 @@ class Options:
             "quality": self.quality or "l", "speed": self.speed or 1.0,
             "phase": "forward" if self.forward_only else (self.phase or "both"),
             "theme": self.theme, "rankdir": self.rankdir or "LR",
-            "precision": self.precision, "progress": self.progress, "jobs": self.jobs}
+            "precision": self.precision, "progress": self.progress, "jobs": self.jobs,
+            "memory": self.memory}
         if self.max_nodes is not None:
             clip["max_nodes"] = self.max_nodes
         return clip
@@ -295,7 +299,7 @@ class Options:
         caught before any script runs."""
         kind = kind_of(fmt)
         given = [f"--{name}" for name in ("quality", "phase", "speed")
-                 if getattr(self, name) is not None]
+                 if getattr(self, name) is not None] + (["--memory"] if self.memory else [])
         if given and kind != CLIP:
             raise UsageError(f"{', '.join(given)}: for videos only "
                              f"({', '.join(KINDS[CLIP])}), not for {fmt}")

@@ -45,7 +45,7 @@ from manim import (
 from backpropviz.animate import render_video
 from backpropviz.animate.mobjects import GraphMobject, Table, TextStore, pen_width
 from backpropviz.animate.screen import CAPTION_EM, RESULT_EM, parameter_results
-from backpropviz.animate.sweep import GRAPH_CENTER, GRAPH_HEIGHT, GRAPH_WIDTH, MIN_SCALE, PAN_MARGIN
+from backpropviz.animate.sweep import MIN_SCALE
 from backpropviz.captions import step_captions
 from backpropviz.formatting import format_array
 from backpropviz.layout import layout
@@ -59,6 +59,10 @@ GRAPHS = {
     "scalar": ("d2l_mlp_scalar.py", "L"),  # the same, one Value per number: 38 nodes
 }
 QUALITIES = {"l": "low_quality", "h": "high_quality"}
+# The bare sweep's room for the graph, and its margin when it pans (scene units).
+GRAPH_CENTER = (0.0, 0.4, 0.0)
+GRAPH_WIDTH, GRAPH_HEIGHT = 13.4, 5.0
+PAN_MARGIN = 0.6
 
 
 class BareSweep(MovingCameraScene):

@@ -54,8 +54,9 @@ def main() -> None:
         print(f"{script.name}: {scene.time:.1f} s")
         if not args.verbose:
             continue
-        paces = {start: scene.paces[index].kind for index, (start, _)
-                 in enumerate(scene.cues[2:], start=1) if index in scene.paces}
+        starts = [start for what, _, start in scene.timeline if what == "step"]
+        paces = {start: scene.paces[index].kind
+                 for index, start in enumerate(starts, start=1) if index in scene.paces}
         ends = [start for start, _ in scene.cues[1:]] + [scene.time]
         for (start, text), end in zip(scene.cues, ends, strict=True):
             kind = paces.get(start, "")

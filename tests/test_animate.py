@@ -65,7 +65,7 @@ class _Watched(BackpropScene):
 def visible_lines(caption) -> list[str]:
     """A step's caption as on screen, a line each, without spaces (as manim's Text
     keeps its string): the rule, then of each worked line the terms not hidden."""
-    lines = [caption.rule.text] if caption.rule is not None else []
+    lines = ["".join(row.text for row in caption.rule)] if caption.rule is not None else []
     for terms in caption.line_terms:
         lines.append("".join(term.text.replace(" ", "") for term, glyphs in terms
                              if all(g.get_fill_opacity() > 0.99 for g in glyphs)))
@@ -188,15 +188,15 @@ def test_forward_phase_alone_needs_no_backward():
 
 
 def test_the_meter_shows_the_bytes_kept_after_each_step(d2l_mlp, d2l_mlp_story):
+    # The meter is opt-in (--memory): by default the clip has none.
+    assert d2l_mlp_story.meter_shown == [] and d2l_mlp_story.meter is None
     # The book's MLP, counted by hand in test_memory: 48, 64, 96, 96, 104, 104, 120 as
     # the forward pass keeps W1 and x, z, W2 and h, o − y, Σ(o − y)² and 2; the backward
     # pass starts with all 120 and frees them in reverse.
-    G, scene = d2l_mlp, d2l_mlp_story
-    assert scene.meter_shown == [48, 64, 96, 96, 104, 104, 120,
-                                 120, 104, 104, 96, 96, 64, 48, 0]
-    assert scene.meter is None  # the graph is wider than the frame: its overview ends it
-    backward_only = dry_run(G, phase="backward")
+    G = d2l_mlp
+    backward_only = dry_run(G, phase="backward", memory=True)
     assert backward_only.meter_shown == [120, 104, 104, 96, 96, 64, 48, 0]
+    assert backward_only.meter is None  # the recap ends it
 
 
 def test_unicode_captions_without_latex(monkeypatch, add_mul):
@@ -312,9 +312,11 @@ def test_mp4_duration_size_and_subtitles(mp4, add_mul_story):
     assert duration == pytest.approx(scene.time, abs=0.15)
     entries = srt_entries(mp4.with_suffix(".srt"))
     texts = [text for _, _, text in entries]
-    # The first cue is the header on screen; then each step's rule and its numbers.
-    assert texts[0] == "Forward pass: compute and store each value"
-    assert [text.splitlines()[1:] for text in texts[1:]] == ADD_MUL_WORKED
+    # The title card's cue, the header on screen; then each step's rule and its numbers;
+    # then the recap.
+    assert texts[0].startswith("e = ") and texts[-1].startswith("Recap")
+    assert texts[1] == "Forward pass: compute and store each value"
+    assert [text.splitlines()[1:] for text in texts[2:-1]] == ADD_MUL_WORKED
     assert all(start < end <= duration + 0.1 for start, end, _ in entries)
     # Cue for cue, the .srt is the clip's caption text, at the times it was shown.
     assert [(round(start, 1), text) for start, _, text in entries] == \
@@ -343,17 +345,21 @@ def test_mp4_frame_shows_the_gradient_in_blue_at_its_node(mp4, add_mul_story):
     assert blue_pixels(region(data, after)) == 0
 
 
-def test_mp4_meter_is_full_when_backward_starts_and_empty_at_the_end(mp4, add_mul_story):
-    frames, _ = frames_of(mp4)
-    scene = add_mul_story
+def test_mp4_meter_is_full_when_backward_starts_and_empty_at_the_end(add_mul, tmp_path):
+    # The meter is opt-in (--memory).
+    out = render_video(add_mul, tmp_path / "meter.mp4", speed=3.0, progress=False, memory=True)
+    frames, _ = frames_of(out)
+    scene = dry_run(add_mul, memory=True, speed=3.0)
     # e = d·c keeps d and c (16 bytes), all there is; its rule, the first step, frees both.
     assert scene.meter_shown == [0, 16, 16, 0, 0]
-    assert scene.meter[0].text.replace(" ", "") == "keptforbackward:0bytes"
+    meter = scene.last_meter
+    assert meter[0].text.replace(" ", "") == "keptforbackward:0bytes"
     saved = THEMES["light"].saved
-    bar = scene.meter[1][0]  # the track; the camera never moves for add_mul
+    bar = meter[1][0]  # the track; the camera never moves for add_mul
     started = next(t for what, _, t in scene.timeline if what == "step")
+    recap = scene.cues[-1][0]
     assert nearest_colour(region(bar, frame_at(frames, started + 0.1)), saved) < 40
-    assert nearest_colour(region(bar, frames[-1][1]), saved) > 120
+    assert near(region(bar, frame_at(frames, recap - 0.2)), saved, 40) == 0
 
 
 def test_gif_render(add_mul, tmp_path):
@@ -361,7 +367,7 @@ def test_gif_render(add_mul, tmp_path):
     assert out == tmp_path / "sweep.gif"
     frames, duration = frames_of(out)
     assert frames[0][1].shape[:2] == (480, 854)
-    assert 3 < duration < 9  # about 23 s of story at triple speed
+    assert 5 < duration < 15  # about 33 s of story at triple speed
     assert out.with_suffix(".srt").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.gif", "sweep.srt"]
     # The light theme has no yellow: a fixed 3-3-2 palette (manim's own GIF
@@ -372,8 +378,9 @@ def test_gif_render(add_mul, tmp_path):
     assert yellow.sum() < 200  # manim's GIF of this frame has about 1,800
 
 
-def last_rgba_frame(path: Path) -> np.ndarray:
-    """The last frame of a clip as RGBA, its alpha plane kept."""
+def last_rgba_frame(path: Path, before: float | None = None) -> np.ndarray:
+    """The last frame of a clip (``before`` a time, if given) as RGBA, its alpha plane
+    kept."""
     with av.open(str(path)) as movie:
         stream = movie.streams.video[0]
         if path.suffix == ".webm":
@@ -383,6 +390,8 @@ def last_rgba_frame(path: Path) -> np.ndarray:
             frames = [frame for packet in movie.demux(stream) for frame in decoder.decode(packet)]
         else:
             frames = list(movie.decode(stream))
+    if before is not None:
+        frames = [frame for frame in frames if frame.time is None or frame.time < before]
     return frames[-1].to_ndarray(format="rgba")
 
 
@@ -393,7 +402,9 @@ def test_a_theme_on_no_background_gives_a_clip_with_an_alpha_channel(add_mul, tm
                                                                      suffix):
     out = render_video(add_mul, tmp_path / f"clip{suffix}", theme=theme, speed=8.0,
                        progress=False)
-    image = last_rgba_frame(out)
+    # The last frame with the graph on it: the one before the recap.
+    recap = dry_run(add_mul, theme=theme, speed=8.0).cues[-1][0]
+    image = last_rgba_frame(out, before=recap)
     alpha = image[..., 3]
     assert (alpha == 0).mean() > 0.5  # the background is see-through
     assert alpha[:8, :8].max() == 0 and alpha[-8:, -8:].max() == 0  # its corners too
@@ -509,7 +520,7 @@ def test_a_backward_step_shows_the_captions_numbers_as_text(add_mul_story):
     assert "∂e/∂a=∂e/∂d=−3" in add
     # What is on screen is the step's cue, line for line.
     cues = [text for _, text in scene.cues]
-    for shown, cue in zip(scene.shown, cues[2:], strict=True):
+    for shown, cue in zip(scene.shown, cues[3:-1], strict=True):  # (title, forward, seed)
         assert shown == [line.replace(" ", "") for line in cue.splitlines()]
 
 
@@ -517,12 +528,12 @@ def test_each_caption_stays_long_enough_to_be_read(d2l_mlp_story):
     from backpropviz.animate.pacing import HOLD_FLOOR, READING_CPS
     scene = d2l_mlp_story
     cues = [*scene.cues, (scene.time, "")]
-    for (start, text), (end, _) in itertools.pairwise(cues[1:]):
+    for (start, text), (end, _) in itertools.pairwise(cues[2:]):
         # Every word of the cue is on screen: all of it must be read.
         assert end - start >= max(HOLD_FLOOR, len(text) / READING_CPS) - 1e-6, text
     # The forward pass, which has no caption to read, is quicker than the backward story.
-    forward = cues[1][0] - cues[0][0]
-    backward = scene.time - cues[1][0]
+    forward = cues[2][0] - cues[1][0]
+    backward = scene.time - cues[2][0]
     assert forward < backward / 2
 
 
@@ -535,10 +546,10 @@ def test_the_dead_unit_note_has_a_cue_and_clears_every_box(d2l_mlp_story):
     assert not any(overlap(note, box.frame) for box in scene.diagram.values.values())
 
 
-def test_the_closing_overview_is_readable_at_480p(example):
+def test_the_closing_recap_is_readable_at_480p(example):
     # mlp3 has six parameters: in one row their digits would be 8 px tall at 480p.
     scene = dry_run(example("mlp3"))
-    assert scene.overview > 1 and scene.caption is not None
+    assert scene.overview > 1 and scene.caption is not None  # (the recap's results)
     digits = [entry for line in scene.caption for part in line for entry in part[1].entries
               if entry.text.strip("−.").isdigit()]
     assert len(digits) >= 6

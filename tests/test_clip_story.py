@@ -83,6 +83,7 @@ class Recorded(BackpropScene):
     def play_step(self, step):
         self.step_now = step.index
         super().play_step(step)
+        self.step_now = None
 
 
 def _flat(animations):
@@ -206,7 +207,8 @@ def test_each_term_is_coloured_like_the_slot_its_number_comes_from(add_mul_told)
     _, scene = add_mul_told
     colours = {"upstream": LIGHT.grad, "gradient": LIGHT.grad, "local": LIGHT.saved,
                "operator": LIGHT.muted}
-    terms = [(term, glyphs) for terms in scene.caption.line_terms for term, glyphs in terms]
+    last = [r for r in scene.record if r["step"] is not None][-1]["caption"]  # (add's step)
+    terms = [(term, glyphs) for terms in last.line_terms for term, glyphs in terms]
     assert {term.role for term, _ in terms} >= {"upstream", "gradient", "operator"}
     for term, glyphs in terms:
         assert all(g.get_fill_color().to_hex().lower() == colours[term.role] for g in glyphs)
@@ -279,7 +281,7 @@ def test_a_rule_seen_before_goes_quicker_and_is_not_repeated():
     assert kinds == ["new", "again", "again"]
     assert motion[1] < 0.8 * motion[0] and motion[2] < 0.8 * motion[0]
     # The rule is written the first time only.
-    cues = [text for _, text in scene.cues[2:]]
+    cues = [text for _, text in scene.cues[3:-1]]  # (the title card, forward, seed; recap)
     rule = step_captions(G)[1].rule
     assert cues[0].startswith(rule) and rule not in cues[1] and rule not in cues[2]
 
@@ -290,11 +292,11 @@ def test_held_beats_stay_longer_than_their_reading_and_brief_ones_are_short(mlp_
     spans = {text: end - start for (start, text), (end, _) in itertools.pairwise(cues)}
     paces = scene.paces
     for index, pace in paces.items():
-        _, text = scene.cues[index + 1]  # (the forward pass's cue, the seed's, then steps)
+        _, text = scene.cues[index + 2]  # (the title card's, the forward pass's, the seed's)
         if pace.held:
             assert spans[text] >= pacing.reading_time(text) + pacing.HELD_EXTRA - 1e-6
     # The ÷ 2 step (9.3 s before pacing by meaning) is brief; the dead ReLU is held.
-    divide = scene.cues[2][1]
+    divide = scene.cues[3][1]
     assert divide.startswith("∂L/∂(Σ(o − y)²) = ")
     assert spans[divide] < 3.0
     relu = next(text for text in spans if text.startswith("ReLU"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterable, Sequence
+from html import escape
 from typing import Any
 
 import networkx as nx
@@ -14,6 +15,7 @@ from manim import (
     Arc,
     Circle,
     Line,
+    MarkupText,
     MathTex,
     Polygon,
     RoundedRectangle,
@@ -22,11 +24,12 @@ from manim import (
     VMobject,
 )
 
-from ..captions import name_parts, typeset
+from ..captions import IDENTIFIER, Heading, name_parts
 from ..formatting import MAX_ITEMS, dead_cells, format_array
 from ..style import (
     DEAD_PEN,
     EDGE_PEN,
+    EXPRESSION_PT,
     NAME_PT,
     NODE_PEN,
     RULE_PEN,
@@ -34,6 +37,7 @@ from ..style import (
     Theme,
     symbol_pt,
 )
+from ..typeset import runs
 
 __all__ = [
     "Z_BADGE",
@@ -98,9 +102,34 @@ class TextStore:
         face or (``serif``) in the face of names."""
         key = ("text", content, round(em, 5), color, serif, italic)
         if key not in self._made:
-            self._made[key] = _slim(Text(content, font=self.name_font if serif else self.font,
-                                         font_size=em / EM_PER_FONT_SIZE, color=color,
-                                         slant=ITALIC if italic else "NORMAL"))
+            made = _slim(Text(content, font=self.name_font if serif else self.font,
+                              font_size=em / EM_PER_FONT_SIZE, color=color,
+                              slant=ITALIC if italic else "NORMAL"))
+            made.em = em  # (what the clip's tests read the type's size from)
+            self._made[key] = made
+        return self._made[key].copy()
+
+    def heading(self, heading: Heading, em: float, color: str) -> MarkupText:
+        """A box's heading typeset as the figure's (typeset.runs): one-letter names in
+        italics, an index as a subscript, words and operators upright, in the names'
+        serif; ``plain`` keeps its text without markup (for reading it back)."""
+        key = ("heading", heading, round(em, 5), color)
+        if key not in self._made:
+            markup = {"text": escape, "name": lambda part: f"<i>{escape(part)}</i>"
+                      if len(part) == 1 else escape(part),
+                      "index": lambda part: f"<sub>{escape(part)}</sub>"}
+            pieces = runs(heading.text)
+            if heading.named and IDENTIFIER.fullmatch(heading.text):
+                # A name is set in italics whole, as the figure sets it (name_html).
+                base, sub = name_parts(heading.text)
+                pieces = [("italic", base), *([("index", sub)] if sub else [])]
+            markup["italic"] = lambda part: f"<i>{escape(part)}</i>"
+            made = _slim(MarkupText("".join(markup[kind](part) for kind, part in pieces),
+                                    font=self.name_font, font_size=em / EM_PER_FONT_SIZE,
+                                    color=color))
+            made.em = em
+            made.plain = "".join(part for _, part in pieces)
+            self._made[key] = made
         return self._made[key].copy()
 
     def math(self, tex: str, fallback: str, em: float, color: str) -> VMobject:
@@ -239,7 +268,7 @@ class ValueNode(VGroup):
     def __init__(self, node: Any, attrs: dict, center: np.ndarray, width: float, height: float,
                  scale: float, theme: Theme, store: TextStore, precision: int,
                  grads: Iterable[Any], gradient_slot: bool = True,
-                 others: Iterable[Any] = ()) -> None:
+                 others: Iterable[Any] = (), heading: Heading | None = None) -> None:
         super().__init__()
         self.node = node
         self.attrs = attrs
@@ -248,6 +277,8 @@ class ValueNode(VGroup):
         self.precision = precision
         self.scale_factor = scale
         self.em = VALUE_PT * scale
+        self.heading = heading
+        self.has_gradient_slot = gradient_slot
         fill = theme.param_fill if attrs["role"] == "param" else theme.node_fill
         self.frame = RoundedRectangle(corner_radius=min(width, height) * 0.16, width=width,
                                       height=height)
@@ -272,8 +303,8 @@ class ValueNode(VGroup):
         if not gradient_slot:
             grad_width = 0.0
         content_width = data_width + gap + grad_width
-        body_y = center[1] - height / 2 + (height - self._header_height()) / 2 \
-            if attrs["label"] else center[1]
+        header = self._header_height() if heading is not None else 0.0
+        body_y = center[1] - height / 2 + (height - header) / 2 if heading else center[1]
         left = center[0] - content_width / 2
         self.data_slot = np.array([left + data_width / 2, body_y, 0])
         self.grad_slot = np.array([left + data_width + gap + grad_width / 2, body_y, 0])
@@ -285,26 +316,21 @@ class ValueNode(VGroup):
             self.rule = Line([rule_x, body_y - half, 0], [rule_x, body_y + half, 0])
             self.rule.set_stroke(theme.node_line, width=pen_width(RULE_PEN, scale))
             self.add(self.rule)
-        if attrs["label"]:
-            self.name = self._name()
-            self.name.move_to([center[0], center[1] + height / 2 - self._header_height() / 2
+        self.name: VMobject | None = None
+        if heading is not None:
+            # A name in the text's colour, an expression in the headings' grey and size,
+            # as the figure sets them.
+            em = (NAME_PT if heading.named else EXPRESSION_PT) * scale
+            self.name = store.heading(heading, em, theme.text if heading.named
+                                      else theme.muted)
+            if self.name.width > 0.94 * width:
+                self.name.scale(0.94 * width / self.name.width)
+            self.name.move_to([center[0], center[1] + height / 2 - header / 2
                                - 0.1 * self.em, 0])
             self.add(self.name)
 
     def _header_height(self) -> float:
         return 1.35 * NAME_PT * self.scale_factor
-
-    def _name(self) -> VGroup:
-        base, sub = name_parts(self.attrs["label"])
-        base = typeset(base)  # (a name written as an expression: lambd/2 is λ/2)
-        em = NAME_PT * self.scale_factor
-        name = VGroup(self.store.text(base, em, self.theme.text, serif=True, italic=True))
-        if sub:
-            subscript = self.store.text(sub, 0.7 * em, self.theme.text, serif=True)
-            subscript.next_to(name[0], direction=[1, 0, 0], buff=0.04 * em,
-                              aligned_edge=[0, -1, 0]).shift([0, -0.2 * em, 0])
-            name.add(subscript)
-        return name
 
     def data_label(self, data: Any = None) -> Table:
         """The forward value in the SVG's colours, placed in its slot: the value's own, or
@@ -423,7 +449,9 @@ class GraphMobject(VGroup):
                  max_height: float = 6.0, max_scale: float = 0.045, min_scale: float = 0.0,
                  precision: int = 4,
                  grads: dict[Any, list] | None = None, gradient_slot: bool = True,
-                 others: dict[Any, list] | None = None) -> None:
+                 others: dict[Any, list] | None = None,
+                 names: dict[Any, Heading] | None = None,
+                 plain: Iterable[Any] = ()) -> None:
         super().__init__()
         self.G = G
         self.layout = layout
@@ -435,13 +463,16 @@ class GraphMobject(VGroup):
                                 max_height / layout.height, max_scale)
         self.origin = np.array(center, dtype=float)
         s = self.scale_factor
-        grads, others = grads or {}, others or {}
+        grads, others, names, plain = grads or {}, others or {}, names or {}, set(plain)
         self.values: dict[Any, ValueNode] = {}
         self.ops: dict[Any, OpNode] = {}
         self.edges: dict[tuple, EdgeArrow] = {}
         edge_width = pen_width(EDGE_PEN, s)
         for key, edge in layout.edges.items():
-            points = [self.point(*p) for p in edge.points]
+            # An edge the figure runs through its badge is one smooth curve here: the
+            # contribution moves along it rather than sitting in a kink.
+            points = [self.point(*p) for p in (_smooth(edge.points) if edge.badge
+                                                 else edge.points)]
             head = [self.point(*p) for p in _arrowhead(edge)] if edge.arrow_end else None
             self.edges[key] = EdgeArrow(key, points, head, theme.edge, edge_width)
         for node, attrs in G.nodes(data=True):
@@ -450,8 +481,9 @@ class GraphMobject(VGroup):
             if attrs["kind"] == "value":
                 self.values[node] = ValueNode(node, attrs, center_point, box.width * s,
                                               box.height * s, s, theme, store, precision,
-                                              grads.get(node, ()), gradient_slot,
-                                              others.get(node, ()))
+                                              grads.get(node, ()),
+                                              gradient_slot and node not in plain,
+                                              others.get(node, ()), names.get(node))
             else:
                 self.ops[node] = OpNode(node, attrs, center_point, box.width * s / 2, s,
                                         theme, store)
@@ -462,6 +494,26 @@ class GraphMobject(VGroup):
         s = self.scale_factor
         return self.origin + np.array([(x - self.layout.width / 2) * s,
                                        (y - self.layout.height / 2) * s, 0.0])
+
+
+def _smooth(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The route ``points`` (cubic Bezier control points) with its straight runs across
+    a badge (a cubic whose controls are its ends) bent to leave and arrive in the
+    directions of the curves either side: the same route, without its kinks."""
+    smooth = [np.array(p, dtype=float) for p in points]
+    for i in range(0, len(smooth) - 3, 3):
+        start, first, last, end = smooth[i:i + 4]
+        if not (np.allclose(first, start) and np.allclose(last, end)) or i == 0 \
+                or i + 4 >= len(smooth):
+            continue
+        reach = np.linalg.norm(end - start) / 3
+
+        def heading(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return (b - a) / max(float(np.linalg.norm(b - a)), 1e-9)
+
+        smooth[i + 1] = start + heading(smooth[i - 1], start) * reach
+        smooth[i + 2] = end - heading(end, smooth[i + 4]) * reach
+    return [tuple(p) for p in smooth]
 
 
 def _arrowhead(edge: Any) -> list[tuple[float, float]]:

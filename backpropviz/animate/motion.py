@@ -20,7 +20,7 @@ from manim import (
     rate_functions,
 )
 
-from ..style import LABEL_PT, Theme
+from ..style import EXPRESSION_PT, Theme
 from .mobjects import Z_BADGE, Z_MARK, Z_PULSE, OpNode, TextStore, pen_width
 
 __all__ = ["dead_unit_note", "flash", "overlap", "parallel", "pulse", "ring_over", "stop_bar"]
@@ -66,7 +66,7 @@ def stop_bar(path: VMobject, at: float, palette: Theme, store: TextStore,
     half = 9 * scale
     bar = VMobject().set_points_as_corners([stop + normal * half, stop - normal * half])
     bar.set_stroke(palette.dead_line, width=pen_width(4.0, scale))
-    words = store.text("no gradient", LABEL_PT * scale, palette.dead_text)
+    words = store.text("no gradient", EXPRESSION_PT * scale, palette.dead_text)
     words.next_to(bar, DOWN, buff=3 * scale)
     return [bar.set_z_index(Z_BADGE), words.set_z_index(Z_BADGE)]
 
@@ -78,7 +78,7 @@ def dead_unit_note(op: OpNode, boxes: Sequence[VMobject], palette: Theme, store:
     dead = np.asarray(op.attrs["dead"], dtype=bool)
     units = ", ".join(str(i + 1) for i in np.flatnonzero(dead.ravel()))
     words = f"dead unit {units}: gradient stops"
-    note = store.text(words, LABEL_PT * scale, palette.dead_text)
+    note = store.text(words, EXPRESSION_PT * scale, palette.dead_text)
     for away in range(16):
         side = DOWN if away % 2 == 0 else UP
         note.next_to(op.circle, side, buff=(4 + 6 * (away // 2)) * scale)

@@ -35,7 +35,7 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
                  phase: str = "both", theme: str = "light", speed: float = 1.0,
                  rankdir: str = "LR", precision: int = 4, progress: bool = True,
                  transparent: bool = False, max_nodes: int = MAX_NODES,
-                 jobs: int | None = None) -> pathlib.Path:
+                 jobs: int | None = None, memory: bool = False) -> pathlib.Path:
     """Render the forward and/or backward pass of ``G`` to ``path`` and return the path.
 
     ``G`` is an IR graph, or a Value/Tensor root or roots named after ``names``
@@ -45,7 +45,8 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
     transparent when ``transparent`` is true or the theme has none
     ("transparent", "transparent-dark"): .webm and .mov only. With
     ``progress``, a progress line and finally the output path and the clip's
-    length are printed to stderr. ``jobs`` processes render it at once (default: one a
+    length are printed to stderr. With ``memory``, a meter under the title shows the
+    bytes kept for backward as the passes go. ``jobs`` processes render it at once (default: one a
     core; animate/parallel.py), with the same frames as one. Nothing is left
     at ``path`` if rendering fails or is interrupted.
     """
@@ -78,7 +79,7 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
 
     return render_scene(sweep, target, quality=quality, phase=phase, theme=theme, speed=speed,
                         rankdir=rankdir, precision=precision, progress=progress,
-                        transparent=transparent, jobs=jobs)
+                        transparent=transparent, jobs=jobs, memory=memory)
 
 
 def render_scene(make_scene: Callable[..., Any], target: pathlib.Path, *, quality: str,

@@ -7,40 +7,94 @@ from typing import Any
 import networkx as nx
 from manim import DOWN, LEFT, RIGHT, Rectangle, Square, VGroup, VMobject
 
-from ..captions import Caption, differentiated, number_text, partial_name, value_names
+from ..captions import differentiated, number_text, partial_name, value_names
 from ..formatting import MAX_ITEMS, byte_size, format_array
+from ..metrics import text_width
 from ..style import Theme
 from .mobjects import Table, TextStore
 
-__all__ = ["caption_block", "meter_block", "note_line", "parameter_results", "result_table",
-           "results_text", "title_block"]
+__all__ = ["CAPTION_WIDTH", "ROW_PITCH", "TEXT_EM", "caption_top", "graph_room", "meter_block",
+           "note_line", "parameter_results", "result_table", "results_text", "title_block",
+           "wrapped", "wrapped_words"]
 
-# Where the words go (screen units; the frame is 14.2 x 8): a title line on
-# top, a caption of up to CAPTION_HEIGHT at the bottom, CAPTION_WIDTH wide.
-# Their ems: the title's, the caption's rule, its worked equations, a note
-# and the overview's names of parameters.
-TITLE_Y, RULE_Y, CAPTION_Y = 3.55, -2.65, -3.3
-TITLE_EM, RULE_EM, WORKED_EM, CAPTION_EM = 0.3, 0.3, 0.3, 0.42
-CAPTION_WIDTH, CAPTION_HEIGHT = 13.4, 1.55
-# The final overview's results: their numbers set at RESULT_EM, at most
-# RESULTS_HEIGHT of the frame's 8 units, RESULT_GAP under the graph.
-RESULT_EM, RESULTS_HEIGHT, RESULT_GAP = 0.32, 3.6, 0.45
-# The memory meter, top right: its bar's width and height.
+# Where the words go (screen units; the frame is 14.2 x 8): a title line on top,
+# the caption in a band at the bottom, rows of it ROW_PITCH apart, the graph in
+# the room between them (graph_room). No text is set under TEXT_EM: 0.3 units is
+# 40 px at 1080p (17.8 px at 480p); the title and caption are set at it.
+TEXT_EM = 0.3
+ROW_PITCH = 1.4 * TEXT_EM
+SIDE_MARGIN = 0.3
+TITLE_Y = 3.68
+TITLE_BOTTOM = 3.36  # the title band's lower edge (with the meter, a row lower)
+CAPTION_BOTTOM = -3.9  # the caption band's lower edge
+BAND_GAP = 0.12  # between a band and the graph's room
+CAPTION_WIDTH = 14.2 - 2 * SIDE_MARGIN
+# Kept for the scenes that place plain lines in the caption band (a training run's).
+RULE_Y, CAPTION_Y = -2.65, -3.3
+TITLE_EM, RULE_EM, WORKED_EM, CAPTION_EM = TEXT_EM, TEXT_EM, TEXT_EM, 1.2 * TEXT_EM
+CAPTION_HEIGHT = 4 * ROW_PITCH
+# The closing recap's results: their numbers set at RESULT_EM, at most RESULTS_HEIGHT
+# of the frame's 8 units, RESULT_GAP under the graph.
+RESULT_EM, RESULTS_HEIGHT, RESULT_GAP = 1.1 * TEXT_EM, 4.2, 0.45
+# The memory meter, on a row of its own under the title: its bar's width and height.
 METER_WIDTH, METER_HEIGHT = 2.6, 0.13
 
 
+def caption_top(rows: int) -> float:
+    """The top of a caption band that holds ``rows`` rows."""
+    return CAPTION_BOTTOM + rows * ROW_PITCH
+
+
+def graph_room(rows: int, meter: bool = False) -> tuple[float, float, float, float]:
+    """The graph's room on screen between the title band and a caption band of ``rows``
+    rows: (left, right, bottom, top)."""
+    half = 14.2 / 2 - SIDE_MARGIN
+    top = TITLE_BOTTOM - (ROW_PITCH if meter else 0.0) - BAND_GAP
+    return (-half, half, caption_top(rows) + BAND_GAP, top)
+
+
+def wrapped(pieces: list[str], breaks: list[bool], em: float,
+            width: float = CAPTION_WIDTH) -> list[list[int]]:
+    """``pieces`` of a line (joined by spaces) cut into rows no wider than ``width`` at
+    ``em`` where they may be (``breaks``: before that piece), as the indices of each
+    row's pieces; a piece wider than a row has a row of its own."""
+    rows: list[list[int]] = [[]]
+    for index, piece in enumerate(pieces):
+        row = rows[-1]
+        if row and breaks[index]:
+            text = " ".join([*(pieces[i] for i in row), piece])
+            if text_width(text, em) > width:
+                rows.append([])
+        rows[-1].append(index)
+    return rows
+
+
+def wrapped_words(text: str, em: float, width: float = CAPTION_WIDTH) -> list[str]:
+    """A sentence cut into rows at spaces, each no wider than ``width`` at ``em``."""
+    words = text.split()
+    rows = wrapped(words, [True] * len(words), em, width)
+    if len(rows) > 1:  # rows of about the same length, as few as before
+        even = text_width(text, em) / len(rows) * 1.1
+        balanced = wrapped(words, [True] * len(words), em, min(width, even))
+        rows = balanced if len(balanced) == len(rows) else rows
+    return [" ".join(words[i] for i in row) for row in rows if row]
+
+
 def title_block(store: TextStore, palette: Theme, text: str) -> VGroup:
-    """The phase title, muted, over the key to the colours: numbers in the theme's
-    text colour are values, in blue gradients."""
+    """The phase title, muted, and on its line the key to the colours: numbers in the
+    theme's text colour are values, in blue gradients."""
     words = store.text(text, TITLE_EM, palette.muted)
-    key = VGroup(Square(0.16, fill_color=palette.text, fill_opacity=1, stroke_width=0),
-                 store.text("value", TITLE_EM * 0.85, palette.text),
-                 Square(0.16, fill_color=palette.grad, fill_opacity=1, stroke_width=0),
-                 store.text("gradient", TITLE_EM * 0.85, palette.grad))
-    key.arrange(RIGHT, buff=0.1)
-    key[2].shift(0.25 * RIGHT)
-    key[3].shift(0.25 * RIGHT)
-    return VGroup(words, key).arrange(DOWN, buff=0.1, aligned_edge=LEFT)
+    key = VGroup(Square(0.2, fill_color=palette.text, fill_opacity=1, stroke_width=0),
+                 store.text("value", TITLE_EM, palette.text),
+                 Square(0.2, fill_color=palette.grad, fill_opacity=1, stroke_width=0),
+                 store.text("gradient", TITLE_EM, palette.grad))
+    key.arrange(RIGHT, buff=0.12)
+    key[2].shift(0.3 * RIGHT)
+    key[3].shift(0.3 * RIGHT)
+    block = VGroup(words, key).arrange(RIGHT, buff=0.8)
+    if block.width > CAPTION_WIDTH:
+        key.next_to(words, DOWN, buff=0.1, aligned_edge=LEFT)
+    return block
 
 
 def meter_block(store: TextStore, palette: Theme, held: int, peak: int) -> VGroup:
@@ -52,37 +106,31 @@ def meter_block(store: TextStore, palette: Theme, held: int, peak: int) -> VGrou
     fill = Rectangle(width=max(share, 1e-3) * METER_WIDTH, height=METER_HEIGHT,
                      stroke_width=0, fill_color=palette.saved, fill_opacity=1.0 if share else 0.0)
     fill.align_to(track, LEFT)
-    return VGroup(label, VGroup(track, fill)).arrange(DOWN, buff=0.1, aligned_edge=RIGHT)
-
-
-def caption_block(store: TextStore, palette: Theme, caption: Caption) -> VGroup:
-    """A step's rule, then its equations with the engine's numbers, one a line (as the
-    page and the step pictures write them), within the caption's room."""
-    rule = store.text(caption.rule, RULE_EM, palette.muted)
-    lines = [store.text(line, WORKED_EM, palette.text) for line in caption.worked]
-    block = VGroup(rule, *lines).arrange(DOWN, buff=0.12)
-    return block.scale(min(1.0, CAPTION_WIDTH / block.width, CAPTION_HEIGHT / block.height))
+    return VGroup(label, VGroup(track, fill)).arrange(RIGHT, buff=0.2)
 
 
 def note_line(store: TextStore, palette: Theme, text: str) -> VMobject:
-    """A plain sentence for the caption line, no wider than the caption."""
-    note = store.text(text, CAPTION_EM * 0.8, palette.text)
-    if note.width > CAPTION_WIDTH:
-        note.scale(CAPTION_WIDTH / note.width)
-    return note
+    """A plain sentence for the caption band, in rows no wider than the caption."""
+    rows = [store.text(row, CAPTION_EM, palette.text)
+            for row in wrapped_words(text, CAPTION_EM)]
+    return VGroup(*rows).arrange(DOWN, buff=ROW_PITCH - CAPTION_EM)
 
 
 def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
-    """The parameters whose gradients the final overview sums up, each with its
-    "∂L/∂W1 =" in TeX and in Unicode (L: the differentiated root, named as the
-    captions name it)."""
+    """The parameters whose gradients the recap sums up (in a graph without any, the
+    inputs), each with its "∂L/∂W1 =" in TeX and in Unicode (L: the differentiated
+    root, named as the captions name it)."""
     names = value_names(G)
     top = differentiated(G, names)
+    found = [node for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"
+             and attrs["role"] == "param" and attrs["grad"] is not None]
+    if not found:  # a graph without parameters: its inputs' gradients
+        found = [node for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"
+                 and attrs["role"] == "input" and attrs["grad"] is not None]
     results = []
-    for node, attrs in G.nodes(data=True):
-        if attrs["kind"] == "value" and attrs["role"] == "param" and attrs["grad"] is not None:
-            name = partial_name(top, names[node])
-            results.append((node, f"{name.tex} =", f"{name.text} ="))
+    for node in found:
+        name = partial_name(top, names[node])
+        results.append((node, f"{name.tex} =", f"{name.text} ="))
     return results
 
 

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 from manim import (
-    DOWN,
     RIGHT,
     FadeIn,
     FadeOut,
@@ -43,10 +42,11 @@ from ..style import Theme
 from .mobjects import Z_FLYING, Z_MARK, Table, TextStore
 from .motion import flash, stop_bar
 from .pacing import Pace, durations, factor_sources
-from .screen import CAPTION_HEIGHT, CAPTION_WIDTH, RULE_EM, WORKED_EM
+from .screen import ROW_PITCH, RULE_EM, WORKED_EM, wrapped, wrapped_words
 
-__all__ = ["PHASES", "StepCaption", "Term", "add_share", "gate_stop", "line_terms", "seed_story",
-           "share_story", "step_caption", "sum_terms"]
+__all__ = ["ENGINE_NOTES", "PHASES", "StepCaption", "Term", "add_share", "caption_lines",
+           "caption_rows", "gate_stop", "line_terms", "seed_story", "share_story", "step_caption",
+           "sum_terms"]
 
 # When a term appears: as the upstream gradient sets off (the equation itself), as it
 # meets the local derivative (the numbers put in), as the product lands (the share),
@@ -94,9 +94,13 @@ def _pieces(segment: str, upstream: Sequence[str], g_first: bool) -> list[tuple[
     return pieces
 
 
+# How a caption's line opens its note on what an engine did instead of the rule.
+ENGINE_NOTES = (" (overwrote ", " (but the engine ")
+
+
 def _note(line: str) -> tuple[str, str]:
     """A line and the note the caption adds on what the engine did, apart."""
-    for opening in (" (overwrote ", " (but the engine "):
+    for opening in ENGINE_NOTES:
         if opening in line:
             at = line.index(opening)
             return line[:at], line[at + 1:]
@@ -154,30 +158,42 @@ class StepCaption(VGroup):
         colours = {"gradient": palette.grad, "upstream": palette.grad, "local": palette.saved,
                    "operator": palette.muted, "note": palette.dead_text}
         self.rule_text = rule
-        self.rule = store.text(rule, RULE_EM, palette.muted) if rule else None
+        # The rule in rows of the caption's width; each worked line too, cut before an
+        # "=" or a note where it is wider (terms are never cut).
+        self.rule = VGroup(*(store.text(row, RULE_EM, palette.muted)
+                             for row in wrapped_words(rule, RULE_EM))) if rule else None
         self.lines: list[VGroup] = []
         self.line_texts: list[str] = []
         self.line_terms: list[list[tuple[Term, VGroup]]] = []
         self.terms: dict[Any, list[tuple[Term, VGroup]]] = {}
+        rows: list[VMobject] = list(self.rule or [])
         for key, terms in lines:
-            text = " ".join(term.text for term in terms)
-            self.line_texts.append(text)
-            line = store.text(text, WORKED_EM, palette.text)
-            glyphs, at = list(line.submobjects), 0
-            parts = VGroup()
+            self.line_texts.append(" ".join(term.text for term in terms))
             self.line_terms.append([])
-            for term in terms:
-                count = len("".join(term.text.split()))
-                part = VGroup(*glyphs[at:at + count]).set_color(colours[term.role])
-                at += count
-                parts.add(part)
-                self.terms.setdefault(key, []).append((term, part))
-                self.line_terms[-1].append((term, part))
+            parts = VGroup()
+            cuts = [term.role == "note" or (term.role == "operator" and term.text == "=")
+                    for term in terms]
+            for row in wrapped([term.text for term in terms], cuts, WORKED_EM):
+                line = store.text(" ".join(terms[i].text for i in row), WORKED_EM,
+                                  palette.text)
+                glyphs, at = list(line.submobjects), 0
+                # The row is drawn as its terms (each a group of the text's glyphs), so
+                # that every term is part of the caption when it is revealed.
+                row_parts = VGroup()
+                for term in (terms[i] for i in row):
+                    count = len("".join(term.text.split()))
+                    part = VGroup(*glyphs[at:at + count]).set_color(colours[term.role])
+                    at += count
+                    parts.add(part)
+                    row_parts.add(part)
+                    self.terms.setdefault(key, []).append((term, part))
+                    self.line_terms[-1].append((term, part))
+                rows.append(row_parts)
             self.lines.append(parts)
-        self.add(*([self.rule] if self.rule else []), *self.lines)
-        self.arrange(DOWN, buff=0.12)
-        self.scale(min(1.0, CAPTION_WIDTH / max(self.width, 1e-9),
-                       CAPTION_HEIGHT / max(self.height, 1e-9)))
+        self.rows = rows
+        self.add(*rows)
+        for number, row in enumerate(rows):  # rows evenly spaced, centred
+            row.move_to([0, -number * ROW_PITCH, 0])
         for parts in self.terms.values():
             for _, part in parts:
                 part.set_fill(opacity=0).set_stroke(opacity=0)
@@ -204,9 +220,15 @@ def step_caption(G: Any, step: Any, caption: Caption, rule: str, store: TextStor
                  palette: Theme, precision: int) -> StepCaption:
     """The caption of backward ``step`` with its terms split: each share's line keyed by
     its edge, then its sum line keyed by ``(edge, "total")``; the seed's lines by "seed"."""
+    return StepCaption(store, palette, rule, caption_lines(G, step, caption, precision))
+
+
+def caption_lines(G: Any, step: Any, caption: Caption,
+                  precision: int) -> list[tuple[Any, Sequence[Term]]]:
+    """The worked lines of ``step``'s caption (None: the seed) as terms, keyed as
+    step_caption keys them."""
     if step is None:
-        return StepCaption(store, palette, rule, [
-            ("seed", [Term(line, "gradient", "travel")]) for line in caption.worked])
+        return [("seed", [Term(line, "gradient", "travel")]) for line in caption.worked]
     names = value_names(G)
     upstream_name = partial_name(differentiated(G, names), names[step.result]).text
     upstream = step.grads.get(step.result)
@@ -223,7 +245,17 @@ def step_caption(G: Any, step: Any, caption: Caption, rule: str, store: TextStor
         lines.extend(((edge, "total"), sum_terms(line)) for line in worked[1:])
     if not caption.edges:
         lines = [("none", [Term(line, "note", "travel")]) for line in caption.worked]
-    return StepCaption(store, palette, rule, lines)
+    return lines
+
+
+def caption_rows(rule: str, lines: Sequence[tuple[Any, Sequence[Term]]]) -> int:
+    """How many rows a caption of ``rule`` and ``lines`` takes (as StepCaption sets it)."""
+    rows = len(wrapped_words(rule, RULE_EM)) if rule else 0
+    for _, terms in lines:
+        cuts = [term.role == "note" or (term.role == "operator" and term.text == "=")
+                for term in terms]
+        rows += len(wrapped([term.text for term in terms], cuts, WORKED_EM))
+    return rows
 
 
 def _joined(*paths: VMobject) -> VMobject:

@@ -28,14 +28,16 @@ from manim import (
     rate_functions,
 )
 
-from ..captions import step_captions, value_names
+from ..captions import headings, step_captions, value_names
 from ..formatting import MAX_ITEMS, format_array
 from ..layout import layout
 from ..memory import MemoryStep, timeline
 from ..script import graph_of_script
-from ..steps import backward_steps, dead_masks, gradient_history
-from ..style import LABEL_PT, THEMES
+from ..steps import backward_steps, dead_masks, gradient_history, plain_constants
+from ..style import EXPRESSION_PT, THEMES
 from ..views import drawn_graph
+from .camera import Room, View, columns, view_of, whole_view
+from .cards import recap_card, title_card
 from .formats import AnimateError
 from .mobjects import (
     Z_BADGE,
@@ -59,36 +61,33 @@ from .pacing import (
 )
 from .screen import (
     CAPTION_EM,
-    CAPTION_Y,
-    RESULT_GAP,
-    RULE_Y,
+    ROW_PITCH,
+    SIDE_MARGIN,
+    TEXT_EM,
     TITLE_Y,
+    caption_top,
+    graph_room,
     meter_block,
     note_line,
     parameter_results,
-    result_table,
     results_text,
     title_block,
 )
-from .story import gate_stop, seed_story, share_story, step_caption
+from .story import caption_lines, caption_rows, gate_stop, seed_story, share_story, step_caption
 
 __all__ = ["BackpropScene", "parameter_results"]
 
-# The graph's room on screen (scene units; the frame is 14.2 x 8), between
-# the title on top and the caption at the bottom (screen.py).
-GRAPH_CENTER = (0.0, 0.4, 0.0)
-GRAPH_WIDTH, GRAPH_HEIGHT = 13.4, 5.0
-# Values are set at 14 pt; below this scale (scene units per point) their em
-# would be under 14 pixels at 480p (digits under 10), so a wide graph is drawn
-# larger than the frame and the camera follows the sweep along it.
-MIN_SCALE = 0.017
-PAN_MARGIN = 0.6
-# The final overview of a graph wider than the frame: the graph fitted to the
-# frame with this margin (screen units), the parameters' gradients beneath it.
-OVERVIEW_MARGIN = 0.35
+# The graph's numbers and names are set at 13 pt and more; at this scale (scene
+# units per point) and the camera at rest, 13 pt is TEXT_EM: a graph too wide for
+# its room at this scale is drawn wider than the frame, and the camera shows it
+# a run of whole columns at a time (camera.py), zoomed in at most by ZOOM_IN.
+MIN_SCALE = TEXT_EM / EXPRESSION_PT
+ZOOM_IN = 0.5
 # Pacing (pacing.py says how long each backward beat is held); the forward pass,
 # which has no caption to read, plays at FORWARD_PACE of the backward's times.
 FORWARD_PACE = 0.6
+# The title card and the recap are held this long beyond their reading time.
+CARD_EXTRA = 0.5
 
 
 class BackpropScene(MovingCameraScene):
@@ -109,15 +108,17 @@ class BackpropScene(MovingCameraScene):
     speed = 1.0
     rankdir = "LR"
     precision = 4
+    show_memory = False  # the meter of the bytes kept for backward, under the title
 
     def __init__(self, graph: nx.MultiDiGraph | None = None, *, phase: str | None = None,
                  theme: str | None = None, speed: float | None = None,
                  rankdir: str | None = None, precision: int | None = None,
-                 progress: bool = False, **kwargs: Any) -> None:
+                 memory: bool | None = None, progress: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.graph = graph
         for name, value in (("phase", phase), ("theme", theme), ("speed", speed),
-                            ("rankdir", rankdir), ("precision", precision)):
+                            ("rankdir", rankdir), ("precision", precision),
+                            ("show_memory", memory)):
             if value is not None:
                 setattr(self, name, value)
         self.progress = progress
@@ -142,26 +143,39 @@ class BackpropScene(MovingCameraScene):
         self.store.typeset([(tex, text) for _, tex, text in self.results], CAPTION_EM,
                            self.palette.text)
         self.dead_values, self.dead_edges = dead_masks(G) if self.backward else ({}, {})
+        self.caption_rows = self.rows_needed()
+        room = Room(*graph_room(self.caption_rows, self.show_memory))
         sized, shown, others = self.diagram_numbers()
         self.diagram = GraphMobject(G, layout(sized, rankdir=self.rankdir, theme=self.theme,
                                          precision=self.precision, legend=False,
                                          forward_only=not self.backward),
-                               self.palette, self.store, center=GRAPH_CENTER,
-                               max_width=GRAPH_WIDTH, max_height=GRAPH_HEIGHT,
+                               self.palette, self.store,
+                               center=((room.left + room.right) / 2,
+                                       (room.bottom + room.top) / 2, 0),
+                               max_width=room.width, max_height=room.height, max_scale=1.0,
                                min_scale=MIN_SCALE, precision=self.precision, grads=shown,
-                               gradient_slot=self.backward, others=others)
+                               gradient_slot=self.backward, others=others,
+                               names=headings(G, self.precision),
+                               plain=plain_constants(G, False))
         # The forward value and the gradient each box shows now.
         self.data_labels: dict[Any, Table] = {}
         self.grad_labels: dict[Any, Table] = {}
         self.edge_labels: dict[tuple, Table] = {}
         self.caption: VMobject | None = None
         self.title: VMobject | None = None
-        # How much larger than the frame a graph drawn wider than its rectangle
-        # (at MIN_SCALE) is: the overview zooms out by it. A graph in it never pans.
-        fits = self.diagram.scale_factor * self.diagram.layout.width <= GRAPH_WIDTH + 1e-9
-        self.overview = 1.0 if fits else max(
-            1.0, (self.diagram.width + 2 * PAN_MARGIN) / config.frame_width,
-            (self.diagram.height + 2 * PAN_MARGIN) / config.frame_height)
+        # The camera's views: whole columns of the graph in its room (camera.py). The
+        # whole graph's view is the overview; a graph that fits its room never pans.
+        diagram = self.diagram
+        parts = [*(box.frame for box in diagram.values.values()),
+                 *(op.circle for op in diagram.ops.values())]
+        self.columns = columns([(p.get_left()[0], p.get_right()[0]) for p in parts])
+        self.room = room
+        self.whole = whole_view(self.columns, diagram.get_bottom()[1], diagram.get_top()[1],
+                                room, config.frame_width)
+        self.overview = self.whole.zoom if self.whole.zoom > 1 + 1e-6 else 1.0
+        # The zoom at which the graph's smallest text (13 pt) is TEXT_EM on screen.
+        self.most_zoom = diagram.scale_factor * EXPRESSION_PT / TEXT_EM
+        self.view: View | None = None
         self.marks: list[VMobject] = []  # this step's highlights, gone at the next
         # The text of the caption region as shown (the .srt cue of the beat), and
         # a note added to it during the beat (a dead unit).
@@ -198,6 +212,7 @@ class BackpropScene(MovingCameraScene):
     # ------------------------------------------------------------ the story
 
     def construct(self) -> None:
+        self.show_title_card()
         self.show_graph()
         if self.phase in ("forward", "both"):
             self.play_forward()
@@ -206,22 +221,72 @@ class BackpropScene(MovingCameraScene):
         if self.backward:
             self.play_backward()
         self.show_overview()
-        self.wait(self.t(2.0))
+        self.show_recap()
 
     def show_graph(self) -> None:
-        """The graph fades in as the SVG draws it, numbers not yet computed."""
+        """The graph fades in as the SVG draws it, numbers not yet computed (the title
+        card, if shown, fading out), the whole graph in view."""
         diagram = self.diagram
         boxes = [*diagram.values.values(), *diagram.ops.values()]
-        if self.overview > 1:
-            self.camera.frame.scale(self.overview).move_to(diagram.get_center())
-        self.play(LaggedStart(*(FadeIn(box) for box in boxes), lag_ratio=0.05),
+        card = [FadeOut(self.card)] if self.__dict__.get("card") is not None else []
+        self.move_camera(self.whole, animate=False)
+        self.play(*card, LaggedStart(*(FadeIn(box) for box in boxes), lag_ratio=0.05),
                   LaggedStart(*(Create(edge) for edge in diagram.edges.values()),
                               lag_ratio=0.05),
                   run_time=self.t(1.2))
+        self.card = None
         # Re-add as one static layer: edges under boxes, as in the SVG.
         self.remove(*boxes, *diagram.edges.values())
         self.add(*diagram.edges.values(), *boxes)
         self._tick()
+
+    def rows_needed(self) -> int:
+        """The caption band's rows: as many as the clip's tallest caption takes (its rule
+        as pacing shows it), and at least two."""
+        if not self.backward:
+            return 2
+        rows, seen = [caption_rows(self.captions[0].rule, caption_lines(
+            self.graph, None, self.captions[0], self.precision))], set()
+        for step in self.steps:
+            pace = pace_of(self.graph, step, seen, last=step is self.steps[-1])
+            caption = self.captions[step.index]
+            rows.append(caption_rows(shown_rule(self.graph, step, caption, pace),
+                                     caption_lines(self.graph, step, caption, self.precision)))
+        return max(2, *rows)
+
+    def show_title_card(self) -> None:
+        """The first frame: what the graph computes and what the clip finds (title_card),
+        held to be read."""
+        start = self.time
+        self.move_camera(self.whole, animate=False)
+        card, text = title_card(self.graph, self.store, self.palette, self.precision,
+                                self.backward)
+        self.card = self.place(card, 0, 0)
+        self.add(self.card)
+        self.wait(frames_up(self.t(reading_time(text) + CARD_EXTRA), config.frame_rate))
+        self.cue(text, start)
+
+    def show_recap(self) -> None:
+        """The end: the graph gives way to the recap (recap_card): the gradients found,
+        typeset, and the lessons this graph showed."""
+        if not self.backward:
+            self.wait(self.t(2.0))
+            return
+        self.clear_marks()
+        shown = list(self.mobjects)
+        self.title = self.caption = self.meter = None
+        card, text, results = recap_card(self.graph, self.store, self.palette, self.results,
+                                         self.precision, self.dead_values)
+        self.place(card, 0, 0)
+        start = self.time
+        self.play(*(FadeOut(m) for m in shown), run_time=self.t(0.6))
+        self.play(FadeIn(card, shift=0.1 * UP), run_time=self.t(0.6))
+        self.caption = results
+        self.caption_text = text
+        self.recap = card
+        self.wait(frames_up(max(self.t(0.3), self.t(reading_time(text) + CARD_EXTRA)
+                                - (self.time - start)), config.frame_rate))
+        self.cue(text, start)
 
     def point_out(self, nodes: Sequence[Any], note: str, seconds: float = 2.5) -> None:
         """Outline ``nodes`` and show ``note`` in the caption line, then hold."""
@@ -265,8 +330,9 @@ class BackpropScene(MovingCameraScene):
         self.clear_marks()
 
     def set_note(self, text: str) -> None:
-        """Queue a plain sentence for the caption line (in place of an equation)."""
-        note = self.place(note_line(self.store, self.palette, text), 0, (RULE_Y + CAPTION_Y) / 2)
+        """Queue a plain sentence for the caption band (in place of an equation)."""
+        note = note_line(self.store, self.palette, text)
+        self.place_rows(note, note[0])
         if self.caption is not None:
             self.remove(self.caption)
         self.caption = note
@@ -283,83 +349,68 @@ class BackpropScene(MovingCameraScene):
         return self.diagram.values.get(node) or self.diagram.ops[node]
 
     def show_overview(self) -> None:
-        """Zoom out to the whole graph (when it is larger than the frame), fitted to
-        the frame, with the parameters' final gradients set large beneath it."""
+        """Zoom out to the whole graph (when it is larger than the frame), every gradient
+        in it, before the recap."""
         if self.overview == 1:
             return
-        overlay = [m for m in (self.title, self.caption, self.meter) if m is not None]
         self.clear_marks()
+        overlay = [m for m in (self.title, self.caption, self.meter) if m is not None]
         self.play(*(FadeOut(m) for m in overlay), run_time=self.t(0.4))
         self.title = self.caption = self.meter = None
-        results = self.result_table()
-        below = results.height + RESULT_GAP if results is not None else 0.0
-        diagram, margin = self.diagram, 2 * OVERVIEW_MARGIN
-        # The zoom at which the graph fills the frame's width, or its height
-        # above the results, whichever is reached first.
-        zoom = max(diagram.width / (config.frame_width - margin),
-                   diagram.height / (config.frame_height - margin - below))
-        # Graph and results together, centred: the graph's centre is half the
-        # results' band above the frame's.
-        center = diagram.get_center() - np.array([0, below / 2 * zoom, 0])
-        frame = self.camera.frame
-        self.play(frame.animate.scale(zoom * config.frame_width / frame.width).move_to(center),
-                  run_time=self.t(1.2))
-        if results is not None:
-            start = self.time
-            self.place(results, 0, below / 2 - diagram.height / zoom / 2 - RESULT_GAP
-                       - results.height / 2)
-            self.caption = results
-            self.play(FadeIn(results, shift=0.1 * UP), run_time=self.t(0.6))
-            self.caption_text = self.results_text()
-            self.hold(start)
-            self.cue(self.caption_text, start)
+        self.move_camera(self.whole, seconds=1.2)
+        self.wait(self.t(1.0))
 
     def results_text(self) -> str:
         """The overview's results in words, as its cue: "∂L/∂W1 = [...]", one a line."""
         return results_text(self.graph, self.results, self.precision)
 
     def result_table(self) -> VGroup | None:
-        """The parameters' final gradients, "∂L/∂W1 = [...]" each, in screen units as
-        ``place`` takes them; None if the graph has no parameters."""
-        return result_table(self.store, self.palette, self.graph, self.results, self.precision,
-                            self.dead_values)
+        """The recap's results, "∂L/∂W1 = [...]" each, in screen units as ``place``
+        takes them; None if the graph has no gradients to show."""
+        return recap_card(self.graph, self.store, self.palette, self.results,
+                          self.precision, self.dead_values)[2]
 
     def focus(self, nodes: Sequence[Any], seconds: float = 0.6) -> None:
-        """Pan the camera (with the title and caption) until ``nodes`` are in view.
-
-        A graph that fits the frame never pans; a wider one is zoomed in from
-        the overview first.
-        """
-        if self.overview == 1:
+        """Move the camera (with the title and caption) until ``nodes`` are in view: the
+        view of whole columns that shows them (camera.py). A graph that fits its room
+        never moves."""
+        if self.overview == 1 and self.view is not None:
             return
-        frame = self.camera.frame
         parts = [self._part(node) for node in nodes]
-        left = min(p.get_left()[0] for p in parts) - PAN_MARGIN
-        right = max(p.get_right()[0] for p in parts) + PAN_MARGIN
-        half = config.frame_width / 2
-        zoomed_out = frame.width > config.frame_width * 1.001
-        if not zoomed_out and left >= frame.get_x() - half and right <= frame.get_x() + half:
+        spans = [(p.get_left()[0], p.get_right()[0]) for p in parts]
+        first = min(i for i, (low, high) in enumerate(self.columns)
+                    if any(a < high and b > low for a, b in spans))
+        last = max(i for i, (low, high) in enumerate(self.columns)
+                   if any(a < high and b > low for a, b in spans))
+        diagram = self.diagram
+        view = view_of(self.columns, (first, last), diagram.get_bottom()[1],
+                       diagram.get_top()[1], self.room, config.frame_width, self.most_zoom,
+                       ZOOM_IN, self.view)
+        self.move_camera(view, seconds=seconds)
+
+    def move_camera(self, view: View, *, seconds: float = 0.6, animate: bool = True) -> None:
+        """Move the camera's frame to ``view``, the title, caption and meter keeping their
+        places on screen; at once unless ``animate``."""
+        frame = self.camera.frame
+        if self.view is not None and view == self.view:
             return
-        # Show as much as possible of what comes next in the sweep's direction.
-        if right - left > 2 * half:
-            x = (left + right) / 2
-        elif left > frame.get_x():  # moving right (the forward pass): room ahead
-            x = left + half
-        else:  # moving left (the backward sweep)
-            x = right - half
-        graph_left = self.diagram.get_left()[0] - PAN_MARGIN
-        graph_right = self.diagram.get_right()[0] + PAN_MARGIN
-        x = min(max(x, graph_left + half), graph_right - half)
+        old_zoom = frame.width / config.frame_width
+        old_center = frame.get_center()
+        center = np.array([view.x, view.y, 0.0])
         overlay = [m for m in (self.title, self.caption, self.meter) if m is not None]
-        if zoomed_out:
-            # The title and caption were set for the overview: they go, and
-            # the next ones are placed for the new view.
-            self.play(frame.animate.scale(config.frame_width / frame.width).move_to([x, 0, 0]),
-                      *(FadeOut(m) for m in overlay), run_time=self.t(seconds * 2))
-            self.title = self.caption = self.meter = None
+        self.view = view
+        ratio = view.zoom / old_zoom
+
+        def moved(m: VMobject) -> np.ndarray:
+            return center + (m.get_center() - old_center) * ratio
+
+        if not animate:
+            for m in overlay:
+                m.move_to(moved(m)).scale(ratio)
+            frame.set(width=view.zoom * config.frame_width).move_to(center)
             return
-        shift = np.array([x - frame.get_x(), 0, 0])
-        self.play(frame.animate.shift(shift), *(m.animate.shift(shift) for m in overlay),
+        self.play(frame.animate.set(width=view.zoom * config.frame_width).move_to(center),
+                  *(m.animate.move_to(moved(m)).scale(ratio) for m in overlay),
                   run_time=self.t(seconds))
 
     def _around(self, op: Any) -> list:
@@ -501,44 +552,56 @@ class BackpropScene(MovingCameraScene):
     def set_title(self, text: str) -> None:
         """The phase title, top left, muted, with the key to the colours."""
         title = title_block(self.store, self.palette, text)
-        self.place(title, -config.frame_width / 2 + 0.5 + title.width / 2,
-                   TITLE_Y + title[0].height / 2 - title.height / 2)
+        self.place(title, -config.frame_width / 2 + SIDE_MARGIN + title.width / 2,
+                   TITLE_Y - title.height / 2 + title[0].height / 2)
         if self.title is not None:
             self.remove(self.title)
         self.title = title
         self.play(FadeIn(title, shift=0.15 * DOWN), run_time=self.t(0.4))
 
     def show_meter(self, step: MemoryStep) -> None:
-        """The meter, top right: the bytes kept for backward after ``step`` of the memory
-        timeline, in words and as a bar against the peak; set at once (no beat added)."""
+        """With ``memory``, the meter under the title, right: the bytes kept for backward
+        after ``step`` of the memory timeline, in words and as a bar against the peak;
+        set at once (no beat added)."""
         peak = self.memory.peak_bytes
-        if not peak:
+        if not peak or not self.show_memory:
             return
         meter = meter_block(self.store, self.palette, step.bytes_held, peak)
-        self.place(meter, config.frame_width / 2 - 0.5 - meter.width / 2,
-                   TITLE_Y - meter.height / 2 + meter[0].height / 2)
+        self.place(meter, config.frame_width / 2 - SIDE_MARGIN - meter.width / 2,
+                   TITLE_Y - ROW_PITCH)
         if self.meter is not None:
             self.remove(self.meter)
-        self.meter = meter
+        self.meter = self.last_meter = meter
         self.meter_shown.append(step.bytes_held)
         self.add(meter)
 
     def set_caption(self, index: int, step: Any = None) -> None:
         """Queue the caption of backward step ``index`` (``step``, None for the seed): its
         rule as pacing shows it, then its worked lines, their terms hidden until the
-        motion reaches them (story.py)."""
+        motion reaches them (story.py), in the caption band under the graph."""
         caption = self.captions[index]
         rule = caption.rule if step is None else shown_rule(self.graph, step, caption,
                                                            self.pace)
         new = step_caption(self.graph, step, caption, rule, self.store, self.palette,
                            self.precision)
-        self.place(new, 0, RULE_Y + 0.2 - new.height / 2)
+        self.place_rows(new, new.rows[0])
         # The .srt cue is the caption's very lines, as shown.
         self.caption_text = new.text()
         if self.caption is not None:
             self.remove(self.caption)
         self.caption = new
         self._queue(FadeIn(new, shift=0.1 * UP))
+
+    def place_rows(self, mobject: VMobject, first: VMobject) -> VMobject:
+        """Put the rows of ``mobject`` in the caption band, centred, its ``first`` row at
+        the band's top, as if the camera had not moved."""
+        frame = self.camera.frame
+        zoom = frame.width / config.frame_width
+        mobject.scale(zoom)
+        where = frame.get_center() + zoom * np.array(
+            [0, caption_top(self.caption_rows) - ROW_PITCH / 2, 0])
+        return mobject.shift(where - np.array([mobject.get_center()[0],
+                                               first.get_center()[1], 0]))
 
     def highlight_op(self, op: Any) -> None:
         """Queue the highlight of the current op and of the edge its gradient came in by."""
@@ -565,19 +628,18 @@ class BackpropScene(MovingCameraScene):
         if edge in self.edge_labels:
             return self.edge_labels[edge]
         diagram = self.diagram
-        path = self.diagram.layout.edges[edge]
         box = diagram.values[edge[0]]
         contribution = self.graph.edges[edge]["grad"]
-        em = LABEL_PT * diagram.scale_factor
+        em = EXPRESSION_PT * diagram.scale_factor
 
         label = Table(format_array(contribution, self.precision, MAX_ITEMS), self.store, em,
                       self.palette.grad, bracketed=box.bracketed,
                       dead=self.dead_edges.get(edge), dead_color=self.palette.dead_text,
                       dead_fill=self.palette.dead_fill, backdrop=self.palette.label_fill)
-        if path.label is not None:
-            label.move_to(diagram.point(*path.label))
-        else:
-            label.move_to(diagram.edges[edge].path.point_from_proportion(0.5))
+        # Where the figure's badge sits on the route, else half way along the curve.
+        where = diagram.layout.edges[edge].label
+        label.move_to(diagram.point(*where) if where is not None
+                      else diagram.edges[edge].path.point_from_proportion(0.5))
         self.edge_labels[edge] = label.set_z_index(Z_NUMBER)
         return label
 

@@ -1,0 +1,122 @@
+"""The clip's first and last frames: the title card (what is computed) and the recap.
+
+Both are read from the IR alone: the title card says what the graph computes
+(its root written as the captions write it, and its number), the recap lists
+the gradients found, typeset, and the lessons this graph showed: a fork's
+gradients add (or, in an engine that did not add them, that it should have),
+a dead ReLU zeros its units' gradients and with them rows of the weights'.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from manim import DOWN, LEFT, RIGHT, VGroup
+
+from ..captions import number_text, step_captions, value_names
+from ..steps import fork_edges, plain_constants
+from ..style import Theme
+from .mobjects import TextStore
+from .screen import CAPTION_WIDTH, TEXT_EM, result_table, results_text, wrapped_words
+from .story import ENGINE_NOTES
+
+__all__ = ["lessons", "recap_card", "title_card", "what_is_computed"]
+
+# The cards' type: a headline, and lines under it.
+HEADLINE_EM, LINE_EM = 2.2 * TEXT_EM, 1.25 * TEXT_EM
+
+
+def what_is_computed(G: nx.MultiDiGraph, precision: int) -> tuple[str, str]:
+    """The root as its op computed it (``e = d · c``, named as every view names
+    values) and its number (``e = −3``)."""
+    root = G.graph["roots"][0]
+    names = value_names(G)
+    unnamed = G.copy()
+    unnamed.nodes[root]["label"] = None
+    written = value_names(unnamed)[root].text
+    name = names[root].text
+    number = f"{name} = {number_text(G.nodes[root]['data'], precision)}"
+    return (f"{name} = {written}" if written != name else name), number
+
+
+def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: int,
+               backward: bool) -> tuple[VGroup, str]:
+    """The title card, in screen units, and its words (its cue)."""
+    computed, number = what_is_computed(G, precision)
+    names = value_names(G)
+    parameters = [names[node].text for node, role in G.nodes(data="role") if role == "param"]
+    if backward:
+        wanted = ", ".join(parameters) if parameters else "every input"
+        lines = [f"{'the loss ' if parameters else ''}{number}: its gradient with respect "
+                 f"to {wanted}, by the chain rule"]
+    else:
+        lines = [f"{number}, each value from its inputs"]
+    card = VGroup(store.text(computed, HEADLINE_EM, palette.text))
+    for line in lines:
+        card.add(*(store.text(row, LINE_EM, palette.muted)
+                   for row in wrapped_words(line, LINE_EM)))
+    card.arrange(DOWN, buff=0.35)
+    return card, "\n".join([computed, *lines])
+
+
+def lessons(G: nx.MultiDiGraph) -> list[str]:
+    """What this graph showed, from its IR: always the chain rule; forks adding, where a
+    value is used twice (and whether the engine added); a dead ReLU, where one is."""
+    names = value_names(G)
+    found = ["each gradient is the local derivative × the gradient from above"]
+    forks: dict[Any, list] = {}
+    forked = fork_edges(G, plain_constants(G, False))
+    for edge in G.edges(keys=True):  # (in the graph's order: the same words every run)
+        if edge in forked:
+            forks.setdefault(edge[0], []).append(edge)
+    if forks:
+        used = ", ".join(names[u].text for u in forks)
+        # A share the engine did not add where the rule says +=: its caption says so.
+        noted = {edge[0] for caption in step_captions(G) for edge, worked in caption.edges
+                 if any(opening in line for line in worked for opening in ENGINE_NOTES)}
+        wrong = [names[u].text for u in forks if u in noted]
+        lesson = f"forks add: a value used more than once ({used}) gets the sum of its shares"
+        if len(wrong) == 1:
+            lesson += f"; this engine did not add them, so the gradient of {wrong[0]} is wrong"
+        elif wrong:
+            lesson += (f"; this engine did not add them, so the gradients of "
+                       f"{' and '.join(wrong)} are wrong")
+        found.append(lesson)
+    dead = [op for op, attrs in G.nodes(data=True) if attrs.get("kind") == "op"
+            and np.any(np.asarray(attrs.get("dead", False)))]
+    if dead:
+        found.append("a dead ReLU zeros a row: a unit whose input was ≤ 0 passes no "
+                     "gradient back, so the weights that feed it get none")
+    return found
+
+
+def recap_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme,
+               results: list[tuple[Any, str, str]], precision: int,
+               dead_values: dict[Any, Any]) -> tuple[VGroup, str, VGroup | None]:
+    """The recap, in screen units: "Recap", the gradients found typeset, the lessons;
+    its words (its cue); and its results alone (None if there are none)."""
+    table = result_table(store, palette, G, results, precision, dead_values)
+    card = VGroup(store.text("Recap", HEADLINE_EM * 0.8, palette.text))
+    if table is not None:
+        card.add(table.scale(min(1.3, CAPTION_WIDTH / table.width)))
+    taught = lessons(G)
+    rows, indented = VGroup(), []
+    bullet = store.text("•", LINE_EM, palette.muted)
+    for lesson in taught:
+        for number, row in enumerate(wrapped_words(lesson, LINE_EM, CAPTION_WIDTH - 0.5)):
+            text = store.text(row, LINE_EM, palette.muted)
+            if number == 0:
+                text = VGroup(bullet.copy(), text).arrange(RIGHT, buff=0.25)
+            else:
+                indented.append(text)
+            rows.add(text)
+    rows.arrange(DOWN, buff=0.16, aligned_edge=LEFT)
+    for text in indented:  # under the words of the line above, not its bullet
+        text.shift((bullet.width + 0.25) * RIGHT)
+    card.add(rows)
+    card.arrange(DOWN, buff=0.45)
+    words = ["Recap", *([results_text(G, results, precision)] if results else []),
+             *taught]
+    return card, "\n".join(words), table

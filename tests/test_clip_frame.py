@@ -1,0 +1,210 @@
+"""The clip's composition: the graph fills the frame, every box is named as in the figure.
+
+Geometry is read from the rendered pixels at 480p: at the middle of every backward
+step (its times from the scene's own cues, which the .srt repeats), the graph's
+non-background box against the frame, the caption band apart from it, the first
+frame not blank. Names and type sizes are read from the scene's mobjects.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from html import unescape
+
+import numpy as np
+import pytest
+
+pytest.importorskip("manim")
+av = pytest.importorskip("av")
+
+import manim  # noqa: E402
+
+from backpropviz.animate import render_video  # noqa: E402
+from backpropviz.animate.screen import TEXT_EM, caption_top  # noqa: E402
+from backpropviz.animate.sweep import BackpropScene  # noqa: E402
+from backpropviz.captions import headings  # noqa: E402
+from backpropviz.figure import to_dot  # noqa: E402
+from backpropviz.steps import plain_constants  # noqa: E402
+from backpropviz.views import drawn_graph  # noqa: E402
+
+EXAMPLES = [("add_mul", "e"), ("fork", "c"), ("d2l_mlp",), ("capstone/forked_neuron",)]
+
+
+def dry_run(G, **options) -> BackpropScene:
+    settings = {"media_dir": tempfile.mkdtemp(prefix="bpv-test-"), "disable_caching": True,
+                "progress_bar": "none", "verbosity": "WARNING", "quality": "low_quality",
+                "dry_run": True}
+    with manim.tempconfig(settings):
+        scene = Steps(G, **options)
+        scene.camera.capture_mobjects = lambda mobjects, **kwargs: None
+        scene.render()
+    return scene
+
+
+class Steps(BackpropScene):
+    """A scene that notes, in the middle of each backward step, the camera's frame and
+    the smallest type on screen."""
+
+    def hold(self, start: float) -> None:
+        super().hold(start)
+        if self.__dict__.get("pace") is None:
+            return
+        frame = self.camera.frame
+        sizes = [part.em for m in self.mobjects for part in m.get_family()
+                 if getattr(part, "em", None) is not None and isinstance(part, manim.Text)
+                 and part.get_fill_opacity() > 0.5]
+        smallest = min(sizes) / frame.height * 480  # (px at 480p, as on screen now)
+        self.__dict__.setdefault("noted", []).append((self.view.zoom <= self.most_zoom + 1e-9,
+                                                      smallest))
+        # The boxes and circles the frame's edges cut.
+        left, right = frame.get_left()[0], frame.get_right()[0]
+        bottom, top = frame.get_bottom()[1], frame.get_top()[1]
+        parts = [*(box.frame for box in self.diagram.values.values()),
+                 *(op.circle for op in self.diagram.ops.values())]
+        self.__dict__.setdefault("cut", []).extend(
+            part for part in parts
+            if not (part.get_right()[0] <= left or part.get_left()[0] >= right)
+            and not (left <= part.get_left()[0] and part.get_right()[0] <= right
+                     and bottom <= part.get_bottom()[1] and part.get_top()[1] <= top))
+
+
+def frames_of(path) -> list[tuple[float, np.ndarray]]:
+    with av.open(str(path)) as movie:
+        return [(frame.time, frame.to_ndarray(format="rgb24"))
+                for frame in movie.decode(video=0)]
+
+
+def frame_at(frames, t: float) -> np.ndarray:
+    return min(frames, key=lambda frame: abs(frame[0] - t))[1]
+
+
+def ink(image: np.ndarray) -> np.ndarray:
+    """Where ``image`` is not the white background."""
+    return np.any(image < 235, axis=-1)
+
+
+@pytest.fixture(scope="module", params=EXAMPLES, ids=lambda example: example[0])
+def told(request, example, tmp_path_factory):
+    G = example(*request.param)
+    out = tmp_path_factory.mktemp("clip") / "clip.mp4"
+    render_video(G, out, quality="l", progress=False, jobs=1)
+    return G, dry_run(G), frames_of(out)
+
+
+@pytest.mark.slow
+def test_the_graph_fills_the_frame_at_the_middle_of_every_step(told):
+    _G, scene, frames = told
+    height, width = frames[0][1].shape[:2]
+    # The caption band's top, in pixel rows (the band is fixed on screen).
+    band = round((0.5 - caption_top(scene.caption_rows) / manim.config.frame_height) * height)
+    steps = [start for what, _, start in scene.timeline if what == "step"]
+    ends = [*steps[1:], scene.cues[-1][0]]
+    for start, end in zip(steps, ends, strict=True):
+        image = frame_at(frames, (start + end) / 2)
+        marked = ink(image)
+        # Nothing of the graph runs into the caption band: the rows just above it are
+        # empty across the whole frame.
+        assert not marked[band - 4:band].any(), start
+        graph = marked[:band]
+        rows = np.flatnonzero(graph.any(axis=1))
+        columns = np.flatnonzero(graph[rows[0] + round(0.1 * height):].any(axis=0))
+        # (the title band is the top tenth: the graph is measured under it)
+        tall = (rows[-1] - rows[0]) / height
+        wide = (columns[-1] - columns[0] + 1) / width
+        assert wide >= 0.8 or tall >= 0.7, (start, wide, tall)
+        # The caption band holds the caption.
+        assert marked[band:].any()
+
+
+@pytest.mark.slow
+def test_the_first_frame_is_the_title_card(told):
+    _G, scene, frames = told
+    first = ink(frames[0][1])
+    assert first.sum() > 500  # the words of the title card, not a blank frame
+    assert scene.cues[0][0] == 0 and "=" in scene.cues[0][1].splitlines()[0]
+    assert scene.cues[-1][1].startswith("Recap")
+
+
+@pytest.mark.parametrize("example_args", EXAMPLES, ids=lambda example: example[0])
+def test_type_is_40px_at_1080p_and_no_box_is_cut_in_every_step(example, example_args):
+    scene = dry_run(example(*example_args))
+    assert scene.noted
+    # Each box is in the frame whole, or not at all, at the middle of every step.
+    assert scene.__dict__.get("cut", []) == []
+    least = 40 / 1080 * 480
+    # Every step whose boxes fit one view at that size shows its type at least that large;
+    # only a step whose operand lies far from its op (forked_neuron's x, used at both ends
+    # of the graph) is shown zoomed out, smaller.
+    assert min(smallest for fits, smallest in scene.noted if fits) >= least - 0.05
+    unfit = sum(1 for fits, _ in scene.noted if not fits)
+    assert unfit <= (1 if example_args == ("capstone/forked_neuron",) else 0)
+    assert TEXT_EM / manim.config.frame_height * 1080 >= 40
+
+
+def _figure_headings(G) -> dict:
+    """The text heading each value box in the figure's DOT: its label's first row, when
+    that is not the box's numbers, without tags or the saved mark."""
+    found = {}
+    for node, label in re.findall(r'^\s*"([^"]+)" \[id=.*?label=<(<TABLE.*)>\];$', to_dot(G),
+                                  flags=re.M):
+        first = re.match(r"<TABLE[^>]*><TR><TD[^>]*>(.*?)</TD></TR>", label)
+        if G.nodes[node]["kind"] != "value" or first is None \
+                or first.group(1).startswith("<TABLE"):
+            continue
+        text = unescape(re.sub(r"<[^>]+>", "", first.group(1))).replace("\xa0", " ")
+        found[node] = text.replace("●", "").strip()
+    return found
+
+
+@pytest.mark.parametrize("example_args", [("d2l_mlp",), ("capstone/forked_neuron",)],
+                         ids=lambda example: example[0])
+def test_every_box_is_named_as_in_the_figure_and_constants_have_no_slot(example, example_args):
+    G = drawn_graph(example(*example_args))
+    with manim.tempconfig({"quality": "low_quality", "verbosity": "WARNING"}):
+        scene = BackpropScene(G)
+        scene.setup()
+    boxes = scene.diagram.values
+    shown = {node: box.name.plain for node, box in boxes.items() if box.name is not None}
+    # The same naming layer as the figure: every box the figure heads, headed alike.
+    assert shown == {node: heading.text for node, heading in headings(G).items()}
+    assert shown == _figure_headings(G)
+    if example_args == ("d2l_mlp",):
+        assert {"o − y", "(o − y)²", "W1", "x"} <= set(shown.values())
+    # A constant (no gradient) is drawn with its value alone: no slot, no rule.
+    constants = plain_constants(G, False)
+    for node, box in boxes.items():
+        assert box.has_gradient_slot == (node not in constants)
+        assert (box.rule is None) or node not in constants
+
+
+def test_no_memory_meter_unless_asked(example):
+    G = example("add_mul", "e")
+    assert dry_run(G).meter_shown == []
+    assert dry_run(G, memory=True).meter_shown == [0, 16, 16, 0, 0]
+
+
+def test_the_recaps_lessons_are_read_from_the_graph(example):
+    from backpropviz import Value
+    from backpropviz.animate.cards import lessons
+    from backpropviz.ir import to_networkx
+
+    def taught(G) -> set[str]:
+        return {lesson.split(":")[0] for lesson in lessons(G)}
+
+    chain = "each gradient is the local derivative × the gradient from above"
+    assert lessons(example("add_mul", "e")) == [chain]
+    assert taught(example("fork", "c")) == {chain.split(":")[0], "forks add"}
+    assert taught(example("d2l_mlp")) == {chain.split(":")[0], "a dead ReLU zeros a row"}
+    # The student's engine overwrote at its forks: the recap says which gradients are wrong.
+    (fork,) = [lesson for lesson in lessons(example("capstone/forked_neuron"))
+               if lesson.startswith("forks add")]
+    assert fork.endswith("so the gradients of x and h are wrong")
+    # Any graph with a value used twice, whatever it is called, and none without.
+    u = Value(3.0, label="u")
+    v = u * u
+    v.backward()
+    assert "forks add" in taught(to_networkx(v))
+    w = Value(3.0, label="fork") * Value(2.0, label="relu")
+    w.backward()
+    assert taught(to_networkx(w)) == {chain.split(":")[0]}
