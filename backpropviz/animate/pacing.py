@@ -24,7 +24,7 @@ import networkx as nx
 import numpy as np
 
 from .. import ops
-from ..captions import Caption
+from ..captions import Caption, step_form
 
 __all__ = ["HELD_EXTRA", "HOLD_FLOOR", "READING_CPS", "Pace", "durations", "factor_sources",
            "forward_pace", "frames_up", "pace_of", "reading_time", "seed_pace", "share_pace",
@@ -79,8 +79,7 @@ def factor_sources(G: nx.MultiDiGraph, step: Any, edge: tuple) -> list[Any]:
     """The boxes whose forward value is a factor of ``edge``'s local derivative, as the
     registry's numbers template reads them: operand values (``$a``, ``$b``) or the
     result (``$r``); [] for a rule that passes the gradient on."""
-    attrs = G.nodes[step.op]
-    form = ops.get(attrs["op"]).form(len(step.edges))
+    form = step_form(G, step)
     arg = G.edges[edge]["arg"]
     if arg >= len(form.numbers):
         return []

@@ -35,8 +35,14 @@ from manim import (
     rate_functions,
 )
 
-from .. import ops
-from ..captions import Caption, differentiated, number_text, partial_name, value_names
+from ..captions import (
+    Caption,
+    differentiated,
+    number_text,
+    partial_name,
+    step_form,
+    value_names,
+)
 from ..formatting import MAX_ITEMS, format_array
 from ..style import Theme
 from .mobjects import Z_FLYING, Z_MARK, Table, TextStore
@@ -235,7 +241,7 @@ def caption_lines(G: Any, step: Any, caption: Caption,
     written = [upstream_name] + ([] if upstream is None else
                                  [number_text(upstream, precision),
                                   f"({number_text(upstream, precision)})"])
-    form = ops.get(G.nodes[step.op]["op"]).form(len(step.edges))
+    form = step_form(G, step)
     lines: list[tuple[Any, Sequence[Term]]] = []
     for edge, worked in caption.edges:
         template = form.numbers[G.edges[edge]["arg"]] if form.numbers else "$g"
