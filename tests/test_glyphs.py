@@ -13,7 +13,7 @@ from backpropviz.glyphs import with_fallback_fonts
 cairosvg = pytest.importorskip("cairosvg")
 
 # The characters our names, captions and legends use beyond ASCII.
-GLYPHS = "‖·²◀∂Σ⊙λ−×÷→∇"
+GLYPHS = "‖·²◀∂Σ⊙λ−×÷→∇⟲"
 FACES = [("Helvetica,Arial,sans-serif", "normal"), ("Times,serif", "italic")]
 
 
