@@ -688,6 +688,9 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
                      "; each repetition of the loop adds its share to the weight's gradient "
                      "(+=)" if any(u in looped for u, _, _ in step.edges) else
                      "; backward passes add to the gradient already there (+=)")
+        if step.result in G.graph.get("loop_after", {}):
+            rule += (f"; by now {names[step.result].text} holds the shares of all "
+                     f"{G.graph.get('loop_count')} repetitions of the loop")
         if not texts:
             texts, texs = [f"{spec.name}: no gradient to pass on"], [r"\text{no gradient}"]
             worked = list(texts)

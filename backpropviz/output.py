@@ -208,7 +208,11 @@ def _diagram(G: nx.MultiDiGraph, options: Options) -> Any:
 
     diagram = draw(view(G, options), **options.figure())
     if diagram.fit is not None and diagram.fit.advice:
-        warnings.warn(diagram.fit.advice, Note, stacklevel=3)
+        advice = diagram.fit.advice
+        loop = None if G.graph.get("loop_count") else find_loop(G)
+        if loop is not None:  # (an unrolled loop is best drawn as its one block)
+            advice += f", or --roll (it repeats one block {loop.count} times)"
+        warnings.warn(advice, Note, stacklevel=3)
     return diagram
 
 

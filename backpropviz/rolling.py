@@ -258,6 +258,12 @@ def rolled(G: nx.MultiDiGraph, loop: Loop, repetition: int | None = None) -> nx.
     before = _sums_before(G, H, loop, source_of)
     if before:
         H.graph["loop_before"] = before
+    # A shared value an op made before the loop: that op's step reads it with every
+    # repetition's share in, its gradient as the engine ended with it.
+    after = {value: G._node[value]["grad"] for value in loop.shared
+             if value in H and H._pred[value] and G._node[value].get("grad") is not None}
+    if after:
+        H.graph["loop_after"] = after
     H.graph.update(loop_count=count, loop_step=k,
                    loop_back=[node for source, box in entering.items()
                               for node in (loop.slots[source][last], box)],

@@ -233,6 +233,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("loop_before", GRAPH, SEEDS, "a rolled loop: each shared value's gradient "
               "when the drawn repetition's backward began (the later repetitions' shares), "
               "as the engine held it", "rolling"),
+    Attribute("loop_after", GRAPH, SEEDS, "a rolled loop: each shared value made by an "
+              "op before the loop, and its gradient once every repetition had sent its share "
+              "(what that op's step reads)", "rolling"),
     Attribute("loop_back", GRAPH, IDS, "a rolled loop's back edges, in pairs: the block's "
               "output, then the box it enters the next repetition as", "rolling"),
 )

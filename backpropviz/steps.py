@@ -59,7 +59,11 @@ def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
     needed: no copy of every gradient at every step.
     """
     history = {value: [seed] for value, seed in start_grads(G).items()}
-    for _, _, updated, _, grads in _replay(G):
+    after = G.graph.get("loop_after", {})
+    for op, _, updated, _, grads in _replay(G):
+        for value in G._succ[op]:  # (a rolled loop's shared value, all repetitions in)
+            if value in after and history.get(value, [None])[-1] is not after[value]:
+                history.setdefault(value, []).append(after[value])
         for value in dict.fromkeys(updated):
             history.setdefault(value, []).append(grads[value])
     return history
@@ -81,8 +85,14 @@ def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
     after the edge's contribution arrived); nothing is added up here.
     """
     grads: dict[Any, Any] = start_grads(G)
+    # A rolled loop's shared values computed before the loop: by the time backward
+    # reaches the op that made one, every repetition has sent its share (rolling.py).
+    after = G.graph.get("loop_after", {})
     pred = G._pred
     for op in G.graph["backward_order"]:
+        for value in G._succ[op]:
+            if value in after:
+                grads[value] = after[value]
         edges = operand_edges(G, op)
         updated, accumulated = [], []
         for u, v, k in edges:

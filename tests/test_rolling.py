@@ -230,3 +230,39 @@ def test_every_caption_of_every_repetition_is_true_arithmetic(script, monkeypatc
         if k < loop.count - 1:
             assert set(H.graph["loop_before"]) == {node for node in loop.shared
                                                    if G.nodes[node]["grad"] is not None}
+
+
+def test_a_weight_made_before_the_loop_is_read_with_every_repetitions_share(tmp_path):
+    """W_xh = randn · 0.5 before the loop: the × 0.5 step reads W_xh's gradient once all
+    six repetitions sent theirs (autograd's .grad), and every caption stays true."""
+    pytest.importorskip("torch")
+    from test_caption_arithmetic import false_arithmetic, view_lines
+
+    from backpropviz.captions import step_captions
+    from backpropviz.steps import backward_steps
+    from backpropviz.views import drawn_graph
+
+    script = LOOPS / "made_weight_loop.py"
+    G = graph_of_script(script, quiet=True)
+    loop = find_loop(G)
+    H = drawn_graph(rolled(G, loop, loop.count - 1))
+    torch_values = runpy.run_path(str(script))
+    (weight,) = [node for node, label in H.nodes(data="label") if label == "W_xh"]
+    (made,) = [step for step in backward_steps(H) if step.result == weight]
+    assert np.allclose(made.grads[weight], torch_values["W_xh"].grad.numpy())
+    (caption,) = [c for c, step in zip(step_captions(H)[1:], backward_steps(H), strict=True)
+                  if step.result == weight]
+    assert "holds the shares of all 6 repetitions" in caption.rule
+    for view, lines in view_lines(H).items():
+        assert not [line for line in lines if "not what this rule gives" in line], view
+        assert {line: why for line in lines if (why := false_arithmetic(line))} == {}, view
+
+
+def test_a_loop_too_small_to_read_at_slide_size_is_told_to_roll(monkeypatch):
+    pytest.importorskip("torch")
+    from backpropviz.errors import Note
+
+    monkeypatch.setenv("STEPS", "30")
+    G = graph_of_script(BENCH_SCRIPTS / "rnn_unrolled.py", quiet=True)
+    with pytest.warns(Note, match=r"or --roll \(it repeats one block 30 times\)"):
+        render(G, "svg", fit="1920x1080")

@@ -86,9 +86,11 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
     a.label = "a"
     s = a + a  # kept as one child in the lecture's set: drawn with two edges
     graphs.append(graph_of_namespace({"a": a, "s": s}))
-    w, h = Value(0.5, label="w"), Value(1.0, label="h0")
+    u, v, h = Value(0.5, label="u"), Value(0.25, label="v"), Value(1.0, label="h0")
+    w = v * 2  # made before the loop: loop_after
+    w.label = "w"
     for x in (1.0, -2.0, 0.5):  # a loop, rolled: its count, step, back edge, numbers
-        h = (w * h + x).tanh()
+        h = (w * h + u * x).tanh()
     h.backward()
     graphs.append(rolled(to_networkx(h), find_loop(to_networkx(h)), 0))  # (and loop_before)
     if "torch" in sys.modules or _has_torch():
