@@ -71,6 +71,7 @@ TORCH_FUNCTIONS = {
     "subtract": "sub", "multiply": "mul", "truediv": "div", "true_divide": "div",
     "divide": "div", "square": "pow", "negative": "neg", "feature_dropout": "dropout",
     "permute": "transpose", "iter": "unbind",  # for row in W: the rows, by unbind
+    "T": "transpose", "mT": "transpose", "t": "transpose",  # k.T, a property: its name
 }
 
 

@@ -430,3 +430,25 @@ def test_cli_without_torch_says_which_extra_to_install(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'backpropviz[torch]'" in lines[0], done.stderr
     assert not out.exists()
+
+
+def test_the_t_property_is_a_transpose_headed_as_the_book_writes_it(tmp_path):
+    """``k.T`` (a property, not a call) is the registry's transpose: kᵀ in the
+    headings, and its caption sends back the gradient transposed, with autograd's k.grad."""
+    from backpropviz.captions import step_captions, value_names
+    from backpropviz.script import graph_of_script
+    from backpropviz.views import drawn_graph
+
+    script = tmp_path / "scores.py"
+    script.write_text("import torch\ntorch.manual_seed(3)\n"
+                      "q = torch.randn(2, 3, requires_grad=True)\n"
+                      "k = torch.randn(2, 3, requires_grad=True)\n"
+                      "scores = q @ k.T\nloss = (scores * scores).sum()\nloss.backward()\n")
+    G = drawn_graph(graph_of_script(script, quiet=True))
+    names = {name.text for name in value_names(G).values()}
+    assert "kᵀ" in names and not any("T(" in name for name in names)
+    lines = [line for caption in step_captions(G) for line in caption.worked]
+    assert any(line.startswith("∂loss/∂k = (∂loss/∂(kᵀ))ᵀ = ") for line in lines)
+    namespace = run_script(script)
+    (k,) = [node for node, label in G.nodes(data="label") if label == "k"]
+    assert np.allclose(G.nodes[k]["grad"], namespace["k"].grad.numpy())
