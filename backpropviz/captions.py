@@ -204,8 +204,8 @@ def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
 
     A value's label if it has one; an unnamed scalar constant by its number;
     any other unnamed value by the expression that computed it (``o − 0``,
-    ``Σ(o − 0)²``), shortened with "…" past ``longest`` characters; an unnamed leaf
-    tensor by its IR id.
+    ``Σ(o − 0)²``), shortened with "…" past ``longest`` characters; a small unnamed
+    input tensor by its numbers (``[0; 0]``), any other unnamed leaf by its IR id.
     """
     names: dict[Any, Name] = {}
     for node in nx.topological_sort(G):
@@ -218,8 +218,14 @@ def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
         producers = list(G.predecessors(node))
         if not producers:
             data = attrs.get("data")
-            names[node] = _number(data, precision) if isinstance(data, (int, float)) \
-                else Name(str(node), r"\mathrm{" + _tex_escape(str(node)) + "}")
+            if isinstance(data, (int, float)):
+                names[node] = _number(data, precision)
+            elif attrs.get("role") != "param" and 0 < np.size(data) <= SMALL_ENTRIES:
+                # (a small unnamed input, torch.zeros(2) as a loop's first h: its numbers)
+                text = number_text(data, 4 if precision is None else precision)
+                names[node] = Name(text, _tex_escape(text), ATOM)
+            else:
+                names[node] = Name(str(node), r"\mathrm{" + _tex_escape(str(node)) + "}")
             continue
         op = producers[0]
         op_attrs = G.nodes[op]

@@ -395,13 +395,27 @@ class _Builder:
         else:
             leaf = self.recording._leaves[key[1:]]
             role = "param" if leaf.requires_grad else "input"
-            label = self.name_of.get(("leaf", key[1]))
+            label = self.name_of.get(("leaf", key[1])) or self._indexed_name(leaf.tensor)
             return {"label": label, "data": _plain(value),
                     "grad": None,  # filled in from the edges, which carry torch's numbers
                     "shape": tuple(value.shape), "role": role,
                     "live": (leaf.tensor, _plain)}
         return {"label": label, "data": _plain(value), "grad": _plain(grad),
                 "shape": tuple(value.shape), "role": role}
+
+    def _indexed_name(self, tensor: Any) -> str | None:
+        """An unnamed input that is a row of a named tensor (``xs[t]`` in a loop, a view of
+        ``xs``) as the script indexed it: ``xs[3]``, or ``xs[…]`` for another view."""
+        base = getattr(tensor, "_base", None)
+        name = None if base is None else self.name_of.get(("leaf", id(base)))
+        if name is None:
+            return None
+        offset = tensor.storage_offset() - base.storage_offset()
+        if base.dim() > 0 and tuple(tensor.shape) == tuple(base.shape[1:]) \
+                and tensor.stride() == base.stride()[1:] and base.stride(0) > 0 \
+                and offset % base.stride(0) == 0:
+            return f"{name}[{offset // base.stride(0)}]"
+        return f"{name}[…]"
 
     def _saves(self, calls: list[_Call]) -> tuple[dict[_Call, dict[Any, int]], dict[_Call, int]]:
         """What each drawn call's backward rules keep: the values (key -> bytes kept), and the

@@ -8,6 +8,7 @@ keeps the gradient of every intermediate (retain_grad) for the comparison.
 from __future__ import annotations
 
 import contextlib
+import re
 import runpy
 from pathlib import Path
 
@@ -48,9 +49,13 @@ def reference(name: str) -> dict:
 
 
 def tensor_named(namespace: dict, label: str):
-    """``q`` -> the tensor q; ``lstm.weight_ih_l0`` -> that parameter of the module lstm."""
+    """``q`` -> the tensor q; ``lstm.weight_ih_l0`` -> that parameter of the module lstm;
+    ``xs[0]`` -> the first row of xs."""
     if label in namespace:
         return namespace[label]
+    indexed = re.fullmatch(r"(\w+)\[(\d+)\]", label)
+    if indexed:
+        return namespace[indexed.group(1)][int(indexed.group(2))]
     module, _, parameter = label.partition(".")
     return namespace[module].get_parameter(parameter)
 

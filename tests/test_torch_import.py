@@ -452,3 +452,24 @@ def test_the_t_property_is_a_transpose_headed_as_the_book_writes_it(tmp_path):
     namespace = run_script(script)
     (k,) = [node for node, label in G.nodes(data="label") if label == "k"]
     assert np.allclose(G.nodes[k]["grad"], namespace["k"].grad.numpy())
+
+
+def test_a_row_of_a_named_input_is_named_as_the_script_indexed_it(tmp_path):
+    """xs[t] in a loop (a view of xs, which needs no gradient): each row is headed xs[0],
+    xs[1]... with its numbers, not by an IR id; another view of xs is xs[…]."""
+    from backpropviz.captions import value_names
+    from backpropviz.script import graph_of_script
+
+    script = tmp_path / "rows.py"
+    script.write_text("import torch\ntorch.manual_seed(0)\n"
+                      "W = torch.randn(2, 2, requires_grad=True)\nxs = torch.randn(3, 2)\n"
+                      "h = torch.zeros(2)\nfor t in range(3):\n    h = torch.tanh(xs[t] @ W + h)\n"
+                      "loss = (h * xs[:2, 0]).sum()\nloss.backward()\n")
+    G = graph_of_script(script, quiet=True)
+    namespace = run_script(script)
+    rows = {label: node for node, label in G.nodes(data="label")
+            if label and label.startswith("xs[")}
+    assert set(rows) == {"xs[0]", "xs[1]", "xs[2]", "xs[…]"}
+    for t in range(3):
+        assert np.allclose(G.nodes[rows[f"xs[{t}]"]]["data"], namespace["xs"][t].numpy())
+    assert not [name.text for name in value_names(G).values() if re.search(r"\bv\d+", name.text)]
