@@ -21,6 +21,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: a test of scale that takes seconds "
                                        "(skip locally with -m 'not slow'; CI runs it)")
     _take_this_workers_cores()
+    _ctrl_c_as_at_a_terminal()
+
+
+def _ctrl_c_as_at_a_terminal() -> None:
+    """Ctrl-C interrupts, as in a terminal, even when the suite was started in the
+    background (a shell starts background jobs with SIGINT ignored, and every process
+    they start inherits that): the Ctrl-C tests are of what a user at a terminal gets."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _take_this_workers_cores() -> None:
