@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import os
 import re
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from backpropviz.animate.sweep import BackpropScene  # noqa: E402
 from backpropviz.ir import to_networkx  # noqa: E402
 from backpropviz.layout import layout  # noqa: E402
 from backpropviz.style import THEMES  # noqa: E402
+from tests.in_process import run_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -395,15 +395,21 @@ def last_rgba_frame(path: Path, before: float | None = None) -> np.ndarray:
     return frames[-1].to_ndarray(format="rgba")
 
 
+@pytest.fixture(scope="module")
+def add_mul_at_speed_8(add_mul):
+    """The story at eight times the speed, for its times (a theme changes colours only)."""
+    return dry_run(add_mul, speed=8.0)
+
+
 @pytest.mark.parametrize(("theme", "suffix"), [("transparent", ".webm"),
                                                ("transparent-dark", ".webm"),
                                                ("transparent-dark", ".mov")])
-def test_a_theme_on_no_background_gives_a_clip_with_an_alpha_channel(add_mul, tmp_path, theme,
-                                                                     suffix):
+def test_a_theme_on_no_background_gives_a_clip_with_an_alpha_channel(add_mul, add_mul_at_speed_8,
+                                                                     tmp_path, theme, suffix):
     out = render_video(add_mul, tmp_path / f"clip{suffix}", theme=theme, speed=8.0,
                        progress=False)
     # The last frame with the graph on it: the one before the recap.
-    recap = dry_run(add_mul, theme=theme, speed=8.0).cues[-1][0]
+    recap = add_mul_at_speed_8.cues[-1][0]
     image = last_rgba_frame(out, before=recap)
     alpha = image[..., 3]
     assert (alpha == 0).mean() > 0.5  # the background is see-through
@@ -419,11 +425,11 @@ def test_a_theme_on_no_background_gives_a_clip_with_an_alpha_channel(add_mul, tm
 
 
 def test_cli_renders_a_clip(tmp_path):
+    # (the command's parser and writer in this process; tests/test_cli.py runs the
+    # entry point itself in a process of its own)
     out = tmp_path / "clip.mp4"
-    command = [sys.executable, "-m", "backpropviz", "render", str(EXAMPLES / "add_mul.py"),
-               "-o", str(out), "--speed", "3"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = run_cli("render", EXAMPLES / "add_mul.py", "-o", out, "--speed", "3", cwd=tmp_path,
+                   text=True)
     assert done.returncode == 0, done.stderr
     assert out.exists() and out.with_suffix(".srt").exists()
     seconds = float(re.search(r"\(([\d.]+) s\)", done.stderr).group(1))
@@ -548,7 +554,8 @@ def test_the_dead_unit_note_has_a_cue_and_clears_every_box(d2l_mlp_story):
 
 def test_the_closing_recap_is_readable_at_480p(example):
     # mlp3 has six parameters: in one row their digits would be 8 px tall at 480p.
-    scene = dry_run(example("mlp3"))
+    # (The backward pass alone: the overview and recap close it all the same.)
+    scene = dry_run(example("mlp3"), phase="backward")
     assert scene.overview > 1 and scene.caption is not None  # (the recap's results)
     digits = [entry for line in scene.caption for part in line for entry in part[1].entries
               if entry.text.strip("−.").isdigit()]

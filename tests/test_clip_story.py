@@ -235,8 +235,22 @@ def test_the_forks_sum_is_not_on_screen_before_its_second_share(fork_told):
     assert shown == [cells(12.0)]
 
 
-def test_at_a_dead_relu_the_gradient_stops_at_the_gate(example):
-    G = example("d2l_mlp_scalar")
+def one_dead_unit():
+    """L = ReLU(w·x) + ReLU(v·x) with w·x = −1 < 0: the first unit is dead (a gradient
+    of 1 reaches its gate and stops there), the second passes its gradient on."""
+    x = Value(1.0, label="x")
+    w, v = Value(-1.0, label="w", requires_grad=True), Value(2.0, label="v", requires_grad=True)
+    dead, live = (w * x).relu(), (v * x).relu()
+    dead.label, live.label = "h", "g"
+    L = dead + live
+    L.label = "L"
+    L.backward()
+    return to_networkx(L)
+
+
+def test_at_a_dead_relu_the_gradient_stops_at_the_gate():
+    # (the scalar MLP's dead unit, alone with a live one: its story is the same)
+    G = one_dead_unit()
     scene = story(G)
     dead_ops = [op for op, dead in G.nodes(data="dead") if dead is True]
     assert dead_ops
