@@ -9,7 +9,6 @@ frame not blank. Names and type sizes are read from the scene's mobjects.
 from __future__ import annotations
 
 import re
-import tempfile
 from html import unescape
 
 import numpy as np
@@ -35,14 +34,9 @@ SPEED = 2.0
 
 
 def dry_run(G, **options) -> BackpropScene:
-    settings = {"media_dir": tempfile.mkdtemp(prefix="bpv-test-"), "disable_caching": True,
-                "progress_bar": "none", "verbosity": "WARNING", "quality": "low_quality",
-                "dry_run": True}
-    with manim.tempconfig(settings):
-        scene = Steps(G, **options)
-        scene.camera.capture_mobjects = lambda mobjects, **kwargs: None
-        scene.render()
-    return scene
+    from test_clip_story import dry_played
+
+    return dry_played(Steps, G, **options)
 
 
 class Steps(BackpropScene):

@@ -94,15 +94,20 @@ def _flat(animations):
             yield animation
 
 
-def story(G, **options) -> Recorded:
+def dry_played(scene_class, G, **options):
+    """The scene ``scene_class(G, **options)`` played through at 480p, nothing drawn."""
     settings = {"media_dir": tempfile.mkdtemp(prefix="bpv-test-"), "disable_caching": True,
                 "progress_bar": "none", "verbosity": "WARNING", "quality": "low_quality",
                 "dry_run": True}
     with manim.tempconfig(settings):
-        scene = Recorded(G, **options)
+        scene = scene_class(G, **options)
         scene.camera.capture_mobjects = lambda mobjects, **kwargs: None
         scene.render()
     return scene
+
+
+def story(G, **options) -> Recorded:
+    return dry_played(Recorded, G, **options)
 
 
 @pytest.fixture(scope="module")
