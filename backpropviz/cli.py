@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"output format, instead of OUT's extension: {', '.join(FORMATS)}")
     add_arguments(render, lambda name: name not in _CLIP_OPTIONS)
     render.add_argument("--steps", metavar="DIR", type=Path,
-                        help="also write one SVG per backward step into DIR, numbered so "
+                        help="also write one picture per backward step into DIR (SVG, or "
+                             "--format's png or pdf), numbered so "
                              "they sort (with --steps, the single drawing is written only "
                              "if -o is given)")
     render.add_argument("--max-nodes", type=positive(int), metavar="N",
@@ -243,13 +244,17 @@ def _render(args: argparse.Namespace) -> int:
                               argv=args.script_args)
         except GraphTooLargeError as refused:  # (a loop past --max-nodes is drawn rolled)
             G, options = out.rolled_past_the_limit(refused, fmt, options)
-        if steps:
-            out.write_steps(G, args.steps, options)
+        if steps:  # (in --format's figure format, if it names one)
+            out.write_steps(G, args.steps, options, format=_step_format(args.format))
         if output == "-":
             data = out.render(G, fmt, options)
         elif output is not None:
             out.write(G, output, options, format=fmt)
     return _to_stdout(data) if output == "-" else 0
+
+
+def _step_format(fmt: str | None) -> str:
+    return fmt if fmt in KINDS[FIGURE] else "svg"
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -256,6 +256,16 @@ def test_steps_writes_one_svg_per_backward_step(reference_graph, tmp_path):
     assert sorted(files(tmp_path / "frames")) == sorted([*names, "notes.txt"])
 
 
+def test_steps_are_written_in_the_format_asked_for(tmp_path):
+    ok(EXAMPLES / "add_mul.py", "--steps", "frames", "--format", "png", cwd=tmp_path)
+    written = sorted((tmp_path / "frames").iterdir())
+    assert written and all(path.suffix == ".png" for path in written)
+    assert all(path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") for path in written)
+    # A page asked for by -o leaves the steps SVGs: a page is not one picture per step.
+    ok(EXAMPLES / "add_mul.py", "--steps", "pages", "-o", "p.html", cwd=tmp_path)
+    assert {path.suffix for path in (tmp_path / "pages").iterdir()} == {".svg"}
+
+
 def test_video_problems_are_found_before_the_script_runs(tmp_path):
     marker = tmp_path / "ran"
     script(tmp_path, "s.py", f"open({str(marker)!r}, 'w').close()\n"
