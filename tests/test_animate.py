@@ -432,7 +432,7 @@ def test_cli_renders_a_clip(tmp_path):
                    text=True)
     assert done.returncode == 0, done.stderr
     assert out.exists() and out.with_suffix(".srt").exists()
-    seconds = float(re.search(r"\(([\d.]+) s\)", done.stderr).group(1))
+    seconds = float(re.search(r"a clip ([\d.]+) s long", done.stderr).group(1))
     assert frames_of(out)[1] == pytest.approx(seconds, abs=0.15)
 
 

@@ -99,7 +99,7 @@ def render_scene(make_scene: Callable[..., Any], target: pathlib.Path, *, qualit
             move_into_place(subtitles, target.with_suffix(".srt"))
         move_into_place(movie, target)
     if progress:
-        print(f"wrote {target} ({seconds:.1f} s)", file=sys.stderr)
+        print(f"wrote {target}: a clip {seconds:.1f} s long", file=sys.stderr)
     return target
 
 
