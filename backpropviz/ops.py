@@ -59,6 +59,7 @@ __all__ = [
     "ATOM",
     "ENTRYWISE",
     "GROUP",
+    "LINEAR",
     "POSTFIX",
     "PRODUCT",
     "ROWS_COLUMNS",
@@ -78,7 +79,10 @@ ANY = 0
 
 # How a zero in the result's gradient reaches the operands' (Op.flow): entry
 # by entry, by rows and columns (a matrix product), or only when all of it is 0.
-ENTRYWISE, ROWS_COLUMNS, WHOLE = "entrywise", "rows and columns", "whole"
+# LINEAR is a linear layer's, y = x Wᵀ + b: the row of x's from the row of the result's,
+# row o of W's and entry o of b's from column o of the result's.
+ENTRYWISE, ROWS_COLUMNS, LINEAR, WHOLE = ("entrywise", "rows and columns", "linear layer",
+                                          "whole")
 
 # How tightly a written expression binds, which decides where it needs
 # parentheses: a + b < a·b < a², aᵀ < a name or a number.
@@ -326,9 +330,15 @@ def _generic_form(name: str, arity: int) -> Form:
                 numbers=(_UNRECORDED,) * arity)
 
 
+# Ops other engines record and this one has not, by how a zero in the result's
+# gradient reaches their operands' (Op.flow): PyTorch's linear layer.
+_FOREIGN_FLOWS = {"linear": LINEAR}
+
+
 @functools.lru_cache(maxsize=256)
 def _unknown(name: str) -> Op:
-    return Op(name, name, {}, f"{name} multiplies the gradient by its local derivative")
+    return Op(name, name, {}, f"{name} multiplies the gradient by its local derivative",
+              flow=_FOREIGN_FLOWS.get(name, ENTRYWISE))
 
 
 # A group (with group("l"): ...) drawn closed, as one operator standing for the

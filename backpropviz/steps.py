@@ -219,6 +219,8 @@ def _dead_through(attrs: Mapping, arg: int, upstream: np.ndarray, shape: tuple) 
     flow = ops.get(attrs["op"]).flow
     if flow == ops.ROWS_COLUMNS:
         return _dead_through_matmul(arg, upstream, shape, everywhere)
+    if flow == ops.LINEAR:
+        return _dead_through_linear(arg, upstream, shape, everywhere)
     if flow == ops.WHOLE:
         return everywhere
     if upstream.shape == shape:  # elementwise: entry i depends on result entry i
@@ -237,6 +239,26 @@ def _dead_through_matmul(arg: int, upstream: np.ndarray, shape: tuple,
     if arg == 1 and len(shape) == 2:
         cols = upstream.reshape(-1, shape[1]).all(axis=0)
         return np.repeat(cols[None, :], shape[0], axis=0)
+    return everywhere
+
+
+def _dead_through_linear(arg: int, upstream: np.ndarray, shape: tuple,
+                         everywhere: np.ndarray) -> np.ndarray:
+    # y = x Wᵀ + b, x (..., n), W (m, n), b (m,), y (..., m). dx[r, j] = Σ_o dy[r, o] W[o, j]:
+    # row r of dx from row r of dy. dW[o, j] = Σ_r dy[r, o] x[r, j] and db[o] = Σ_r dy[r, o]:
+    # row o of dW and entry o of db from column o of dy.
+    if upstream.ndim == 0 or not shape:
+        return everywhere
+    outputs = upstream.shape[-1]
+    columns = upstream.reshape(-1, outputs).all(axis=0)
+    if arg == 0 and len(shape) >= 2 and upstream.ndim >= 2 \
+            and shape[:-1] == upstream.shape[:-1]:
+        rows = upstream.all(axis=-1)
+        return np.broadcast_to(rows[..., None], shape).copy()
+    if arg == 1 and len(shape) == 2 and shape[0] == outputs:
+        return np.repeat(columns[:, None], shape[1], axis=1)
+    if arg == 2 and shape == (outputs,):
+        return columns.copy()
     return everywhere
 
 

@@ -473,3 +473,32 @@ def test_a_row_of_a_named_input_is_named_as_the_script_indexed_it(tmp_path):
     for t in range(3):
         assert np.allclose(G.nodes[rows[f"xs[{t}]"]]["data"], namespace["xs"][t].numpy())
     assert not [name.text for name in value_names(G).values() if re.search(r"\bv\d+", name.text)]
+
+
+def test_a_dead_unit_zeros_its_row_of_a_linear_layers_weight(tmp_path):
+    """nn.Linear records one op (linear): the rows of its weight and entries of its bias
+    that a ReLU zeroed for every row of the batch are marked dead, the others not."""
+    from backpropviz.script import graph_of_script
+    from backpropviz.steps import dead_masks
+
+    script = tmp_path / "seq.py"
+    script.write_text(
+        "import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+        "model = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 1))\n"
+        "with torch.no_grad():\n"
+        "    model[0].weight.copy_(torch.tensor([[1., -1.], [-2., -1.], [.5, .5], [1., -2.]]))\n"
+        "    model[0].bias.zero_()\n"
+        "x = torch.tensor([[1., 2.], [3., 1.]])\n"
+        "z = model[0](x)\nloss = ((model(x) - 1) ** 2).mean()\nloss.backward()\n")
+    namespace = run_script(script)
+    G = graph_of_script(script, quiet=True)
+    values, _ = dead_masks(G)
+    weight, bias = (next(node for node, label in G.nodes(data="label") if label == name)
+                    for name in ("model.0.weight", "model.0.bias"))
+    # The reference: a unit is dead for the batch where its input is <= 0 in every row.
+    dead_units = (namespace["z"] <= 0).all(dim=0).numpy()
+    assert dead_units.tolist() == [False, True, False, False]  # unit 3 is dead in one row only
+    grad = namespace["model"][0].weight.grad.numpy()
+    assert np.all(grad[dead_units] == 0) and np.all(grad[~dead_units].any(axis=1))
+    assert values[weight].tolist() == np.repeat(dead_units[:, None], 2, axis=1).tolist()
+    assert values[bias].tolist() == dead_units.tolist()
