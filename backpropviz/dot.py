@@ -25,7 +25,7 @@ from .formatting import (
     summarized,
 )
 from .ir import IRError, operand_edges, validate
-from .legend import legend_html
+from .legend import blocks_gradient, legend_html
 from .metrics import text_width
 from .step_bands import with_band
 from .steps import StepState, dead_masks, fork_edges, gradient_history, plain_constants
@@ -654,7 +654,7 @@ class Writer:
                               fontname=NAME_FONT, fontsize=_pt(pt))
         # only a gate (a ReLU) has it: where it blocks the gradient
         dead = None if self.o.symbolic else attrs.get("dead")
-        if dead is True or (type(dead) is list and np.any(dead)):
+        if blocks_gradient(dead):
             classes.append("dead")
             result.update(color=t.dead_line, style="filled,dashed", penwidth=_pt(DEAD_PEN))
         if attrs.get("error_start"):  # where `backpropviz check` found the error starts

@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from . import ops
 from .formatting import byte_size
@@ -16,7 +17,7 @@ from .memory import value_bytes
 from .style import LEGEND_PT, MARK_PT
 from .typeset import GAP, font
 
-__all__ = ["legend_html"]
+__all__ = ["blocks_gradient", "legend_html"]
 
 
 def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool,
@@ -35,13 +36,18 @@ def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool
     if partials:
         items.append(font("gradient", t.grad, LEGEND_PT))
     if forks:
-        items.append(font("on an edge: its part of a sum at a fork", t.grad, LEGEND_PT))
+        items.append(font("on an edge: its share of a fork's sum", t.grad, LEGEND_PT))
     if dead:
+        # The zero as drawn, the gate as drawn (dashed), and what made it.
+        blocking = _blocking_symbols(G)
+        gate = (f'<TD><TABLE BORDER="1" CELLBORDER="0" COLOR="{t.dead_line}" CELLPADDING="2" '
+                f'CELLSPACING="0" STYLE="ROUNDED,DASHED"><TR><TD>'
+                f'{font(escape(blocking[0]), t.text, LEGEND_PT)}</TD></TR></TABLE></TD>'
+                if blocking else "")
         items.append(f'<TABLE BORDER="0" CELLPADDING="1" CELLSPACING="0">'
                      f'<TR><TD BGCOLOR="{t.dead_fill}">{font("0", t.dead_text, LEGEND_PT)}'
-                     f'</TD><TD>{font(GAP + "zeroed by " + _gates(G), t.muted, LEGEND_PT)}'
-                     "</TD></TR>"
-                     "</TABLE>")
+                     f'</TD><TD>{font(GAP + "zeroed by " + _gates(G) + GAP, t.muted, LEGEND_PT)}'
+                     f"</TD>{gate}</TR></TABLE>")
     if any(expected is not None for _, expected in G.nodes(data="expected")):
         items.append(font("wrong gradient", t.dead_text, LEGEND_PT)
                      + font(GAP + "(the reference's beneath)", t.muted, LEGEND_PT))
@@ -50,11 +56,11 @@ def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool
                      + font(GAP + "where the error starts", t.muted, LEGEND_PT))
     stored = G.graph.get("stored_bytes")
     if stored and not options.symbolic:
-        note = f"{GAP}saved for backward: {byte_size(stored)} in all"
+        note = f"{GAP}saved for backward: {byte_size(stored)}"
         unmarked = sum(value_bytes(G.nodes[node]) for node in plain
                        if G.nodes[node].get("stored"))
         if unmarked:  # (the figure leaves constants unmarked: say what they add)
-            note += f", {byte_size(unmarked)} of them constants"
+            note += f" ({byte_size(unmarked)} of it constants)"
         items.append(font("●", t.saved, MARK_PT) + font(note, t.muted, LEGEND_PT))
     # What a producer says about the picture (e.g. how another engine's graph was read).
     notes = G.graph.get("notes", [])
@@ -72,6 +78,17 @@ def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool
     fill = f' BGCOLOR="{t.text_fill}"' if t.text_fill else ""
     return (f'<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="2"{fill}>'
             f"<TR>{cells}</TR>{rows}</TABLE>>")
+
+
+def _blocking_symbols(G: nx.MultiDiGraph) -> list[str]:
+    """The symbols of the gates drawn dashed: those that blocked some gradient."""
+    return sorted({attrs["symbol"] for _, attrs in G.nodes(data=True)
+                   if attrs.get("kind") == "op" and blocks_gradient(attrs.get("dead"))})
+
+
+def blocks_gradient(dead: Any) -> bool:
+    """Whether a gate's ``dead`` flag (one, or one per element) says it blocked some."""
+    return dead is True or (type(dead) is list and bool(np.any(dead)))
 
 
 def _gates(G: nx.MultiDiGraph) -> str:

@@ -229,6 +229,10 @@ def test_dead_relu_marks_the_zeroed_gradients_of_d2l_mlp(example):
     relu = next(op for op, name in G.nodes(data="op") if name == "relu")
     assert "dead" in groups[relu].get("class").split()
     assert "zeroed by a dead ReLU" in svg
+    # The key shows the dashed gate the figure draws, in its colour.
+    key = next(group for group in svg.split("<g id=") if "zeroed by a dead ReLU" in group)
+    assert "stroke-dasharray" in key and f'stroke="{theme.dead_line}"' in key
+    assert ">ReLU</text>" in key
 
 
 def test_dead_relu_marks_follow_the_scalar_graph_too(example):
@@ -247,12 +251,12 @@ def test_stored_values_are_marked_and_their_total_shown(example):
         if stored is not None:  # a constant's mark is left out, as is its gradient
             marked = stored and G.nodes[node]["role"] != "const"
             assert ("●" in texts(groups[node])) == marked
-    assert f"saved for backward: {G.graph['stored_bytes']} bytes in all" in svg
+    assert f"saved for backward: {G.graph['stored_bytes']} bytes" in svg
     # the total counts the constants the backward pass reads too (L / 2 keeps its 2),
     # which carry no mark: the legend says what they add, 8 bytes a float64
     unmarked = [node for node, attrs in G.nodes(data=True)
                 if attrs.get("stored") and attrs["role"] == "const"]
-    assert unmarked and f"{8 * len(unmarked)} bytes of them constants" in svg
+    assert unmarked and f"({8 * len(unmarked)} bytes of it constants)" in svg
 
 
 def test_before_backward_and_forward_only_show_no_gradient(example):
