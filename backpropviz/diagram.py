@@ -15,7 +15,7 @@ from .errors import DrawError
 from .exports import EXPORTS, export
 from .figure import to_dot
 from .files import make_folder, write_atomically
-from .fitting import Fit, fit, lone_choice, measured
+from .fitting import Fit, band_room, fit, lone_choice, measured
 from .graphviz import FORMATS, portable_svg, run_dot
 from .options import parse_frame
 from .placement import placement
@@ -171,6 +171,15 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
         options.update(wrap=1, frame=parse_frame(fit))
     # (fitted with the band under the picture: the frame holds both)
     chosen = None if lone else _fitted(G, fit, options, band)
+    if chosen is not None and chosen.advice is not None and bands[0] is not None:
+        # Too small for a slide: the band's equations side by side, as wide as the
+        # frame allows, leave the picture more of the frame's height.
+        wide = step_bands(drawn, options.get("theme", "light"), options.get("precision", 4),
+                          room=band_room(drawn, fit))
+        tried = dict(fallback)
+        again = _fitted(G, fit, tried, band_size(wide[0])) if wide != bands else None
+        if again is not None and again.scale > chosen.scale:
+            bands, chosen, options = wide, again, tried
     whole = G
     options.pop("modules", None)
     options.pop("compact", None)

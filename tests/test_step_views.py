@@ -11,6 +11,7 @@ import pytest
 from backpropviz.diagram import step_diagrams
 from backpropviz.figure import to_dot
 from backpropviz.html import to_html
+from backpropviz.metrics import text_width
 from backpropviz.style import THEMES
 from tests.test_slides import layout_of_source
 
@@ -19,16 +20,21 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def _texts(svg: str) -> list[str]:
     """The picture's texts as they read: the runs graphviz sets one after another on
-    a line (an equation's typeset names, its subscripts) joined."""
+    a line (an equation's typeset names, its subscripts) joined; a run that starts
+    more than an em past where the one before it ends (equations set side by side)
+    begins a text of its own."""
     lines: list[str] = []
-    right = float("inf")
+    left = right = float("inf")  # where the run before starts and ends
     for text in ET.fromstring(svg).iter(f"{SVG}text"):
         x, run = float(text.get("x")), "".join(text.itertext()).replace("\xa0", " ")
-        if x > right and text.get("text-anchor") == "start":
+        size = float(text.get("font-size"))
+        start = text.get("text-anchor") == "start"
+        if start and left < x <= right + size:
             lines[-1] += run
         else:
             lines.append(run)
-        right = x if text.get("text-anchor") == "start" else float("inf")
+        face = "serif" if "Times" in (text.get("font-family") or "") else "sans"
+        left, right = (x, x + text_width(run, size, face)) if start else (float("inf"),) * 2
     return lines
 
 
