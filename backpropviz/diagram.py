@@ -31,6 +31,7 @@ __all__ = [
     "RENDER_FORMATS",
     "Diagram",
     "draw",
+    "render_diagrams",
     "render_steps",
     "step_diagrams",
 ]
@@ -205,7 +206,13 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
 def render_steps(G: Any, directory: str | os.PathLike, **options: Any) -> list[Path]:
     """Write step-000.svg, step-001.svg... into ``directory``; return the paths."""
     format = options.pop("format", "svg")
+    return render_diagrams(step_diagrams(G, **options), directory, format=format)
+
+
+def render_diagrams(diagrams: list[Diagram], directory: str | os.PathLike,
+                    format: str = "svg") -> list[Path]:
+    """Write step diagrams (step_diagrams's) as step-000.svg, step-001.svg... into
+    ``directory``; return the paths."""
     directory = make_folder(directory)
-    diagrams = step_diagrams(G, **options)
     return [diagram.render(directory / f"step-{k:03d}.{format}", format=format)
             for k, diagram in enumerate(diagrams)]

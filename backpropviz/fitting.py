@@ -75,6 +75,7 @@ class Fit:
     numbers: str = "numbers"  # what the smallest main text is: "numbers", or "names"
     crossings: int = 0  # how many times its edges cross
     number_target: float = SLIDE_NUMBER_PX  # what a slide wants of its numbers (px)
+    band: tuple[float, float] | None = None  # a step picture's caption band (points)
 
     @property
     def rows(self) -> int:
@@ -103,6 +104,11 @@ class Fit:
                   "backpropviz.group, or use --compact")
         if self.rankdir == BOOK:
             advice += ", or leave --rankdir to --fit"
+        if self.band is not None:
+            advice = (f"{advice}; the caption under each step takes "
+                      f"{self.band[1] * self.scale:.0f} px of the height: a taller frame, or "
+                      "the page (-o steps.html), whose captions are not in the picture, "
+                      "shows the graph larger")
         of = f" for a graph of more than {MANY_NUMBERS} numbers" \
             if self.number_target != SLIDE_NUMBER_PX else ""
         if self.number_px < self.number_target:
@@ -165,7 +171,7 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
             return None, spans
         size = _with_band(size, band)
         return Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
-                   number_pt, text_pt, name, crossings, target), spans
+                   number_pt, text_pt, name, crossings, target, band), spans
 
     def in_parallel(pool: ThreadPoolExecutor, tries: list[tuple[Any, ...]]) -> list:
         # (each in the caller's context: dot's time limit is a context variable)
@@ -214,19 +220,21 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     # The largest first: one that crosses more is untangled (untangling.py, as its
     # drawing will be) and measured again, until one crosses no more than the whole.
     # Untangling moves boxes, and may leave a folding larger than dot's own layout of
-    # it: one that crosses, nearly as large as the largest found, is untangled first.
+    # it: under a band (whose depth leaves a row's height to decide), one that crosses,
+    # nearly as large as the largest found, is untangled first.
     untangled_too = {(direction, wrap) for direction, wrap, _ in untangle}
     pending = sorted(fits, key=_largest)
     while pending:
         found = pending.pop(0)
+        rivals = [found]
         if found.crossings <= whole:
-            rivals = [other for other in pending if other.crossings > whole
+            rivals = [other for other in pending if band and other.crossings > whole
                       and (other.rankdir, other.wrap) not in untangled_too
                       and other.scale * _UNTANGLED_GROWTH >= found.scale]
             if not rivals:
                 return found
             pending.append(found)
-        for other in rivals if found.crossings <= whole else [found]:
+        for other in rivals:
             if (other.rankdir, other.wrap) in untangled_too:
                 continue
             untangled_too.add((other.rankdir, other.wrap))
