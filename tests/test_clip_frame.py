@@ -231,7 +231,7 @@ def test_the_recap_fills_the_frame_in_type_of_40px_and_more(example, args):
         <= frame.get_right()[0]
     assert frame.get_bottom()[1] <= card.get_bottom()[1] <= card.get_top()[1] \
         <= frame.get_top()[1]
-    assert card.height >= 0.6 * frame.height
+    assert card.height >= 0.55 * frame.height
     # Its lessons' rows, each a line of text with ascenders and descenders (about an
     # em tall), at 1080p.
     rows = [part for part in card[-1].get_family() if isinstance(part, manim.Text)
