@@ -15,7 +15,7 @@ from .errors import DrawError
 from .exports import EXPORTS, export
 from .figure import to_dot
 from .files import make_folder, write_atomically
-from .fitting import Fit, fit, lone_choice, measured
+from .fitting import Fit, band_room, fit, lone_choice, measured
 from .graphviz import FORMATS, portable_svg, run_dot
 from .options import parse_frame
 from .placement import placement
@@ -31,6 +31,7 @@ __all__ = [
     "RENDER_FORMATS",
     "Diagram",
     "draw",
+    "render_diagrams",
     "render_steps",
     "step_diagrams",
 ]
@@ -171,6 +172,15 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
         options.update(wrap=1, frame=parse_frame(fit))
     # (fitted with the band under the picture: the frame holds both)
     chosen = None if lone else _fitted(G, fit, options, band)
+    if chosen is not None and chosen.advice is not None and bands[0] is not None:
+        # Too small for a slide: the band's equations side by side, as wide as the
+        # frame allows, leave the picture more of the frame's height.
+        wide = step_bands(drawn, options.get("theme", "light"), options.get("precision", 4),
+                          room=band_room(drawn, fit))
+        tried = dict(fallback)
+        again = _fitted(G, fit, tried, band_size(wide[0])) if wide != bands else None
+        if again is not None and again.scale > chosen.scale:
+            bands, chosen, options = wide, again, tried
     whole = G
     options.pop("modules", None)
     options.pop("compact", None)
@@ -196,7 +206,13 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
 def render_steps(G: Any, directory: str | os.PathLike, **options: Any) -> list[Path]:
     """Write step-000.svg, step-001.svg... into ``directory``; return the paths."""
     format = options.pop("format", "svg")
+    return render_diagrams(step_diagrams(G, **options), directory, format=format)
+
+
+def render_diagrams(diagrams: list[Diagram], directory: str | os.PathLike,
+                    format: str = "svg") -> list[Path]:
+    """Write step diagrams (step_diagrams's) as step-000.svg, step-001.svg... into
+    ``directory``; return the paths."""
     directory = make_folder(directory)
-    diagrams = step_diagrams(G, **options)
     return [diagram.render(directory / f"step-{k:03d}.{format}", format=format)
             for k, diagram in enumerate(diagrams)]

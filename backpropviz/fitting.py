@@ -33,6 +33,7 @@ from .steps import state_at
 from .style import (
     BOOK,
     EXPRESSION_PT,
+    FITTED_TYPE,
     LEGEND_PT,
     LONG_SYMBOL_PT,
     NAME_PT,
@@ -42,8 +43,8 @@ from .style import (
 from .untangling import untangled
 from .views import drawn_graph
 
-__all__ = ["MANY_NUMBERS", "MANY_NUMBERS_PX", "SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit", "fit",
-           "lone_choice", "measured", "number_target"]
+__all__ = ["MANY_NUMBERS", "MANY_NUMBERS_PX", "SLIDE_NUMBER_PX", "SLIDE_TEXT_PX", "Fit",
+           "band_room", "fit", "lone_choice", "measured", "number_target"]
 
 
 # ---------------------------------------------------------------- fitting a frame
@@ -74,6 +75,7 @@ class Fit:
     numbers: str = "numbers"  # what the smallest main text is: "numbers", or "names"
     crossings: int = 0  # how many times its edges cross
     number_target: float = SLIDE_NUMBER_PX  # what a slide wants of its numbers (px)
+    band: tuple[float, float] | None = None  # a step picture's caption band (points)
 
     @property
     def rows(self) -> int:
@@ -102,6 +104,11 @@ class Fit:
                   "backpropviz.group, or use --compact")
         if self.rankdir == BOOK:
             advice += ", or leave --rankdir to --fit"
+        if self.band is not None:
+            advice = (f"{advice}; the caption under each step takes "
+                      f"{self.band[1] * self.scale:.0f} px of the height: a taller frame, or "
+                      "the page (-o steps.html), whose captions are not in the picture, "
+                      "shows the graph larger")
         of = f" for a graph of more than {MANY_NUMBERS} numbers" \
             if self.number_target != SLIDE_NUMBER_PX else ""
         if self.number_px < self.number_target:
@@ -118,6 +125,14 @@ def number_target(G: nx.MultiDiGraph) -> float:
     of the book's figures 28 px, those of a graph of more numbers 22."""
     count = sum(int(np.size(data)) for _, data in G.nodes(data="data") if data is not None)
     return MANY_NUMBERS_PX if count > MANY_NUMBERS else SLIDE_NUMBER_PX
+
+
+def band_room(G: nx.MultiDiGraph, frame: Any) -> float:
+    """How wide (points, before a fitted figure's type grows: step_bands's ``room``) a
+    step picture's caption band may be in ``frame`` with the numbers of ``G`` (as drawn)
+    as tall as a slide wants them."""
+    width = parse_frame(frame)[0] * fitted_pt(VALUE_PT) / number_target(G)
+    return (width - _LABEL_MARGIN - _PAD) / FITTED_TYPE
 
 
 def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
@@ -156,7 +171,7 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
             return None, spans
         size = _with_band(size, band)
         return Fit(frame, direction, wrap, min(frame[0] / size[0], frame[1] / size[1]),
-                   number_pt, text_pt, name, crossings, target), spans
+                   number_pt, text_pt, name, crossings, target, band), spans
 
     def in_parallel(pool: ThreadPoolExecutor, tries: list[tuple[Any, ...]]) -> list:
         # (each in the caller's context: dot's time limit is a context variable)
@@ -177,12 +192,21 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
             along = _along(spans, direction)
             seen: set[tuple[int, ...]] = set()
             for count in range(2, most + 1):
-                for wrap in _near(fold_cuts(G, count, along), depth):
+                # (under a band a second row short of the first may be the largest:
+                # the band's depth is spent already; every cut into two is estimated)
+                cuts = [(cut,) for cut in range(1, depth)] if band and count == 2 else []
+                for wrap in [*_near(fold_cuts(G, count, along), depth), *cuts]:
                     if wrap not in seen:
                         seen.add(wrap)
                         estimated.append((_estimated(spans, direction, wrap, frame, band),
                                           direction, wrap))
-        best = sorted(estimated, key=lambda item: -item[0])[:_LAID_OUT]
+        ordered = sorted(estimated, key=lambda item: -item[0])
+        best = ordered[:_LAID_OUT]
+        if band and ordered:
+            # (under a band, every cut into two rows estimated near the largest too:
+            # the band has spent the frame's height, and a row's height decides)
+            best += [item for item in ordered[_LAID_OUT:] if isinstance(item[2], tuple)
+                     and len(item[2]) == 1 and item[0] * _UNTANGLED_GROWTH >= ordered[0][0]]
         # (the whole graph untangled beside them, if dot's own layout crosses: its
         # boxes, which the estimates read, are the same)
         untangle = [(directions[0], 1, True)] if wholes[0][0] and wholes[0][0].crossings \
@@ -195,18 +219,30 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     whole = min(fit.crossings for fit in fits if fit.rows == 1)
     # The largest first: one that crosses more is untangled (untangling.py, as its
     # drawing will be) and measured again, until one crosses no more than the whole.
+    # Untangling moves boxes, and may leave a folding larger than dot's own layout of
+    # it: under a band (whose depth leaves a row's height to decide), one that crosses,
+    # nearly as large as the largest found, is untangled first.
     untangled_too = {(direction, wrap) for direction, wrap, _ in untangle}
     pending = sorted(fits, key=_largest)
     while pending:
         found = pending.pop(0)
+        rivals = [found]
         if found.crossings <= whole:
-            return found
-        if (found.rankdir, found.wrap) not in untangled_too:
-            untangled_too.add((found.rankdir, found.wrap))
-            again = tried(found.rankdir, found.wrap, untangle=True)[0]
+            rivals = [other for other in pending if band and other.crossings > whole
+                      and (other.rankdir, other.wrap) not in untangled_too
+                      and other.scale * _UNTANGLED_GROWTH >= found.scale]
+            if not rivals:
+                return found
+            pending.append(found)
+        for other in rivals:
+            if (other.rankdir, other.wrap) in untangled_too:
+                continue
+            untangled_too.add((other.rankdir, other.wrap))
+            again = tried(other.rankdir, other.wrap, untangle=True)[0]
             if again is not None:
                 fits.append(again)
-                pending = sorted([*pending, again], key=_largest)
+                pending.append(again)
+        pending.sort(key=_largest)
     return min(fits, key=lambda fit: _preferred(fit, whole))
 
 
@@ -277,8 +313,11 @@ _LEGEND = -1
 # adds to its ranks' spans: its cluster's margins, the gap to the next row
 # (placement's), and a continuation mark at its start.
 _LAID_OUT, _ROW_MARGIN, _ROW_GAP, _MARK = 4, 12.0, 18.0, 48.0
-# The room graphviz keeps either side of a graph's label (points).
-_LABEL_MARGIN = 16.0
+# How much larger than dot's own layout of it a folding untangled may be.
+_UNTANGLED_GROWTH = 1.1
+# The room graphviz keeps either side of a graph's label, and a fitted figure's pad
+# either side of the picture (dot.py's), in points.
+_LABEL_MARGIN, _PAD = 16.0, 2 * 0.1 * 72
 # The space between ranks and between the boxes of a rank in a fitted figure (dot.py's).
 _RANKSEP, _NODESEP = 0.28 * 72, 0.18 * 72
 
@@ -335,11 +374,11 @@ def _estimated(spans: _Ranks, rankdir: str, wrap: tuple[int, ...],
 
 def _with_band(size: tuple[float, float], band: tuple[float, float] | None
                ) -> tuple[float, float]:
-    """A picture's ``size`` (points) with a caption band under it (its label's margin
-    on either side): as wide as the wider, as high as both."""
+    """A picture's ``size`` (points, with the pad) with a caption band under it (its
+    label's margin and the pad on either side): as wide as the wider, as high as both."""
     if band is None:
         return size
-    return max(size[0], band[0] + _LABEL_MARGIN), size[1] + band[1]
+    return max(size[0], band[0] + _LABEL_MARGIN + _PAD), size[1] + band[1]
 
 
 def _preferred(fit: Fit, whole: int) -> tuple:

@@ -89,11 +89,11 @@
   }
 
   /* A contribution on an edge of the current op that draw leaves unlabelled
-   * (draw labels a fork's edges only): a small table at the middle of the edge. */
-  function addLabel(group, entry) {
+   * (draw labels a fork's edges only): a small table on the edge, where it covers
+   * no box and no other label (placeLabel). Draw's layout kept no room for it. */
+  function addLabel(group, entry, taken) {
     var path = group.querySelector("path");
     if (!path) { return; }
-    var middle = path.getPointAtLength(path.getTotalLength() / 2);
     var label = svgElement("g", { "class": "overlay-label" });
     var box = svgElement("rect", { rx: 3 });
     label.appendChild(box);
@@ -118,7 +118,18 @@
     var width = widths.reduce(function (a, b) { return a + b; }, 0) +
       gap * (widths.length - 1) + 2 * pad;
     var height = entry.cells.length * line + 2 * pad;
-    var left = middle.x - width / 2, top = middle.y - height / 2;
+    var spot = placeLabel(path, width, height, taken);
+    var left = spot.x - width / 2, top = spot.y - height / 2;
+    taken.push({ left: left, top: top, right: left + width, bottom: top + height });
+    if (spot.from) {  // off its edge: a thin line from the label to the edge
+      var end = nearestOnBox(spot.from, taken[taken.length - 1]);
+      label.insertBefore(svgElement("path", {
+        "class": "overlay-leader", fill: "none", stroke: data.theme.grad,
+        "stroke-width": 1, "stroke-dasharray": "2 2",
+        d: "M" + spot.from.x.toFixed(2) + "," + spot.from.y.toFixed(2) +
+          "L" + end.x.toFixed(2) + "," + end.y.toFixed(2)
+      }), box);
+    }
     placed.forEach(function (item) {
       var right = left + pad;
       for (var c = 0; c <= item.column; c++) { right += widths[c] + (c ? gap : 0); }
@@ -131,14 +142,74 @@
     box.setAttribute("height", height.toFixed(2));
   }
 
+  /* The boxes a label must not cover: every node's outline (boxes, ops, the badges
+   * shown), in the drawing's coordinates, and the drawing's own bounds. */
+  function obstacles() {
+    var found = [];
+    svg.querySelectorAll("g.node").forEach(function (node) {
+      if (node.classList.contains("pending-contribution") ||
+          getComputedStyle(node).display === "none") { return; }
+      var outline = node.querySelector("path, polygon, ellipse");
+      if (!outline) { return; }
+      var b = outline.getBBox();
+      found.push({ left: b.x, top: b.y, right: b.x + b.width, bottom: b.y + b.height });
+    });
+    return found;
+  }
+
+  var LABEL_MARGIN = 2;  // the room kept between a label and a box (drawing units)
+
+  function overlaps(a, b) {
+    return a.left < b.right + LABEL_MARGIN && b.left < a.right + LABEL_MARGIN &&
+      a.top < b.bottom + LABEL_MARGIN && b.top < a.bottom + LABEL_MARGIN;
+  }
+
+  /* Where a label of this size goes: centred on its edge, the middle first, then
+   * further along it either way; where every place on the edge covers a box, the
+   * free place nearest the edge's middle, off it (``from``: the point it points at). */
+  function placeLabel(path, width, height, taken) {
+    var total = path.getTotalLength();
+    var bounds = graph.querySelector("polygon").getBBox();
+    function free(x, y) {
+      var rect = { left: x - width / 2, top: y - height / 2,
+                   right: x + width / 2, bottom: y + height / 2 };
+      if (rect.left < bounds.x || rect.top < bounds.y || rect.right > bounds.x + bounds.width ||
+          rect.bottom > bounds.y + bounds.height) { return false; }
+      return !taken.some(function (other) { return overlaps(rect, other); });
+    }
+    for (var i = 0; i <= 16; i++) {
+      var along = 0.5 + (i % 2 ? 1 : -1) * Math.ceil(i / 2) / 40;
+      var point = path.getPointAtLength(total * along);
+      if (free(point.x, point.y)) { return { x: point.x, y: point.y }; }
+    }
+    var middle = path.getPointAtLength(total / 2);
+    var step = Math.max(4, height / 4);
+    var far = Math.max(bounds.width, bounds.height);
+    for (var radius = step; radius < far; radius += step) {
+      var turns = Math.max(8, Math.ceil(2 * Math.PI * radius / step));
+      for (var t = 0; t < turns; t++) {
+        var angle = 2 * Math.PI * t / turns;
+        var x = middle.x + radius * Math.cos(angle), y = middle.y + radius * Math.sin(angle);
+        if (free(x, y)) { return { x: x, y: y, from: middle }; }
+      }
+    }
+    return { x: middle.x, y: middle.y };  // (no free place in the drawing: on the edge)
+  }
+
+  function nearestOnBox(point, box) {
+    return { x: Math.min(Math.max(point.x, box.left), box.right),
+             y: Math.min(Math.max(point.y, box.top), box.bottom) };
+  }
+
   function showContributions(now) {
     svg.querySelectorAll(".overlay-label").forEach(function (label) { label.remove(); });
+    var taken = obstacles();
     steps[now].edges.forEach(function (id) {
       var group = byId(id);
       var entry = data.contributions[id];
       var labelled = group.classList.contains("contribution") ||
         group.classList.contains("pending-contribution");
-      if (entry && !labelled) { addLabel(group, entry); }
+      if (entry && !labelled) { addLabel(group, entry, taken); }
     });
   }
 

@@ -207,13 +207,19 @@ def _diagram(G: nx.MultiDiGraph, options: Options) -> Any:
     from .diagram import draw
 
     diagram = draw(view(G, options), **options.figure())
-    if diagram.fit is not None and diagram.fit.advice:
-        advice = diagram.fit.advice
+    _note_fit(G, diagram.fit, stacklevel=3)
+    return diagram
+
+
+def _note_fit(G: nx.MultiDiGraph, fit: Any, stacklevel: int) -> None:
+    """Say (a Note, from the caller ``stacklevel`` up) that a picture fitted to a frame
+    is too small to read there, and what helps."""
+    if fit is not None and fit.advice:
+        advice = fit.advice
         loop = None if G.graph.get("loop_count") else find_loop(G)
         if loop is not None:  # (an unrolled loop is best drawn as its one block)
             advice += f", or --roll (it repeats one block {loop.count} times)"
-        warnings.warn(advice, Note, stacklevel=3)
-    return diagram
+        warnings.warn(advice, Note, stacklevel=stacklevel + 1)
 
 
 def write_steps(graph_or_root: Any, directory: str | os.PathLike,
@@ -222,7 +228,7 @@ def write_steps(graph_or_root: Any, directory: str | os.PathLike,
     """``step-000.svg``, ``step-001.svg``… in ``directory``, one per state of the
     backward pass, all with one layout; moved in only once every one is drawn
     (older step files there are replaced). Returns the paths."""
-    from .diagram import render_steps
+    from .diagram import render_diagrams, step_diagrams
 
     options = _options(options, changes)
     format = format_of(None, format, KINDS[FIGURE])
@@ -232,8 +238,9 @@ def write_steps(graph_or_root: Any, directory: str | os.PathLike,
     with dot_time_limit(options.timeout):
         G = roll(G, options)
         with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
-            written = render_steps(view(G, options), staging, format=format,
-                                   **options.figure())
+            diagrams = step_diagrams(view(G, options), **options.figure())
+            _note_fit(G, diagrams[0].fit, stacklevel=2)
+            written = render_diagrams(diagrams, staging, format=format)
     return [directory / path.name for path in written]
 
 

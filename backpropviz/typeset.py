@@ -10,10 +10,11 @@ from typing import Any
 
 from .captions import IDENTIFIER, name_parts
 from .graphviz import SUBSCRIPT_SCALE
+from .metrics import text_width
 from .style import EXPRESSION_PT, LEGEND_PT, NAME_FONT, NAME_PT, Theme
 
-__all__ = ["GAP", "caption_runs", "equation_cells", "equation_height", "expression_html", "font",
-           "name_html", "runs"]
+__all__ = ["GAP", "caption_runs", "equation_cells", "equation_height", "equation_width",
+           "expression_html", "font", "name_html", "runs"]
 
 GAP = "&#160;"  # a space graphviz keeps (it trims plain ones at the ends of a run)
 
@@ -54,6 +55,24 @@ def equation_cells(text: str, color: str, pt: float) -> str:
 def equation_height(text: str, pt: float) -> int:
     """The height (pt) a row must have to hold an equation as equation_html sets it."""
     return round(_ROW_SPACING * pt * _array_lines(text) + 4)
+
+
+def equation_width(text: str, pt: float) -> float:
+    """How wide (pt) an equation sets as equation_cells sets it, about: its text in
+    the serif it is set in (a subscript, set smaller, counted full size), each array
+    as its widest entry of each column (measured in the wider sans), the cells'
+    padding and spacing, and its brackets."""
+    width = 0.0
+    for piece in _equation_pieces(text):
+        if isinstance(piece, str):
+            width += text_width(piece, pt, "serif") + 2
+            continue
+        columns = [max(text_width(row[c], pt) for row in piece if c < len(row)) + 2
+                   for c in range(max(len(row) for row in piece))]
+        # (_array_cell's: the brackets' cells, and between its cells two points apart
+        # if it has more than a column)
+        width += sum(columns) + 10 + (2 * (len(columns) + 3) if len(columns) > 1 else 0)
+    return width
 
 
 def _equation_text(text: str, color: str, pt: float) -> str:

@@ -218,3 +218,22 @@ def test_the_recaps_lessons_are_read_from_the_graph(example):
     w = Value(3.0, label="fork") * Value(2.0, label="relu")
     w.backward()
     assert taught(to_networkx(w)) == {chain.split(":")[0]}
+
+
+
+@pytest.mark.parametrize("args", [("add_mul", "e"), ("d2l_mlp",)])
+def test_the_recap_fills_the_frame_in_type_of_40px_and_more(example, args):
+    # It was set in the cards' type whatever its length: add_mul's, a line of results
+    # and one lesson, took the middle two fifths of the frame's height.
+    scene = dry_run(example(*args), phase="backward")
+    card, frame = scene.recap, scene.camera.frame
+    assert frame.get_left()[0] <= card.get_left()[0] <= card.get_right()[0] \
+        <= frame.get_right()[0]
+    assert frame.get_bottom()[1] <= card.get_bottom()[1] <= card.get_top()[1] \
+        <= frame.get_top()[1]
+    assert card.height >= 0.55 * frame.height
+    # Its lessons' rows, each a line of text with ascenders and descenders (about an
+    # em tall), at 1080p.
+    rows = [part for part in card[-1].get_family() if isinstance(part, manim.Text)
+            and part.text.strip() != "•"]
+    assert rows and min(row.height for row in rows) / frame.height * 1080 >= 40

@@ -12,6 +12,7 @@ from test_slides import _text_px
 
 from backpropviz.crossings import count_crossings
 from backpropviz.diagram import draw, step_diagrams
+from backpropviz.errors import Note
 from backpropviz.figure import to_dot
 from backpropviz.fitting import SLIDE_NUMBER_PX, SLIDE_TEXT_PX
 from backpropviz.graphviz import run_dot
@@ -126,3 +127,57 @@ def test_step_pictures_with_one_layout_to_choose_measure_the_fit_as_fit_does():
     assert chosen.number_px == pytest.approx(alone.number_px, rel=1e-3)
     assert all(picture.fit is chosen for picture in pictures)
 
+
+
+# The step slides of the book's figures, each with its caption band (step k, the
+# rule, the worked lines) under the picture, and the number sizes they reached before
+# the band set its equations side by side: d2l_figure 25.0 px, d2l_objective 24.3.
+@pytest.mark.parametrize("name", ["add_mul", "fork", "d2l_mlp", "d2l_figure", "d2l_objective",
+                                  "d2l_mlp_scalar"])
+def test_a_fitted_build_of_a_book_figure_has_slide_sized_text_on_every_step(example, name):
+    diagrams = step_diagrams(example(name), fit="1920x1080")
+    for step, diagram in enumerate(diagrams):
+        numbers, others = sizes_at_the_frame(diagram.svg)
+        assert min(numbers) >= SLIDE_NUMBER_PX, (step, min(numbers))
+        assert min(others) >= SLIDE_TEXT_PX, (step, min(others))
+        assert crossings(diagram.source) == 0, step
+    assert diagrams[0].fit.advice is None
+
+
+def test_a_band_sets_its_equations_side_by_side_within_its_width(example):
+    # The objective's last step: three equations, each with arrays, on one row of a
+    # band as wide as the slide allows; each ends inside the band (graphviz does not
+    # shrink a row of a fixed size to fit: it would run past the band's edge).
+    from backpropviz.metrics import text_width
+
+    diagram = step_diagrams(example("d2l_objective"), fit="1920x1080")[-1]
+    width = int(re.search(r'<TABLE FIXEDSIZE="TRUE" ALIGN="LEFT" WIDTH="(\d+)"',
+                          diagram.source).group(1))
+    texts = re.findall(r'<text text-anchor="start" x="([0-9.\-]+)" y="([0-9.\-]+)"'
+                       r'[^>]*font-size="([0-9.]+)"[^>]*>([^<]*)</text>', diagram.svg)
+    start = next(float(x) for x, _, _, text in texts if text.startswith("step 12 of"))
+    rows = {}
+    for x, y, size, text in texts:
+        if float(x) >= start - 1:
+            rows.setdefault(y, []).append((float(x), float(size), text))
+    # (the row with the most runs starting with ∂: the equations')
+    row = max(rows.values(), key=lambda runs: sum(text.startswith("∂") for _, _, text in runs))
+    assert sum(text.startswith("∂") for _, _, text in row) == 3
+    right = max(x + text_width(text, size, "serif") for x, size, text in row)
+    # (the svg's coordinates are the layout's points, the band's width lettered too)
+    assert right <= start + width
+
+
+def test_a_build_too_large_for_its_slide_says_the_size_reached_and_what_helps(example, tmp_path):
+    # mlp3's steps work out 3 x 3 matrices: the band under each takes much of the
+    # frame's height. The build says so, as a figure does, with what helps.
+    from backpropviz.output import write_steps
+
+    with pytest.warns(Note) as notes:
+        written = write_steps(example("mlp3"), tmp_path / "steps", fit="1920x1080")
+    assert len(written) == 12
+    said = " ".join(str(note.message) for note in notes)
+    reached = float(re.search(r"the numbers are ([0-9.]+) px tall", said).group(1))
+    numbers, _ = sizes_at_the_frame(written[0].read_text(encoding="utf-8"))
+    assert reached == pytest.approx(min(numbers), abs=0.15) and reached < MLP_SIZE_NUMBER_PX
+    assert "caption under each step takes" in said and "-o steps.html" in said

@@ -296,6 +296,50 @@ def test_hover_shows_whole_value_and_gradient(example, browser, tmp_path):
     page.close()
 
 
+# Where the page's own contribution labels and every outline of a box, an op or a
+# badge drawn lie on the screen (the browser's boxes, not the page's reckoning), and
+# the pairs that overlap by more than half a pixel each way.
+READ_COVERED = """() => {
+  const rect = (el) => { const r = el.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom]; };
+  const labels = [...document.querySelectorAll('#stage .overlay-label > rect:not(.dead-frame)')]
+    .map(r => [r.closest('g.edge').id, rect(r)]);
+  const boxes = [...document.querySelectorAll('#stage g.node')]
+    .filter(g => !g.classList.contains('pending-contribution'))
+    .map(g => [g.id, g.querySelector('path, polygon, ellipse')]).filter(([, o]) => o)
+    .map(([id, outline]) => [id, rect(outline)]);
+  const covered = [];
+  labels.forEach(([edge, l], i) => {
+    const others = boxes.concat(labels.filter((_, j) => j !== i));
+    for (const [id, b] of others) {
+      const wide = Math.min(l[2], b[2]) - Math.max(l[0], b[0]);
+      const high = Math.min(l[3], b[3]) - Math.max(l[1], b[1]);
+      if (wide > 0.5 && high > 0.5) covered.push([edge, id, wide, high]);
+    }
+  });
+  return {labels: labels.length, covered: covered}; }"""
+
+
+@pytest.mark.parametrize("name", ["add_mul", "scalar_neuron", "d2l_mlp", "mlp3"])
+def test_no_contribution_the_page_labels_covers_a_box_at_any_step(example, browser, tmp_path,
+                                                                  name):
+    # The page labels the contributions on the current op's edges (draw labels a
+    # fork's only, and its layout keeps no room for the rest): on short edges between
+    # large boxes (mlp3's matrices) a label at the edge's middle covered both ends.
+    G = example(name)
+    page, _, _, errors = open_page(browser, tmp_path, G, name)
+    labelled = 0
+    for index in range(len(G.graph["backward_order"]) + 1):
+        if index:
+            page.keyboard.press("ArrowRight")
+        found = page.evaluate(READ_COVERED)
+        assert found["covered"] == [], f"step {index}"
+        labelled += found["labels"]
+    assert labelled >= len(G.graph["backward_order"])  # (it did label them)
+    assert errors == []
+    page.close()
+
+
 @pytest.mark.parametrize(("theme", "width", "height"), [("light", 1280, 720),
                                                         ("dark", 1920, 1080)])
 def test_fits_a_slide_and_shows_the_highlight(example, browser, tmp_path, theme, width, height):

@@ -11,6 +11,7 @@ import pytest
 from backpropviz.diagram import step_diagrams
 from backpropviz.figure import to_dot
 from backpropviz.html import to_html
+from backpropviz.metrics import text_width
 from backpropviz.style import THEMES
 from tests.test_slides import layout_of_source
 
@@ -19,16 +20,21 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def _texts(svg: str) -> list[str]:
     """The picture's texts as they read: the runs graphviz sets one after another on
-    a line (an equation's typeset names, its subscripts) joined."""
+    a line (an equation's typeset names, its subscripts) joined; a run that starts
+    more than an em past where the one before it ends (equations set side by side)
+    begins a text of its own."""
     lines: list[str] = []
-    right = float("inf")
+    left = right = float("inf")  # where the run before starts and ends
     for text in ET.fromstring(svg).iter(f"{SVG}text"):
         x, run = float(text.get("x")), "".join(text.itertext()).replace("\xa0", " ")
-        if x > right and text.get("text-anchor") == "start":
+        size = float(text.get("font-size"))
+        start = text.get("text-anchor") == "start"
+        if start and left < x <= right + size:
             lines[-1] += run
         else:
             lines.append(run)
-        right = x if text.get("text-anchor") == "start" else float("inf")
+        face = "serif" if "Times" in (text.get("font-family") or "") else "sans"
+        left, right = (x, x + text_width(run, size, face)) if start else (float("inf"),) * 2
     return lines
 
 
@@ -140,24 +146,26 @@ def test_a_step_sends_no_blue_arrow_into_a_constant():
     assert any('arrowtail="normal"' in line for line in from_x)
 
 
-@pytest.mark.parametrize("name", ["d2l_mlp", "d2l_objective", "mlp3"])
-def test_a_step_build_keeps_its_key_and_legend_in_place(example, name):
+@pytest.mark.parametrize(("name", "fit"), [("d2l_mlp", None), ("d2l_objective", None),
+                                         ("mlp3", None), ("d2l_figure", "1920x1080"),
+                                         ("d2l_objective", "1920x1080")])
+def test_a_step_build_keeps_its_key_and_legend_in_place(example, name, fit):
     # Slide after slide, what does not change (the key to the highlight, the
-    # legend, the picture's size) stays at the same pixels: a build does not flicker.
-    import re
-
-    from backpropviz.diagram import step_diagrams
-
+    # legend, the picture's size, every box's outline) stays at the same pixels: a
+    # build does not flicker, fitted to a slide too.
     keys = ("value", "parameter", "gradient", "this step", "◀ blue")
     seen = set()
-    for diagram in step_diagrams(example(name)):
+    for diagram in step_diagrams(example(name), fit=fit):
         texts = re.findall(r'<text[^>]*x="([0-9.\-]+)" y="([0-9.\-]+)"[^>]*>([^<]*)</text>',
                            diagram.svg)
         placed = tuple(sorted((text.strip(), x, y) for x, y, text in texts
                               if text.strip() in keys))
         assert len(placed) >= 4
-        seen.add((re.search(r'viewBox="([^"]+)"', diagram.svg).group(1), placed))
-    assert len(seen) == 1, seen
+        outlines = tuple(re.findall(r'<g id="([^"]+)" class="node value[^"]*">\n<title>[^<]*'
+                                    r'</title>\n<path [^>]*? d="([^"]+)"', diagram.svg))
+        assert outlines
+        seen.add((re.search(r'viewBox="([^"]+)"', diagram.svg).group(1), placed, outlines))
+    assert len(seen) == 1, [len(part) for part in seen]
 
 
 def test_arrays_in_a_steps_equations_are_typeset_in_brackets_as_the_boxes_are(example):

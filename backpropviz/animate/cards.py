@@ -16,6 +16,7 @@ import numpy as np
 from manim import DOWN, LEFT, RIGHT, VGroup
 
 from ..captions import number_text, step_captions, value_names
+from ..metrics import text_width
 from ..steps import fork_edges, plain_constants
 from ..style import Theme
 from .mobjects import TextStore
@@ -96,27 +97,79 @@ def recap_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme,
                results: list[tuple[Any, str, str]], precision: int,
                dead_values: dict[Any, Any]) -> tuple[VGroup, str, VGroup | None]:
     """The recap, in screen units: "Recap", the gradients found typeset, the lessons;
-    its words (its cue); and its results alone (None if there are none)."""
+    its words (its cue); and its results alone (None if there are none). It fills the
+    frame: set in type up to RECAP_GROWTH times the cards' (its lessons wrapped at
+    that size), until it is as wide as a caption or RECAP_HEIGHT tall."""
+    card, table = _recap(G, store, palette, results, precision, dead_values, 1.0)
+    # (its lessons are wrapped again at the larger size: its other parts bound it)
+    most = min(RECAP_GROWTH, RECAP_HEIGHT / card.height,
+               CAPTION_WIDTH / max(part.width for part in card[:-1]))
+    # (in tenths, the largest at which no lesson ends in a row of a word or two)
+    grown = max([1.0] + [tenths / 10 for tenths in range(11, int(most * 10 + 1e-9) + 1)
+                         if _wrapped_well(G, tenths / 10)])
+    if grown > 1.0:
+        card, table = _recap(G, store, palette, results, precision, dead_values, grown)
+        # (wrapped at the larger size its lessons may take more rows: no smaller than
+        # the cards' type, though)
+        card.scale(max(1.0 / grown, min(1.0, RECAP_HEIGHT / card.height,
+                                         CAPTION_WIDTH / card.width)))
+    words = ["Recap", *([results_text(G, results, precision)] if results else []),
+             *lessons(G)]
+    return card, "\n".join(words), table
+
+
+# How much larger than the cards' type the recap may be set, and how tall (of the
+# frame's 8 units) it may be.
+RECAP_GROWTH, RECAP_HEIGHT = 1.6, 7.0
+
+
+def _lesson_rows(lesson: str, em: float) -> list[str]:
+    """A lesson cut into rows at ``em``, as few as fit a caption's width, of about
+    the same width."""
+    width = CAPTION_WIDTH - 0.5
+    rows = wrapped_words(lesson, em, width)
+    if len(rows) > 1:
+        even = text_width(lesson, em) / len(rows)
+        for factor in (1.05, 1.1, 1.15, 1.2, 1.3, 1.4):
+            tried = wrapped_words(lesson, em, min(width, even * factor))
+            if len(tried) == len(rows):
+                return tried
+    return rows
+
+
+def _wrapped_well(G: nx.MultiDiGraph, grown: float) -> bool:
+    """Whether every lesson of the recap, in type ``grown`` times the cards', ends in a
+    row at least half as wide as its first."""
+    em = LINE_EM * grown
+    for lesson in lessons(G):
+        rows = _lesson_rows(lesson, em)
+        if text_width(rows[-1], em) < 0.5 * text_width(rows[0], em):
+            return False
+    return True
+
+
+def _recap(G: nx.MultiDiGraph, store: TextStore, palette: Theme,
+           results: list[tuple[Any, str, str]], precision: int, dead_values: dict[Any, Any],
+           grown: float) -> tuple[VGroup, VGroup | None]:
+    """The recap card in type ``grown`` times the cards', and its results."""
+    line_em = LINE_EM * grown
     table = result_table(store, palette, G, results, precision, dead_values)
-    card = VGroup(store.text("Recap", HEADLINE_EM * 0.8, palette.text))
+    card = VGroup(store.text("Recap", HEADLINE_EM * 0.8 * grown, palette.text))
     if table is not None:
-        card.add(table.scale(min(1.3, CAPTION_WIDTH / table.width)))
-    taught = lessons(G)
+        card.add(table.scale(min(1.3 * grown, CAPTION_WIDTH / table.width)))
     rows, indented = VGroup(), []
-    bullet = store.text("•", LINE_EM, palette.muted)
-    for lesson in taught:
-        for number, row in enumerate(wrapped_words(lesson, LINE_EM, CAPTION_WIDTH - 0.5)):
-            text = store.text(row, LINE_EM, palette.muted)
+    bullet = store.text("•", line_em, palette.muted)
+    for lesson in lessons(G):
+        for number, row in enumerate(_lesson_rows(lesson, line_em)):
+            text = store.text(row, line_em, palette.muted)
             if number == 0:
-                text = VGroup(bullet.copy(), text).arrange(RIGHT, buff=0.25)
+                text = VGroup(bullet.copy(), text).arrange(RIGHT, buff=0.25 * grown)
             else:
                 indented.append(text)
             rows.add(text)
-    rows.arrange(DOWN, buff=0.16, aligned_edge=LEFT)
+    rows.arrange(DOWN, buff=0.16 * grown, aligned_edge=LEFT)
     for text in indented:  # under the words of the line above, not its bullet
-        text.shift((bullet.width + 0.25) * RIGHT)
+        text.shift((bullet.width + 0.25 * grown) * RIGHT)
     card.add(rows)
-    card.arrange(DOWN, buff=0.45)
-    words = ["Recap", *([results_text(G, results, precision)] if results else []),
-             *taught]
-    return card, "\n".join(words), table
+    card.arrange(DOWN, buff=0.45 * grown)
+    return card, table
