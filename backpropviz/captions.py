@@ -31,6 +31,7 @@ __all__ = [
     "partial_name",
     "step_captions",
     "step_form",
+    "subscripted",
     "typeset",
     "value_names",
 ]
@@ -112,6 +113,25 @@ def typeset(label: str) -> str:
     """A label as every view writes it in plain text: its Greek names as letters
     (``lambd/2`` -> ``λ/2``), the rest as the script wrote it."""
     return IDENTIFIER.sub(lambda match: _GREEK.get(match.group(), match.group()), label)
+
+
+# Unicode's subscript characters: the digits, and the letters it has (not b, c, d…).
+_SUBSCRIPTS = dict(zip("0123456789aehijklmnoprstuvx,", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ,",
+                       strict=True))
+
+
+def subscripted(text: str) -> str:
+    """A text with names in it as a view that cannot typeset writes it: each name's
+    index in subscript characters, as the boxes set it (``∂L/∂W1 = x1ᵀ`` ->
+    ``∂L/∂W₁ = x₁ᵀ``, ``w1_11`` -> ``w₁,₁₁``, ``h_t`` -> ``hₜ``), Greek names as letters.
+    An index Unicode has no subscript for (``x_b``) stays as the script wrote it."""
+    def one(match: re.Match) -> str:
+        base, sub = name_parts(match.group())
+        if sub and all(char in _SUBSCRIPTS for char in sub):
+            return base + "".join(_SUBSCRIPTS[char] for char in sub)
+        return base if not sub else match.group()
+
+    return IDENTIFIER.sub(one, text)
 
 
 def name_runs(text: str) -> list[tuple[str, str]]:
