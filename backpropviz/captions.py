@@ -225,7 +225,7 @@ def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
     A value's label if it has one; an unnamed scalar constant by its number;
     any other unnamed value by the expression that computed it (``o − 0``,
     ``Σ(o − 0)²``), shortened with "…" past ``longest`` characters; a small unnamed
-    input tensor by its numbers (``[0; 0]``), any other unnamed leaf by its IR id.
+    input tensor by its numbers (``[0; 0]``), any other unnamed leaf as _leaf_name says.
     """
     names: dict[Any, Name] = {}
     for node in nx.topological_sort(G):
@@ -245,7 +245,7 @@ def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
                 text = number_text(data, 4 if precision is None else precision)
                 names[node] = Name(text, _tex_escape(text), ATOM)
             else:
-                names[node] = Name(str(node), r"\mathrm{" + _tex_escape(str(node)) + "}")
+                names[node] = _leaf_name(G, node)
             continue
         op = producers[0]
         op_attrs = G.nodes[op]
@@ -256,6 +256,29 @@ def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
             full = _shortened(G, op, args, tensor, longest)
         names[node] = full
     return names
+
+
+def _leaf_name(G: nx.MultiDiGraph, node: Any) -> Name:
+    """An unnamed leaf that is not written as its numbers: by the named value the script
+    made of it, if that is all it went into (``W = torch.randn(3, 4, requires_grad=True)
+    * 0.5``: "leaf of W", the tensor autograd gives a gradient, which W itself does not
+    get), else by its role and shape ("param 3×4")."""
+    made = {value for op in G.successors(node) for value in G.successors(op)}
+    label = G.nodes[next(iter(made))].get("label") if len(made) == 1 else None
+    if label:
+        became = _label_name(label)
+        return Name(f"leaf of {became.text}", rf"\text{{leaf of }}{became.tex}", ops.PRODUCT)
+    attrs = G.nodes[node]
+    words = " ".join([attrs.get("role") or "leaf", "×".join(map(str, attrs.get("shape", ())))])
+    return Name(words.strip(), r"\text{" + _tex_escape(words.strip()) + "}", ops.PRODUCT)
+
+
+def _described(G: nx.MultiDiGraph, node: Any) -> bool:
+    """Whether an unnamed leaf is written by words (_leaf_name), not by its numbers."""
+    attrs = G.nodes[node]
+    data = attrs.get("data")
+    return not isinstance(data, (int, float)) and not (
+        attrs.get("role") != "param" and 0 < np.size(data) <= SMALL_ENTRIES)
 
 
 @dataclass(frozen=True)
@@ -271,7 +294,8 @@ class Heading:
 def headings(G: nx.MultiDiGraph, precision: int | None = None,
              expressions: bool = True) -> dict[Any, Heading]:
     """The heading of every value box that has one: its label, else (with
-    ``expressions``) the expression that computed it; an unnamed leaf has none."""
+    ``expressions``) the expression that computed it, or for an unnamed leaf not drawn
+    as its numbers, what it is (_leaf_name: "leaf of W1", "param 3×4")."""
     names = value_names(G, precision=precision) if expressions else {}
     found = {}
     for node, attrs in G.nodes(data=True):
@@ -279,7 +303,7 @@ def headings(G: nx.MultiDiGraph, precision: int | None = None,
             continue
         if attrs.get("label"):
             found[node] = Heading(attrs["label"], True)
-        elif node in names and G._pred[node]:
+        elif node in names and (G._pred[node] or _described(G, node)):
             found[node] = Heading(names[node].text, False)
     return found
 

@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .builder import Builder, Producer
+from .builder import Builder, Producer, attribute_names
 from .engine import Node, topological_order
 from .formatting import changed_note
 from .groups import numbered
@@ -84,6 +84,8 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     for name, obj in (names or {}).items():
         if isinstance(obj, Node) and not name.startswith("_"):
             name_of.setdefault(id(obj), name)
+    for key, path in attribute_names(names or {}, lambda obj: isinstance(obj, Node)).items():
+        name_of.setdefault(key, path)  # (a neuron's weights: n.w[0])
 
     order = topological_order(roots)
     calls = numbered(node._group for node in order)
