@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from string import Template
@@ -14,10 +14,12 @@ import numpy as np
 
 from . import ops
 from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradients
-from .formatting import display_number, superscript
+from .formatting import MAX_ITEMS, display_number, format_array, superscript
 from .ir import operand_edges
+from .metrics import text_width
 from .ops import ATOM, POSTFIX
 from .steps import backward_steps
+from .style import EXPRESSION_PT, VALUE_PT
 
 __all__ = [
     "IDENTIFIER",
@@ -75,9 +77,11 @@ class Name:
 SMALL_ENTRIES = 6
 RESULT_ENTRIES = 12
 
-# Unnamed values are written as the expression that made them, as long as that
-# stays short; past this many characters the operands become "…".
-_MAX_EXPRESSION = 18
+# Unnamed values are written as the expression that made them, as long as it has
+# room: as wide as its box's numbers, and at least this wide (points, at the headings'
+# size: some 26 characters), before its operands become "…".
+_LEAST_ROOM = 13 * EXPRESSION_PT
+_CELL_GAP = 8.0  # a table cell's padding and spacing, points
 _ELLIPSIS = Name("…", r"\ldots")
 # Greek letters as a script spells them (``lambda`` is Python's keyword: the book
 # writes ``lambd``), drawn as the letter in every view: lambd / 2 is λ/2.
@@ -201,6 +205,15 @@ def _exponent(attrs: Mapping) -> tuple[Name, Name]:
     return Name(f"{n:g}", f"{n:g}"), Name(f"{n - 1:g}", f"{n - 1:g}")
 
 
+def _index(attrs: Mapping) -> Name:
+    """An indexed op's index as the script wrote it (``2``, ``target``), else "…"."""
+    index = attrs.get("index")
+    if index is None:
+        return _ELLIPSIS
+    tex = IDENTIFIER.sub(lambda match: r"\mathrm{" + match.group() + "}", _tex_escape(index))
+    return Name(index, tex.replace("…", r"\ldots ").replace("−", "-"))
+
+
 def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
     """How the result of the op ``attrs`` applied to ``args`` is written."""
     writing = ops.get(attrs["op"]).form(len(args)).expression
@@ -208,6 +221,7 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
                for i, arg in enumerate(args)]
     n, _ = _exponent(attrs)
     fields = {"dot": _product_sign(tensor), "n": n, "n_sup": Name(superscript(n.text), n.tex),
+              "index": _index(attrs),
               "name": _label_name(attrs.get("symbol") or attrs["op"]),
               "args": Name(", ".join(arg.text for arg in wrapped),
                            ", ".join(arg.tex for arg in wrapped)),
@@ -218,13 +232,30 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
     return Name(name.text, name.tex, writing.precedence)
 
 
-def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
+def heading_room(attrs: Mapping) -> float:
+    """How wide (points) a value's written name may set as its box's heading: the width of
+    the box's numbers (its data and gradient side by side, as drawn), or _LEAST_ROOM."""
+    width = 0.0
+    for x in (attrs.get("data"), attrs.get("grad")):
+        if x is not None:
+            rows = format_array(x, 4, MAX_ITEMS)
+            width += max(sum(text_width(cell, VALUE_PT, "numbers") + _CELL_GAP for cell in row)
+                         for row in rows) + _CELL_GAP
+    return max(width, _LEAST_ROOM)
+
+
+def _heading_fits(attrs: Mapping, text: str) -> bool:
+    return text_width(typeset(text), EXPRESSION_PT, "serif") <= heading_room(attrs)
+
+
+def value_names(G: nx.MultiDiGraph, longest: int | None = None,
                 precision: int | None = None) -> dict[Any, Name]:
     """How every value node is written in captions.
 
     A value's label if it has one; an unnamed scalar constant by its number;
     any other unnamed value by the expression that computed it (``o − 0``,
-    ``Σ(o − 0)²``), shortened with "…" past ``longest`` characters; a small unnamed
+    ``Σ(o − 0)²``), shortened with "…" where it is wider than its box has room for
+    (heading_room; or, given ``longest``, past that many characters); a small unnamed
     input tensor by its numbers (``[0; 0]``), any other unnamed leaf as _leaf_name says.
     """
     names: dict[Any, Name] = {}
@@ -252,8 +283,11 @@ def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
         tensor = attrs.get("shape", ()) != ()
         args = [names[u] for u, _, _ in operand_edges(G, op)]
         full = _expression(op_attrs, args, tensor)
-        if len(full.text) > longest:
-            full = _shortened(G, op, args, tensor, longest)
+        def fits(text: str, attrs: Mapping = attrs) -> bool:
+            return len(text) <= longest if longest is not None else _heading_fits(attrs, text)
+
+        if not fits(full.text):
+            full = _shortened(G, op, args, tensor, fits)
         names[node] = full
     return names
 
@@ -309,7 +343,7 @@ def headings(G: nx.MultiDiGraph, precision: int | None = None,
 
 
 def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
-               longest: int) -> Name:
+               fits: Callable[[str], bool]) -> Name:
     """An expression too long to head a box, shortened: first without the
     parameters the op's own module holds (``model.0.weight`` in model.0's linear:
     ``linear(x)``, as PyTorch writes the call ``model.0(x)``), else with its longest
@@ -323,21 +357,20 @@ def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
             .endswith("($args)"):
         args = [arg for arg, mine in zip(args, own, strict=True) if not mine]
         kept = _expression(attrs, args, tensor)
-        if len(kept.text) <= longest:
+        if fits(kept.text):
             return kept
     # Else its longest operands written "…", one at a time (a value used twice, both
-    # times), as few as it takes; but a name of "…" alone says nothing: up to twice
-    # as long, the expression is kept whole rather than that.
+    # times), as few as it takes; but a name of "…" alone says nothing: the expression
+    # is kept whole rather than that.
     full, shortened, args = _expression(attrs, args, tensor), None, list(args)
-    while shortened is None or len(shortened.text) > longest:
+    while shortened is None or not fits(shortened.text):
         long = [arg.text for arg in args if len(arg.text) > 2 and arg is not _ELLIPSIS]
         if not long:
             break
         cut = max(long, key=len)
         args = [_ELLIPSIS if arg.text == cut else arg for arg in args]
         shortened = _expression(attrs, args, tensor)
-    if shortened is None or (all(arg is _ELLIPSIS or len(arg.text) <= 2 for arg in args)
-                             and len(full.text) <= 2 * longest):
+    if shortened is None or all(arg is _ELLIPSIS or len(arg.text) <= 2 for arg in args):
         return full
     return shortened
 
@@ -459,7 +492,7 @@ def _local(attrs: Mapping, form: ops.Form, arg: int, args: list[Name], result: N
     fields = {"a": a, "a_atom": base, "g": upstream, "g_atom": _wrap(upstream, ATOM),
               "r": _wrap(result), "x": _wrap(args[arg]),
               "dot": _product_sign(tensor), "n": n, "a_pow": a_pow,
-              "k": Name(str(size_ratio), str(size_ratio))}
+              "k": Name(str(size_ratio), str(size_ratio)), "index": _index(attrs)}
     if len(args) > 1:
         fields["b"] = _wrap(args[1])
         fields["b_atom"] = _wrap(args[1], ATOM)  # (Bᵀ)ᵀ, not Bᵀᵀ
@@ -519,7 +552,7 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
         ones = np.ones(np.shape(operands[0]))
         fields["ones"] = number_text(ones, precision) if ones.size <= SMALL_ENTRIES else "1"
     tensor = any(np.ndim(v) > 0 for v in (*operands, recorded["r"]))
-    fields.update(dot="⊙" if tensor else "·", k=str(size_ratio),
+    fields.update(dot="⊙" if tensor else "·", k=str(size_ratio), index=_index(attrs).text,
                   R=_wrap(_function(attrs, names[step.result], top), ATOM).text,
                   X=_wrap(names[u], ATOM).text)
     exponent = attrs.get("exponent")

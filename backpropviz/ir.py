@@ -97,9 +97,11 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
             attrs: dict[str, Any] = {}
             if getattr(node, "keepdims", False):
                 attrs["keepdims"] = True
-            axis = getattr(node, "axis", None)  # a reduction's (an index is not kept)
+            axis = getattr(node, "axis", None)  # a reduction's
             if axis is not None:
                 attrs["axis"] = axis
+            if ops.get(node.op).indexed and getattr(node, "index", None) is not None:
+                attrs["index"] = ops.index_text(node.index)  # x[2]: the 2
             dead = ops.dead_units(node.op, node.operands[0].data)
             if getattr(node, "keep", None) is not None:  # dropout: the mask it applied
                 attrs.update(mask=node.keep.astype(float).tolist(), p=node.rate)
