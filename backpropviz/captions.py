@@ -27,6 +27,7 @@ __all__ = [
     "Heading",
     "Name",
     "differentiated",
+    "heading_room",
     "headings",
     "name_parts",
     "name_runs",
