@@ -99,8 +99,9 @@ _GREEK_TEX = {letter: "\\" + name for name, letter in _GREEK_LETTERS.items()}
 # snake_case name (total_loss, X_train, x_in) is a word, written as it is.
 _INDEXED_NAME = re.compile(r"([A-Za-z]+)(?:_?([0-9]+(?:_[0-9]+)*)|_([A-Za-z]))")
 # A name in a text (o − y, W1 x + b1): a letter or _, then letters, digits and
-# underscores, not part of a number (the e of 1e-3).
-IDENTIFIER = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z0-9_]*")
+# underscores, not part of a number (the e of 1e-3) nor of a path after its first name
+# (model.fc1.weight: an attribute is written as the script wrote it, fc1, not f and c₁).
+IDENTIFIER = re.compile(r"(?<![0-9.A-Za-z_])[A-Za-z_][A-Za-z0-9_]*")
 
 
 def name_parts(label: str) -> tuple[str, str]:
