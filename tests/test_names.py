@@ -222,3 +222,17 @@ def test_a_heading_is_cut_only_where_its_box_has_no_room():
     written = value_names(H)[root].text
     assert "…" in written
     assert text_width(written, EXPRESSION_PT, "serif") <= heading_room(H.nodes[root])
+
+
+def test_a_clips_worked_line_breaks_before_an_equals_sign_that_would_overflow():
+    pytest.importorskip("manim")
+    from backpropviz.animate.screen import CAPTION_WIDTH, WORKED_EM, wrapped
+
+    # (a matrix after the last "=" made the row wider than the frame: the row was measured
+    # up to the "=" only)
+    pieces = ["∂L/∂W₁", "=", "∂L/∂(W₁ x₁)", "·", "x₁ᵀ", "=", "[4.867; 0; 6.086; 0]", "·",
+              "[1; 2; −1]ᵀ", "=", "[4.867, 9.735, −4.867; 0, 0, 0; 6.086, 12.17, −6.086; 0, 0, 0]"]
+    rows = wrapped(pieces, [piece == "=" for piece in pieces], WORKED_EM)
+    assert len(rows) > 1
+    for row in rows:
+        assert text_width(" ".join(pieces[i] for i in row), WORKED_EM) <= CAPTION_WIDTH
