@@ -284,7 +284,9 @@ def value_names(G: nx.MultiDiGraph, longest: int | None = None,
         op_attrs = G.nodes[op]
         tensor = attrs.get("shape", ()) != ()
         args = [names[u] for u, _, _ in operand_edges(G, op)]
+        args = _as_called(G, op, args)
         full = _expression(op_attrs, args, tensor)
+
         def fits(text: str, attrs: Mapping = attrs) -> bool:
             return len(text) <= longest if longest is not None else _heading_fits(attrs, text)
 
@@ -344,12 +346,10 @@ def headings(G: nx.MultiDiGraph, precision: int | None = None,
     return found
 
 
-def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
-               fits: Callable[[str], bool]) -> Name:
-    """An expression too long to head a box, shortened: first without the
-    parameters the op's own module holds (``model.0.weight`` in model.0's linear:
-    ``linear(x)``, as PyTorch writes the call ``model.0(x)``), else with its longest
-    operands as "…", as few as it takes."""
+def _as_called(G: nx.MultiDiGraph, op: Any, args: list[Name]) -> list[Name]:
+    """The operands an op's call is written with: without the parameters the op's own
+    module holds (``model.0.weight`` in model.0's linear: ``linear(x)``, as PyTorch
+    writes the call ``model.0(x)``)."""
     attrs = G.nodes[op]
     owners = {attrs.get("symbol"), *(attrs.get("group") or [])[-1:]}
     operands = [u for u, _, _ in operand_edges(G, op)]
@@ -357,10 +357,15 @@ def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
            and (G.nodes[u].get("label") or "").rsplit(".", 1)[0] in owners for u in operands]
     if any(own) and not all(own) and ops.get(attrs["op"]).form(len(args)).expression.text \
             .endswith("($args)"):
-        args = [arg for arg, mine in zip(args, own, strict=True) if not mine]
-        kept = _expression(attrs, args, tensor)
-        if fits(kept.text):
-            return kept
+        return [arg for arg, mine in zip(args, own, strict=True) if not mine]
+    return args
+
+
+def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
+               fits: Callable[[str], bool]) -> Name:
+    """An expression too wide to head its box, shortened: its longest operands as "…",
+    as few as it takes."""
+    attrs = G.nodes[op]
     # Else its longest operands written "…", one at a time (a value used twice, both
     # times), as few as it takes; but a name of "…" alone says nothing: the expression
     # is kept whole rather than that.
