@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import types
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -13,7 +14,7 @@ import networkx as nx
 
 from . import ops
 
-__all__ = ["Builder", "Live", "Producer", "leaf_readers"]
+__all__ = ["Builder", "Live", "Producer", "attribute_names", "leaf_readers"]
 
 # While a training run is recorded (``leaf_readers()``), each IR built keeps, by value
 # id, each leaf's own object and how to read its numbers as they are now: what the
@@ -32,6 +33,47 @@ def leaf_readers() -> Iterator[dict[str, Live]]:
         yield readers
     finally:
         _READERS.remove(readers)
+
+
+# How far attribute_names looks into a script's objects: steps below a global name
+# (model.layers[0].w[1] is four), and objects looked into in all.
+_ATTRIBUTE_DEPTH = 4
+_ATTRIBUTE_OBJECTS = 5000
+_NOT_LOOKED_INTO = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
+                    types.MethodType, str, bytes, int, float, complex, bool)
+
+
+def attribute_names(names: Mapping[str, Any], is_node: Callable[[Any], bool]) -> dict[int, str]:
+    """Each node kept in an attribute or a list of a script's object, by id, with the path
+    the script would write to reach it: ``n.w[0]``, ``n.b``, ``model.layers[1].w[2]``
+    (a hand-written neuron's weights have no global name of their own). Shorter paths
+    first; names starting with ``_`` and modules, classes and functions are not looked into.
+    """
+    found: dict[int, str] = {}
+    seen: set[int] = set()
+    level = [(name, obj) for name, obj in names.items()
+             if not name.startswith("_") and not is_node(obj)]
+    for _ in range(_ATTRIBUTE_DEPTH):
+        below = []
+        for path, obj in level:
+            if id(obj) in seen or isinstance(obj, _NOT_LOOKED_INTO) or len(seen) > \
+                    _ATTRIBUTE_OBJECTS:
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, (list, tuple)):
+                inner = [(f"{path}[{i}]", item) for i, item in enumerate(obj[:1000])]
+            else:
+                attrs = getattr(obj, "__dict__", None)
+                inner = [] if not isinstance(attrs, dict) else [
+                    (f"{path}.{key}", item) for key, item in attrs.items()
+                    if isinstance(key, str) and not key.startswith("_")]
+            for inner_path, item in inner:
+                if is_node(item):
+                    found.setdefault(id(item), inner_path)
+                else:
+                    below.append((inner_path, item))
+        level = below
+    return found
 
 
 class Producer(ABC):

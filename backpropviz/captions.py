@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from string import Template
@@ -14,10 +14,12 @@ import numpy as np
 
 from . import ops
 from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradients
-from .formatting import display_number, superscript
+from .formatting import MAX_ITEMS, display_number, format_array, superscript
 from .ir import operand_edges
+from .metrics import text_width
 from .ops import ATOM, POSTFIX
 from .steps import backward_steps
+from .style import EXPRESSION_PT, VALUE_PT
 
 __all__ = [
     "IDENTIFIER",
@@ -25,12 +27,14 @@ __all__ = [
     "Heading",
     "Name",
     "differentiated",
+    "heading_room",
     "headings",
     "name_parts",
     "name_runs",
     "partial_name",
     "step_captions",
     "step_form",
+    "subscripted",
     "typeset",
     "value_names",
 ]
@@ -74,9 +78,11 @@ class Name:
 SMALL_ENTRIES = 6
 RESULT_ENTRIES = 12
 
-# Unnamed values are written as the expression that made them, as long as that
-# stays short; past this many characters the operands become "…".
-_MAX_EXPRESSION = 18
+# Unnamed values are written as the expression that made them, as long as it has
+# room: as wide as its box's numbers, and at least this wide (points, at the headings'
+# size: some 26 characters), before its operands become "…".
+_LEAST_ROOM = 13 * EXPRESSION_PT
+_CELL_GAP = 8.0  # a table cell's padding and spacing, points
 _ELLIPSIS = Name("…", r"\ldots")
 # Greek letters as a script spells them (``lambda`` is Python's keyword: the book
 # writes ``lambd``), drawn as the letter in every view: lambd / 2 is λ/2.
@@ -93,8 +99,9 @@ _GREEK_TEX = {letter: "\\" + name for name, letter in _GREEK_LETTERS.items()}
 # snake_case name (total_loss, X_train, x_in) is a word, written as it is.
 _INDEXED_NAME = re.compile(r"([A-Za-z]+)(?:_?([0-9]+(?:_[0-9]+)*)|_([A-Za-z]))")
 # A name in a text (o − y, W1 x + b1): a letter or _, then letters, digits and
-# underscores, not part of a number (the e of 1e-3).
-IDENTIFIER = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z0-9_]*")
+# underscores, not part of a number (the e of 1e-3) nor of a path after its first name
+# (model.fc1.weight: an attribute is written as the script wrote it, fc1, not f and c₁).
+IDENTIFIER = re.compile(r"(?<![0-9.A-Za-z_])[A-Za-z_][A-Za-z0-9_]*")
 
 
 def name_parts(label: str) -> tuple[str, str]:
@@ -112,6 +119,25 @@ def typeset(label: str) -> str:
     """A label as every view writes it in plain text: its Greek names as letters
     (``lambd/2`` -> ``λ/2``), the rest as the script wrote it."""
     return IDENTIFIER.sub(lambda match: _GREEK.get(match.group(), match.group()), label)
+
+
+# Unicode's subscript characters: the digits, and the letters it has (not b, c, d…).
+_SUBSCRIPTS = dict(zip("0123456789aehijklmnoprstuvx,", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ,",
+                       strict=True))
+
+
+def subscripted(text: str) -> str:
+    """A text with names in it as a view that cannot typeset writes it: each name's
+    index in subscript characters, as the boxes set it (``∂L/∂W1 = x1ᵀ`` ->
+    ``∂L/∂W₁ = x₁ᵀ``, ``w1_11`` -> ``w₁,₁₁``, ``h_t`` -> ``hₜ``), Greek names as letters.
+    An index Unicode has no subscript for (``x_b``) stays as the script wrote it."""
+    def one(match: re.Match) -> str:
+        base, sub = name_parts(match.group())
+        if sub and all(char in _SUBSCRIPTS for char in sub):
+            return base + "".join(_SUBSCRIPTS[char] for char in sub)
+        return base if not sub else match.group()
+
+    return IDENTIFIER.sub(one, text)
 
 
 def name_runs(text: str) -> list[tuple[str, str]]:
@@ -181,6 +207,15 @@ def _exponent(attrs: Mapping) -> tuple[Name, Name]:
     return Name(f"{n:g}", f"{n:g}"), Name(f"{n - 1:g}", f"{n - 1:g}")
 
 
+def _index(attrs: Mapping) -> Name:
+    """An indexed op's index as the script wrote it (``2``, ``target``), else "…"."""
+    index = attrs.get("index")
+    if index is None:
+        return _ELLIPSIS
+    tex = IDENTIFIER.sub(lambda match: r"\mathrm{" + match.group() + "}", _tex_escape(index))
+    return Name(index, tex.replace("…", r"\ldots ").replace("−", "-"))
+
+
 def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
     """How the result of the op ``attrs`` applied to ``args`` is written."""
     writing = ops.get(attrs["op"]).form(len(args)).expression
@@ -188,6 +223,7 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
                for i, arg in enumerate(args)]
     n, _ = _exponent(attrs)
     fields = {"dot": _product_sign(tensor), "n": n, "n_sup": Name(superscript(n.text), n.tex),
+              "index": _index(attrs),
               "name": _label_name(attrs.get("symbol") or attrs["op"]),
               "args": Name(", ".join(arg.text for arg in wrapped),
                            ", ".join(arg.tex for arg in wrapped)),
@@ -198,14 +234,31 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
     return Name(name.text, name.tex, writing.precedence)
 
 
-def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
+def heading_room(attrs: Mapping) -> float:
+    """How wide (points) a value's written name may set as its box's heading: the width of
+    the box's numbers (its data and gradient side by side, as drawn), or _LEAST_ROOM."""
+    width = 0.0
+    for x in (attrs.get("data"), attrs.get("grad")):
+        if x is not None:
+            rows = format_array(x, 4, MAX_ITEMS)
+            width += max(sum(text_width(cell, VALUE_PT, "numbers") + _CELL_GAP for cell in row)
+                         for row in rows) + _CELL_GAP
+    return max(width, _LEAST_ROOM)
+
+
+def _heading_fits(attrs: Mapping, text: str) -> bool:
+    return text_width(typeset(text), EXPRESSION_PT, "serif") <= heading_room(attrs)
+
+
+def value_names(G: nx.MultiDiGraph, longest: int | None = None,
                 precision: int | None = None) -> dict[Any, Name]:
     """How every value node is written in captions.
 
     A value's label if it has one; an unnamed scalar constant by its number;
     any other unnamed value by the expression that computed it (``o − 0``,
-    ``Σ(o − 0)²``), shortened with "…" past ``longest`` characters; a small unnamed
-    input tensor by its numbers (``[0; 0]``), any other unnamed leaf by its IR id.
+    ``Σ(o − 0)²``), shortened with "…" where it is wider than its box has room for
+    (heading_room; or, given ``longest``, past that many characters); a small unnamed
+    input tensor by its numbers (``[0; 0]``), any other unnamed leaf as _leaf_name says.
     """
     names: dict[Any, Name] = {}
     for node in nx.topological_sort(G):
@@ -225,17 +278,45 @@ def value_names(G: nx.MultiDiGraph, longest: int = _MAX_EXPRESSION,
                 text = number_text(data, 4 if precision is None else precision)
                 names[node] = Name(text, _tex_escape(text), ATOM)
             else:
-                names[node] = Name(str(node), r"\mathrm{" + _tex_escape(str(node)) + "}")
+                names[node] = _leaf_name(G, node)
             continue
         op = producers[0]
         op_attrs = G.nodes[op]
         tensor = attrs.get("shape", ()) != ()
         args = [names[u] for u, _, _ in operand_edges(G, op)]
+        args = _as_called(G, op, args)
         full = _expression(op_attrs, args, tensor)
-        if len(full.text) > longest:
-            full = _shortened(G, op, args, tensor, longest)
+
+        def fits(text: str, attrs: Mapping = attrs) -> bool:
+            return len(text) <= longest if longest is not None else _heading_fits(attrs, text)
+
+        if not fits(full.text):
+            full = _shortened(G, op, args, tensor, fits)
         names[node] = full
     return names
+
+
+def _leaf_name(G: nx.MultiDiGraph, node: Any) -> Name:
+    """An unnamed leaf that is not written as its numbers: by the named value the script
+    made of it, if that is all it went into (``W = torch.randn(3, 4, requires_grad=True)
+    * 0.5``: "leaf of W", the tensor autograd gives a gradient, which W itself does not
+    get), else by its role and shape ("param 3×4")."""
+    made = {value for op in G.successors(node) for value in G.successors(op)}
+    label = G.nodes[next(iter(made))].get("label") if len(made) == 1 else None
+    if label:
+        became = _label_name(label)
+        return Name(f"leaf of {became.text}", rf"\text{{leaf of }}{became.tex}", ops.PRODUCT)
+    attrs = G.nodes[node]
+    words = " ".join([attrs.get("role") or "leaf", "×".join(map(str, attrs.get("shape", ())))])
+    return Name(words.strip(), r"\text{" + _tex_escape(words.strip()) + "}", ops.PRODUCT)
+
+
+def _described(G: nx.MultiDiGraph, node: Any) -> bool:
+    """Whether an unnamed leaf is written by words (_leaf_name), not by its numbers."""
+    attrs = G.nodes[node]
+    data = attrs.get("data")
+    return not isinstance(data, (int, float)) and not (
+        attrs.get("role") != "param" and 0 < np.size(data) <= SMALL_ENTRIES)
 
 
 @dataclass(frozen=True)
@@ -251,7 +332,8 @@ class Heading:
 def headings(G: nx.MultiDiGraph, precision: int | None = None,
              expressions: bool = True) -> dict[Any, Heading]:
     """The heading of every value box that has one: its label, else (with
-    ``expressions``) the expression that computed it; an unnamed leaf has none."""
+    ``expressions``) the expression that computed it, or for an unnamed leaf not drawn
+    as its numbers, what it is (_leaf_name: "leaf of W1", "param 3×4")."""
     names = value_names(G, precision=precision) if expressions else {}
     found = {}
     for node, attrs in G.nodes(data=True):
@@ -259,17 +341,15 @@ def headings(G: nx.MultiDiGraph, precision: int | None = None,
             continue
         if attrs.get("label"):
             found[node] = Heading(attrs["label"], True)
-        elif node in names and G._pred[node]:
+        elif node in names and (G._pred[node] or _described(G, node)):
             found[node] = Heading(names[node].text, False)
     return found
 
 
-def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
-               longest: int) -> Name:
-    """An expression too long to head a box, shortened: first without the
-    parameters the op's own module holds (``model.0.weight`` in model.0's linear:
-    ``linear(x)``, as PyTorch writes the call ``model.0(x)``), else with its longest
-    operands as "…", as few as it takes."""
+def _as_called(G: nx.MultiDiGraph, op: Any, args: list[Name]) -> list[Name]:
+    """The operands an op's call is written with: without the parameters the op's own
+    module holds (``model.0.weight`` in model.0's linear: ``linear(x)``, as PyTorch
+    writes the call ``model.0(x)``)."""
     attrs = G.nodes[op]
     owners = {attrs.get("symbol"), *(attrs.get("group") or [])[-1:]}
     operands = [u for u, _, _ in operand_edges(G, op)]
@@ -277,23 +357,27 @@ def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
            and (G.nodes[u].get("label") or "").rsplit(".", 1)[0] in owners for u in operands]
     if any(own) and not all(own) and ops.get(attrs["op"]).form(len(args)).expression.text \
             .endswith("($args)"):
-        args = [arg for arg, mine in zip(args, own, strict=True) if not mine]
-        kept = _expression(attrs, args, tensor)
-        if len(kept.text) <= longest:
-            return kept
+        return [arg for arg, mine in zip(args, own, strict=True) if not mine]
+    return args
+
+
+def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
+               fits: Callable[[str], bool]) -> Name:
+    """An expression too wide to head its box, shortened: its longest operands as "…",
+    as few as it takes."""
+    attrs = G.nodes[op]
     # Else its longest operands written "…", one at a time (a value used twice, both
-    # times), as few as it takes; but a name of "…" alone says nothing: up to twice
-    # as long, the expression is kept whole rather than that.
+    # times), as few as it takes; but a name of "…" alone says nothing: the expression
+    # is kept whole rather than that.
     full, shortened, args = _expression(attrs, args, tensor), None, list(args)
-    while shortened is None or len(shortened.text) > longest:
+    while shortened is None or not fits(shortened.text):
         long = [arg.text for arg in args if len(arg.text) > 2 and arg is not _ELLIPSIS]
         if not long:
             break
         cut = max(long, key=len)
         args = [_ELLIPSIS if arg.text == cut else arg for arg in args]
         shortened = _expression(attrs, args, tensor)
-    if shortened is None or (all(arg is _ELLIPSIS or len(arg.text) <= 2 for arg in args)
-                             and len(full.text) <= 2 * longest):
+    if shortened is None or all(arg is _ELLIPSIS or len(arg.text) <= 2 for arg in args):
         return full
     return shortened
 
@@ -415,7 +499,7 @@ def _local(attrs: Mapping, form: ops.Form, arg: int, args: list[Name], result: N
     fields = {"a": a, "a_atom": base, "g": upstream, "g_atom": _wrap(upstream, ATOM),
               "r": _wrap(result), "x": _wrap(args[arg]),
               "dot": _product_sign(tensor), "n": n, "a_pow": a_pow,
-              "k": Name(str(size_ratio), str(size_ratio))}
+              "k": Name(str(size_ratio), str(size_ratio)), "index": _index(attrs)}
     if len(args) > 1:
         fields["b"] = _wrap(args[1])
         fields["b_atom"] = _wrap(args[1], ATOM)  # (Bᵀ)ᵀ, not Bᵀᵀ
@@ -475,7 +559,7 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
         ones = np.ones(np.shape(operands[0]))
         fields["ones"] = number_text(ones, precision) if ones.size <= SMALL_ENTRIES else "1"
     tensor = any(np.ndim(v) > 0 for v in (*operands, recorded["r"]))
-    fields.update(dot="⊙" if tensor else "·", k=str(size_ratio),
+    fields.update(dot="⊙" if tensor else "·", k=str(size_ratio), index=_index(attrs).text,
                   R=_wrap(_function(attrs, names[step.result], top), ATOM).text,
                   X=_wrap(names[u], ATOM).text)
     exponent = attrs.get("exponent")

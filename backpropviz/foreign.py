@@ -37,7 +37,7 @@ from typing import Any
 import networkx as nx
 
 from . import ops
-from .builder import Builder, Producer
+from .builder import Builder, Producer, attribute_names
 from .engine import EngineError, Node, Value, apply
 from .foreign_nodes import (
     CHILD_ATTRS,
@@ -160,6 +160,8 @@ def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
         if not name.startswith("_") and looks_like_node(obj):
             name_of.setdefault(id(obj), name)
             rank_of.setdefault(id(obj), position)
+    for key, path in attribute_names(names or {}, looks_like_node).items():
+        name_of.setdefault(key, path)  # (a neuron's weights: n.w[0])
     nodes, children = collect(roots)
     graph = ForeignGraph(list(dict.fromkeys(roots)), [], {}, {}, {})
     last = OBSERVED.last_run()  # the script's last backward(), as it ran

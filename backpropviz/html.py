@@ -13,7 +13,7 @@ from typing import Any
 
 import networkx as nx
 
-from .captions import Caption, differentiated, step_captions, value_names
+from .captions import Caption, differentiated, step_captions, subscripted, value_names
 from .diagram import draw, step_diagrams
 from .dot import badge_pt, edge_id
 from .errors import DrawError
@@ -79,7 +79,7 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     edge's contribution as drawn (and its dead-ReLU cells).
     """
     names = value_names(G)
-    values = {str(node): {"name": names[node].text, "role": attrs["role"],
+    values = {str(node): {"name": subscripted(names[node].text), "role": attrs["role"],
                           "shape": list(attrs["shape"]), "data": _exact(attrs["data"])}
               for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
     ops = {str(node): {"op": attrs["op"], "symbol": attrs["symbol"],
@@ -108,7 +108,8 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
         return shown[id(grad)]
     states = [{"op": None, "result": None, "edges": [], "updated": [], "accumulated": [],
                "grads": {str(v): full(g) for v, g in seeds.items()},
-               "caption": "\n".join(captions[0].worked), "rule": captions[0].rule,
+               "caption": subscripted("\n".join(captions[0].worked)),
+               "rule": subscripted(captions[0].rule),
                "typeset": _typeset_lines(captions[0])}]
     for step, caption in zip(backward_steps(G), captions[1:], strict=True):
         states.append({
@@ -117,7 +118,8 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
             "updated": [str(v) for v in step.updated],
             "accumulated": [str(v) for v in step.accumulated],
             "grads": {str(v): full(g) for v, g in step.grads.items()},
-            "caption": "\n".join(caption.worked), "rule": caption.rule,
+            "caption": subscripted("\n".join(caption.worked)),
+            "rule": subscripted(caption.rule),
             "typeset": _typeset_lines(caption),
         })
     return {"values": values, "ops": ops, "contributions": contributions, "steps": states}

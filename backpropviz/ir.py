@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .builder import Builder, Producer
+from .builder import Builder, Producer, attribute_names
 from .engine import Node, topological_order
 from .formatting import changed_note
 from .groups import numbered
@@ -84,6 +84,8 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
     for name, obj in (names or {}).items():
         if isinstance(obj, Node) and not name.startswith("_"):
             name_of.setdefault(id(obj), name)
+    for key, path in attribute_names(names or {}, lambda obj: isinstance(obj, Node)).items():
+        name_of.setdefault(key, path)  # (a neuron's weights: n.w[0])
 
     order = topological_order(roots)
     calls = numbered(node._group for node in order)
@@ -95,9 +97,11 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
             attrs: dict[str, Any] = {}
             if getattr(node, "keepdims", False):
                 attrs["keepdims"] = True
-            axis = getattr(node, "axis", None)  # a reduction's (an index is not kept)
+            axis = getattr(node, "axis", None)  # a reduction's
             if axis is not None:
                 attrs["axis"] = axis
+            if ops.get(node.op).indexed and getattr(node, "index", None) is not None:
+                attrs["index"] = ops.index_text(node.index)  # x[2]: the 2
             dead = ops.dead_units(node.op, node.operands[0].data)
             if getattr(node, "keep", None) is not None:  # dropout: the mask it applied
                 attrs.update(mask=node.keep.astype(float).tolist(), p=node.rate)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from .captions import name_runs
+from .captions import name_runs, subscripted
 from .errors import BackpropvizError
 from .files import write_atomically
 from .formatting import byte_size
@@ -208,7 +208,7 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
         cls = f"step {step.phase}" + (" peak" if step is peak and kept_any else "")
         svg.add(f'<g id="step-{step.index}" class="{cls}" data-op="{escape(str(step.op))}" '
                 f'data-bytes="{step.bytes_held}"><title>{escape(_step_title(line, step))}: '
-                f'{byte_size(step.bytes_held)} kept ({escape(what)})</title>')
+                f'{byte_size(step.bytes_held)} kept ({escape(subscripted(what))})</title>')
         y = bottom
         if by_blocks:
             blocks = [(line.kept[item].role, line.kept[item].nbytes, item, order[item])
@@ -261,7 +261,7 @@ def timeline_svg(line: Timeline, *, theme: str = "light", title: str | None = No
 
 def _step_title(line: Timeline, step: MemoryStep) -> str:
     return (f"after {step.phase} step {step.index}, "
-            f"{line.symbols[step.op]} → {line.results[step.op]}")
+            f"{line.symbols[step.op]} → {subscripted(line.results[step.op])}")
 
 
 def _step_labels(svg: Svg, line: Timeline, left: float, slot: float, bottom: float) -> None:
@@ -479,7 +479,8 @@ def step_meter(line: Timeline, *, theme: str = "light") -> dict:
         text += " (the peak)" if step.bytes_held == peak and peak else \
             f" (peak {byte_size(peak)})"
         if step.freed:
-            text += "; freed: " + ", ".join(line.kept[item].name for item in step.freed)
+            text += "; freed: " + subscripted(", ".join(line.kept[item].name
+                                                        for item in step.freed))
         meter["bytes"].append(step.bytes_held)
         meter["fill"].append(round(100 * step.bytes_held / peak, 2) if peak else 0)
         meter["text"].append(text)
@@ -528,8 +529,9 @@ def timeline_html(line: Timeline, *, theme: str = "light", title: str | None = N
         names = [line.kept[item].name for item in (step.kept or step.freed)]
         change = ("keeps " if step.kept else "frees " if step.freed else "") + ", ".join(names)
         rows.append(f'<tr class="{step.phase}"><td>{step.index}</td><td>{step.phase}</td>'
-                    f"<td>{escape(line.symbols[step.op])} → {escape(line.results[step.op])}"
-                    f"</td><td>{escape(change)}</td>"
+                    f"<td>{escape(line.symbols[step.op])} → "
+                    f"{escape(subscripted(line.results[step.op]))}"
+                    f"</td><td>{escape(subscripted(change))}</td>"
                     f'<td class="bytes">{escape(byte_size(step.bytes_held))}</td></tr>')
     style = f"""body {{ margin: 0; padding: 1em 2vw; background: {t.backdrop}; color: {t.text};
   font-family: {FONT}; }}

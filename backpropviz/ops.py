@@ -22,7 +22,8 @@ reduction averaged; for an op known only by name, ``$args`` are all its
 operands and ``$x`` the one differentiated; ``$terms`` are all operands
 joined by " + " (a folded chain of additions). A form's ``numbers`` templates
 are filled with the numbers the engine recorded instead (``$a``, ``$b``,
-``$r``, ``$g``, ``$n``, ``$k``, dropout's mask ``$m`` and rate ``$p``), and
+``$r``, ``$g``, ``$n``, ``$k``, dropout's mask ``$m`` and rate ``$p``; ``$index``
+is an index op's index as the script wrote it, ``…`` where not known), and
 with names only where no number stands for a factor (``$R``, ``$X``: the
 result and the operand of a derivative nothing recorded).
 
@@ -70,6 +71,7 @@ __all__ = [
     "Writing",
     "dead_units",
     "get",
+    "index_text",
     "names",
     "symbol",
 ]
@@ -153,6 +155,9 @@ class Op:
     # Forms for operands of these numbers of dimensions, where the rule is written
     # otherwise for them (x @ W with x a vector: ∂L/∂W = x gᵀ, not xᵀ g).
     shaped: Mapping[tuple[int, ...], Form] = field(default_factory=dict)
+    # The op picks entries by an index the script wrote (x[2], x[:, 0]); the producers
+    # keep it, written by index_text, as the op's attribute "index".
+    indexed: bool = False
 
     def form(self, arity: int, ndims: tuple[int, ...] | None = None) -> Form:
         """The form for ``arity`` operands (the generic one if the op has none), or for
@@ -160,7 +165,12 @@ class Op:
         if ndims is not None and ndims in self.shaped:
             return self.shaped[ndims]
         found = self.forms.get(arity)
-        if found is None and ANY in self.forms:
+        if found is None and self.indexed and 1 in self.forms:
+            # x[rows, cols]: the index tensors are operands too, and no gradient reaches
+            # an index; it is written by the "index" attribute, the rule is the one's.
+            one = self.forms[1]
+            found = Form(one.expression, one.derivatives * arity, one.saved, one.numbers * arity)
+        elif found is None and ANY in self.forms:
             many = self.forms[ANY]
             found = Form(many.expression, many.derivatives * arity, many.saved,
                          many.numbers * arity)
@@ -306,10 +316,10 @@ _OPS = [
     Op("transpose", "ᵀ", _unary(Writing("${a}ᵀ", r"$a^\top", POSTFIX, (ATOM,)),
                                 "($g)ᵀ", r"\left($g\right)^\top", "(${g})ᵀ"),
        "transpose sends back the gradient transposed"),
-    Op("getitem", "[ ]", _unary(Writing("$a[…]", r"$a[\ldots]", POSTFIX, (ATOM,)),
-                                "$g at […], 0 elsewhere", r"$g \text{ at } [\ldots]",
-                                "$g at […], 0 elsewhere"),
-       "indexing sends the gradient back to the picked entries"),
+    Op("getitem", "[ ]", _unary(Writing("$a[$index]", r"$a[$index]", POSTFIX, (POSTFIX,)),
+                                "$g at [$index], 0 elsewhere", r"$g \text{ at } [$index]",
+                                "$g at [$index], 0 elsewhere"),
+       "indexing sends the gradient back to the picked entries", indexed=True),
 ]
 
 _REGISTRY: dict[str, Op] = {op.name: op for op in _OPS}
@@ -367,6 +377,34 @@ def names() -> tuple[str, ...]:
 def symbol(name: str, exponent: float | None = None, axis: Any = None) -> str:
     """What is drawn in an operator's circle: ``+``, ``×``, ``ReLU``, ``x²``, ``Σ₀``…"""
     return get(name).symbol_for(exponent, axis)
+
+
+# An index array of at most this many entries is written out (x[[0, 2]]).
+_INDEX_ENTRIES = 6
+
+
+def index_text(index: Any) -> str:
+    """An index as the script wrote it, for an indexed op's attribute "index": ``2``,
+    ``−1``, ``1:3``, ``:, 0``, ``...``, a name the producer knows (a string: ``target``),
+    a small array by its entries (``[0, 2]``); "…" for what cannot be written short."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return ", ".join(_index_part(part) for part in parts)
+
+
+def _index_part(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if part is None:
+        return "None"
+    if part is Ellipsis:
+        return "..."
+    if isinstance(part, slice):
+        ends = [part.start, part.stop] + ([part.step] if part.step is not None else [])
+        return ":".join("" if end is None else _index_part(end) for end in ends)
+    array = np.asarray(part)
+    if array.dtype.kind in "iub" and array.size <= _INDEX_ENTRIES:
+        return str(array.tolist()).replace("-", "−")
+    return "…"
 
 
 def dead_units(name: str, operand: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 import networkx as nx
 
-from .captions import value_names
+from .captions import subscripted, value_names
 from .formatting import format_array
 
 __all__ = ["loop_data", "loop_panel"]
@@ -35,7 +35,7 @@ def loop_data(G: nx.MultiDiGraph, precision: int = 4) -> dict[str, Any] | None:
     if count is None:
         return None
     names = value_names(G)
-    rows = [{"id": str(node), "name": names[node].text,
+    rows = [{"id": str(node), "name": subscripted(names[node].text),
              "data": [_cells(x, precision) for x in attrs["loop_data"]],
              "grad": [_cells(x, precision) for x in attrs["loop_grad"]]}
             for node, attrs in G.nodes(data=True) if "loop_data" in attrs]

@@ -9,7 +9,14 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .captions import differentiated, number_text, partial_name, step_captions, value_names
+from .captions import (
+    differentiated,
+    number_text,
+    partial_name,
+    step_captions,
+    subscripted,
+    value_names,
+)
 from .dot import edge_id
 from .formatting import MAX_ITEMS, format_array
 from .steps import backward_steps
@@ -116,9 +123,16 @@ def practice_questions(G: nx.MultiDiGraph, precision: int = 4) -> list[list[dict
     line with its operands put in and the answer left as ``?``), the ``worked``
     line, and the ids it ``reveals`` once answered. A fork asks for each share and
     then the sum; a dead ReLU asks why its gradient is zero (``choices``, ``answer``).
+    Its words write names as the figure does (captions.subscripted: W₁, not W1).
     """
     names = value_names(G)
     top = differentiated(G, names)
     captions = step_captions(G, precision)
-    return [[]] + [_step_questions(G, step, caption, names, top, precision)
-                   for step, caption in zip(backward_steps(G), captions[1:], strict=True)]
+    asked = [_step_questions(G, step, caption, names, top, precision)
+             for step, caption in zip(backward_steps(G), captions[1:], strict=True)]
+    for question in (question for step in asked for question in step):
+        for key in ("prompt", "hint", "worked", "rule"):
+            question[key] = subscripted(question[key])
+        if "choices" in question:
+            question["choices"] = [subscripted(choice) for choice in question["choices"]]
+    return [[], *asked]

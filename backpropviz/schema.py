@@ -173,6 +173,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("exponent", OP, REAL, "a power's number exponent (a ** 2)", _PRODUCERS),
     Attribute("axis", OP, AXES, "the axis (or axes) a reduction ran along, as the script "
               "gave it (none: all entries)", _ENGINE),
+    Attribute("index", OP, TEXT, "an indexing op's index as the script wrote it (2, target, "
+              ":, 0; ops.index_text)", f"{_ENGINE}, {_TORCH}"),
     Attribute("keepdims", OP, FLAG, "a reduction kept its reduced axes, of length 1",
               _ENGINE),
     Attribute("dead", OP, GATES, "where a gate blocks the gradient (a dead ReLU, a dropped "

@@ -8,7 +8,7 @@ from html import escape
 
 import networkx as nx
 
-from .captions import Caption, step_captions
+from .captions import Caption, step_captions, subscripted
 from .metrics import text_width
 from .style import FITTED_TYPE, LEGEND_PT, THEMES, VALUE_PT, Theme
 from .typeset import equation_cells, equation_height, equation_width, font
@@ -79,7 +79,7 @@ def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
     # little more for the bold), so that no step's band is wider than another's
     # and the key beneath the lines stays put through a build.
     widest = max([_BOLD * text_width(f"step {k} of {last}", LEGEND_PT)
-                  + text_width("  " + caption.rule, LEGEND_PT)
+                  + text_width("  " + subscripted(caption.rule), LEGEND_PT)
                   for k, caption in enumerate(captions)]
                  + [text_width(piece, VALUE_PT) for piece in pieces]
                  + [text_width(_KEY_TEXT, LEGEND_PT) + 12])
@@ -103,7 +103,7 @@ def step_bands(G: nx.MultiDiGraph, theme: str | Theme = "light",
     bands = []
     for k, (caption, step) in enumerate(zip(captions, lines, strict=True)):
         rule = (f'<TD><B>{font(f"step {k} of {last}", t.text, LEGEND_PT)}</B></TD>'
-                f'<TD>{font(escape("  " + caption.rule), t.muted, LEGEND_PT)}</TD>')
+                f'<TD>{font(escape("  " + subscripted(caption.rule)), t.muted, LEGEND_PT)}</TD>')
         equations = [gap.join(equation_cells(line, t.text, VALUE_PT) for line in row)
                      for row in step]
         equations += [f'<TD>{font("&#160;", t.text, VALUE_PT)}</TD>'] * (height - len(step))

@@ -359,10 +359,25 @@ class _Builder:
             dead = (call.mask == 0).numpy()
             attrs.update(mask=_plain(call.mask), p=call.rate,
                          dead=dead if dead.size > LIST_ENTRIES else dead.tolist())
+        if call.picked is not None:
+            attrs["index"] = ops.index_text(self._index_written(call.picked))
         if call.group:
             attrs["group"] = [self.group_name(member) for member, _ in call.group]
             attrs["group_calls"] = [self.calls[number] for _, number in call.group]
         return attrs
+
+    def _index_written(self, index: Any) -> Any:
+        """A call's kept index with each tensor in it as its name in the script (``target``)
+        or its numbers (``[2, 0]``, ``2``), for ops.index_text."""
+        if isinstance(index, tuple) and len(index) == 3 and index[0] == "tensor":
+            name = self.name_of.get(("leaf", index[1]))
+            return name if name else index[2].numpy()
+        if isinstance(index, tuple):
+            return tuple(self._index_written(part) for part in index)
+        if isinstance(index, list):  # x[[0, 2]]: one index array
+            written = [self._index_written(part) for part in index]
+            return written if all(isinstance(part, int) for part in written) else "…"
+        return index
 
     def group_name(self, member: Any) -> str:
         """A group's name: the script's, or a module's path (``model.0``), else its class."""

@@ -102,6 +102,15 @@ def _op_name(function: str, node_class: str | None) -> str:
 # ---------------------------------------------------------------- recording
 
 
+def _index_kept(index: Any) -> Any:
+    """An index as a call keeps it: each tensor in it as ``("tensor", id, a copy)``."""
+    if isinstance(index, (tuple, list)):
+        return type(index)(_index_kept(part) for part in index)
+    if is_torch_tensor(index):
+        return ("tensor", id(index), index.detach().clone())
+    return index
+
+
 def _result_key(node: Any, number: int) -> tuple:
     """The key of result ``number`` of autograd node ``node`` (split's q, k, v: 0, 1, 2)."""
     return ("node", node, number)
@@ -135,6 +144,9 @@ class _Call:
     exponent: float | None = None
     group: tuple = ()  # the groups open when it ran: names, and nn.Modules being called
     mask: Any = None  # dropout's kept units (1) and dropped ones (0)
+    # An indexing call's index as the script gave it (x[2], x[rows, target]), each tensor
+    # in it as (its id, a copy): the IR writes it by the tensor's name or its numbers.
+    picked: Any = None
     rate: float | None = None  # dropout's p
     saved: list[tuple[Any, int]] = field(default_factory=list)  # (storage key, nbytes)
     # "self"/"other" -> (storage key, nbytes), for a number autograd saves as a tensor
@@ -299,6 +311,8 @@ class Recording:
             if first is None:
                 results = sum(t.grad_fn is output.grad_fn for t in outputs)
                 first = self._add_call(index, function, flat, before, output, results, swapped)
+                if function == "__getitem__" and len(args) > 1 and ops.get(first.op).indexed:
+                    first.picked = _index_kept(args[1])
             elif output.grad_fn is first.output:  # split's k and v: q's call walked their node
                 op = first.op.rsplit("[", 1)[0]
                 self._keep(output, dataclasses.replace(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .captions import differentiated, number_text, value_names
+from .captions import differentiated, number_text, subscripted, value_names
 from .files import write_atomically
 from .formatting import display_number
 from .html import asset, json_for_script, page_data, svg_frames
@@ -49,10 +49,10 @@ def _pass_data(iteration: Iteration, later: bool, options: Options) -> dict:
     top = differentiated(G, names).text if G.graph.get("seeds") else "L"
     nodes = parameter_nodes(G, names)
     updates = [{"name": name, "node": nodes.get(name),
-                "line": update_line(name, update, top, options.precision),
+                "line": subscripted(update_line(name, update, top, options.precision)),
                 "after": number_text(update.after, options.precision)}
                for name, update in iteration.parameters.items()]
-    start = start_line(iteration, options.precision) if later else ""
+    start = subscripted(start_line(iteration, options.precision)) if later else ""
     return {"index": iteration.index, "loss": display_number(iteration.loss, options.precision),
             "svg": svg, "frames": frames, "graphClasses": graph_classes,
             "steps": data["steps"], "values": data["values"], "ops": data["ops"],

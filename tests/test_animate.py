@@ -218,7 +218,7 @@ def test_the_clips_text_is_as_wide_as_the_pictures():
 
     store, em = TextStore(), 0.25
     numbers = ["0.5", "\u22121234", "2.5e+3", "\u22123"]
-    names = ["W1", "o", "h", "(o \u2212 y)"]
+    names = ["W", "o", "h", "(o \u2212 y)"]  # (W1 is set W₁, its index a subscript)
     for text, face in [*((n, "sans") for n in numbers), *((n, "serif") for n in names)]:
         made = store.text(text, em, "#000000", serif=face == "serif", italic=face == "serif")
         width = text_width(text, em, face)

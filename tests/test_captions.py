@@ -94,7 +94,14 @@ def test_unnamed_values_read_as_their_expressions(example):
     out.backward()
     G = to_networkx(out)
     names = value_names(G)
-    assert len(names[G.graph["roots"][0]].text) <= 20  # long ones become "…"
+    # As long as its box has room (at least some 26 characters' width), written whole...
+    assert names[G.graph["roots"][0]].text == "(a·b + a)·(b + 3)·(a − b)·(a + b)"
+    longer = out * (a * b - 3.0) * (b * a + 7.0)
+    longer.backward()
+    H = to_networkx(longer)
+    written = value_names(H)[H.graph["roots"][0]].text
+    # ... past its room, its longest operands become "…", as few as it takes.
+    assert written == "…·(a·b − 3)·(b·a + 7)"  # (out: the longest, 33 characters)
     captions = step_captions(G)
     assert captions[0].text == "∂L/∂L = 1"  # an unnamed root is called L
     assert all("∂L/∂" in caption.text for caption in captions)

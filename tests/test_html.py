@@ -285,7 +285,7 @@ def test_hover_shows_whole_value_and_gradient(example, browser, tmp_path):
     page.hover("g#v1")  # W1
     tooltip = page.locator("#tooltip")
     assert tooltip.is_visible()
-    assert "W1" in tooltip.text_content() and "not computed yet" in tooltip.text_content()
+    assert "W₁" in tooltip.text_content() and "not computed yet" in tooltip.text_content()
     page.keyboard.press("End")
     page.mouse.move(0, 0)
     page.hover("g#v1")
@@ -440,7 +440,7 @@ def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example
         page.keyboard.press("ArrowRight")
     state = page.evaluate(READ_MEMORY)
     assert state["text"] == ("after backward step 5: 64 bytes kept for backward "
-                             "(peak 120 bytes); freed: W2, h")
+                             "(peak 120 bytes); freed: W₂, h")
     assert state["held"] == sorted(ids[n] for n in ("W1", "x", "z"))
     assert state["freed"] == sorted(ids[n] for n in ("W2", "h"))
     assert state["fill"] == pytest.approx(64 / 120, abs=0.01)

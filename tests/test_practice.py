@@ -57,8 +57,10 @@ def _torch_mlp() -> dict[str, np.ndarray]:
 
 
 def _asked(prompt: str) -> str:
-    """The value a prompt asks about: ``∂L/∂(o − y) =`` -> ``o − y``."""
+    """The value a prompt asks about, by the script's name: ``∂L/∂(o − y) =`` -> ``o − y``,
+    ``∂L/∂W₁ =`` (written as the figure sets it) -> ``W1``."""
     name = re.search(r"∂\w+/∂(.+?) \+?=", prompt).group(1)
+    name = name.translate(str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789"))
     return name[1:-1] if name.startswith("(") and name.endswith(")") else name
 
 
@@ -185,7 +187,7 @@ def test_the_mlp_answered_right_from_the_keyboard(example, browser, tmp_path):  
         seen.append(asked[:-2])
         type_answer(page, _typed(reference[_asked(asked)]))
     assert seen == ["∂L/∂(Σ(o − y)²) =", "∂L/∂((o − y)²) =", "∂L/∂(o − y) =", "∂L/∂o =",
-                    "∂L/∂W2 =", "∂L/∂h =", "∂L/∂z =", "∂L/∂W1 =", "∂L/∂x ="]
+                    "∂L/∂W₂ =", "∂L/∂h =", "∂L/∂z =", "∂L/∂W₁ =", "∂L/∂x ="]
     # At the end: every gradient drawn, as on the plain page's last step.
     assert page.evaluate(STEP) == len(G.graph["backward_order"])
     assert _numbers([read_state(page)["grads"]["v1"]]).ravel().tolist() == \
@@ -290,7 +292,7 @@ def test_a_matrix_answer_in_either_form_and_the_dead_relus_question(example, bro
     assert "it depends on its input z, not on the sign" in page.text_content("#practice-feedback")
     assert page.evaluate("() => document.activeElement.textContent").startswith("1. ")
     page.keyboard.press("Enter")
-    assert prompt(page) == "∂L/∂W1 = ?"
+    assert prompt(page) == "∂L/∂W₁ = ?"
     state = read_state(page)
     assert state["grads"]["v3"] == ["0", "2"]
     type_answer(page, "[0, 0; 2, 4]")

@@ -46,15 +46,15 @@ def places_of(G: nx.MultiDiGraph) -> dict[str, set[str]]:
 
 
 def engine_graphs() -> list[nx.MultiDiGraph]:
-    """The engine's graphs with every attribute it sets: groups, dropout's mask, an axis kept,
-    two backward passes, a backward pass entered from a later value."""
+    """The engine's graphs with every attribute it sets: groups, dropout's mask, an axis and
+    an index kept, two backward passes, a backward pass entered from a later value."""
     W = Tensor([[1.0, -1.0], [0.5, 2.0]], label="W", requires_grad=True)
     x = Tensor([1.0, -2.0], label="x")
     with group("layer"):
         bias = Tensor([0.1, 0.2], label="bias")  # a leaf made inside the group belongs to it
         h = (W @ x + bias).relu()
     d = h.dropout(0.5, seed=1)
-    L = ((d.sum(axis=0, keepdims=True) * 2.0) ** 2).sum()
+    L = ((d.sum(axis=0, keepdims=True) * 2.0) ** 2).sum() + h[1]  # (an index kept)
     L.label = "L"
     L.backward()
     L.backward()  # twice: each gradient sums two passes

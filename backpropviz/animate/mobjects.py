@@ -24,7 +24,7 @@ from manim import (
     VMobject,
 )
 
-from ..captions import IDENTIFIER, Heading, name_parts
+from ..captions import IDENTIFIER, Heading, name_parts, subscripted
 from ..formatting import MAX_ITEMS, dead_cells, format_array
 from ..style import (
     DEAD_PEN,
@@ -99,7 +99,9 @@ class TextStore:
     def text(self, content: str, em: float, color: str, *, serif: bool = False,
              italic: bool = False) -> Text:
         """``content`` with an em of ``em`` scene units in ``color``, in the numbers'
-        face or (``serif``) in the face of names."""
+        face or (``serif``) in the face of names; the names in it written as the boxes
+        set them (captions.subscripted: W₁, not W1)."""
+        content = subscripted(content)
         key = ("text", content, round(em, 5), color, serif, italic)
         if key not in self._made:
             made = _slim(Text(content, font=self.name_font if serif else self.font,
@@ -160,7 +162,7 @@ class TextStore:
                 parts = [self._one_formula(tex, size, color) for tex, _ in todo]
         for (tex, text), part in zip(todo, parts, strict=True):
             made = part if part is not None and len(part) else Text(
-                text, font=self.font, font_size=size, color=color)
+                subscripted(text), font=self.font, font_size=size, color=color)
             self._made[("math", tex, text, round(em, 5), color)] = _slim(made)
 
     def _one_formula(self, tex: str, size: float, color: str) -> VMobject | None:

@@ -59,10 +59,13 @@ def wrapped(pieces: list[str], breaks: list[bool], em: float,
     ``em`` where they may be (``breaks``: before that piece), as the indices of each
     row's pieces; a piece wider than a row has a row of its own."""
     rows: list[list[int]] = [[]]
-    for index, piece in enumerate(pieces):
+    for index in range(len(pieces)):
         row = rows[-1]
         if row and breaks[index]:
-            text = " ".join([*(pieces[i] for i in row), piece])
+            # The row with what follows up to the next place it may break (an "=" and
+            # the matrix after it): the pieces in between go on the same row.
+            end = next((j for j in range(index + 1, len(pieces)) if breaks[j]), len(pieces))
+            text = " ".join([*(pieces[i] for i in row), *pieces[index:end]])
             if text_width(text, em) > width:
                 rows.append([])
         rows[-1].append(index)

@@ -17,7 +17,7 @@ never rewritten.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ from ..captions import (
     number_text,
     partial_name,
     step_form,
+    subscripted,
     value_names,
 )
 from ..formatting import MAX_ITEMS, format_array
@@ -163,7 +164,7 @@ class StepCaption(VGroup):
         super().__init__()
         colours = {"gradient": palette.grad, "upstream": palette.grad, "local": palette.saved,
                    "operator": palette.muted, "note": palette.dead_text}
-        self.rule_text = rule
+        self.rule_text = subscripted(rule)
         # The rule in rows of the caption's width; each worked line too, cut before an
         # "=" or a note where it is wider (terms are never cut).
         self.rule = VGroup(*(store.text(row, RULE_EM, palette.muted)
@@ -234,7 +235,8 @@ def caption_lines(G: Any, step: Any, caption: Caption,
     """The worked lines of ``step``'s caption (None: the seed) as terms, keyed as
     step_caption keys them."""
     if step is None:
-        return [("seed", [Term(line, "gradient", "travel")]) for line in caption.worked]
+        return _subscripted([("seed", [Term(line, "gradient", "travel")])
+                             for line in caption.worked])
     names = value_names(G)
     upstream_name = partial_name(differentiated(G, names), names[step.result]).text
     upstream = step.grads.get(step.result)
@@ -251,7 +253,13 @@ def caption_lines(G: Any, step: Any, caption: Caption,
         lines.extend(((edge, "total"), sum_terms(line)) for line in worked[1:])
     if not caption.edges:
         lines = [("none", [Term(line, "note", "travel")]) for line in caption.worked]
-    return lines
+    return _subscripted(lines)
+
+
+def _subscripted(lines: list[tuple[Any, Sequence[Term]]]) -> list[tuple[Any, Sequence[Term]]]:
+    """The terms written as the store sets them (W₁, not W1: one glyph a character)."""
+    return [(key, [replace(term, text=subscripted(term.text)) for term in terms])
+            for key, terms in lines]
 
 
 def caption_rows(rule: str, lines: Sequence[tuple[Any, Sequence[Term]]]) -> int:

@@ -28,7 +28,7 @@ from manim import (
     rate_functions,
 )
 
-from ..captions import headings, step_captions, value_names
+from ..captions import headings, step_captions, subscripted, value_names
 from ..formatting import MAX_ITEMS, format_array
 from ..layout import layout
 from ..memory import MemoryStep, timeline
@@ -526,7 +526,9 @@ class BackpropScene(MovingCameraScene):
         self.wait(frames_up(max(self.t(0.3), needed - (self.time - start)), config.frame_rate))
 
     def cue(self, text: str, start: float) -> None:
-        """The subtitle of the beat since ``start``: ``text``, the words on screen."""
+        """The subtitle of the beat since ``start``: ``text``, the words on screen (its
+        names as the screen writes them: W₁, not W1)."""
+        text = subscripted(text)
         self.cues.append((start, text))
         self.cue_notes = []
         self.add_subcaption(text, duration=self.time - start, offset=start - self.time)
