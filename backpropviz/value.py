@@ -98,11 +98,11 @@ class Value(Node):
         from zero and get what they held added back afterwards, each sum as
         the engine adds it.
         """
-        order, holding = _reached(self)
+        order, holding, senders = _reached(self)
         for node in holding:
             node.grad = 0.0
         _sweep_from_zero(order, seed, number)
-        _add_earlier_passes(order, holding, seed)
+        _add_earlier_passes(order[-1], holding, senders, seed)
 
     # ------------------------------------------------------------ ops
     # Each op: its forward computation, then its backward rule, which takes the
@@ -232,30 +232,40 @@ class Value(Node):
         return (g * node.data * (1.0 - node.data),)  # σ' = σ(1-σ)
 
 
-def _reached(root: Value) -> tuple[list[Value], dict[Value, tuple[Any, int]]]:
-    """Everything ``root`` depends on, in creation order, and those whose .grad holds
-    something, each with its .grad and pass count: the root, and every node whose
-    .grad has a float64 bit set (+0.0, or 0, is what a sum from 0.0 starts from, bit
-    for bit; -0.0 is not, since -0.0 + -0.0 is -0.0).
+def _reached(root: Value) -> tuple[list[Value], dict[Value, tuple[Any, int]], list[Value]]:
+    """Everything ``root`` depends on, in creation order; those whose .grad holds
+    something, each with its .grad and pass count; and the ops that send to them.
 
-    The search of ``topological_order``, looking at each .grad as it finds the node.
+    The root holds what the seed is added to; the others hold something if their
+    .grad has a float64 bit set (+0.0, or 0, is what a sum from 0.0 starts from, bit
+    for bit; -0.0 is not, since -0.0 + -0.0 is -0.0). The search is
+    ``topological_order``'s, looking at each .grad as it meets the node.
     """
     mark = root._visit = object()
+    holds = object()  # the mark of a node that holds something
     found = [root]
     holding = {root: (root.grad, root._passes)}
+    senders = []
     stack = [root]
-    pop, push, keep = stack.pop, stack.append, found.append
+    pop, push, keep, send = stack.pop, stack.append, found.append, senders.append
     while stack:
-        for operand in pop().operands:
-            if operand._visit is not mark:
-                operand._visit = mark
+        node = pop()
+        for operand in node.operands:
+            seen = operand._visit
+            if seen is mark:
+                continue
+            if seen is not holds:  # met for the first time
                 push(operand)
                 keep(operand)
                 grad = operand.grad
-                if grad is not _UNTOUCHED and (grad != 0.0 or math.copysign(1.0, grad) < 0.0):
-                    holding[operand] = (grad, operand._passes)
+                if grad is _UNTOUCHED or (grad == 0.0 and math.copysign(1.0, grad) > 0.0):
+                    operand._visit = mark
+                    continue
+                operand._visit = holds
+                holding[operand] = (grad, operand._passes)
+            send(node)
     found.sort(key=_creation_number)
-    return found, holding
+    return found, holding, senders
 
 
 def _sweep_from_zero(order: list[Value], seed: float, number: int) -> None:
@@ -297,32 +307,30 @@ def _sweep_from_zero(order: list[Value], seed: float, number: int) -> None:
         node._pass = number
 
 
-def _add_earlier_passes(order: list[Value], holding: dict[Value, tuple[Any, int]],
-                        seed: float) -> None:
+def _add_earlier_passes(root: Value, holding: dict[Value, tuple[Any, int]],
+                        senders: list[Value], seed: float) -> None:
     """After a pass swept from zero: ``.grad`` as the engine holds it.
 
     ``holding`` maps each node that did not start from zero to its ``.grad``
-    and pass count before the pass. Its ``.grad`` is what it held, then the
-    seed or each contribution added in the order the pass sent them, so the
-    sums and the running sums recorded are those of adding straight into
-    ``.grad``. It counts one pass more unless its ``.grad`` holds this pass
-    alone (it was reset since: w.grad = 0).
+    and pass count before the pass, ``senders`` lists the ops that sent to them.
+    Its ``.grad`` is what it held, then the seed or each contribution added in
+    the order the pass sent them, so the sums and the running sums recorded are
+    those of adding straight into ``.grad``. It counts one pass more unless its
+    ``.grad`` holds this pass alone (it was reset since: w.grad = 0).
     """
     held = {node: grad for node, (grad, _) in holding.items()}
-    held[order[-1]] += seed
-    if len(held) > 1:  # nothing is sent to the root, but to the others
-        for node in reversed(order):
-            # Spelled out per arity, as in the sweep: every op is looked at.
-            operands = node.operands
-            if len(operands) == 2:
-                a, b = operands
-                if a in held:
-                    held[a] = node._sum0 = held[a] + node._sent0
-                if b in held:
-                    held[b] = node._sum1 = held[b] + node._sent1
-            elif operands and operands[0] in held:
-                operand, = operands
-                held[operand] = node._sum0 = held[operand] + node._sent0
+    held[root] += seed
+    # The senders once each (a * a sends twice), in the order the pass ran them.
+    for node in sorted(dict.fromkeys(senders), key=_creation_number, reverse=True):
+        if len(node.operands) == 2:
+            a, b = node.operands
+            if a in held:
+                held[a] = node._sum0 = held[a] + node._sent0
+            if b in held:
+                held[b] = node._sum1 = held[b] + node._sent1
+        else:
+            operand, = node.operands
+            held[operand] = node._sum0 = held[operand] + node._sent0
     for node, (_, count) in holding.items():
         this_pass = node.grad
         node.grad = held[node]
