@@ -98,11 +98,11 @@ class Value(Node):
         from zero and get what they held added back afterwards, each sum as
         the engine adds it.
         """
-        order, holding, senders = _reached(self)
+        order, holding = _reached(self)
         for node in holding:
             node.grad = 0.0
         _sweep_from_zero(order, seed, number)
-        _add_earlier_passes(order[-1], holding, senders, seed)
+        _add_earlier_passes(order, holding, seed)
 
     # ------------------------------------------------------------ ops
     # Each op: its forward computation, then its backward rule, which takes the
@@ -232,9 +232,9 @@ class Value(Node):
         return (g * node.data * (1.0 - node.data),)  # σ' = σ(1-σ)
 
 
-def _reached(root: Value) -> tuple[list[Value], dict[Value, tuple[Any, int]], list[Value]]:
-    """Everything ``root`` depends on, in creation order; those whose .grad holds
-    something, each with its .grad and pass count; and the ops that send to them.
+def _reached(root: Value) -> tuple[list[Value], dict[Value, tuple[Any, int]]]:
+    """Everything ``root`` depends on, in creation order, and those whose .grad holds
+    something, each with its .grad and pass count.
 
     The root holds what the seed is added to; the others hold something if their
     .grad has a float64 bit set (+0.0, or 0, is what a sum from 0.0 starts from, bit
@@ -242,30 +242,21 @@ def _reached(root: Value) -> tuple[list[Value], dict[Value, tuple[Any, int]], li
     ``topological_order``'s, looking at each .grad as it meets the node.
     """
     mark = root._visit = object()
-    holds = object()  # the mark of a node that holds something
     found = [root]
     holding = {root: (root.grad, root._passes)}
-    senders = []
     stack = [root]
-    pop, push, keep, send = stack.pop, stack.append, found.append, senders.append
+    pop, push, keep = stack.pop, stack.append, found.append
     while stack:
-        node = pop()
-        for operand in node.operands:
-            seen = operand._visit
-            if seen is mark:
-                continue
-            if seen is not holds:  # met for the first time
+        for operand in pop().operands:
+            if operand._visit is not mark:
+                operand._visit = mark
                 push(operand)
                 keep(operand)
                 grad = operand.grad
-                if grad is _UNTOUCHED or (grad == 0.0 and math.copysign(1.0, grad) > 0.0):
-                    operand._visit = mark
-                    continue
-                operand._visit = holds
-                holding[operand] = (grad, operand._passes)
-            send(node)
+                if grad is not _UNTOUCHED and (grad != 0.0 or math.copysign(1.0, grad) < 0.0):
+                    holding[operand] = (grad, operand._passes)
     found.sort(key=_creation_number)
-    return found, holding, senders
+    return found, holding
 
 
 def _sweep_from_zero(order: list[Value], seed: float, number: int) -> None:
@@ -307,34 +298,39 @@ def _sweep_from_zero(order: list[Value], seed: float, number: int) -> None:
         node._pass = number
 
 
-def _add_earlier_passes(root: Value, holding: dict[Value, tuple[Any, int]],
-                        senders: list[Value], seed: float) -> None:
+def _add_earlier_passes(order: list[Value], holding: dict[Value, tuple[Any, int]],
+                        seed: float) -> None:
     """After a pass swept from zero: ``.grad`` as the engine holds it.
 
     ``holding`` maps each node that did not start from zero to its ``.grad``
-    and pass count before the pass, ``senders`` lists the ops that sent to them.
-    Its ``.grad`` is what it held, then the seed or each contribution added in
-    the order the pass sent them, so the sums and the running sums recorded are
-    those of adding straight into ``.grad``. It counts one pass more unless its
-    ``.grad`` holds this pass alone (it was reset since: w.grad = 0).
+    and pass count before the pass. Its ``.grad`` is what it held, then the
+    seed or each contribution added in the order the pass sent them, so the
+    sums and the running sums recorded are those of adding straight into
+    ``.grad``. It counts one pass more unless its ``.grad`` holds this pass
+    alone (it was reset since: w.grad = 0).
     """
-    held = {node: grad for node, (grad, _) in holding.items()}
-    held[root] += seed
-    # The senders once each (a * a sends twice), in the order the pass ran them.
-    for node in sorted(dict.fromkeys(senders), key=_creation_number, reverse=True):
-        if len(node.operands) == 2:
-            a, b = node.operands
-            if a in held:
-                held[a] = node._sum0 = held[a] + node._sent0
-            if b in held:
-                held[b] = node._sum1 = held[b] + node._sent1
-        else:
-            operand, = node.operands
-            held[operand] = node._sum0 = held[operand] + node._sent0
+    holds = object()  # marks the nodes that hold something, faster to ask than the dict
+    this_pass = {}
+    for node, (grad, _) in holding.items():
+        this_pass[node] = node.grad
+        node.grad = grad
+        node._visit = holds
+    order[-1].grad += seed
+    if len(holding) > 1:  # nothing is sent to the root, but to the others
+        for node in reversed(order):
+            # Spelled out per arity, as in the sweep: every op is looked at.
+            operands = node.operands
+            if len(operands) == 2:
+                a, b = operands
+                if a._visit is holds:
+                    a.grad = node._sum0 = a.grad + node._sent0
+                if b._visit is holds:
+                    b.grad = node._sum1 = b.grad + node._sent1
+            elif operands and operands[0]._visit is holds:
+                operand, = operands
+                operand.grad = node._sum0 = operand.grad + node._sent0
     for node, (_, count) in holding.items():
-        this_pass = node.grad
-        node.grad = held[node]
-        node._passes = 1 if count and node.grad == this_pass else count + 1
+        node._passes = 1 if count and node.grad == this_pass[node] else count + 1
 
 
 _new = object.__new__
