@@ -40,6 +40,8 @@ class Node:
     creation order), and ``_passes`` counts the passes that reached the node.
     A leaf's ``_used`` is its data as the last pass found it: what the
     forward pass used, even after an update such as ``w.data -= lr * w.grad``.
+    (Value keeps ``_sent`` and ``_sums`` in float slots, Tensor as tuples.)
+    ``_visit`` is the mark the last search through the graph left in it.
     """
 
     __slots__ = (
