@@ -131,8 +131,9 @@ def to_networkx(*roots: Node, names: Mapping[str, Any] | None = None) -> nx.Mult
                         made_by=node if node.op is not None else None,
                         live=(node, _data_now) if node.op is None else None, **attrs)
 
-    processed = sorted((node for node in build.op_ids if node._step is not None),
-                       key=lambda node: node._step)
+    # The order the passes processed the ops: pass by pass, each in reverse creation order.
+    processed = sorted((node for node in build.op_ids if node._pass is not None),
+                       key=lambda node: (node._pass, -node._index))
     seeds = {node: plain_number(node._seed) for node in order if node._seed is not None}
     entered = {}
     if not seeds and processed:

@@ -25,6 +25,7 @@ class EngineError(BackpropvizError, ValueError):
 # before their results, so sorting a graph by this number is a topological
 # order, and it is the order in which the script computed things.
 _creation_counter = itertools.count()
+_creation_number = attrgetter("_index")
 
 
 class Node:
@@ -34,14 +35,17 @@ class Node:
     backward pass, ``_sent[i]`` is the gradient this node sent back to
     ``operands[i]`` in the last pass, ``_sums[i]`` the gradient
     ``operands[i]`` held right after it arrived (the running sum, as the
-    engine added it, earlier passes' gradients included), ``_step`` says when the pass
-    processed it, and ``_passes`` counts the passes that reached the node.
+    engine added it, earlier passes' gradients included), ``_pass`` numbers
+    the last pass that processed it (each pass processes its ops in reverse
+    creation order), and ``_passes`` counts the passes that reached the node.
     A leaf's ``_used`` is its data as the last pass found it: what the
     forward pass used, even after an update such as ``w.data -= lr * w.grad``.
+    (Value keeps ``_sent`` and ``_sums`` in float slots, Tensor as tuples.)
+    ``_visit`` is the mark the last search through the graph left in it.
     """
 
     __slots__ = (
-        "_group", "_index", "_passes", "_seed", "_sent", "_step", "_sums", "_upstream", "_used",
+        "_group", "_index", "_pass", "_passes", "_seed", "_used", "_visit",
         "data", "exponent", "grad", "label", "op", "operands", "requires_grad",
     )
 
@@ -66,7 +70,7 @@ class Node:
 
     def _clear_grad(self) -> None:
         self.grad = self._no_grad
-        self._sent = self._step = self._seed = self._sums = self._used = None
+        self._pass = self._seed = self._used = None
         self._passes = 0
 
     def zero_grad(self) -> None:
@@ -89,10 +93,10 @@ class Node:
         seed = self._seed_for(gradient)
         for listener in backward_listeners:
             listener(self)
-        order = topological_order([self])
         self._seed = seed if self._seed is None else self._seed + seed
+        Node._passes_run += 1
         try:
-            Node._steps_taken = self._sweep(order, seed, Node._steps_taken)
+            self._sweep(seed, Node._passes_run)
         except KeyError as error:  # only a rule lookup raises it
             known = ", ".join(sorted(self._rules))
             raise EngineError(
@@ -101,9 +105,9 @@ class Node:
         for listener in backward_done_listeners:
             listener(self)
 
-    # How many ops all backward passes so far have processed: ``_step``
-    # numbers keep counting across passes, so the tape orders them all.
-    _steps_taken = 0
+    # How many backward passes have run: ``_pass`` numbers them, so that with
+    # reverse creation order within a pass the tape orders every op processed.
+    _passes_run = 0
 
 
 # Told of every backward() call, with its root, before the pass runs: how the
@@ -116,15 +120,20 @@ backward_done_listeners: list[Callable[[Any], None]] = []
 
 def topological_order(roots: Iterable[Node]) -> list[Node]:
     """Every node the roots depend on, operands before results (no recursion)."""
-    stack = list(dict.fromkeys(roots))
-    seen = set(stack)
-    pop, push, mark = stack.pop, stack.append, seen.add
+    mark = object()  # what this search writes in each node it meets (faster than a set)
+    found = list(dict.fromkeys(roots))
+    for node in found:
+        node._visit = mark
+    stack = found[:]
+    pop, push, keep = stack.pop, stack.append, found.append
     while stack:
         for operand in pop().operands:
-            if operand not in seen:
-                mark(operand)
+            if operand._visit is not mark:
+                operand._visit = mark
                 push(operand)
-    return sorted(seen, key=attrgetter("_index"))
+                keep(operand)
+    found.sort(key=_creation_number)
+    return found
 
 
 def saved_for_backward(node: Node) -> tuple[Node, ...]:

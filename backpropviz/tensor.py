@@ -10,7 +10,15 @@ import numpy as np
 
 from . import ops
 from .groups import current as _open_groups
-from .node import _TENSOR_RULES, EngineError, Node, _creation_counter, _real, _tensor_rule
+from .node import (
+    _TENSOR_RULES,
+    EngineError,
+    Node,
+    _creation_counter,
+    _real,
+    _tensor_rule,
+    topological_order,
+)
 from .value import Value
 
 __all__ = ["Tensor"]
@@ -51,7 +59,8 @@ class Tensor(Node):
     PyTorch, ``.grad`` is None until a backward pass reaches the tensor.
     """
 
-    __slots__ = ("axis", "index", "keep", "keepdims", "rate")
+    # ``_sent`` and ``_sums`` are the tape (see Node), ``_upstream`` the sum a pass builds.
+    __slots__ = ("_sent", "_sums", "_upstream", "axis", "index", "keep", "keepdims", "rate")
     _no_grad = None  # PyTorch's .grad before backward
     _rules = _TENSOR_RULES
 
@@ -71,7 +80,7 @@ class Tensor(Node):
         self.keep = self.rate = None  # dropout's mask and p
         self.requires_grad = requires_grad
         self._index = next(_creation_counter)
-        self._sent = self._step = self._seed = self._sums = self._used = None
+        self._sent = self._sums = self._pass = self._seed = self._used = self._visit = None
         self._passes = 0
         self._group = _open_groups()  # the groups (with group(...)) it was made in
 
@@ -113,9 +122,13 @@ class Tensor(Node):
                               f"but the Tensor has shape {self.shape}")
         return seed
 
-    @staticmethod
-    def _sweep(order: list[Tensor], seed: np.ndarray, step: int) -> int:
-        """Run the chain rule over ``order`` backwards; return the next step number."""
+    def _clear_grad(self) -> None:
+        super()._clear_grad()
+        self._sent = self._sums = None
+
+    def _sweep(self, seed: np.ndarray, number: int) -> None:
+        """Run the chain rule from this root backwards, as pass ``number``."""
+        order = topological_order([self])
         for node in order:
             # None, not zeros: the first contribution is kept as it is, so a
             # gradient of -0.0 stays -0.0, as in PyTorch.
@@ -144,9 +157,7 @@ class Tensor(Node):
                 sums.append(operand.grad)
             node._sums = tuple(sums)
             node._sent = contributions
-            node._step = step
-            step += 1
-        return step
+            node._pass = number
 
     def _operand(self, other: Any) -> Tensor:
         if type(other) is Tensor:

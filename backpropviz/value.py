@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .groups import current as _open_groups
-from .node import _VALUE_RULES, Node, _creation_counter, _real, _value_rule
+from .node import _VALUE_RULES, Node, _creation_counter, _creation_number, _real, _value_rule
 
 __all__ = ["Value"]
 
@@ -38,6 +38,10 @@ def _log(x: float) -> float:
 _NUMPY_TWINS = {_divide: np.divide, _power: np.power, math.exp: np.exp, _log: np.log,
                 math.sqrt: np.sqrt}
 
+# The .grad of every Value no pass has reached: one object, so a search can
+# tell it is 0.0 by identity, without looking at its bits.
+_UNTOUCHED = 0.0
+
 
 class Value(Node):
     """A scalar that remembers how it was computed (micrograd-compatible).
@@ -46,8 +50,9 @@ class Value(Node):
     drawings fill light blue. Gradients are computed for every node either way.
     """
 
-    __slots__ = ()
-    _no_grad = 0.0  # micrograd's .grad before backward
+    # The tape of the last pass, per operand edge: what was sent, and the sum it made.
+    __slots__ = ("_sent0", "_sent1", "_sum0", "_sum1")
+    _no_grad = _UNTOUCHED  # micrograd's .grad before backward
     _rules = _VALUE_RULES
 
     def __init__(self, data: Any, _children: Sequence[Value] = (), _op: str = "",
@@ -67,12 +72,25 @@ class Value(Node):
     def shape(self) -> tuple[()]:
         return ()
 
+    @property
+    def _sent(self) -> tuple[float, ...] | None:
+        """The gradient sent back along each operand edge in the last pass (None: none)."""
+        if self._pass is None:
+            return None
+        return (self._sent0, self._sent1) if len(self.operands) == 2 else (self._sent0,)
+
+    @property
+    def _sums(self) -> tuple[float, ...] | None:
+        """Each operand's gradient right after this op's share arrived (None: no pass)."""
+        if self._pass is None:
+            return None
+        return (self._sum0, self._sum1) if len(self.operands) == 2 else (self._sum0,)
+
     def _seed_for(self, gradient: Any) -> float:
         return 1.0 if gradient is None else _real(gradient, "gradient")
 
-    @staticmethod
-    def _sweep(order: list[Value], seed: float, step: int) -> int:
-        """Run the chain rule over ``order`` backwards; return the next step number.
+    def _sweep(self, seed: float, number: int) -> None:
+        """Run the chain rule from this root backwards, as pass ``number``.
 
         Each gradient is summed in ``.grad`` as its contributions arrive. A
         ``.grad`` that holds something already (earlier passes' gradients,
@@ -80,18 +98,11 @@ class Value(Node):
         from zero and get what they held added back afterwards, each sum as
         the engine adds it.
         """
-        earlier = [node.grad for node in order]
-        # Those whose float64 bits are not all zero: +0.0 (or 0) is what a
-        # sum from 0.0 starts from, bit for bit; -0.0 is not (-0.0 + -0.0 is -0.0).
-        nonzero = np.flatnonzero(np.array(earlier, dtype=np.float64).view(np.int64)).tolist()
-        holding = {order[i]: (earlier[i], order[i]._passes) for i in nonzero}
-        root = order[-1]
-        holding[root] = (root.grad, root._passes)
+        order, holding = _reached(self)
         for node in holding:
             node.grad = 0.0
-        step = _sweep_from_zero(order, seed, step)
+        _sweep_from_zero(order, seed, number)
         _add_earlier_passes(order, holding, seed)
-        return step
 
     # ------------------------------------------------------------ ops
     # Each op: its forward computation, then its backward rule, which takes the
@@ -221,7 +232,34 @@ class Value(Node):
         return (g * node.data * (1.0 - node.data),)  # σ' = σ(1-σ)
 
 
-def _sweep_from_zero(order: list[Value], seed: float, step: int) -> int:
+def _reached(root: Value) -> tuple[list[Value], dict[Value, tuple[Any, int]]]:
+    """Everything ``root`` depends on, in creation order, and those whose .grad holds
+    something, each with its .grad and pass count.
+
+    The root holds what the seed is added to; the others hold something if their
+    .grad has a float64 bit set (+0.0, or 0, is what a sum from 0.0 starts from, bit
+    for bit; -0.0 is not, since -0.0 + -0.0 is -0.0). The search is
+    ``topological_order``'s, looking at each .grad as it meets the node.
+    """
+    mark = root._visit = object()
+    found = [root]
+    holding = {root: (root.grad, root._passes)}
+    stack = [root]
+    pop, push, keep = stack.pop, stack.append, found.append
+    while stack:
+        for operand in pop().operands:
+            if operand._visit is not mark:
+                operand._visit = mark
+                push(operand)
+                keep(operand)
+                grad = operand.grad
+                if grad is not _UNTOUCHED and (grad != 0.0 or math.copysign(1.0, grad) < 0.0):
+                    holding[operand] = (grad, operand._passes)
+    found.sort(key=_creation_number)
+    return found, holding
+
+
+def _sweep_from_zero(order: list[Value], seed: float, number: int) -> None:
     """The chain rule over ``order`` backwards, every ``.grad`` starting at 0.
 
     Reverse creation order: a node's gradient is complete before its rule
@@ -243,22 +281,21 @@ def _sweep_from_zero(order: list[Value], seed: float, step: int) -> int:
             node._used = node.data  # as the forward pass used it, before any update
             continue
         contributions = rules[op](node, upstream)
-        # Spelled out per arity: this is the engine's hot loop, and a zip()
-        # here made the sweep a third slower.
+        # Spelled out per arity, in slots rather than tuples: this is the
+        # engine's hot loop, and each object it keeps is one more for the
+        # garbage collector to look at.
         if len(contributions) == 2:
             a, b = node.operands
-            contribution_a, contribution_b = contributions
-            a.grad = sum_a = a.grad + contribution_a
-            b.grad = sum_b = b.grad + contribution_b
-            node._sums = (sum_a, sum_b)
+            sent0, sent1 = contributions
+            a.grad = node._sum0 = a.grad + sent0
+            b.grad = node._sum1 = b.grad + sent1
+            node._sent0 = sent0
+            node._sent1 = sent1
         else:
             operand, = node.operands
-            operand.grad = total = operand.grad + contributions[0]
-            node._sums = (total,)
-        node._sent = contributions
-        node._step = step
-        step += 1
-    return step
+            node._sent0 = sent0 = contributions[0]
+            operand.grad = node._sum0 = operand.grad + sent0
+        node._pass = number
 
 
 def _add_earlier_passes(order: list[Value], holding: dict[Value, tuple[Any, int]],
@@ -272,30 +309,28 @@ def _add_earlier_passes(order: list[Value], holding: dict[Value, tuple[Any, int]
     ``.grad``. It counts one pass more unless its ``.grad`` holds this pass
     alone (it was reset since: w.grad = 0).
     """
-    held = {node: grad for node, (grad, _) in holding.items()}
-    held[order[-1]] += seed
-    if len(held) > 1:  # nothing is sent to the root, but to the others
+    holds = object()  # marks the nodes that hold something, faster to ask than the dict
+    this_pass = {}
+    for node, (grad, _) in holding.items():
+        this_pass[node] = node.grad
+        node.grad = grad
+        node._visit = holds
+    order[-1].grad += seed
+    if len(holding) > 1:  # nothing is sent to the root, but to the others
         for node in reversed(order):
             # Spelled out per arity, as in the sweep: every op is looked at.
             operands = node.operands
             if len(operands) == 2:
                 a, b = operands
-                if a in held or b in held:
-                    sum_a, sum_b = node._sums
-                    contribution_a, contribution_b = node._sent
-                    if a in held:
-                        held[a] = sum_a = held[a] + contribution_a
-                    if b in held:
-                        held[b] = sum_b = held[b] + contribution_b
-                    node._sums = (sum_a, sum_b)
-            elif operands and operands[0] in held:
+                if a._visit is holds:
+                    a.grad = node._sum0 = a.grad + node._sent0
+                if b._visit is holds:
+                    b.grad = node._sum1 = b.grad + node._sent1
+            elif operands and operands[0]._visit is holds:
                 operand, = operands
-                held[operand] = total = held[operand] + node._sent[0]
-                node._sums = (total,)
+                operand.grad = node._sum0 = operand.grad + node._sent0
     for node, (_, count) in holding.items():
-        this_pass = node.grad
-        node.grad = held[node]
-        node._passes = 1 if count and node.grad == this_pass else count + 1
+        node._passes = 1 if count and node.grad == this_pass[node] else count + 1
 
 
 _new = object.__new__
@@ -307,19 +342,20 @@ def _result(data: float, operands: tuple[Value, ...], op: str | None,
 
     An op makes its result here, without the class call and ``__init__``'s
     checks (its data is a float, its operands a tuple): the forward pass
-    makes one per op, and this is a third of its time.
+    makes one per op, and this is a third of its time. The tape's slots stay
+    empty until a pass fills them (``_pass`` says whether one did).
     """
     if node is None:
         node = _new(Value)
     node.data = data
-    node.grad = 0.0
+    node.grad = _UNTOUCHED
     node.label = None
     node.op = op
     node.operands = operands
     node.exponent = exponent
     node.requires_grad = False
     node._index = next(_creation_counter)
-    node._sent = node._step = node._seed = node._sums = node._used = None
+    node._pass = node._seed = node._used = node._visit = None
     node._passes = 0
     node._group = _open_groups()  # the groups (with group(...)) it was made in
     return node

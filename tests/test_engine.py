@@ -445,7 +445,7 @@ def test_repeated_backward_accumulates_like_pytorch():
 
     z.zero_grad()
     assert (x.grad, y.grad, z.grad) == (0.0, 0.0, 0.0)
-    assert y._sent is None and y._step is None
+    assert y._sent is None and y._pass is None
     z.backward()
     assert (x.grad, y.grad, z.grad) == once
 

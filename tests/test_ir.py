@@ -294,6 +294,22 @@ def test_backward_steps_running_sums_end_at_the_final_gradients(graphs, name):
         before = dict(step.grads)
 
 
+@pytest.mark.parametrize("kind", [Value, lambda x: Tensor([x])])
+def test_two_passes_from_two_roots_are_ordered_pass_by_pass(kind):
+    x = kind(2.0)
+    u = x * 3.0
+    v = u + 1.0
+    w = u * u
+    v.backward(None if kind is Value else np.ones(1))  # processes v's op, then u's
+    w.backward(None if kind is Value else np.ones(1))  # processes w's op, then u's again
+    G = to_networkx(v, w, names={"u": u, "v": v, "w": w})
+    made = {G.nodes[next(iter(G.successors(op)))]["label"]: op
+            for op in G.graph["backward_order"]}
+    # v's op was last processed by the first pass; u's op, processed by both, by the second.
+    assert G.graph["backward_order"] == [made["v"], made["w"], made["u"]]
+    validate(G)
+
+
 def test_seed_numbers_in_the_ir(graphs):
     G, _ = graphs["d2l_mlp.py"]
     by_label = {G.nodes[v]["label"]: G.nodes[v] for v in values(G)}
