@@ -189,4 +189,6 @@ def portable_svg(svg: bytes) -> bytes:
         text = f"{scale:.5f}".encode()
         return (match.group(0)[:match.start(4) - match.start(0)] + text + b" " + text
                 + match.group(0)[match.end(5) - match.start(0):])
-    return _SUBSCRIPT.sub(lowered, _SCALE.sub(exact, svg, count=1))
+    svg = _SCALE.sub(exact, svg, count=1)
+    # (a quick look first: scanning every text of a big picture takes milliseconds)
+    return _SUBSCRIPT.sub(lowered, svg) if b'baseline-shift="sub"' in svg else svg
