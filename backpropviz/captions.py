@@ -13,13 +13,13 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradients
-from .formatting import MAX_ITEMS, display_number, format_array, superscript
+from .formatting import MAX_ITEMS, display_number, format_array, shown_exactly, superscript
 from .ir import operand_edges
 from .metrics import text_width
 from .ops import ATOM, POSTFIX
 from .steps import backward_steps
 from .style import EXPRESSION_PT, VALUE_PT
+from .worked import as_written, exactly, plus, rule_shares, same, zero
 
 __all__ = [
     "IDENTIFIER",
@@ -537,9 +537,10 @@ def _size(x: Any) -> int:
 
 def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
                     names: Mapping[Any, Name], size_ratio: int, broadcast: bool,
-                    precision: int, top: Name) -> str | None:
+                    precision: int, top: Name) -> tuple[str, bool] | None:
     """The registry's numbers template of ``edge``'s derivative, filled with the
-    numbers the IR recorded; None where an operand is too large to write out."""
+    numbers the IR recorded, and whether each is written exactly; None where an
+    operand is too large to write out."""
     u, op, _ = edge
     attrs = G.nodes[op]
     form = step_form(G, step)
@@ -553,8 +554,8 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
     if any(recorded[k] is None or _size(recorded[k]) > SMALL_ENTRIES
            for k in recorded if k in used or (k == "a" and "a_pow" in used)):
         return None
-    fields = {k: _factor(v, precision).text for k, v in recorded.items()
-              if k in used or (k == "a" and "a_pow" in used)}
+    filled = {k: v for k, v in recorded.items() if k in used or (k == "a" and "a_pow" in used)}
+    fields = {k: _factor(v, precision).text for k, v in filled.items()}
     if "ones" in used:  # (a sum's local derivative: 1 at every entry of its operand)
         ones = np.ones(np.shape(operands[0]))
         fields["ones"] = number_text(ones, precision) if ones.size <= SMALL_ENTRIES else "1"
@@ -571,7 +572,8 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
         a = _factor(operands[0], precision).text  # (−3), [1; 2] or 3: each takes a power
         fields["a_pow"] = a if less == 1 else a + superscript(f"{less:g}")
     text = template.substitute(fields)
-    return f"Σ({text})" if broadcast else text
+    exact = all(shown_exactly(v, precision) for v in filled.values())
+    return (f"Σ({text})" if broadcast else text), exact
 
 
 def _passes(G: nx.MultiDiGraph, op: Any) -> Any:
@@ -591,66 +593,28 @@ def _passes(G: nx.MultiDiGraph, op: Any) -> Any:
     return float(passes) if passes.ndim == 0 else passes
 
 
-def _worked_line(left: Name, sign: str, rhs: Name, product: str | None, contribution: Any,
-                 precision: int) -> str:
-    """``∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3``: the numbers, then what was recorded."""
+def _worked_line(left: Name, sign: str, rhs: Name, product: tuple | None,
+                 contribution: Any, precision: int) -> str:
+    """``∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3``: the numbers, then what was recorded; ≈
+    before it where the numbers as written give it only rounded ((−1.2) · 0.6127 ≈
+    −0.7353): the rule's share from them (``product[2]``, None where the reference has
+    no rule) is not the result as written, or, without a share, a number is rounded."""
     line = f"{left.text} {sign} {rhs.text}"
     result = number_text(contribution, precision) if _size(contribution) <= RESULT_ENTRIES \
         else None
-    if product is not None and product not in (result, f"({result})", rhs.text):
-        line += f" = {product}"
+    equals = " = "
+    if product is not None and product[0] not in (result, f"({result})", rhs.text):
+        line += f" = {product[0]}"
+        _, lossless, share = product
+        exact = exactly(share, as_written(contribution, precision)) if share is not None \
+            else lossless and shown_exactly(contribution, precision)
+        equals = " = " if exact else " ≈ "
     if result is not None:
-        line += f" = {result}"
+        line += equals + result
     return line
 
 
-def _rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any) -> list | None:
-    """What the op's rule, as the reference engine has it, sends each operand when the
-    engine's ``upstream`` gradient arrives, from the operands' recorded numbers; None
-    where the reference cannot say (an op it does not have, a group, a folded chain of
-    many operands, an odd shape).
-
-    Never drawn: it only tells a caption whether the engine did what the rule says.
-    """
-    attrs = G.nodes[step.op]
-    data = [G.nodes[u]["data"] for u, _, _ in step.edges]
-    if upstream is None or not can_apply(attrs["op"]):
-        return None
-    scalar = all(np.ndim(x) == 0 for x in (*data, upstream))
-    try:
-        operands = [Value(float(x)) if scalar else Tensor(np.asarray(x, dtype=np.float64))
-                    for x in data]
-        result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"))
-        if len(result.operands) != len(operands):
-            return None
-        g = float(upstream) if scalar else np.asarray(upstream, dtype=np.float64)
-        return list(local_gradients(result, g))
-    except (EngineError, TypeError, ValueError, KeyError, ArithmeticError):
-        return None
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Whether two recorded numbers (or arrays) agree, as float32 and float64 do."""
-    if a is None or b is None:
-        return False
-    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if x.shape != y.shape and x.size != 1 and y.size != 1:
-        return False
-    with np.errstate(invalid="ignore"):
-        scale = max(float(np.nanmax(np.abs(x), initial=0.0)),
-                    float(np.nanmax(np.abs(y), initial=0.0)))
-        return bool(np.allclose(x, y, rtol=1e-5, atol=1e-9 + 1e-6 * scale, equal_nan=True))
-
-
-def _plus(a: Any, b: Any) -> Any:
-    return np.asarray(a, dtype=np.float64) + np.asarray(b, dtype=np.float64)
-
-
-def _zero(x: Any) -> bool:
-    return x is None or not np.any(np.asarray(x, dtype=np.float64))
-
-
-def _edge_lines(left: Name, sign: str, rhs: Name, product: str | None, rule_share: Any,
+def _edge_lines(left: Name, sign: str, rhs: Name, product: tuple | None, rule_share: Any,
                 before: Any, contribution: Any, after: Any, precision: int) -> list[str]:
     """The worked lines of one edge, true as written whatever the engine did.
 
@@ -664,14 +628,14 @@ def _edge_lines(left: Name, sign: str, rhs: Name, product: str | None, rule_shar
     fork = sign == "+="
     known = before is not None and after is not None and _size(before) <= RESULT_ENTRIES \
         and _size(after) <= RESULT_ENTRIES
-    added_up = after is None or (before is None and fork) or _same(
-        after, _plus(0.0 if before is None else before, contribution))
-    as_the_rule = rule_share is None or _same(rule_share, contribution)
+    added_up = after is None or (before is None and fork) or same(
+        after, plus(0.0 if before is None else before, contribution))
+    as_the_rule = rule_share is None or same(rule_share, contribution)
     # The engine set the gradient to the rule's share (= where += belongs): what was
     # there before is lost. (Another engine's reader records the net change as the
     # contribution, ours and autograd's the share itself.)
-    overwritten = not _zero(before) and (_same(after, rule_share) if not as_the_rule
-                                         else not added_up and _same(after, contribution))
+    overwritten = not zero(before) and (same(after, rule_share) if not as_the_rule
+                                         else not added_up and same(after, contribution))
     if overwritten:
         line = _worked_line(left, "=", rhs, product, after, precision)
         was = f"overwrote {number(before)}" if known else "overwrote the gradient it had"
@@ -679,15 +643,19 @@ def _edge_lines(left: Name, sign: str, rhs: Name, product: str | None, rule_shar
     if as_the_rule:
         lines = [_worked_line(left, sign, rhs, product, contribution, precision)]
     else:
-        line = f"{left.text} {sign} {rhs.text}" + (f" = {product}" if product else "")
+        line = f"{left.text} {sign} {rhs.text}" + (f" = {product[0]}" if product else "")
         sent = f" {number(contribution)}" if _size(contribution) <= RESULT_ENTRIES else \
             " another number"
         lines = [f"{line} (but the engine {'added' if fork else 'gave'}{sent}: not what "
                  "this rule gives)"]
     if fork and known:
         if added_up:
-            lines.append(f"{left.text} = {number(before)} + "
-                         f"{_factor(contribution, precision).text} = {number(after)}")
+            exact = exactly(plus(as_written(before, precision), as_written(contribution,
+                                                                          precision)),
+                            as_written(after, precision))
+            share = _factor(contribution, precision).text
+            lines.append(f"{left.text} = {number(before)} + {share}"
+                         f"{' = ' if exact else ' ≈ '}{number(after)}")
         else:
             lines.append(f"{left.text} is now {number(after)} in the engine, not the sum "
                          f"of {number(before)} and {number(contribution)}")
@@ -729,7 +697,8 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         result_attrs = G.nodes[step.result]
         upstream = partial_name(top, names[step.result])
         upstream_number = step.grads.get(step.result)
-        shares = _rule_shares(G, step, upstream_number)
+        shares = rule_shares(G, step, upstream_number)
+        written = rule_shares(G, step, upstream_number, precision)
         args = [names[u] for u, _, _ in step.edges]
         texts, texs, worked, per_edge = [], [], [], []
         for position, (u, v, key) in enumerate(step.edges):
@@ -760,6 +729,8 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
             product = None if upstream_number is None else _worked_product(
                 G, step, (u, v, key), upstream_number, names, size_ratio, broadcast, precision,
                 top)
+            if product is not None:  # (with the rule's share from the numbers as written)
+                product = (*product, None if written is None else written[position])
             lines = _edge_lines(left, sign, rhs, product,
                                 None if shares is None else shares[position], before,
                                 edge["grad"], edge.get("running"), precision)

@@ -50,8 +50,10 @@ def _asking(line: str, answer: str, prompt: str) -> str:
     rule sent another number: its line says so, and is shown only as the worked line)."""
     if line.endswith(")"):  # what the engine did instead, in parentheses: not asked
         line = line[:line.rfind(" (")]
-    ending = " = " + answer
-    return line[:-len(ending)] + " = ?" if line.endswith(ending) else f"{prompt} ?"
+    for equals in (" = ", " ≈ "):  # (≈ before a result rounded as written)
+        if line.endswith(equals + answer):
+            return line[:-len(equals + answer)] + equals + "?"
+    return f"{prompt} ?"
 
 
 def _number_question(value: str, edge: str | None, prompt: str, expect: list[list[str]],

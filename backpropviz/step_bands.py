@@ -29,14 +29,14 @@ _KEY_TEXT = " this step  its op and edges,   ◀ blue: the gradients it sends ba
 
 def _broken(line: str) -> list[str]:
     """A caption's worked line, broken before an " = " past BAND_CHARS."""
-    parts = line.split(" = ")
+    parts = re.split(r" ([=≈]) ", line)  # (≈ before a result rounded as written)
     pieces, current = [], parts[0]
-    for part in parts[1:]:
+    for equals, part in zip(parts[1::2], parts[2::2], strict=True):
         if len(current) + 3 + len(part) > BAND_CHARS:
             pieces.append(current)
-            current = "    = " + part
+            current = f"    {equals} " + part
         else:
-            current += " = " + part
+            current += f" {equals} " + part
     return [*pieces, current]
 
 

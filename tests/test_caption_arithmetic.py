@@ -21,8 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backpropviz import Value
 from backpropviz.captions import step_captions
 from backpropviz.html import page_data
+from backpropviz.ir import to_networkx
 from backpropviz.script import graph_of_script
 from backpropviz.step_bands import step_bands
 from backpropviz.views import drawn_graph
@@ -89,10 +91,11 @@ _TOKEN = re.compile(r"\s*(" + _NUMBER.pattern + r"|ln|" + _POWER.pattern +
                     r"|[\[\];,()·⊙/+−^>ᵀ])")
 
 
-def shown(text: str, precision: int) -> Interval:
-    """A number as written with ``precision`` significant digits: all that rounds to it."""
+def shown(text: str, precision: int | None) -> Interval:
+    """A number as written with ``precision`` significant digits: all that rounds to it;
+    with None, the number itself (as a calculator reads it)."""
     x = float(text.replace("−", "-"))
-    if x == 0 or not math.isfinite(x):
+    if x == 0 or not math.isfinite(x) or precision is None:
         return Interval.exact(x)
     last = math.floor(math.log10(abs(x))) - precision + 1
     return Interval(np.asarray(x), np.asarray(0.5 * 10.0 ** last * (1 + 1e-9)))
@@ -221,20 +224,33 @@ def numeric(part: str) -> bool:
 
 
 def false_arithmetic(line: str, precision: int = 4) -> str | None:
-    """Why the arithmetic in ``line`` is false as written, or None if it is true."""
+    """Why the arithmetic in ``line`` is false as written, or None if it is true.
+
+    Between numbers, ``=`` must hold for the numbers as written, worked out as a
+    calculator does (to a part in 10⁹); ``≈`` at the precision shown: each number
+    stands for all that rounds to it."""
     line = _NOTE.sub("", line.strip())
+    parts = re.split(r" ([=≈]) ", line)
     values = []
-    for part in line.split(" = "):
+    for part in parts[::2]:
         if " += " in part or not numeric(part):
             values.append(None)
             continue
         try:
-            values.append(Arithmetic(part, precision).value())
+            values.append((Arithmetic(part, precision).value(),
+                           Arithmetic(part, None).value()))
         except (ValueError, AssertionError) as error:
             return f"cannot work out {part!r}: {error}"
-    for left, right in itertools.pairwise(values):
+    for sign, (left, right) in zip(parts[1::2], itertools.pairwise(values), strict=True):
         if left is None or right is None:
             continue
+        if sign == "=":  # (as written, exactly)
+            (_, left), (_, right) = left, right
+            scale = max(float(np.nanmax(np.abs(left.mid), initial=0.0)),
+                        float(np.nanmax(np.abs(right.mid), initial=0.0)), 1e-300)
+            left = Interval(left.mid, np.asarray(1e-9 * scale))
+        else:
+            (left, _), (right, _) = left, right
         try:
             shape = np.broadcast_shapes(left.mid.shape, right.mid.shape)
         except ValueError:
@@ -257,14 +273,14 @@ def false_arithmetic(line: str, precision: int = 4) -> str | None:
     "∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3",
     "∂L/∂x = 2 + (−3) = −1",
     "∂L/∂h = x · ∂L/∂(x·h) = 0.5 · 1 = 0.5 (overwrote 1 — gradients at a fork must add: +=)",
-    "∂L/∂x = w · ∂L/∂(x·w) = (−1.5) · 0.4988 = −0.7481",  # 1.5 · 0.49875… rounds to 0.7481
+    "∂L/∂x = w · ∂L/∂(x·w) = (−1.5) · 0.4988 ≈ −0.7481",  # 1.5 · 0.49875… rounds to 0.7481
     "∂L/∂W1 += ∂L/∂z · xᵀ = [0; 2] · [1; 2]ᵀ = [0, 0; 2, 4]",
     "∂J/∂W2 = 2 W2 ⊙ ∂J/∂(‖W2‖²) = 2 · [2, −1] ⊙ 0.05 = [0.2, −0.1]",
     "∂L/∂z = ∂L/∂h ⊙ 1[z>0] = [−4; 2] ⊙ [0; 1] = [0; 2]",
-    "∂L/∂z = (1 − h²) · ∂L/∂h = (1 − 0.04996²) · 0.5 = 0.4988",
-    "∂L/∂a = ∂L/∂r · 1 / 64 = 1 · 1 / 64 = 0.01562",
+    "∂L/∂z = (1 − h²) · ∂L/∂h = (1 − 0.04996²) · 0.5 ≈ 0.4988",
+    "∂L/∂a = ∂L/∂r · 1 / 64 = 1 · 1 / 64 ≈ 0.01562",
     "∂L/∂b = 2 · 3^(2 − 1) · 1 = 6",
-    "∂L/∂a = ln 2 · 8 · 1 = 5.545",
+    "∂L/∂a = ln 2 · 8 · 1 ≈ 5.545",
 ])
 def test_the_checker_passes_true_lines(line):
     assert false_arithmetic(line) is None
@@ -276,7 +292,8 @@ def test_the_checker_passes_true_lines(line):
     "∂L/∂W1 = [0; 2] · [1; 2]ᵀ = [0, 0; 2, 5]",
     "∂L/∂W1 = [0; 2] · [1; 2]ᵀ = [0; 2]",  # a 2 × 2 result written as a column
     "∂L/∂z = [−4; 2] ⊙ [0; 1] = [−4; 2]",
-    "∂L/∂x = (−1.5) · 0.4988 = −0.7581",  # a digit off, far outside the rounding
+    "∂L/∂x = (−1.5) · 0.4988 ≈ −0.7581",  # a digit off, far outside the rounding
+    "∂L/∂x = (−1.2) · 0.6127 = −0.7353",  # rounded, but said to be exact (it is −0.73524)
 ])
 def test_the_checker_catches_false_lines(line):
     assert false_arithmetic(line) is not None
@@ -304,7 +321,7 @@ def _band_text(band: str) -> list[str]:
              for row in root.findall("TR")]
     lines: list[str] = []
     for cell in (cell.replace("\xa0", " ") for cell in cells):
-        if cell.startswith("    = ") and lines:
+        if cell.startswith(("    = ", "    ≈ ")) and lines:
             lines[-1] += cell[3:]
         elif cell.startswith("∂") or cell[:1].isdigit() or "=" in cell:
             lines.append(cell)
@@ -392,7 +409,7 @@ def test_the_capstones_overwrites_are_said_in_every_view():
     G = graph_of_script(ROOT / "examples" / "capstone" / "forked_neuron.py", quiet=True)
     overwrote_h = ("∂L/∂h = x · ∂L/∂(x·h) = 0.5 · 1 = 0.5 "
                    "(overwrote 1 — gradients at a fork must add: +=)")
-    overwrote_x = (f"∂L/∂x = w · ∂L/∂(x·w) = (−1.5) · {n['dz']:.4g} = "
+    overwrote_x = (f"∂L/∂x = w · ∂L/∂(x·w) = (−1.5) · {n['dz']:.4g} ≈ "
                    f"{n['dx']:.4g} (overwrote {n['h']:.4g} — gradients at a fork must add: +=)"
                    ).replace("-", "−")
     for view, lines in view_lines(G).items():
@@ -452,3 +469,22 @@ def test_a_running_sum_that_is_not_the_sum_is_said(example, held, said):
     assert said in lines
     assert "∂c/∂b = 6 + 6 = 12" not in lines
     assert all(false_arithmetic(line) is None for line in lines)
+
+
+def test_a_line_says_equals_only_where_its_numbers_as_written_give_it(example):
+    """The book's numbers are exact as written: every line says =. A neuron's are not:
+    a product of rounded numbers says ≈ (with = it would be false to a calculator),
+    while the share that + passes on unchanged still says =."""
+    lines = [line for caption in step_captions(example("d2l_mlp")) for line in caption.worked]
+    assert lines and not [line for line in lines if "≈" in line]
+    x, w, b = Value(0.8, label="x"), Value(-1.2, label="w"), Value(0.3, label="b")
+    y = (x * w + b).tanh()
+    y.label = "y"
+    y.backward()
+    lines = [line for caption in step_captions(to_networkx(y)) for line in caption.worked]
+    rounded = [line for line in lines if "≈" in line]
+    assert rounded and all(false_arithmetic(line) is None for line in lines)
+    for line in rounded:  # said with =, each would be false as written
+        assert false_arithmetic(line.replace(" ≈ ", " = ")) is not None, line
+    (passed_on,) = [line for line in lines if line.startswith("∂y/∂b")]
+    assert "≈" not in passed_on and passed_on.endswith(f"= {b.grad:.4g}")

@@ -16,6 +16,7 @@ never rewritten.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -59,7 +60,7 @@ __all__ = ["ENGINE_NOTES", "PHASES", "StepCaption", "Term", "add_share", "captio
 # meets the local derivative (the numbers put in), as the product lands (the share),
 # as a fork's share arrives beside the gradient so far, and as their sum replaces them.
 PHASES = ("travel", "meet", "land", "share", "total")
-_OPERATORS = {"·", "⊙", "×", "/", "+", "−", "=", "+=", "÷", "@"}
+_OPERATORS = {"·", "⊙", "×", "/", "+", "−", "=", "≈", "+=", "÷", "@"}
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,9 @@ def _note(line: str) -> tuple[str, str]:
     return line, ""
 
 
+_EQUALS = re.compile(r" ([=≈]) ")
+
+
 def line_terms(line: str, upstream: Sequence[str], g_first: bool,
                result: str | None) -> list[Term]:
     """The terms of a share's worked line (``∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3``): the
@@ -123,13 +127,14 @@ def line_terms(line: str, upstream: Sequence[str], g_first: bool,
     main, note = _note(line)
     sign = " += " if " += " in main else " = "
     left, _, rest = main.partition(sign)
-    segments = rest.split(" = ")
+    # (split at each = and at the ≈ before a result rounded as written, each kept)
+    segments, signs = _EQUALS.split(rest)[::2], ["", *_EQUALS.split(rest)[1::2]]
     terms = [Term(left, "gradient", "travel"), Term(sign.strip(), "operator", "travel")]
     for i, segment in enumerate(segments):
         last = i == len(segments) - 1 and i > 0
         phase = "travel" if i == 0 else "land" if last and segment == result else "meet"
         if i:
-            terms.append(Term("=", "operator", phase))
+            terms.append(Term(signs[i], "operator", phase))
         if phase == "land":
             terms.append(Term(segment, "gradient", phase))
         else:
@@ -144,13 +149,14 @@ def sum_terms(line: str) -> list[Term]:
     """The terms of a fork's sum line (``∂c/∂b = 6 + 6 = 12``): all but the sum as the
     share arrives beside the gradient so far, the sum as it replaces them."""
     left, sign, rest = line.partition(" = ")
-    terms_, _, total = rest.rpartition(" = ")
+    *parts, equals, total = _EQUALS.split(rest) if sign else ["", "", ""]
+    terms_ = "".join(parts)
     if not sign or not terms_ or " + " not in terms_:
         return [Term(line, "note", "total")]  # what an engine did instead of adding
     before, _, share = terms_.partition(" + ")
     return [Term(left, "gradient", "share"), Term("=", "operator", "share"),
             Term(before, "gradient", "share"), Term("+", "operator", "share"),
-            Term(share, "upstream", "share"), Term("=", "operator", "total"),
+            Term(share, "upstream", "share"), Term(equals, "operator", "total"),
             Term(total, "gradient", "total")]
 
 
@@ -178,7 +184,7 @@ class StepCaption(VGroup):
             self.line_texts.append(" ".join(term.text for term in terms))
             self.line_terms.append([])
             parts = VGroup()
-            cuts = [term.role == "note" or (term.role == "operator" and term.text == "=")
+            cuts = [term.role == "note" or (term.role == "operator" and term.text in ("=", "≈"))
                     for term in terms]
             for row in wrapped([term.text for term in terms], cuts, WORKED_EM):
                 line = store.text(" ".join(terms[i].text for i in row), WORKED_EM,
@@ -266,7 +272,7 @@ def caption_rows(rule: str, lines: Sequence[tuple[Any, Sequence[Term]]]) -> int:
     """How many rows a caption of ``rule`` and ``lines`` takes (as StepCaption sets it)."""
     rows = len(wrapped_words(rule, RULE_EM)) if rule else 0
     for _, terms in lines:
-        cuts = [term.role == "note" or (term.role == "operator" and term.text == "=")
+        cuts = [term.role == "note" or (term.role == "operator" and term.text in ("=", "≈"))
                 for term in terms]
         rows += len(wrapped([term.text for term in terms], cuts, WORKED_EM))
     return rows

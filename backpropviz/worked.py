@@ -1,0 +1,90 @@
+"""A worked caption's numbers checked against the reference engine: what its rule sends
+from a step's recorded numbers, or from those numbers as the caption writes them.
+
+Never drawn: it tells a caption whether the engine did what the rule says, and
+whether its arithmetic holds exactly as written (``=``) or only at the precision
+shown (``≈``: ``(−1.2) · 0.6127 ≈ −0.7353``, the engine's numbers having more digits).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradients
+from .formatting import display_number
+
+__all__ = ["as_written", "exactly", "plus", "rule_shares", "same", "zero"]
+
+
+def as_written(x: Any, precision: int) -> Any:
+    """A recorded number (or array) as a caption writes it, read back: rounded."""
+    def read(v: float) -> float:
+        return float(display_number(v, precision).replace("\u2212", "-"))
+    if np.ndim(x) == 0:
+        return read(float(x))
+    return np.vectorize(read, otypes=[np.float64])(np.asarray(x, dtype=np.float64))
+
+
+def rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any,
+                precision: int | None = None) -> list | None:
+    """What the op's rule, as the reference engine has it, sends each operand when
+    ``upstream`` arrives, from the operands' and the result's recorded numbers (with
+    ``precision``: as written with that many digits); None where the reference cannot
+    say (an op it does not have, a group, a folded chain of many operands, an odd shape)."""
+    attrs = G.nodes[step.op]
+    data = [G.nodes[u]["data"] for u, _, _ in step.edges]
+    if upstream is None or not can_apply(attrs["op"]):
+        return None
+    if precision is not None:
+        data = [as_written(x, precision) for x in data]
+        upstream = as_written(upstream, precision)
+    scalar = all(np.ndim(x) == 0 for x in (*data, upstream))
+    try:
+        operands = [Value(float(x)) if scalar else Tensor(np.asarray(x, dtype=np.float64))
+                    for x in data]
+        result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"))
+        if len(result.operands) != len(operands):
+            return None
+        if precision is not None:  # (a rule that reads its result reads it as written)
+            written = as_written(G.nodes[step.result]["data"], precision)
+            result.data = float(written) if scalar else np.asarray(written, dtype=np.float64)
+        g = float(upstream) if scalar else np.asarray(upstream, dtype=np.float64)
+        return list(local_gradients(result, g))
+    except (EngineError, TypeError, ValueError, KeyError, ArithmeticError):
+        return None
+
+
+def exactly(a: Any, b: Any) -> bool:
+    """Whether two numbers (or arrays) are equal to a part in 10¹², as arithmetic on
+    decimals is when float64 does it."""
+    if a is None or b is None:
+        return False
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape:
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.allclose(x, y, rtol=1e-12, atol=1e-300, equal_nan=True))
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two recorded numbers (or arrays) agree, as float32 and float64 do."""
+    if a is None or b is None:
+        return False
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape and x.size != 1 and y.size != 1:
+        return False
+    with np.errstate(invalid="ignore"):
+        scale = max(float(np.nanmax(np.abs(x), initial=0.0)),
+                    float(np.nanmax(np.abs(y), initial=0.0)))
+        return bool(np.allclose(x, y, rtol=1e-5, atol=1e-9 + 1e-6 * scale, equal_nan=True))
+
+
+def plus(a: Any, b: Any) -> Any:
+    return np.asarray(a, dtype=np.float64) + np.asarray(b, dtype=np.float64)
+
+
+def zero(x: Any) -> bool:
+    return x is None or not np.any(np.asarray(x, dtype=np.float64))
