@@ -46,6 +46,7 @@ from .rolling import find_loop, rolled
 from .script import GraphTooLargeError, as_graph
 from .training import Run
 from .views import drawn_graph
+from .worked import off_the_rule
 
 __all__ = ["prepare", "render", "render_memory", "roll", "show", "stdout_for", "write",
            "write_memory", "write_steps", "write_training"]
@@ -90,6 +91,18 @@ def view(G: nx.MultiDiGraph, options: Options) -> nx.MultiDiGraph:
     H = drawn_graph(G, **options.view())
     for remark in H.graph.get("remarks", ()):
         warnings.warn(remark, Note, stacklevel=4)
+    wrong_ops, wrong_sums = off_the_rule(G)  # (a student's engine, drawn as it computed)
+    if wrong_ops or wrong_sums:
+        symbols = sorted({G.nodes[op]["symbol"] for op in wrong_ops})
+        ops_, sums = len(wrong_ops), len(wrong_sums)
+        found = ([f"{ops_} op ({symbols[0]}) sends a number its rule does not give" if ops_ == 1
+                  else f"{ops_} ops ({', '.join(symbols)}) send numbers their rules do not give"]
+                 if ops_ else []) + ([
+            "1 gradient is not the sum of its shares" if sums == 1 else
+            f"{sums} gradients are not the sums of their shares"] if sums else [])
+        warnings.warn(f"this engine's backward pass is not the chain rule: {' and '.join(found)}"
+                      "; the picture shows its own numbers, and backpropviz check on the "
+                      "script says which gradients are wrong and why", Note, stacklevel=4)
     return H
 
 

@@ -15,8 +15,13 @@ import numpy as np
 
 from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradients
 from .formatting import display_number
+from .steps import backward_steps
 
-__all__ = ["as_written", "exactly", "plus", "rule_shares", "same", "zero"]
+__all__ = ["as_written", "exactly", "off_the_rule", "plus", "rule_shares", "same", "zero"]
+
+# Past this many ops a graph is not checked against the rule (a hand-written engine's
+# graph is small; our engine and autograd follow the rule anyway).
+CHECKED_OPS = 300
 
 
 def as_written(x: Any, precision: int) -> Any:
@@ -88,3 +93,30 @@ def plus(a: Any, b: Any) -> Any:
 
 def zero(x: Any) -> bool:
     return x is None or not np.any(np.asarray(x, dtype=np.float64))
+
+
+def off_the_rule(G: nx.MultiDiGraph) -> tuple[list[Any], list[Any]]:
+    """Where the recorded backward pass is not the chain rule: the ops whose shares
+    are not what their rule sends for the gradient that reached them, and the values
+    whose running sum is not what they held plus the share (an engine's ``=`` for
+    ``+=``). Empty for a graph of over CHECKED_OPS ops, of several passes, or of arrays
+    (a hand-written engine is scalar; autograd's float32 and reductions are its own)."""
+    if len(G.graph.get("backward_order", ())) > CHECKED_OPS or len(G.graph.get("seeds", {})) > 1 \
+            or any(shape for _, shape in G.nodes(data="shape") if shape is not None):
+        return [], []
+    wrong_ops, wrong_sums = [], []
+    held: dict[Any, Any] = dict(G.graph.get("seeds", {}))
+    for step in backward_steps(G):
+        shares = rule_shares(G, step, held.get(step.result))
+        for position, edge in enumerate(step.edges):
+            sent = G.edges[edge].get("grad")
+            if shares is not None and sent is not None and not same(shares[position], sent):
+                wrong_ops.append(step.op)
+            running = G.edges[edge].get("running")
+            if sent is not None and running is not None and not same(
+                    running, plus(held.get(edge[0], 0.0), sent)):
+                wrong_sums.append(edge[0])
+            if running is not None:  # (a * a: its second share adds to its first)
+                held[edge[0]] = running
+        held.update(step.grads)
+    return list(dict.fromkeys(wrong_ops)), list(dict.fromkeys(wrong_sums))

@@ -206,3 +206,23 @@ def test_a_right_engine_in_main_passes(tmp_path, capsys):
         tmp_path, MAIN_SCRIPT.format(engines=str(ENGINES), engine="Correct"), capsys)
     assert status == 0, report
     assert "all 4 gradients match the reference" in report
+
+
+@pytest.mark.parametrize(("engine", "said"), [
+    ("Correct", None), ("WrongTanh", "1 op (tanh) sends a number its rule does not give"),
+    ("Overwrites", "sends a number its rule does not give")])
+def test_render_says_when_a_students_engine_is_not_the_chain_rule(tmp_path, engine, said):
+    """The figure draws the engine's own numbers; render says, on stderr, when its
+    backward is not the chain rule (and points to check), and says nothing for a right one."""
+    script = tmp_path / "neuron.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ENGINES)!r})\n"
+                      f"from students import {engine} as Value\n"
+                      "x, w, b = Value(0.8), Value(-1.2), Value(0.3)\n"
+                      "h = x * w + b\nloss = (h * x).tanh()\nloss.backward()\n")
+    done = run_cli("render", script, "-o", tmp_path / "n.svg", cwd=tmp_path, text=True)
+    assert done.returncode == 0 and (tmp_path / "n.svg").exists()
+    if said is None:
+        assert "chain rule" not in done.stderr
+    else:
+        assert "this engine's backward pass is not the chain rule" in done.stderr
+        assert said in done.stderr and "backpropviz check" in done.stderr
