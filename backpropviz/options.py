@@ -199,7 +199,7 @@ class Options:
         "as a training script may rightly run for minutes)", metavar="S"))
     quality: str | None = field(default=None, metadata=_option(
         "manim's quality: l 480p15 (default), m 720p30, h 1080p60, p 1440p60, k 4K",
-        choices=tuple(QUALITIES)))
+        choices=tuple(QUALITIES), flag=("-q", "--quality")))  # (manim's own -q)
     phase: str | None = field(default=None, metadata=_option(
         "which passes to animate (default both)", choices=PHASES))
     speed: float | None = field(default=None, metadata=_option(

@@ -471,6 +471,7 @@ def test_a_failed_run_leaves_the_old_output_alone(tmp_path):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--quality", "h"], "--quality: for videos only"),
+    (["-qh"], "--quality: for videos only"),  # (manim's -qh)
     (["--steps", "f", "--no-backward"], "--steps shows the backward pass"),
     (["--precision", "0"], "must be positive"),
     (["--rankdir", "XY"], "invalid choice: 'XY'"),
