@@ -91,7 +91,10 @@ def view(G: nx.MultiDiGraph, options: Options) -> nx.MultiDiGraph:
     H = drawn_graph(G, **options.view())
     for remark in H.graph.get("remarks", ()):
         warnings.warn(remark, Note, stacklevel=4)
-    wrong_ops, wrong_sums = off_the_rule(G)  # (a student's engine, drawn as it computed)
+    # A student's engine, drawn as it computed (unless check's verdict is drawn on it)
+    graded = any(attrs.get("expected") is not None or attrs.get("error_start")
+                 for _, attrs in G.nodes(data=True))
+    wrong_ops, wrong_sums = ([], []) if graded else off_the_rule(G)
     if wrong_ops or wrong_sums:
         symbols = sorted({G.nodes[op]["symbol"] for op in wrong_ops})
         ops_, sums = len(wrong_ops), len(wrong_sums)

@@ -226,3 +226,9 @@ def test_render_says_when_a_students_engine_is_not_the_chain_rule(tmp_path, engi
     else:
         assert "this engine's backward pass is not the chain rule" in done.stderr
         assert said in done.stderr and "backpropviz check" in done.stderr
+
+
+def test_checks_own_figure_carries_its_verdict_and_no_note(tmp_path):
+    done = check("overwritten_fork.py", "-o", str(tmp_path / "report.svg"))
+    assert done.returncode == 1 and (tmp_path / "report.svg").exists()
+    assert "not the chain rule" not in done.stderr
