@@ -69,13 +69,14 @@ def _guarded(command: Callable[[], int]) -> int:
     the library's notes (a figure too small for its frame) lines of their own."""
     with warnings.catch_warnings():
         warnings.simplefilter("always", Note)
-        shown = warnings.showwarning
+        shown, said = warnings.showwarning, set()  # (a note once, though two outputs meet it)
 
         def show(message: Any, category: type, *rest: Any, **more: Any) -> None:
-            if issubclass(category, Note):
-                print(f"backpropviz: note: {message}", file=sys.stderr)
-            else:
+            if not issubclass(category, Note):
                 shown(message, category, *rest, **more)
+            elif str(message) not in said:
+                said.add(str(message))
+                print(f"backpropviz: note: {message}", file=sys.stderr)
 
         warnings.showwarning = show
         try:
@@ -245,16 +246,13 @@ def _render(args: argparse.Namespace) -> int:
         except GraphTooLargeError as refused:  # (a loop past --max-nodes is drawn rolled)
             G, options = out.rolled_past_the_limit(refused, fmt, options)
         if steps:  # (in --format's figure format, if it names one)
-            out.write_steps(G, args.steps, options, format=_step_format(args.format))
+            out.write_steps(G, args.steps, options,
+                            format=args.format if args.format in KINDS[FIGURE] else "svg")
         if output == "-":
             data = out.render(G, fmt, options)
         elif output is not None:
             out.write(G, output, options, format=fmt)
     return _to_stdout(data) if output == "-" else 0
-
-
-def _step_format(fmt: str | None) -> str:
-    return fmt if fmt in KINDS[FIGURE] else "svg"
 
 
 def _check(args: argparse.Namespace) -> int:
