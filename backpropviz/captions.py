@@ -273,7 +273,7 @@ def value_names(G: nx.MultiDiGraph, longest: int | None = None,
             data = attrs.get("data")
             if isinstance(data, (int, float)):
                 names[node] = _number(data, precision)
-            elif attrs.get("role") != "param" and 0 < np.size(data) <= SMALL_ENTRIES:
+            elif not _described(G, node):
                 # (a small unnamed input, torch.zeros(2) as a loop's first h: its numbers)
                 text = number_text(data, 4 if precision is None else precision)
                 names[node] = Name(text, _tex_escape(text), ATOM)
