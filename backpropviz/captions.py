@@ -13,13 +13,13 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .formatting import MAX_ITEMS, display_number, format_array, shown_exactly, superscript
+from .formatting import MAX_ITEMS, display_number, format_array, superscript
 from .ir import operand_edges
 from .metrics import text_width
 from .ops import ATOM, POSTFIX
 from .steps import backward_steps
 from .style import EXPRESSION_PT, VALUE_PT
-from .worked import as_written, exactly, plus, rule_shares, same, zero
+from .worked import as_written, exactly, plus, rule_shares, same, written_exactly, zero
 
 __all__ = [
     "IDENTIFIER",
@@ -572,7 +572,7 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
         a = _factor(operands[0], precision).text  # (−3), [1; 2] or 3: each takes a power
         fields["a_pow"] = a if less == 1 else a + superscript(f"{less:g}")
     text = template.substitute(fields)
-    exact = all(shown_exactly(v, precision) for v in filled.values())
+    exact = all(written_exactly(v, precision) for v in filled.values())
     return (f"Σ({text})" if broadcast else text), exact
 
 
@@ -607,7 +607,7 @@ def _worked_line(left: Name, sign: str, rhs: Name, product: tuple | None,
         line += f" = {product[0]}"
         _, lossless, share = product
         exact = exactly(share, as_written(contribution, precision)) if share is not None \
-            else lossless and shown_exactly(contribution, precision)
+            else lossless and written_exactly(contribution, precision)
         equals = " = " if exact else " ≈ "
     if result is not None:
         line += equals + result

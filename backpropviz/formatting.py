@@ -21,7 +21,6 @@ __all__ = [
     "format_number",
     "grid_indices",
     "norm",
-    "shown_exactly",
     "summarized",
     "superscript",
 ]
@@ -69,13 +68,6 @@ def format_number(x: float, precision: int = 4) -> str:
 def display_number(x: float, precision: int = 4) -> str:
     """``format_number`` as typeset in pictures: a true minus sign (U+2212), not a hyphen."""
     return format_number(x, precision).replace("-", "\u2212")
-
-
-def shown_exactly(x: Any, precision: int = 4) -> bool:
-    """Whether every entry of ``x`` written with ``precision`` digits reads back as itself:
-    arithmetic on the numbers as written is then the engine's (else a line says ≈)."""
-    return all(v != v or float(display_number(v, precision).replace("\u2212", "-")) == v
-               for v in np.asarray(x, dtype=np.float64).ravel().tolist())
 
 
 def grid_indices(shape: tuple[int, ...], max_items: int = MAX_ITEMS) -> list[list[tuple | str]]:

@@ -17,7 +17,8 @@ from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradient
 from .formatting import display_number
 from .steps import backward_steps
 
-__all__ = ["as_written", "exactly", "off_the_rule", "plus", "rule_shares", "same", "zero"]
+__all__ = ["as_written", "exactly", "off_the_rule", "plus", "rule_shares", "same",
+           "written_exactly", "zero"]
 
 # Past this many ops a graph is not checked against the rule (a hand-written engine's
 # graph is small; our engine and autograd follow the rule anyway).
@@ -31,6 +32,11 @@ def as_written(x: Any, precision: int) -> Any:
     if np.ndim(x) == 0:
         return read(float(x))
     return np.vectorize(read, otypes=[np.float64])(np.asarray(x, dtype=np.float64))
+
+
+def written_exactly(x: Any, precision: int) -> bool:
+    """Whether a number (or every entry of an array) reads back as itself as written."""
+    return exactly(as_written(x, precision), np.asarray(x, dtype=np.float64))
 
 
 def rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any,
