@@ -31,8 +31,12 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
+# Every scene writes under one directory, removed when the test process ends.
+_MEDIA = tempfile.TemporaryDirectory(prefix="bpv-test-")
+
+
 def quiet_config(**overrides: object) -> dict:
-    settings = {"media_dir": tempfile.mkdtemp(prefix="bpv-test-"), "disable_caching": True,
+    settings = {"media_dir": tempfile.mkdtemp(dir=_MEDIA.name), "disable_caching": True,
                 "progress_bar": "none", "verbosity": "WARNING", "quality": "low_quality"}
     settings.update(overrides)
     return settings

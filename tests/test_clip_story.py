@@ -29,6 +29,10 @@ from backpropviz.style import THEMES
 LIGHT = THEMES["light"]
 
 
+# Every scene writes under one directory, removed when the test process ends.
+_MEDIA = tempfile.TemporaryDirectory(prefix="bpv-test-")
+
+
 def cells(x) -> list[list[str]]:
     """A number as a box draws it (the minus sign typeset)."""
     return [[cell.replace("-", "−") for cell in row] for row in format_array(x, 4, MAX_ITEMS)]
@@ -96,7 +100,7 @@ def _flat(animations):
 
 def dry_played(scene_class, G, **options):
     """The scene ``scene_class(G, **options)`` played through at 480p, nothing drawn."""
-    settings = {"media_dir": tempfile.mkdtemp(prefix="bpv-test-"), "disable_caching": True,
+    settings = {"media_dir": tempfile.mkdtemp(dir=_MEDIA.name), "disable_caching": True,
                 "progress_bar": "none", "verbosity": "WARNING", "quality": "low_quality",
                 "dry_run": True}
     with manim.tempconfig(settings):
