@@ -369,7 +369,9 @@ class Recording:
     def _note_births(self, result: Any, index: int) -> None:
         torch = sys.modules["torch"]
         if isinstance(result, torch.Tensor) and result.grad_fn is None:
-            self._born[id(result)] = (weakref.ref(result), index)
+            born = self._born.get(id(result))
+            if born is None or born[0]() is not result:  # (not an in-place call on it)
+                self._born[id(result)] = (weakref.ref(result), index)
 
     def _operand_before(self, x: Any, index: int, position: int) -> Any:
         """What an argument is before the call runs (an in-place call will change it)."""

@@ -309,6 +309,26 @@ def test_every_iteration_is_the_loop_as_python_ran_it(loop, tmp_path):
                 for name, u in iteration.parameters.items()} == parameters
 
 
+@pytest.mark.parametrize("loop", sorted(set(LOOPS) - set(SETS)))
+def test_every_pass_shares_the_first_passs_drawing(loop, tmp_path):
+    # The clip and the page show every pass in one drawing: the same ids for the same
+    # values and ops. An optimizer's step changes its parameters in place (under
+    # no_grad), which must not move them in the order the ids follow. (Not yet so for
+    # an engine whose children are a set: its order follows the names a pass reads.)
+    source = LOOPS[loop][0]
+    if "torch" in source:
+        pytest.importorskip("torch")
+    run = record_training(_script(tmp_path, source), Options(iterations=10), quiet=True)
+
+    def drawing(G):
+        return ({node: (attrs.get("label"), attrs.get("op"), str(attrs.get("shape")))
+                 for node, attrs in G.nodes(data=True)}, sorted(map(str, G.edges(keys=True))))
+
+    first = drawing(run.iterations[0].graph)
+    assert len(run.iterations) > 1
+    assert all(drawing(it.graph) == first for it in run.iterations[1:])
+
+
 def test_plain_gradient_descent_gives_its_learning_rate_and_adam_none(tmp_path):
     pytest.importorskip("torch")
     rates = {}
