@@ -409,3 +409,57 @@ def test_the_clip_renders_at_low_quality(tmp_path):
         assert float(video.duration * video.time_base) > 1
     assert (tmp_path / "run.srt").read_text(encoding="utf-8").count("w ← w − η·∂L/∂w") == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.mp4", "run.srt"]
+
+
+def _book_mlp_gradients(W1, W2) -> dict[str, np.ndarray]:
+    """∂L/∂W1 and ∂L/∂W2 of matrix_run's L = ½(W2 relu(W1 x) − 1)², by hand in numpy."""
+    W1, W2, x = np.array(W1), np.array(W2), np.array([1.0, 2.0])
+    z = W1 @ x
+    h = np.maximum(z, 0.0)
+    error = W2 @ h - 1.0
+    return {"W2": np.outer(error, h), "W1": np.outer((W2.T @ error) * (z > 0), x)}
+
+
+def test_at_speed_each_parameter_has_a_readable_card_with_that_passes_numbers():
+    from backpropviz.animate.screen import TEXT_EM
+
+    run = matrix_run(4)
+    scene = _story(run)
+    # Every pass at speed ends with each card showing the gradient the pass gave its
+    # parameter (worked out by hand here) and its value as the pass read it; each
+    # update turns the card's value into what the loop left in it.
+    for k in (1, 2, 3):
+        shown = [(name, data, grad) for j, name, data, grad in scene.cards_shown if j == k]
+        assert [name for name, _, _ in shown] == ["W1", "W2", "W1", "W2"]
+        for name, data, grad in shown[:2]:  # at the end of the sweep
+            update = run.iterations[k].parameters[name]
+            by_hand = _book_mlp_gradients(update.before if name == "W1" else
+                                          run.iterations[k].parameters["W1"].before,
+                                          run.iterations[k].parameters["W2"].before)[name]
+            assert np.allclose(_cells(grad), by_hand, rtol=1e-3, atol=1e-4)
+            assert np.allclose(_cells(data), update.before, rtol=1e-3, atol=1e-4)
+        for name, data, _ in shown[2:]:  # after the update
+            assert np.allclose(_cells(data), run.iterations[k].parameters[name].after,
+                               rtol=1e-3, atol=1e-4)
+    # The cards' numbers are set at the caption's size or larger on screen (40 px at
+    # 1080p), and the strip, the cards and the curve sit apart, inside the frame.
+    center, zoom = scene.strip_view
+    assert all(card.em / zoom >= TEXT_EM for card in scene.cards.values())
+
+    def on_screen(mobject) -> tuple[float, float, float, float]:
+        (left, bottom, _), (right, top, _) = ((mobject.get_corner(c) - center) / zoom
+                                              for c in ((-1, -1, 0), (1, 1, 0)))
+        return left, bottom, right, top
+
+    parts = [on_screen(scene.diagram), *(on_screen(card) for card in scene.cards.values()),
+             on_screen(scene.curve)]
+    for left, bottom, right, top in parts:
+        assert -7.1 <= left < right <= 7.1 and -4 <= bottom < top <= 4
+    for i, a in enumerate(parts):
+        for b in parts[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+
+
+def _cells(cells: list[list[str]]) -> np.ndarray:
+    """A card's table of cells as numbers (a vector's column read back as the IR's)."""
+    return np.array([[float(c.replace("\u2212", "-")) for c in row] for row in cells])

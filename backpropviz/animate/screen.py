@@ -72,15 +72,35 @@ def wrapped(pieces: list[str], breaks: list[bool], em: float,
     return rows
 
 
-def wrapped_words(text: str, em: float, width: float = CAPTION_WIDTH) -> list[str]:
-    """A sentence cut into rows at spaces, each no wider than ``width`` at ``em``."""
-    words = text.split()
+def wrapped_words(text: str, em: float, width: float = CAPTION_WIDTH, *,
+                  at_equals: bool = False) -> list[str]:
+    """A sentence cut into rows at spaces, each no wider than ``width`` at ``em``; never
+    inside brackets (a matrix written [1, −1; 0, 1] stays on one row). ``at_equals``:
+    an equation, cut before its "=" signs if its rows fit so."""
+    words = _bracketed_words(text)
+    if at_equals:
+        rows = wrapped(words, [word == "=" for word in words], em, width)
+        if all(text_width(" ".join(words[i] for i in row), em) <= width for row in rows):
+            return [" ".join(words[i] for i in row) for row in rows if row]
     rows = wrapped(words, [True] * len(words), em, width)
     if len(rows) > 1:  # rows of about the same length, as few as before
         even = text_width(text, em) / len(rows) * 1.1
         balanced = wrapped(words, [True] * len(words), em, min(width, even))
         rows = balanced if len(balanced) == len(rows) else rows
     return [" ".join(words[i] for i in row) for row in rows if row]
+
+
+def _bracketed_words(text: str) -> list[str]:
+    """The words of ``text``, those inside brackets joined with their neighbours."""
+    words: list[str] = []
+    depth = 0
+    for word in text.split():
+        if depth > 0:
+            words[-1] += " " + word
+        else:
+            words.append(word)
+        depth = max(0, depth + word.count("[") - word.count("]"))
+    return words
 
 
 def title_block(store: TextStore, palette: Theme, text: str) -> VGroup:
@@ -112,10 +132,12 @@ def meter_block(store: TextStore, palette: Theme, held: int, peak: int) -> VGrou
     return VGroup(label, VGroup(track, fill)).arrange(RIGHT, buff=0.2)
 
 
-def note_line(store: TextStore, palette: Theme, text: str) -> VMobject:
-    """A plain sentence for the caption band, in rows no wider than the caption."""
+def note_line(store: TextStore, palette: Theme, text: str, *,
+              at_equals: bool = False) -> VMobject:
+    """A plain sentence for the caption band, in rows no wider than the caption
+    (``at_equals``: an equation, cut before its "=" where it can be)."""
     rows = [store.text(row, CAPTION_EM, palette.text)
-            for row in wrapped_words(text, CAPTION_EM)]
+            for row in wrapped_words(text, CAPTION_EM, at_equals=at_equals)]
     return VGroup(*rows).arrange(DOWN, buff=ROW_PITCH - CAPTION_EM)
 
 

@@ -21,6 +21,7 @@ import pathlib
 from typing import Any
 
 import networkx as nx
+import numpy as np
 from manim import (
     DOWN,
     RIGHT,
@@ -41,26 +42,30 @@ from manim import (
 )
 
 from ..captions import differentiated, value_names
-from ..formatting import display_number, format_array
+from ..formatting import MAX_ITEMS, display_number, format_array
 from ..options import Options
 from ..steps import gradient_history
-from ..style import THEMES
+from ..style import THEMES, VALUE_PT
 from ..train_figure import Curve, loss_curve, parameter_curves, require_passes
 from ..training import Run
 from ..updates import parameter_nodes, start_line, update_line
 from ..views import drawn_graph
 from .formats import MAX_NODES, AnimateError, check_format, check_size, check_video
-from .mobjects import Z_BADGE, Z_MARK
+from .mobjects import Z_BADGE, Z_MARK, ValueNode
 from .pacing import HOLD_FLOOR, READING_CPS
 from .render import render_scene
-from .screen import CAPTION_Y, RULE_Y, note_line
+from .screen import BAND_GAP, CAPTION_Y, RULE_Y, SIDE_MARGIN, TEXT_EM, TITLE_BOTTOM, note_line
 from .sweep import BackpropScene
 
 __all__ = ["TrainingScene", "render_training_clip"]
 
-# The loss curve beside the graph: its width against the graph's (at least CURVE_MIN
-# scene units), its height against its width, and the gap between them.
-CURVE_SHARE, CURVE_MIN, CURVE_ASPECT, CURVE_GAP = 0.3, 3.2, 0.75, 0.9
+# At speed (screen units): the whole graph in a strip of THUMB_HEIGHT under the title;
+# under it, CARDS_GAP lower, the parameters' cards, their numbers at CARD_EM, CARD_GAP
+# apart, down to CARDS_BOTTOM (above the caption's rows), and the loss curve right of
+# them, CURVE_GAP away: CURVE_MIN wide, its height CURVE_ASPECT of that.
+THUMB_HEIGHT, CARDS_GAP, CARDS_BOTTOM = 2.4, 0.35, -2.0
+CARD_EM, CARD_GAP = 1.2 * TEXT_EM, 0.6
+CURVE_MIN, CURVE_ASPECT, CURVE_GAP = 3.6, 0.75, 0.6
 # The end shows the loss and at most this many parameters.
 END_PANELS = 4
 # A pass at speed: its forward values, its backward sweep and its update, in seconds.
@@ -79,6 +84,12 @@ class TrainingScene(BackpropScene):
         self.updates_shown: list[tuple[int, dict[str, list[list[str]]]]] = []
         self.values_shown: list[tuple[int, dict[Any, list[list[str]]]]] = []
         self.loss_points: list[float] = []
+        # And each card's numbers as shown: (pass, name, value's cells, gradient's cells),
+        # each time they change.
+        self.cards_shown: list[tuple[int, str, list[list[str]], list[list[str]]]] = []
+        self.cards: dict[str, ValueNode] = {}
+        self.card_data: dict[str, Any] = {}
+        self.card_grads: dict[str, Any] = {}
 
     def setup(self) -> None:
         # Each pass as drawn (groups closed), the first as the sweep draws it too.
@@ -96,6 +107,7 @@ class TrainingScene(BackpropScene):
             else "L"
         self.parameter_nodes = parameter_nodes(self.graph, names)
         self.curve: VGroup | None = None
+        self.curve_number: VMobject | None = None  # the newest loss, by its point
 
     def diagram_numbers(self) -> tuple[nx.MultiDiGraph, dict[Any, list], dict[Any, list]]:
         """Boxes with room for every pass's numbers: the layout is made from a copy of the
@@ -123,7 +135,12 @@ class TrainingScene(BackpropScene):
         for name, node in parameter_nodes(self.graph, names).items():
             others.setdefault(node, []).extend(
                 it.parameters[name].after for it in self.run.iterations if name in it.parameters)
+        self._numbers = sized, grads, others  # (the cards' columns fit them too)
         return sized, grads, others
+
+    def _card_shown(self, k: int, name: str, data: Any, grad: Any) -> None:
+        self.cards_shown.append((k, name, format_array(data, self.precision, MAX_ITEMS),
+                                 format_array(grad, self.precision, MAX_ITEMS)))
 
     # ------------------------------------------------------------ the story
 
@@ -146,7 +163,7 @@ class TrainingScene(BackpropScene):
         iteration = self.run.iterations[k]
         lines = [update_line(name, update, self.top, self.precision)
                  for name, update in iteration.parameters.items()]
-        self.set_lines(lines)
+        self.set_lines(lines, equations=True)
         self.clear_marks()
         turns, shown = [], {}
         for name, update in iteration.parameters.items():
@@ -155,11 +172,22 @@ class TrainingScene(BackpropScene):
                 continue
             box = self.diagram.values[node]
             new = box.data_label(update.after)
-            outline = SurroundingRectangle(box, color=self.palette.highlight_line, buff=0.06,
-                                           corner_radius=0.08, stroke_width=4)
-            self.marks.append(outline.set_z_index(Z_BADGE))
-            turns.extend([Create(outline), ReplacementTransform(self.data_labels[node], new)])
+            turns.append(ReplacementTransform(self.data_labels[node], new))
             self.data_labels[node] = new
+            card = self.cards.get(name)
+            if card is not None:  # at speed the card shows it, the strip's box too
+                label = self.card_data[name]
+                self.card_data[name] = card.data_label(update.after)
+                turns.append(ReplacementTransform(label, self.card_data[name]))
+                self._card_shown(k, name, update.after, self.passes[k].nodes[node]["grad"])
+            zoom = self.camera.frame.width / config.frame_width  # (at speed, zoomed out)
+            outline = SurroundingRectangle(box if card is None else card,
+                                           color=self.palette.highlight_line,
+                                           buff=0.06 * zoom, corner_radius=0.12 * zoom,
+                                           stroke_width=4 * zoom)
+            outline.set_z_index(Z_BADGE)
+            self.marks.append(outline)
+            turns.append(Create(outline))
             shown[name] = format_array(update.after, self.precision)
         title = "Update: each parameter takes a step against its gradient"
         self.set_title(title if k == 0 else f"Pass {iteration.index}: the update")
@@ -170,9 +198,11 @@ class TrainingScene(BackpropScene):
         self.wait(max(self.t(0.3), self.t(needed) - (self.time - start)))
         self.cue(text, start)
 
-    def set_lines(self, lines: list[str]) -> None:
-        """Queue plain lines for the caption region, one under the other."""
-        block = VGroup(*(note_line(self.store, self.palette, line) for line in lines))
+    def set_lines(self, lines: list[str], *, equations: bool = False) -> None:
+        """Queue plain lines for the caption region, one under the other (``equations``:
+        each cut before an "=" where it can be)."""
+        block = VGroup(*(note_line(self.store, self.palette, line, at_equals=equations)
+                         for line in lines))
         block.arrange(DOWN, buff=0.12)
         block = self.place(block, 0, (RULE_Y + CAPTION_Y) / 2 + 0.1)
         if self.caption is not None:
@@ -182,16 +212,18 @@ class TrainingScene(BackpropScene):
         self._queue(FadeIn(block, shift=0.1 * UP))
 
     def make_room(self) -> None:
-        """The camera steps back until the graph and, to its right, the loss curve fit
-        the frame; the title and caption go, the next ones are set for the new view."""
+        """The camera steps back until the whole graph fits a strip under the title, and
+        under it come the parameters' cards (each parameter's box again, at the size of
+        the caption's type: its value and its gradient, readable at speed) and the loss
+        curve beside them; the title and caption go, the next ones are set for the new
+        view."""
         diagram = self.diagram
-        width = max(CURVE_MIN, CURVE_SHARE * diagram.width)
-        left = diagram.get_left()[0] - 0.5
-        right = diagram.get_right()[0] + CURVE_GAP + width + 0.5
-        # The graph keeps its place between title and caption, scaled with the zoom.
-        zoom = max(1.0, (right - left) / config.frame_width,
-                   (diagram.height + 3.0) / config.frame_height)
-        center = [(left + right) / 2, diagram.get_center()[1] - 0.4 * zoom, 0]
+        thumb_top = TITLE_BOTTOM - BAND_GAP
+        zoom = max((diagram.width + 2 * SIDE_MARGIN) / config.frame_width,
+                   diagram.height / THUMB_HEIGHT)
+        strip = diagram.height / zoom  # (at most THUMB_HEIGHT: less for a long graph)
+        center = np.array([diagram.get_center()[0],
+                           diagram.get_center()[1] - zoom * (thumb_top - strip / 2), 0])
         overlay = [m for m in (self.title, self.caption, self.meter) if m is not None]
         self.clear_marks()
         frame = self.camera.frame
@@ -199,9 +231,78 @@ class TrainingScene(BackpropScene):
                   frame.animate.scale(zoom * config.frame_width / frame.width).move_to(center),
                   run_time=self.t(1.0))
         self.title = self.caption = self.meter = None
-        self.curve_box = (diagram.get_right()[0] + CURVE_GAP, diagram.get_center()[1],
-                          width, width * CURVE_ASPECT, zoom)
-        self.play(*self.grow_curve(0), run_time=self.t(0.6))
+        self.strip_view = (center, zoom)  # (the camera at speed, for reading back)
+        # Under the strip, above the caption's rows: the cards on the left, the curve right.
+        top = thumb_top - strip - CARDS_GAP
+        bottom = CARDS_BOTTOM
+        curve_width = CURVE_MIN
+        cards_right = config.frame_width / 2 - SIDE_MARGIN - curve_width - CURVE_GAP
+
+        def scene(x: float, y: float) -> np.ndarray:
+            return center + zoom * np.array([x, y, 0])
+
+        self.cards = self._make_cards(-config.frame_width / 2 + SIDE_MARGIN, cards_right,
+                                      bottom, top, scene, zoom)
+        x0, y0 = scene(cards_right + CURVE_GAP + 0.3, (top + bottom) / 2 - 0.15)[:2]
+        height = min(curve_width * CURVE_ASPECT, top - bottom - 1.0)
+        self.curve_box = (x0, y0, (curve_width - 0.3) * zoom, height * zoom, zoom)
+        cards = [FadeIn(VGroup(card, self.card_data[name], self.card_grads[name]))
+                 for name, card in self.cards.items()]
+        self.play(*cards, *self.grow_curve(0), run_time=self.t(0.6))
+
+    def _make_cards(self, left: float, right: float, bottom: float, top: float,
+                    scene: Any, zoom: float) -> dict[str, ValueNode]:
+        """Each parameter's card (at most END_PANELS): its box as the graph draws it, its
+        numbers set at CARD_EM (less if the cards would not fit between ``left`` and
+        ``right``, ``bottom`` and ``top``, screen units), in one row or two, whichever
+        sets them larger, showing what it holds now; made in the scene at
+        ``scene(x, y)`` of the screen, as the camera is."""
+        layout, diagram = self.diagram.layout, self.diagram
+        shown = [(name, node) for name, node in self.parameter_nodes.items()
+                 if node in diagram.values][:END_PANELS]
+        if not shown:
+            return {}
+        sizes = [(layout.nodes[node].width, layout.nodes[node].height) for _, node in shown]
+
+        def rows_of(count: int) -> list[list[int]]:
+            per_row = -(-len(shown) // count)
+            return [list(range(len(shown)))[i:i + per_row]
+                    for i in range(0, len(shown), per_row)]
+
+        def scale_of(rows: list[list[int]]) -> float:
+            widest = max(sum(sizes[i][0] for i in row) for row in rows)
+            tall = sum(max(sizes[i][1] for i in row) for row in rows)
+            gaps = CARD_GAP * (max(len(row) for row in rows) - 1)
+            return min(CARD_EM / VALUE_PT, (right - left - gaps) / widest,
+                       (top - bottom - CARD_GAP * (len(rows) - 1)) / tall)
+
+        rows = max((rows_of(count) for count in (1, 2) if count <= len(shown)), key=scale_of)
+        scale = scale_of(rows)
+        _, grads, others = self._numbers
+        heights = [max(sizes[i][1] for i in row) * scale for row in rows]
+        y = (top + bottom) / 2 + (sum(heights) + CARD_GAP * (len(rows) - 1)) / 2
+        cards: dict[str, ValueNode] = {}
+        for row, height in zip(rows, heights, strict=True):
+            y -= height / 2
+            x = (left + right) / 2 - (sum(sizes[i][0] for i in row) * scale
+                                      + CARD_GAP * (len(row) - 1)) / 2
+            for i in row:
+                (name, node), (width, box_height) = shown[i], sizes[i]
+                box = diagram.values[node]
+                card = ValueNode(node, box.attrs, scene(x + width * scale / 2, y),
+                                 width * scale * zoom, box_height * scale * zoom, scale * zoom,
+                                 self.palette, self.store, self.precision, grads.get(node, ()),
+                                 True, others.get(node, ()), box.heading)
+                cards[name] = card
+                update = self.run.iterations[0].parameters.get(name)
+                data = box.attrs["data"] if update is None else update.after
+                grad = self.passes[0].nodes[node]["grad"]
+                self.card_data[name], self.card_grads[name] = card.data_label(data), \
+                    card.grad_label(grad)
+                self._card_shown(0, name, data, grad)
+                x += width * scale + CARD_GAP
+            y -= height / 2 + CARD_GAP
+        return cards
 
     def play_pass_at_speed(self, k: int) -> None:
         """Pass k at speed: the last pass's gradients go, its forward values are replaced
@@ -213,7 +314,8 @@ class TrainingScene(BackpropScene):
         self.clear_marks()
         self.set_title(f"Pass {iteration.index}: forward and backward, at speed")
         self.set_lines([start_line(iteration, self.precision)])
-        gone = [FadeOut(label) for label in self.grad_labels.values()]
+        gone = [FadeOut(label) for label in [*self.grad_labels.values(),
+                                             *self.card_grads.values()]]
         self.grad_labels = {}
         turns, shown = [], {}
         for node in nx.topological_sort(G):
@@ -230,7 +332,14 @@ class TrainingScene(BackpropScene):
         self.play(*self._pending(), *gone, run_time=self.t(0.4))
         if turns:
             self.play(LaggedStart(*turns, lag_ratio=0.3), run_time=self.t(FAST_FORWARD))
-        self.play(LaggedStart(*self._sweep_of(G), lag_ratio=0.5),
+        # The pass ends with each card's gradient, as its box in the strip gets it.
+        cards = []
+        for name, card in self.cards.items():
+            grad = G.nodes[card.node]["grad"]
+            self.card_grads[name] = card.grad_label(grad)
+            cards.append(FadeIn(self.card_grads[name], scale=1.2))
+            self._card_shown(k, name, G.nodes[card.node]["data"], grad)
+        self.play(LaggedStart(*self._sweep_of(G), AnimationGroup(*cards), lag_ratio=0.5),
                   run_time=self.t(FAST_BACKWARD))
         self.cue(self.caption_text, start)
 
@@ -277,7 +386,7 @@ class TrainingScene(BackpropScene):
             axes = VGroup(Line(at(0, 0), at(last, 0)), Line(at(0, 0), at(0, top)))
             axes.set_stroke(self.palette.text, width=2)
             title = self.store.text("loss", em, self.palette.text)
-            title.next_to(at(0, top), UP, buff=0.15).align_to(axes, [-1, 0, 0])
+            title.next_to(at(0, top), UP, buff=0.8 * em).align_to(axes, [-1, 0, 0])
             scale = VGroup(self.store.text(display_number(top, self.precision), em * 0.8,
                                            self.palette.muted),
                            self.store.text("0", em * 0.8, self.palette.muted))
@@ -297,6 +406,14 @@ class TrainingScene(BackpropScene):
             animations.append(Create(segment))
             self.curve.add(segment)
         self.curve.add(dot)
+        # The newest point's number, in place of the last one's.
+        if self.curve_number is not None:
+            animations.append(FadeOut(self.curve_number))
+        number = self.store.text(display_number(loss, self.precision), em, self.palette.text)
+        # (above its point: starting there in the curve's first half, else ending there)
+        self.curve_number = number.next_to(dot, UP, buff=0.1 * zoom)
+        self.curve_number.align_to(dot, [-1 if 2 * iterations[k].index < last else 1, 0, 0])
+        animations.append(FadeIn(self.curve_number.set_z_index(Z_MARK)))
         self.loss_points.append(loss)
         return animations
 
