@@ -23,13 +23,14 @@ def _factor(text: str) -> str:
     return f"({text})" if text.startswith("\u2212") else text
 
 
-def update_line(name: str, update: Update, top: str, precision: int) -> str:
+def update_line(name: str, update: Update, top: str, precision: int, *,
+                numbers: bool = True) -> str:
     """What the update did to one parameter, in the recorded numbers as displayed.
 
     Plain SGD (a rate): ``w ← w − η·∂L/∂w = 2 − 0.1 · 1.5 = 1.85``; another optimizer:
-    ``w: 2 → 1.85``. A parameter of more than a few entries gets the rule alone (its
-    numbers are in its box and its tooltip)."""
-    small = np.size(update.before) <= RESULT_ENTRIES
+    ``w: 2 → 1.85``. A parameter of more than a few entries (or any, without
+    ``numbers``) gets the rule alone (its numbers are in its box and its tooltip)."""
+    small = numbers and np.size(update.before) <= RESULT_ENTRIES
     before, grad, after = (number_text(x, precision)
                            for x in (update.before, update.grad, update.after)) \
         if small else ("", "", "")

@@ -463,3 +463,47 @@ def test_at_speed_each_parameter_has_a_readable_card_with_that_passes_numbers():
 def _cells(cells: list[list[str]]) -> np.ndarray:
     """A card's table of cells as numbers (a vector's column read back as the IR's)."""
     return np.array([[float(c.replace("\u2212", "-")) for c in row] for row in cells])
+
+
+def four_parameter_run(passes: int = 3, rate: float = 0.05) -> Run:
+    """A layer with a bias, ReLU, a layer with a bias: four parameters, 6 + 3 + 3 + 1
+    numbers, trained by SGD on one point."""
+    W1 = Tensor([[1.0, -1.0], [0.5, 1.0], [-0.5, 0.25]], label="W1", requires_grad=True)
+    b1 = Tensor([0.1, -0.2, 0.3], label="b1", requires_grad=True)
+    W2 = Tensor([[2.0, -1.0, 0.5]], label="W2", requires_grad=True)
+    b2 = Tensor([0.05], label="b2", requires_grad=True)
+    iterations = []
+    for index in range(passes):
+        x = Tensor([1.0, 2.0], label="x")
+        L = ((W2 @ (W1 @ x + b1).relu() + b2 - 1.0) ** 2).sum() / 2
+        L.backward()
+        graph = as_graph(L)
+        updates = {}
+        for name, p in (("W1", W1), ("b1", b1), ("W2", W2), ("b2", b2)):
+            before, grad = p.data.tolist(), p.grad.tolist()
+            p.data = p.data - rate * p.grad
+            updates[name] = Update(before, grad, p.data.tolist(), rate)
+            p.zero_grad()
+        iterations.append(Iteration(index, float(L.data), graph, updates))
+    return Run(iterations, total=passes)
+
+
+def test_an_update_of_many_numbers_is_said_in_at_most_three_rows():
+    from backpropviz.animate.screen import CAPTION_EM, wrapped_words
+    from backpropviz.animate.training import UPDATE_ROWS
+
+    run = four_parameter_run()
+    scene = _story(run)
+    said = [text for _, text in scene.cues if text.startswith(("W1 ←", "each parameter",
+                                                                 "Pass "))]
+    assert len(said) >= 2 * len(run.iterations) - 1  # every update, every later start
+    for text in said:
+        rows = sum(len(wrapped_words(line, CAPTION_EM, at_equals=True))
+                   for line in text.split("\n"))
+        assert rows <= UPDATE_ROWS, text
+    # Each update is still said true to its numbers: the rule with the run's rate.
+    assert any("η = 0.05" in text for text in said)
+    # Four cards, their numbers at least 14 pt on a 16:9 slide (28 px of 1080: 0.21 units).
+    _, zoom = scene.strip_view
+    assert len(scene.cards) == 4
+    assert all(card.em / zoom >= 28 / 135 for card in scene.cards.values())

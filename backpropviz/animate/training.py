@@ -54,7 +54,17 @@ from .formats import MAX_NODES, AnimateError, check_format, check_size, check_vi
 from .mobjects import Z_BADGE, Z_MARK, ValueNode
 from .pacing import HOLD_FLOOR, READING_CPS
 from .render import render_scene
-from .screen import BAND_GAP, CAPTION_Y, RULE_Y, SIDE_MARGIN, TEXT_EM, TITLE_BOTTOM, note_line
+from .screen import (
+    BAND_GAP,
+    CAPTION_EM,
+    CAPTION_Y,
+    RULE_Y,
+    SIDE_MARGIN,
+    TEXT_EM,
+    TITLE_BOTTOM,
+    note_line,
+    wrapped_words,
+)
 from .sweep import BackpropScene
 
 __all__ = ["TrainingScene", "render_training_clip"]
@@ -63,11 +73,13 @@ __all__ = ["TrainingScene", "render_training_clip"]
 # under it, CARDS_GAP lower, the parameters' cards, their numbers at CARD_EM, CARD_GAP
 # apart, down to CARDS_BOTTOM (above the caption's rows), and the loss curve right of
 # them, CURVE_GAP away: CURVE_MIN wide, its height CURVE_ASPECT of that.
-THUMB_HEIGHT, CARDS_GAP, CARDS_BOTTOM = 2.4, 0.35, -2.0
+THUMB_HEIGHT, CARDS_GAP, CARDS_BOTTOM = 1.8, 0.35, -2.0
 CARD_EM, CARD_GAP = 1.2 * TEXT_EM, 0.6
 CURVE_MIN, CURVE_ASPECT, CURVE_GAP = 3.6, 0.75, 0.6
 # The end shows the loss and at most this many parameters.
 END_PANELS = 4
+# An update's caption takes at most this many rows (of the band's four).
+UPDATE_ROWS = 3
 # A pass at speed: its forward values, its backward sweep and its update, in seconds.
 FAST_FORWARD, FAST_BACKWARD, FAST_UPDATE = 1.0, 1.4, 1.6
 
@@ -161,8 +173,7 @@ class TrainingScene(BackpropScene):
         caption can be read, else as long as a pass at speed allows."""
         start = self.time
         iteration = self.run.iterations[k]
-        lines = [update_line(name, update, self.top, self.precision)
-                 for name, update in iteration.parameters.items()]
+        lines = self.update_lines(iteration)
         self.set_lines(lines, equations=True)
         self.clear_marks()
         turns, shown = [], {}
@@ -197,6 +208,25 @@ class TrainingScene(BackpropScene):
         needed = max(HOLD_FLOOR, len(text) / READING_CPS) if reading else FAST_UPDATE
         self.wait(max(self.t(0.3), self.t(needed) - (self.time - start)))
         self.cue(text, start)
+
+    def update_lines(self, iteration: Any) -> list[str]:
+        """The caption of an update, in at most UPDATE_ROWS rows: each parameter's update
+        with its numbers; else each one's rule; else the rule once for all (the numbers
+        are in the boxes)."""
+        updates = iteration.parameters.items()
+        for numbers in (True, False):
+            lines = [update_line(name, update, self.top, self.precision, numbers=numbers)
+                     for name, update in updates]
+            rows = sum(len(wrapped_words(line, CAPTION_EM, at_equals=True)) for line in lines)
+            if rows <= UPDATE_ROWS:
+                return lines
+        rates = {update.rate for _, update in updates}
+        if len(rates) == 1 and None not in rates:
+            rule = (f"each parameter p ← p − η·∂{self.top}/∂p, with η = "
+                    f"{display_number(rates.pop(), self.precision)}")
+        else:
+            rule = "each parameter takes the optimizer's step"
+        return [f"{rule}: its box shows the value it takes"]
 
     def set_lines(self, lines: list[str], *, equations: bool = False) -> None:
         """Queue plain lines for the caption region, one under the other (``equations``:
@@ -313,7 +343,11 @@ class TrainingScene(BackpropScene):
         start = self.time
         self.clear_marks()
         self.set_title(f"Pass {iteration.index}: forward and backward, at speed")
-        self.set_lines([start_line(iteration, self.precision)])
+        line = start_line(iteration, self.precision)
+        if len(wrapped_words(line, CAPTION_EM)) > UPDATE_ROWS:  # (their numbers: on the cards)
+            line = (f"Pass {iteration.index} starts from the parameters the last update left, "
+                    "as their cards show them.")
+        self.set_lines([line])
         gone = [FadeOut(label) for label in [*self.grad_labels.values(),
                                              *self.card_grads.values()]]
         self.grad_labels = {}
@@ -406,14 +440,19 @@ class TrainingScene(BackpropScene):
             animations.append(Create(segment))
             self.curve.add(segment)
         self.curve.add(dot)
-        # The newest point's number, in place of the last one's.
+        # The newest point's number, in place of the last one's (none where the axis's
+        # top says the same number, beside it).
         if self.curve_number is not None:
             animations.append(FadeOut(self.curve_number))
-        number = self.store.text(display_number(loss, self.precision), em, self.palette.text)
-        # (above its point: starting there in the curve's first half, else ending there)
-        self.curve_number = number.next_to(dot, UP, buff=0.1 * zoom)
-        self.curve_number.align_to(dot, [-1 if 2 * iterations[k].index < last else 1, 0, 0])
-        animations.append(FadeIn(self.curve_number.set_z_index(Z_MARK)))
+        shown = display_number(loss, self.precision)
+        self.curve_number = None
+        if shown != display_number(top, self.precision):
+            number = self.store.text(shown, em, self.palette.text).set_z_index(Z_MARK)
+            # (above its point: starting there in the curve's first half, else ending there)
+            number.next_to(dot, UP, buff=0.1 * zoom)
+            number.align_to(dot, [-1 if 2 * iterations[k].index < last else 1, 0, 0])
+            self.curve_number = number
+            animations.append(FadeIn(number))
         self.loss_points.append(loss)
         return animations
 
@@ -462,6 +501,8 @@ class TrainingScene(BackpropScene):
                    "norm": f"‖{curve.name}‖"}[curve.what]
         title = self.store.text(heading, em * 1.2, palette.text, serif=curve.name != "loss",
                                 italic=curve.name != "loss")
+        if title.width > width:  # (a long name: no wider than its panel)
+            title.scale(width / title.width)
         title.next_to(at(0, high), UP, buff=0.4).align_to(axes, [-1, 0, 0])
         ends = VGroup(*(self.store.text(display_number(y, self.precision), em, palette.muted)
                         for y in (high, low)))
