@@ -175,14 +175,15 @@ def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
     graph.constants = {node for node in nodes if not children[node] and node not in graph.names
                        and OBSERVED.made_by_op(node)}
     ordered = {node for node in children if _ordered(node)}
-    graph.order = _stable_order(graph, children, rank_of, ordered)
+    places = _parameters(names or {}, set(children))
+    graph.order = _stable_order(graph, children, rank_of, ordered, places)
     index = graph.index()
     for node in graph.order:
         if children[node]:
             kids = children[node] if node in ordered else sorted(children[node],
                                                                 key=index.__getitem__)
             _read_op(graph, node, kids, ordered=node in ordered)
-    graph.params = _parameters(names or {}, set(children))
+    graph.params = set(places)
     _note_updates(graph)
     if backward and last is not None and last.root is graph.roots[0]:
         _use_run(graph, last)
@@ -197,30 +198,36 @@ def _ordered(node: Any) -> bool:
 
 
 def _stable_order(graph: ForeignGraph, children: dict[Any, list[Any]],
-                  rank_of: dict[int, int], ordered: set) -> list[Any]:
+                  rank_of: dict[int, int], ordered: set,
+                  places: Mapping[Any, str]) -> list[Any]:
     """Operands before results, in an order read from the graph alone.
 
     Children kept in a tuple or list go in their order; those in a set by
     the script's order of names (a node without one: its earliest named
-    descendant), then by a digest of what they are (op tag, data, label, the
-    same of their children): never by ``id()``, so a set's iteration order
-    does not matter.
+    descendant), then by a digest of what they are (op tag, label, the same of
+    their children; data only where that ties, or for an unnamed leaf): never by
+    ``id()``, so a set's iteration order does not matter, nor the numbers a
+    training loop's update changes between passes (a parameter without a name is
+    told by its place in its model's ``parameters()``, in ``places``).
     """
     rank: dict[Any, float] = {}
     for node in postorder(graph.roots, children, key=None):
         own = rank_of.get(id(node), math.inf)
         rank[node] = min([own, *(rank[kid] for kid in children[node])])
-    digest = digests(graph.roots, children, {node: graph.data(node) for node in children},
-                      graph.names)
+    data = {node: graph.data(node) for node in children}
+    known = {**places, **graph.names}
+    digest = digests(graph.roots, children, data, known)
+    full = digests(graph.roots, children, data, known, all_data=True)
 
     def key(node: Any) -> tuple:
-        return rank[node], digest[node]
+        return rank[node], digest[node], full[node]
     return postorder(graph.roots, children, key=key, ordered=ordered)
 
 
-def _parameters(names: Mapping[str, Any], nodes: set) -> set:
-    """The nodes a model in the script lists as its ``parameters()`` (micrograd's nn)."""
-    found: set = set()
+def _parameters(names: Mapping[str, Any], nodes: set) -> dict[Any, str]:
+    """The nodes a model in the script lists as its ``parameters()`` (micrograd's nn),
+    each with its place there (``model.parameters()[3]``; the first model's)."""
+    found: dict[Any, str] = {}
     for name, obj in names.items():
         method = getattr(obj, "parameters", None)
         if name.startswith("_") or isinstance(obj, type) or not callable(method):
@@ -229,7 +236,9 @@ def _parameters(names: Mapping[str, Any], nodes: set) -> set:
             listed = list(method())
         except Exception:  # not a model after all
             continue
-        found.update(p for p in listed if looks_like_node(p) and p in nodes)
+        for place, p in enumerate(listed):
+            if looks_like_node(p) and p in nodes:
+                found.setdefault(p, f"{name}.parameters()[{place}]")
     return found
 
 

@@ -251,13 +251,17 @@ def rule_attribute(node: Any, kids: list[Any]) -> tuple[str, bool] | None:
 
 
 def digests(roots: list[Any], children: dict[Any, list[Any]], data: Mapping[Any, float],
-             names: Mapping[Any, str]) -> dict[Any, str]:
-    """A digest of what each node is (op tag, data, name, its children's digests): the
-    same on every run, whatever the order of a set or the ids."""
+             names: Mapping[Any, str], *, all_data: bool = False) -> dict[Any, str]:
+    """A digest of what each node is (op tag, name, its children's digests, and the data
+    of a leaf without a name): the same on every run, whatever the order of a set or
+    the ids, and on every pass of a training loop, whose updates change the data of
+    parameters (named) and results (made from their children). ``all_data``: every
+    node's data too, to tell apart what is otherwise the same."""
     digest: dict[Any, str] = {}
     for node in postorder(roots, children, key=None):
-        text = repr((tag_of(node), data[node], names.get(node),
-                     sorted(digest[kid] for kid in children[node])))
+        kids = children[node]
+        shown = data[node] if all_data or not (kids or node in names) else None
+        text = repr((tag_of(node), shown, names.get(node), sorted(digest[kid] for kid in kids)))
         digest[node] = hashlib.sha1(text.encode()).hexdigest()
     return digest
 

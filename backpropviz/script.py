@@ -32,7 +32,7 @@ from typing import Any
 
 import networkx as nx
 
-from .builder import Producer
+from .builder import Producer, attribute_names
 from .errors import BackpropvizError, DrawError, UsageError
 from .ir import fold_chains, name_constants, validate
 from .options import DEFAULT_MAX_NODES
@@ -151,6 +151,7 @@ def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
     ``called`` (what backward() last ran from), else the outputs; ``recording`` is
     the PyTorch capture the values were made under, if any. ``where`` names the
     script in advice; ``source`` is its code (names of plain numbers name constants)."""
+    namespace = _without_loop_aliases(namespace, source)
     producer = _Producer(namespace, recording, max_nodes, called, roots)
     # Named roots, else the value backward() was last run from, else the outputs.
     chosen = (producer.named(roots) if roots else producer.called()
@@ -471,6 +472,31 @@ def _imports(source: str, package: str) -> bool:
     return False
 
 
+def _without_loop_aliases(namespace: dict[str, Any], source: str) -> dict[str, Any]:
+    """The namespace less the loop variables that hold what the script keeps elsewhere
+    (``for p in model.parameters()`` leaves ``p`` on the last parameter, which is
+    ``model.layers[1].neurons[0].b``): such a value is named by its own path, pass
+    after pass, not by whichever one the loop stopped at."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return namespace
+    loops = {name.id for node in ast.walk(tree) if isinstance(node, ast.For)
+             for name in ast.walk(node.target) if isinstance(name, ast.Name)}
+    looped = {id(namespace[name]): name for name in loops if name in namespace}
+    if not looped:
+        return namespace
+    rest = {name: obj for name, obj in namespace.items() if name not in loops}
+    held = set(attribute_names(rest, lambda obj: id(obj) in looped))
+    for name, obj in rest.items():  # a model's parameters(), however deep they are kept
+        method = getattr(obj, "parameters", None)
+        if not name.startswith("_") and not isinstance(obj, type) and callable(method):
+            with contextlib.suppress(Exception):
+                held.update(id(p) for p in method() if id(p) in looped)
+    return {name: obj for name, obj in namespace.items()
+            if not (id(obj) in held and looped.get(id(obj)) == name)}
+
+
 def _number_names(namespace: Mapping[str, Any], source: str) -> dict[str, float]:
     """The script's global names bound to plain numbers (``lam = 0.1``) that its
     arithmetic uses (``lam * s``), less those whose number is also written as a
@@ -521,8 +547,14 @@ def _number_names(namespace: Mapping[str, Any], source: str) -> dict[str, float]
             literals.add(-float(node.value))  # (x - 1 is drawn with −1)
         if isinstance(node, (ast.BinOp, ast.AugAssign)):
             used.update(name.id for name in ast.walk(node) if isinstance(name, ast.Name))
+    # A loop's counter (for k in range(4)) holds a new number each time round: a
+    # constant that equals it now (sum()'s start, 0) is no more its number than not.
+    counters = {name.id for node in ast.walk(tree)
+                if isinstance(node, (ast.For, ast.comprehension))
+                for name in ast.walk(node.target) if isinstance(name, ast.Name)}
     numbers = {name: float(value) for name, value in namespace.items()
-               if type(value) in (int, float) and not name.startswith("_")}
+               if type(value) in (int, float) and not name.startswith("_")
+               and name not in counters}
     named = {name: number for name, number in numbers.items()
              if name in used and number not in literals}
     for expression, number in _number_expressions(tree, numbers).items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -318,6 +319,25 @@ def test_a_constant_is_not_named_after_a_number_that_merely_equals_it(tmp_path, 
               if attrs.get("role") == "const"}
     assert consts.get(3.0) is None and consts.get(1.0) is None
     assert consts.get(0.1) == "lam"
+
+
+def test_a_constant_is_not_named_after_a_loop_counter(tmp_path):
+    # sum()'s start, 0, equals k in the first pass and k - 1 in the second, and the
+    # script does arithmetic with k: still no name of the script's for it.
+    path = script(tmp_path, "loop.py", """\
+        from micrograd.engine import Value
+        w = Value(0.5)
+        for k in range(2):
+            loss = sum(w * x for x in [2.0, -1.0])
+            w.grad = 0.0
+            loss.backward()
+            w.data -= 0.1 / (k + 1) * w.grad
+        """)
+    ok(path, "-o", "loop.json", "--iterations", cwd=tmp_path)
+    for iteration in json.loads((tmp_path / "loop.json").read_text())["iterations"]:
+        labels = {node["label"] for node in iteration["graph"]["nodes"]
+                  if node.get("role") == "const"}
+        assert not labels & {"k", "k - 1"}, labels
 
 
 def test_a_constant_computed_from_the_scripts_numbers_is_named_by_that_expression(tmp_path):
