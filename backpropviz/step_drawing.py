@@ -246,12 +246,16 @@ def _right_part(points: Sequence[tuple[float, float]], t: float) -> list[tuple[f
 def _without_html(attrs: str, name: str) -> tuple[str, str]:
     """Statement attributes without the HTML-like one ``name`` (<...>), and its HTML."""
     start = attrs.index(f" {name}=<")
-    depth, end = 0, start + len(name) + 2
-    for end in range(start + len(name) + 2, len(attrs)):
-        depth += {"<": 1, ">": -1}.get(attrs[end], 0)
+    depth, end = 0, len(attrs)
+    for bracket in _BRACKET.finditer(attrs, start + len(name) + 2):  # (to the one closing it)
+        depth += 1 if bracket.group() == "<" else -1
         if depth == 0:
+            end = bracket.start()
             break
     return attrs[:start] + attrs[end + 1:], attrs[start + len(name) + 3:end]
+
+
+_BRACKET = re.compile("[<>]")
 
 
 def _without_label(graph_line: str) -> str:
