@@ -2,7 +2,9 @@
 
 The step pictures share one layout (dot.Writer sizes every slot for every
 number it will hold), so each node and edge has only a few looks over the pass:
-pending, then each running sum, highlighted or not. Here each look is drawn
+pending, then each running sum, highlighted or not. A step is given as the
+step before with the statements of what it may change (dot.Writer.changes), so
+no step's DOT is written whole but step 0's. Here each look is drawn
 once: the step-0 picture is laid out once; then one graph holding every look
 of every node and edge, each pinned where the layout put it, is drawn by
 ``neato -n2`` in one run; its SVG is cut into those looks, and step k is the
