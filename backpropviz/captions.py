@@ -246,8 +246,8 @@ def heading_room(attrs: Mapping) -> float:
     return max(width, _LEAST_ROOM)
 
 
-def _heading_fits(attrs: Mapping, text: str) -> bool:
-    return text_width(typeset(text), EXPRESSION_PT, "serif") <= heading_room(attrs)
+def _heading_fits(attrs: Mapping, text: str, room: float = 1.0) -> bool:
+    return text_width(typeset(text), EXPRESSION_PT, "serif") <= room * heading_room(attrs)
 
 
 def value_names(G: nx.MultiDiGraph, longest: int | None = None,
@@ -287,8 +287,10 @@ def value_names(G: nx.MultiDiGraph, longest: int | None = None,
         args = _as_called(G, op, args)
         full = _expression(op_attrs, args, tensor)
 
-        def fits(text: str, attrs: Mapping = attrs) -> bool:
-            return len(text) <= longest if longest is not None else _heading_fits(attrs, text)
+        def fits(text: str, room: float = 1.0, attrs: Mapping = attrs) -> bool:
+            # (within ``room`` times the room it has)
+            return len(text) <= room * longest if longest is not None \
+                else _heading_fits(attrs, text, room)
 
         if not fits(full.text):
             full = _shortened(G, op, args, tensor, fits)
@@ -362,13 +364,15 @@ def _as_called(G: nx.MultiDiGraph, op: Any, args: list[Name]) -> list[Name]:
 
 
 def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
-               fits: Callable[[str], bool]) -> Name:
+               fits: Callable[..., bool]) -> Name:
     """An expression too wide to head its box, shortened: its longest operands as "…",
     as few as it takes."""
     attrs = G.nodes[op]
     # Else its longest operands written "…", one at a time (a value used twice, both
-    # times), as few as it takes; but a name of "…" alone says nothing: the expression
-    # is kept whole rather than that.
+    # times), as few as it takes; but a name of "…" alone says nothing: up to twice
+    # its room, the expression is kept whole rather than that (not past it: an
+    # expression of expressions kept whole, a residual block's f(x) + x, doubles at
+    # every block).
     full, shortened, args = _expression(attrs, args, tensor), None, list(args)
     while shortened is None or not fits(shortened.text):
         long = [arg.text for arg in args if len(arg.text) > 2 and arg is not _ELLIPSIS]
@@ -377,7 +381,8 @@ def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
         cut = max(long, key=len)
         args = [_ELLIPSIS if arg.text == cut else arg for arg in args]
         shortened = _expression(attrs, args, tensor)
-    if shortened is None or all(arg is _ELLIPSIS or len(arg.text) <= 2 for arg in args):
+    if shortened is None or (all(arg is _ELLIPSIS or len(arg.text) <= 2 for arg in args)
+                             and fits(full.text, 2.0)):
         return full
     return shortened
 

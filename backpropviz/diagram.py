@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,8 @@ RENDER_FORMATS = tuple(sorted({*FORMATS, *EXPORTS, GRAPHVIZ_JSON}))
 class Diagram:
     """A drawing: its DOT ``source``, the IR ``graph``, and renders in any format."""
 
-    def __init__(self, source: str, graph: nx.MultiDiGraph) -> None:
-        self.source = source
+    def __init__(self, source: str | Callable[[], str], graph: nx.MultiDiGraph) -> None:
+        self._source = source  # (or what writes it, when first asked for)
         self.graph = graph
         self.fit: Fit | None = None  # how it fills its frame, if it was fitted to one
         # A step picture drawn with the others (step_drawing): the drawing and its step
@@ -59,6 +60,13 @@ class Diagram:
         gradients = "with" if self.graph.graph.get("backward_order") else "without"
         return (f"<Diagram of {kinds.count('value')} values and {kinds.count('op')} ops, "
                 f"{gradients} gradients; .render('figure.svg') writes it>")
+
+    @property
+    def source(self) -> str:
+        """The DOT text graphviz draws."""
+        if callable(self._source):
+            self._source = self._source()
+        return self._source
 
     def pipe(self, format: str = "svg") -> bytes:
         """The picture in a graphviz ``format`` (svg, png, pdf, dot...), or the IR:
@@ -187,12 +195,16 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     G = drawn
     checked = untangled(G, dot_options(**options))
     pins = placement(G, checked)
-    writer = Writer(G, checked, state_at(G, 0, replay), pins)
-    diagrams = [Diagram(writer.at_step(k, state_at(G, k, replay), bands[k]), G)
-                for k in range(len(replay) + 1)]
-    # One layout and one graphviz run for all their SVGs, where they can be drawn so
-    drawing = draw_steps([diagram.source for diagram in diagrams]) if len(diagrams) > 1 \
-        else None
+    states = [state_at(G, k, replay) for k in range(len(replay) + 1)]
+    writer = Writer(G, checked, states[0], pins)
+    first = writer.at_step(0, states[0], bands[0])
+    # One layout and one graphviz run for all their SVGs, where they can be drawn so:
+    # each step drawn as the one before, but for the looks it changes
+    drawing = draw_steps(first, [writer.changes(k, states[k - 1], states[k], bands[k])
+                                 for k in range(1, len(states))]) if len(states) > 1 else None
+    # (each later step's DOT written only if asked for: its SVG is the drawing's)
+    diagrams = [Diagram(first, G), *(Diagram(partial(writer.at_step, k, states[k], bands[k]), G)
+                                     for k in range(1, len(states)))]
     if lone:
         chosen = measured(G, size=drawing.size, **options) if drawing is not None \
             else _fitted(whole, fit, fallback, band)

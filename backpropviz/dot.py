@@ -28,7 +28,14 @@ from .ir import IRError, operand_edges, validate
 from .legend import blocks_gradient, legend_html
 from .metrics import text_width
 from .step_bands import with_band
-from .steps import StepState, dead_masks, fork_edges, gradient_history, plain_constants
+from .steps import (
+    StepState,
+    changed_between,
+    dead_masks,
+    fork_edges,
+    gradient_history,
+    plain_constants,
+)
 from .style import (
     ARROW_SIZE,
     BOOK,
@@ -319,9 +326,27 @@ class Writer:
         self.band = band
         return self.dot()
 
-    def dot(self) -> str:
+    def changes(self, step: int, before: StepState, state: StepState,
+                band: str | None = None) -> tuple[str, list[str]]:
+        """Step ``step``'s graph line, and the lines of its DOT (at_step's) that draw a node
+        or edge whose look may differ from its look in state ``before``: the DOT of the
+        step drawn in ``before``, these lines in place of theirs, is at_step's. A step
+        changes a few looks; the pictures of a pass are drawn from these (step_drawing)."""
+        self.o = replace(self.o, step=step)
+        self.state = state
+        self.band = band
+        nodes, edges = changed_between(self.G, before, state)
+        band_rows = bands(self.G, self.o.wrap) if folded(self.o) else {}
+        lines = ["  " + line for node in nodes for _, line in self._node_lines(node, band_rows)]
+        for edge in edges:
+            node_lines, edge_lines = self._edge_lines(*edge, band_rows)
+            lines.extend("  " + line for _, line in node_lines)
+            lines.extend(edge_lines)
+        return self._lettered([self._graph_line()])[0], self._lettered(lines)
+
+    def _graph_line(self) -> str:
+        """The DOT's graph statement: the layout's settings, the step's class and label."""
         t, o = self.t, self.o
-        lines = ["digraph backprop {"]
         graph = {
             "rankdir": "BT" if o.rankdir == BOOK else o.rankdir, "bgcolor": t.background,
             "fontname": FONT,
@@ -347,14 +372,21 @@ class Writer:
             graph.update(LARGE_GRAPH)
         if o.step is not None:
             graph["class"] += f" step-{o.step}"
-        legend = legend_html(self.G, o, partials=bool(self.partials), forks=bool(
-            self.fork_edges), dead=bool(self.dead_values or self.dead_edges),
-            plain=self.plain) if o.legend else None
+        if "legend" not in self._same:  # (the same at every step)
+            self._same["legend"] = legend_html(
+                self.G, o, partials=bool(self.partials), forks=bool(self.fork_edges),
+                dead=bool(self.dead_values or self.dead_edges),
+                plain=self.plain) if o.legend else None
+        legend = self._same["legend"]
         if self.band is not None:
             legend = with_band(self.band, legend)
         if legend:
             graph.update(label=legend, labelloc="b", labeljust="l")
-        lines.append("  graph " + _attrs(graph) + ";")
+        return "  graph " + _attrs(graph) + ";"
+
+    def dot(self) -> str:
+        t, o = self.t, self.o
+        lines = ["digraph backprop {", self._graph_line()]
         lines.append("  node " + _attrs({"fontname": FONT, "fontsize": _pt(VALUE_PT),
                                          "fontcolor": t.text, "penwidth": _pt(NODE_PEN)})
                      + ";")
@@ -363,55 +395,23 @@ class Writer:
                                          "penwidth": _pt(EDGE_PEN)}) + ";")
         band = bands(self.G, o.wrap) if folded(o) else {}
         nodes: dict[int, list[str]] = {}
-        for node, attrs in self.G.nodes(data=True):
-            node_attrs = self._looked(node, attrs)
-            if self.pins is not None:
-                node_attrs["pos"] = self.pins[node]
-            nodes.setdefault(band.get(node, 0), []).append(
-                f"{_quote(node)} {_attrs(node_attrs)};")
+        for node in self.G:
+            for row, line in self._node_lines(node, band):
+                nodes.setdefault(row, []).append(line)
         # Each op's operand edges in argument order, then its result edge:
         # ordering="in" keeps that order on the page.
         edge_lines = []
-        pred, succ = self.G._pred, self.G._succ  # networkx's own dicts, read only
+        succ = self.G._succ  # networkx's own dict, read only
         for op, kind in self.G.nodes(data="kind"):
             if kind != "op":
                 continue
             edges = operand_edges(self.G, op)
             edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
             for u, v, k in edges:
-                attrs = self._looked((u, v, k), pred[v][u][k])
-                badge = attrs.pop("badge", None)
-                eid = attrs["id"]
-                # (the backward arrow ends at u: only the piece from u draws it)
-                onward = {key: value for key, value in attrs.items()
-                          if key not in ("dir", "arrowtail")}
-                head = v
-                if band and band[u] != band[v]:
-                    # From one row to another: a mark at each end, named after the
-                    # value carried, so that no edge runs across the rows between.
-                    head = eid + CONTINUE_TO
-                    for name, row in ((head, band[u]), (eid + CONTINUE_FROM, band[v])):
-                        nodes[row].append(f"{_quote(name)} {_attrs(self.mark(u, v, name))};")
-                    if self.pins is None:  # the first beside u (its badge), not further on
-                        beside = eid if badge is not None else u
-                        nodes[band[u]].append(f"{{rank=same; {_quote(beside)}; {_quote(head)};}}")
-                    edge_lines.append(f"  {_quote(eid + CONTINUE_FROM)} -> {_quote(v)} "
-                                      f"{_attrs(self.pinned({**onward, 'id': eid + CONTINUED}))};")
-                    onward["arrowhead"] = attrs["arrowhead"] = "none"
-                if badge is None:
-                    edge_lines.append(f"  {_quote(u)} -> {_quote(head)} "
-                                      f"{_attrs(self.pinned(attrs))};")
-                    continue
-                # A contribution is a badge on its own edge: the edge runs into it
-                # and on out of it, so it cannot be read as another edge's.
-                if self.pins is not None:
-                    badge["pos"] = self.pins[eid]
-                nodes[band.get(u, 0)].append(f"{_quote(eid)} {_attrs(badge)};")
-                into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
-                edge_lines.append(f"  {_quote(u)} -> {_quote(eid)} "
-                                  f"{_attrs(self.pinned(into))};")
-                edge_lines.append(f"  {_quote(eid)} -> {_quote(head)} "
-                                  f"{_attrs(self.pinned({**onward, 'id': eid + BADGE_OUT}))};")
+                node_lines, lines_of_edge = self._edge_lines(u, v, k, band)
+                for row, line in node_lines:
+                    nodes[row].append(line)
+                edge_lines.extend(lines_of_edge)
         if band and self.pins is None:
             # Each row (or column) a cluster of its own; an edge from one to the
             # next does not rank its head after its tail, so each row starts anew.
@@ -435,14 +435,64 @@ class Writer:
             lines.extend(f'  {_quote(u)} -> {_quote(v)} [style="invis" weight="0"];'
                          for u, v in o.ranked_after if band.get(u, 0) == band.get(v, 0))
         lines.append("}")
-        if not o.fitted:
-            return "\n".join(lines) + "\n"
-        # Line by line, each line lettered once: the steps of a pass repeat most lines.
+        return "\n".join(self._lettered(lines)) + "\n"
+
+    def _lettered(self, lines: list[str]) -> list[str]:
+        """Lines in a fitted figure's sizes (lettered), each lettered once: the steps of a
+        pass repeat most lines."""
+        if not self.o.fitted:
+            return lines
         known = self._same.setdefault("lettered", {})
         for line in lines:
             if line not in known:
                 known[line] = lettered(line)
-        return "\n".join(known[line] for line in lines) + "\n"
+        return [known[line] for line in lines]
+
+    def _node_lines(self, node: Any, band: Mapping[Any, int]) -> list[tuple[int, str]]:
+        """A node's statement, with the row (of a folded picture) it is in."""
+        node_attrs = self._looked(node, self.G._node[node])
+        if self.pins is not None:
+            node_attrs["pos"] = self.pins[node]
+        return [(band.get(node, 0), f"{_quote(node)} {_attrs(node_attrs)};")]
+
+    def _edge_lines(self, u: Any, v: Any, k: Any,
+                    band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
+        """The statements that draw an edge: the nodes it runs through (a badge, the
+        marks at a row's end), each with its row, and the edges (lines of the DOT)."""
+        nodes: list[tuple[int, str]] = []
+        edge_lines = []
+        attrs = self._looked((u, v, k), self.G._pred[v][u][k])
+        badge = attrs.pop("badge", None)
+        eid = attrs["id"]
+        # (the backward arrow ends at u: only the piece from u draws it)
+        onward = {key: value for key, value in attrs.items()
+                  if key not in ("dir", "arrowtail")}
+        head = v
+        if band and band[u] != band[v]:
+            # From one row to another: a mark at each end, named after the
+            # value carried, so that no edge runs across the rows between.
+            head = eid + CONTINUE_TO
+            for name, row in ((head, band[u]), (eid + CONTINUE_FROM, band[v])):
+                nodes.append((row, f"{_quote(name)} {_attrs(self.mark(u, v, name))};"))
+            if self.pins is None:  # the first beside u (its badge), not further on
+                beside = eid if badge is not None else u
+                nodes.append((band[u], f"{{rank=same; {_quote(beside)}; {_quote(head)};}}"))
+            edge_lines.append(f"  {_quote(eid + CONTINUE_FROM)} -> {_quote(v)} "
+                              f"{_attrs(self.pinned({**onward, 'id': eid + CONTINUED}))};")
+            onward["arrowhead"] = attrs["arrowhead"] = "none"
+        if badge is None:
+            edge_lines.append(f"  {_quote(u)} -> {_quote(head)} {_attrs(self.pinned(attrs))};")
+            return nodes, edge_lines
+        # A contribution is a badge on its own edge: the edge runs into it
+        # and on out of it, so it cannot be read as another edge's.
+        if self.pins is not None:
+            badge["pos"] = self.pins[eid]
+        nodes.append((band.get(u, 0), f"{_quote(eid)} {_attrs(badge)};"))
+        into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
+        edge_lines.append(f"  {_quote(u)} -> {_quote(eid)} {_attrs(self.pinned(into))};")
+        edge_lines.append(f"  {_quote(eid)} -> {_quote(head)} "
+                          f"{_attrs(self.pinned({**onward, 'id': eid + BADGE_OUT}))};")
+        return nodes, edge_lines
 
     def _looked(self, element: Any, attrs: dict) -> dict[str, Any]:
         """A node's or edge's attributes as this step draws it: made once for each look

@@ -38,8 +38,7 @@ __all__ = ["Page", "asset", "json_for_script", "page_data", "page_head", "render
            "step_through", "svg_frames", "to_html", "value_details"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
-ET.register_namespace("", SVG_NS)
-ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+XLINK_NS = "http://www.w3.org/1999/xlink"
 
 # Tooltips show whole arrays; only past this many entries a side are they elided.
 TOOLTIP_MAX_ITEMS = 64
@@ -170,10 +169,62 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
 
 
 def _serialize(element: ET.Element) -> str:
-    """An element as SVG text for the page (namespace declarations left to <svg>)."""
-    text = ET.tostring(element, encoding="unicode")
-    return text.replace(' xmlns="http://www.w3.org/2000/svg"', "").replace(
-        ' xmlns:xlink="http://www.w3.org/1999/xlink"', "")
+    """An element as SVG text for the page, its tail too, as ElementTree writes it but
+    without the namespace declarations (left to <svg>) and without its cost per call
+    (a page writes an element of every look of every node)."""
+    parts: list[str] = []
+    _write(element, parts)
+    return "".join(parts)
+
+
+_QNAMES: dict[str, str] = {}  # "{namespace}name" as written: "name", "xlink:name"
+
+
+def _write(element: ET.Element, parts: list[str]) -> None:
+    tag = _QNAMES.get(element.tag) or _qname(element.tag)
+    parts.append("<" + tag)
+    for key, value in element.items():
+        parts.append(f' {_QNAMES.get(key) or _qname(key)}="{_escaped(value, True)}"')
+    if element.text or len(element):
+        parts.append(">")
+        if element.text:
+            parts.append(_escaped(element.text))
+        for child in element:
+            _write(child, parts)
+        parts.append(f"</{tag}>")
+    else:
+        parts.append(" />")
+    if element.tail:
+        parts.append(_escaped(element.tail))
+
+
+def _qname(name: str) -> str:
+    uri, brace, local = name[1:].partition("}")
+    if name[:1] != "{" or not brace:
+        written = name
+    elif uri in (SVG_NS, XLINK_NS):
+        written = ("xlink:" if uri == XLINK_NS else "") + local
+    else:
+        raise DrawError(f"graphviz's SVG has an element or attribute in another namespace "
+                        f"than SVG's and XLink's ({name}): draw and html disagree")
+    _QNAMES[name] = written
+    return written
+
+
+def _escaped(text: str, attribute: bool = False) -> str:
+    """Text or an attribute's value escaped as ElementTree escapes it."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    if attribute:
+        for character, entity in (('"', "&quot;"), ("\r", "&#13;"), ("\n", "&#10;"),
+                                  ("\t", "&#09;")):
+            if character in text:
+                text = text.replace(character, entity)
+    return text
 
 
 def _parts(svg: str) -> tuple[ET.Element, ET.Element, dict[str, tuple[str, tuple]]]:

@@ -57,7 +57,13 @@ def inside(source: nx.MultiDiGraph, op: Any, members: list, known: dict) -> nx.M
     inner = set(members)
     values = {result_of(source, member) for member in members} | {
         u for member in members for u, _, _ in operand_edges(source, member)}
-    H = source.subgraph(inner | values).copy()
+    # (in the whole graph's order: a subgraph view of a few nodes runs in a set's order,
+    # which changes from run to run, and so would the page)
+    kept = [node for node in source if node in inner or node in values]
+    H = source.__class__()
+    H.add_nodes_from((node, dict(source.nodes[node])) for node in kept)
+    H.add_edges_from((u, v, k, dict(attrs)) for u in kept for v, keyed in source._succ[u].items()
+                     if v in inner or v in values for k, attrs in keyed.items())
     H.graph = dict(source.graph)
     # A value made outside the inside keeps the name it has in the whole graph
     # (linear(x), o − y), not the id an unnamed leaf would be written by.

@@ -2,7 +2,9 @@
 
 The step pictures share one layout (dot.Writer sizes every slot for every
 number it will hold), so each node and edge has only a few looks over the pass:
-pending, then each running sum, highlighted or not. Here each look is drawn
+pending, then each running sum, highlighted or not. A step is given as the
+step before with the statements of what it may change (dot.Writer.changes), so
+no step's DOT is written whole but step 0's. Here each look is drawn
 once: the step-0 picture is laid out once; then one graph holding every look
 of every node and edge, each pinned where the layout put it, is drawn by
 ``neato -n2`` in one run; its SVG is cut into those looks, and step k is the
@@ -70,42 +72,63 @@ class StepDrawing:
 _UNSEEN_EDGE = '[style="invis" weight="0"];'
 
 
+def _statement(line: str) -> tuple[str, str, str | None] | None:
+    """A statement of dot.Writer's DOT as ``(id, text, head)``: its text without its
+    place, and the head of an edge (None for a node); None for any other line."""
+    match = _STATEMENT.match(line)
+    if match is None:
+        return None
+    quoted = match.group(3)  # (an id with no escape in it is its text between the quotes)
+    gid = json.loads(quoted) if "\\" in quoted else quoted[1:-1]
+    return gid, _POS.sub("", line) if " pos=" in line else line, match.group(2)
+
+
 def _parsed(source: str) -> tuple[list[str], list[tuple[str, str, str | None]]]:
-    """A step's DOT as its graph header lines and its statements ``(id, text, None)``;
+    """A step's DOT as its graph header lines and its statements ``(id, text, head)``;
     any other line (a cluster, a rank) is kept as ``("", line, None)``."""
     lines = source.splitlines()
     header, statements = [], []
     for line in lines[1:-1]:
         if line.endswith(_UNSEEN_EDGE):
             continue  # (how untangling.py told dot to lay out: pinned, it is not wanted)
-        match = _STATEMENT.match(line)
-        if match is None:
+        statement = _statement(line)
+        if statement is None:
             if line.startswith(("  graph [", "  node [", "  edge [")) and not statements:
                 header.append(line)
             else:
                 statements.append(("", line, None))
             continue
-        quoted = match.group(3)  # (an id with no escape in it is its text between the quotes)
-        gid = json.loads(quoted) if "\\" in quoted else quoted[1:-1]
-        statements.append((gid, _POS.sub("", line) if " pos=" in line else line,
-                           match.group(2)))
+        statements.append(statement)
     return header, statements
 
 
-def draw_steps(sources: Sequence[str]) -> StepDrawing | None:
-    """The step pictures of ``sources`` (every step's DOT, from one Writer), from one
-    layout and one drawing; None if they cannot be drawn so (their layouts differ,
-    or they have clusters, or labels placed after the layout), for the caller to
-    draw each."""
-    parsed = [_parsed(source) for source in sources]
-    first_header, first = parsed[0]
-    keys = [gid for gid, _, _ in first]
+def draw_steps(first: str, later: Sequence[tuple[str, Sequence[str]]]) -> StepDrawing | None:
+    """The step pictures of a pass from one layout and one drawing: ``first`` is the DOT
+    of step 0 (dot.Writer's), ``later`` each later step's graph line and the lines of
+    its DOT that may differ from the step's before (Writer.changes). None if they
+    cannot be drawn so (clusters, or labels placed after the layout), for the caller
+    to draw each."""
+    first_header, statements = _parsed(first)
+    keys = [gid for gid, _, _ in statements]
     if "" in keys:
         return None
-    for header, statements in parsed[1:]:
-        if [gid for gid, _, _ in statements] != keys or header[1:] != first_header[1:]:
-            return None
-    layout = json.loads(run_dot(sources[0], "json"))
+    looks: dict[str, list[str]] = {gid: [text] for gid, text, _ in statements}
+    at: list[dict[str, int]] = [dict.fromkeys(keys, 0)]
+    graph_lines = [first_header[0]]
+    for graph_line, lines in later:  # each step: the one before, with what changed
+        chosen = dict(at[-1])
+        for line in lines:
+            statement = None if line.endswith(_UNSEEN_EDGE) else _statement(line)
+            if statement is None or statement[0] not in looks:
+                return None
+            gid, text, _ = statement
+            versions = looks[gid]
+            if text not in versions:
+                versions.append(text)
+            chosen[gid] = versions.index(text)
+        at.append(chosen)
+        graph_lines.append(graph_line)
+    layout = json.loads(run_dot(first, "json"))
     x0, y0, x1, y1 = (float(n) for n in layout["bb"].split(","))
 
     def moved(pos: str) -> str:  # a place of the layout, its lower left corner at 0,0
@@ -118,17 +141,6 @@ def draw_steps(sources: Sequence[str]) -> StepDrawing | None:
     beside = {edge["id"]: moved(edge["xlp"]) for edge in layout.get("edges", []) if "xlp" in edge}
     edge_font = " ".join(re.findall(r' (?:fontname|fontsize)="[^"]*"', first_header[-1]))
     external: dict[str, int] = {}  # each look with a label beside it: the node drawing it
-    looks: dict[str, list[str]] = {gid: [] for gid in keys}
-    at: list[dict[str, int]] = []
-    for _, statements in parsed:
-        chosen = {}
-        for gid, text, _ in statements:
-            versions = looks[gid]
-            if text not in versions:
-                versions.append(text)
-            chosen[gid] = versions.index(text)
-        at.append(chosen)
-    graph_lines = [header[0] for header, _ in parsed]
     label_looks: list[str] = []
     label_at = []
     for line in graph_lines:
@@ -136,7 +148,7 @@ def draw_steps(sources: Sequence[str]) -> StepDrawing | None:
         if label not in label_looks:
             label_looks.append(label)
         label_at.append(label_looks.index(label))
-    heads = {gid: head for gid, _, head in first}
+    heads = {gid: head for gid, _, head in statements}
     size = re.search(r' arrowsize="([0-9.]+)"', first_header[-1])
     arrowsize = float(size.group(1)) if size else 1.0
     lines = ["digraph backprop {",
@@ -236,12 +248,16 @@ def _right_part(points: Sequence[tuple[float, float]], t: float) -> list[tuple[f
 def _without_html(attrs: str, name: str) -> tuple[str, str]:
     """Statement attributes without the HTML-like one ``name`` (<...>), and its HTML."""
     start = attrs.index(f" {name}=<")
-    depth, end = 0, start + len(name) + 2
-    for end in range(start + len(name) + 2, len(attrs)):
-        depth += {"<": 1, ">": -1}.get(attrs[end], 0)
+    depth, end = 0, len(attrs)
+    for bracket in _BRACKET.finditer(attrs, start + len(name) + 2):  # (to the one closing it)
+        depth += 1 if bracket.group() == "<" else -1
         if depth == 0:
+            end = bracket.start()
             break
     return attrs[:start] + attrs[end + 1:], attrs[start + len(name) + 3:end]
+
+
+_BRACKET = re.compile("[<>]")
 
 
 def _without_label(graph_line: str) -> str:

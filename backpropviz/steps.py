@@ -13,8 +13,8 @@ import numpy as np
 from . import ops
 from .ir import IRError, operand_edges, result_of
 
-__all__ = ["Step", "StepState", "backward_steps", "dead_masks", "fork_edges", "gradient_history",
-           "plain_constants", "start_grads", "state_at"]
+__all__ = ["Step", "StepState", "backward_steps", "changed_between", "dead_masks", "fork_edges",
+           "gradient_history", "plain_constants", "start_grads", "state_at"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,25 @@ def state_at(G: nx.MultiDiGraph, step: int | None = None,
     now = replay[step - 1]
     processed = frozenset(edge for done in replay[:step] for edge in done.edges)
     return StepState(now.grads, processed, now.op, frozenset(now.edges), frozenset(now.updated))
+
+
+def changed_between(G: nx.MultiDiGraph, before: StepState,
+                    after: StepState) -> tuple[list, set]:
+    """The nodes and edges a picture of ``after`` may draw otherwise than one of
+    ``before``: the ops current in either, the edges sent or highlighted in one of
+    them and those ops' results, and the values whose gradient, mark or sent edges
+    changed. Everything else is drawn alike in both (dot.Writer's looks)."""
+    current = [op for op in dict.fromkeys((before.current, after.current)) if op is not None]
+    sent = before.processed ^ after.processed
+    edges = set(sent | (before.current_edges ^ after.current_edges))
+    edges.update((op, v, k) for op in current for v, keyed in G._succ[op].items()
+                 for k in keyed)
+    old, new = before.grads, after.grads
+    values = {value for value, grad in new.items() if value not in old or old[value] is not grad}
+    values.update(value for value in old if value not in new)
+    values.update(before.updated ^ after.updated)
+    values.update(u for u, _, _ in sent)
+    return [*current, *values], edges
 
 
 def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:

@@ -102,8 +102,10 @@ def seeds_of_passes(recording: Recording, calls: list[_Call], passes: list[int],
                 else shares.outputs[call.result] if len(passes) == 1 else None
             if call not in drawn or brought is None:
                 continue
-            # (float rounding, as _negligible has it, in one pass over the numbers)
-            if key in arriving and arriving[key].allclose(brought, rtol=1e-5, atol=1e-5):
+            # (float rounding, as _negligible has it, in one pass over the numbers; most
+            # often none: one op sent all it brought, and equal is the cheaper test)
+            if key in arriving and (arriving[key].equal(brought) or arriving[key].allclose(
+                    brought, rtol=1e-5, atol=1e-5)):
                 continue
             seed = brought if key not in arriving else brought - arriving[key]
             seeds[key] = seed if key not in seeds else seeds[key] + seed
@@ -158,6 +160,8 @@ def passes_and_leaves(recording: Recording, calls: list[_Call], passes: list[int
         chain = _since_reset(arrivals, added[-1])
         grad = chain[-1].after
         leaves.grads[key] = grad
+        if grad.equal(drawn):  # (the common case, tested in one pass: nothing else added)
+            continue
         rest = grad - drawn
         if _negligible(rest, grad):
             continue

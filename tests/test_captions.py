@@ -365,6 +365,20 @@ def test_a_long_expression_is_shortened_by_its_longest_operand_and_never_to_dots
     assert "… + c·w" in written  # the square, the longest, is the one cut
 
 
+def test_a_residual_chains_names_are_cut_past_twice_their_room():
+    # h = tanh(h) + h, sixteen times: each name written whole holds the one before it
+    # twice (the last would hold x 2^16 times, some 650,000 characters, as a ResNet's
+    # module calls did). Kept whole only up to twice its room, every name stays short.
+    x = Value(0.5, label="x")
+    h = x
+    for _ in range(16):
+        h = h.tanh() + h
+    h.backward()
+    written = [name.text for name in value_names(to_networkx(h)).values()]
+    assert "tanh(x) + x" in written and "tanh(tanh(x) + x) + tanh(x) + x" in written
+    assert max(len(text) for text in written) < 60 and "…" in written[-1]
+
+
 def test_a_vector_times_a_matrix_is_captioned_as_an_outer_product():
     """x @ W with x a vector (a row of inputs): ∂L/∂W is x gᵀ and ∂L/∂x is W g, written
     so, with the numbers autograd holds; u @ v of two vectors gives each g times the other."""

@@ -453,3 +453,25 @@ def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example
     page.keyboard.press("m")  # off again: the marks go
     assert page.evaluate(READ_MEMORY)["held"] == [] and page.locator("#memory").is_hidden()
     assert errors == [] and all(url.startswith("file:") for url in requests)
+
+
+def test_the_pages_svg_is_written_as_elementtree_writes_it(example):
+    # The page writes the SVG of each look with a serializer of its own (for speed):
+    # element by element, text, tails, escapes (&, <, quotes, newlines in a value) and
+    # the xlink prefix are ElementTree's, less the namespace declarations left to <svg>.
+    from backpropviz.html import _serialize
+
+    svg = draw(example("d2l_objective"), fit="1240x500").svg
+    root = ET.fromstring(svg)
+    odd = ET.SubElement(root, "{http://www.w3.org/2000/svg}text", {
+        "data-x": 'a "b" <c> & d\n\te\r', "{http://www.w3.org/1999/xlink}href": "#v1"})
+    odd.text, odd.tail = "x < y & z > w", "\n"
+    ET.SubElement(odd, "{http://www.w3.org/2000/svg}tspan").tail = ""
+    ET.register_namespace("", "http://www.w3.org/2000/svg")
+    ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+    for element in [root, *root.iter()]:
+        expected = ET.tostring(element, encoding="unicode").replace(
+            ' xmlns="http://www.w3.org/2000/svg"', "").replace(
+            ' xmlns:xlink="http://www.w3.org/1999/xlink"', "")
+        assert _serialize(element) == expected
+    assert 'xlink:href="#v1"' in _serialize(odd)

@@ -229,3 +229,44 @@ def test_steps_of_an_untangled_layout_are_drawn_together_as_dot_draws_each(examp
     for diagram in diagrams[::4]:
         alone = portable_svg(run_dot(diagram.source, "svg")).decode("utf-8")
         assert sorted(_texts(diagram.svg)) == sorted(_texts(alone))
+
+
+def _statements(lines: list[str]) -> dict[str, str]:
+    """DOT lines by the id of the node or edge each states (other lines left out)."""
+    found = {}
+    for line in lines:
+        match = re.search(r' \[id="((?:[^"\\]|\\.)*)"', line)
+        if match:
+            found[match.group(1)] = line
+    return found
+
+
+@pytest.mark.parametrize(("name", "options"), [
+    ("d2l_mlp", {}), ("d2l_objective", {"frame": (1920, 1080)}), ("fork", {}),
+    ("d2l_mlp_scalar", {"wrap": 2, "frame": (1920, 1080)}), ("d2l_figure", {"rankdir": "book"}),
+    ("scalar_loop", {})])
+def test_a_steps_changes_give_the_dot_it_writes_on_its_own(example, monkeypatch, name, options):
+    # The pictures of a pass are drawn from step 0's DOT and, for each later step, the
+    # lines Writer.changes gives: with those in place of theirs, every node and edge
+    # (dead cells, forks' badges, a fitted or folded picture's pins, a rolled loop's
+    # shared weights) is stated as a Writer made for that step alone states it.
+    from backpropviz.dot import Writer, dot_options
+    from backpropviz.placement import placement
+    from backpropviz.rolling import find_loop, rolled
+    from backpropviz.steps import backward_steps, state_at
+    from tests.test_rolling import loop_graph
+
+    G = rolled(loop := loop_graph(name, 5, monkeypatch), find_loop(loop)) \
+        if name == "scalar_loop" else example(name)
+    checked = dot_options(**options)
+    pins = placement(G, checked)
+    replay = backward_steps(G)
+    states = [state_at(G, k, replay) for k in range(len(replay) + 1)]
+    writer = Writer(G, checked, states[0], pins)
+    shown = _statements(writer.at_step(0, states[0]).splitlines())
+    assert len(shown) > 10 and (pins is not None) == ("wrap" in options or "rankdir" in options)
+    for k in range(1, len(states)):
+        graph_line, lines = writer.changes(k, states[k - 1], states[k])
+        shown.update(_statements(lines))
+        alone = Writer(G, checked, states[0], pins).at_step(k, states[k]).splitlines()
+        assert graph_line in alone and shown == _statements(alone), (name, k)

@@ -502,3 +502,23 @@ def test_a_dead_unit_zeros_its_row_of_a_linear_layers_weight(tmp_path):
     assert np.all(grad[dead_units] == 0) and np.all(grad[~dead_units].any(axis=1))
     assert values[weight].tolist() == np.repeat(dead_units[:, None], 2, axis=1).tolist()
     assert values[bias].tolist() == dead_units.tolist()
+
+
+def test_building_the_ir_gives_torch_its_number_of_threads_back():
+    # The IR is built on one thread (its passes over the numbers are bound by memory),
+    # and the script's own number of threads is torch's again afterwards, error or not.
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with capture() as recording:
+            w = torch.tensor([2.0, -1.0], requires_grad=True)
+            loss = (w * w).sum()
+            loss.backward()
+        G = from_torch(loss, names={"w": w}, recording=recording)
+        assert torch.get_num_threads() == 2
+        assert by_label(G)["w"]["grad"] == [4.0, -2.0]
+        with pytest.raises(TorchImportError):
+            from_torch(torch.tensor(1.0), recording=recording)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
