@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .groups import current as _open_groups
+from . import groups as _groups
 from .node import _VALUE_RULES, Node, _creation_counter, _creation_number, _real, _value_rule
 
 __all__ = ["Value"]
@@ -358,7 +358,9 @@ def _result(data: float, operands: tuple[Value, ...], op: str | None,
     node._index = next(_creation_counter)
     node._pass = node._seed = node._used = node._visit = None
     node._passes = 0
-    node._group = _open_groups()  # the groups (with group(...)) it was made in
+    # The groups (with group(...)) it was made in; a flag, cheaper than the call, when
+    # no group was ever opened.
+    node._group = _groups.current() if _groups.ever_opened else ()
     return node
 
 
