@@ -4,6 +4,12 @@ Run with ``.venv/bin/python bench/engine.py`` (``--repeats N`` for more tries).
 The training step is micrograd's demo: an MLP 2-16-16-1 built from Values, a
 batch of 100 two-moons points, SVM hinge loss plus 1e-4 L2, forward and
 backward. The same model code runs with either Value class.
+
+The step is timed with its result (the loss, and through it the graph) held
+until the timer stops, for both engines: micrograd's graph is a cycle of
+closures that its step never frees, so dropping the result inside the timer
+would charge backpropviz alone for freeing a graph. The figures with the
+result dropped inside are printed too, and the freeing on its own.
 """
 
 from __future__ import annotations
