@@ -47,9 +47,17 @@ class group(ContextDecorator):  # noqa: N801 - used like contextlib's context ma
 # result asks (value.py).
 current = _open.get
 
+# Whether a group was ever opened in this process. Until one is, no context
+# has a group open and every op's result is made in none: value.py reads this
+# flag rather than calling ``current`` for each op. (Never reset: a context
+# copied while a group was open, as an asyncio task is, may still hold it.)
+ever_opened = False
+
 
 def enter(member: Any) -> Token:
     """Open a group (a name, or a torch module being called); close it with ``leave``."""
+    global ever_opened
+    ever_opened = True
     return _open.set((*_open.get(), (member, next(_calls))))
 
 

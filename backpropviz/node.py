@@ -121,17 +121,21 @@ backward_done_listeners: list[Callable[[Any], None]] = []
 def topological_order(roots: Iterable[Node]) -> list[Node]:
     """Every node the roots depend on, operands before results (no recursion)."""
     mark = object()  # what this search writes in each node it meets (faster than a set)
-    found = list(dict.fromkeys(roots))
-    for node in found:
+    stack = list(dict.fromkeys(roots))
+    for node in stack:
         node._visit = mark
-    stack = found[:]
+    found = []
     pop, push, keep = stack.pop, stack.append, found.append
     while stack:
-        for operand in pop().operands:
+        node = pop()
+        # Kept as it leaves the stack, not as it is met: then the search finds a
+        # node's operands after it, mostly newest first, and the sort below takes
+        # those stretches whole (reversing them) instead of merging element by element.
+        keep(node)
+        for operand in node.operands:
             if operand._visit is not mark:
                 operand._visit = mark
                 push(operand)
-                keep(operand)
     found.sort(key=_creation_number)
     return found
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .groups import current as _open_groups
+from . import groups as _groups
 from .node import _VALUE_RULES, Node, _creation_counter, _creation_number, _real, _value_rule
 
 __all__ = ["Value"]
@@ -233,8 +233,8 @@ class Value(Node):
 
 
 def _reached(root: Value) -> tuple[list[Value], dict[Value, tuple[Any, int]]]:
-    """Everything ``root`` depends on, in creation order, and those whose .grad holds
-    something, each with its .grad and pass count.
+    """Everything ``root`` depends on, in reverse creation order (root first), and
+    those whose .grad holds something, each with its .grad and pass count.
 
     The root holds what the seed is added to; the others hold something if their
     .grad has a float64 bit set (+0.0, or 0, is what a sum from 0.0 starts from, bit
@@ -242,25 +242,26 @@ def _reached(root: Value) -> tuple[list[Value], dict[Value, tuple[Any, int]]]:
     ``topological_order``'s, looking at each .grad as it meets the node.
     """
     mark = root._visit = object()
-    found = [root]
+    found = []
     holding = {root: (root.grad, root._passes)}
     stack = [root]
     pop, push, keep = stack.pop, stack.append, found.append
     while stack:
-        for operand in pop().operands:
+        node = pop()
+        keep(node)  # as it leaves the stack, as topological_order keeps it
+        for operand in node.operands:
             if operand._visit is not mark:
                 operand._visit = mark
                 push(operand)
-                keep(operand)
                 grad = operand.grad
                 if grad is not _UNTOUCHED and (grad != 0.0 or math.copysign(1.0, grad) < 0.0):
                     holding[operand] = (grad, operand._passes)
-    found.sort(key=_creation_number)
+    found.sort(key=_creation_number, reverse=True)
     return found, holding
 
 
 def _sweep_from_zero(order: list[Value], seed: float, number: int) -> None:
-    """The chain rule over ``order`` backwards, every ``.grad`` starting at 0.
+    """The chain rule over ``order`` (reverse creation order), every ``.grad`` starting at 0.
 
     Reverse creation order: a node's gradient is complete before its rule
     runs, because everything that used it was created after it. So ``.grad``
@@ -268,9 +269,9 @@ def _sweep_from_zero(order: list[Value], seed: float, number: int) -> None:
     added to it, the running sum recorded as it is made. The root's ``.grad``
     is left at the seed, for the caller to add to what it held before.
     """
-    order[-1].grad = seed
+    order[0].grad = seed
     rules = _VALUE_RULES
-    for node in reversed(order):
+    for node in order:
         upstream = node.grad
         # .grad holds this pass alone: a node that earlier passes reached had
         # its gradient reset since (w.grad = 0), and is counted anew. A NaN,
@@ -315,9 +316,9 @@ def _add_earlier_passes(order: list[Value], holding: dict[Value, tuple[Any, int]
         this_pass[node] = node.grad
         node.grad = grad
         node._visit = holds
-    order[-1].grad += seed
+    order[0].grad += seed
     if len(holding) > 1:  # nothing is sent to the root, but to the others
-        for node in reversed(order):
+        for node in order:
             # Spelled out per arity, as in the sweep: every op is looked at.
             operands = node.operands
             if len(operands) == 2:
@@ -357,7 +358,9 @@ def _result(data: float, operands: tuple[Value, ...], op: str | None,
     node._index = next(_creation_counter)
     node._pass = node._seed = node._used = node._visit = None
     node._passes = 0
-    node._group = _open_groups()  # the groups (with group(...)) it was made in
+    # The groups (with group(...)) it was made in; a flag, cheaper than the call, when
+    # no group was ever opened.
+    node._group = _groups.current() if _groups.ever_opened else ()
     return node
 
 
