@@ -447,8 +447,9 @@ _DOMAINS = {"node": _NODE_KINDS, "edge": _EDGE_KINDS, "graph": _GRAPH_KINDS}
 def encode_json(domain: str, attrs: Mapping) -> dict:
     """A node's, edge's or graph's attributes (``domain``) ready for strict JSON."""
     kinds = _DOMAINS[domain]
-    return {name: _finite_or_named(value) if name in kinds and kinds[name].numbers else value
-            for name, value in attrs.items()}
+    return {name: _finite_or_named(value) if name in kinds and kinds[name].numbers
+            else value.tolist() if isinstance(value, np.ndarray)  # (a large tensor's mask)
+            else value for name, value in attrs.items()}
 
 
 def decode_json(domain: str, attrs: Mapping) -> dict:

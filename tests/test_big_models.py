@@ -197,3 +197,20 @@ def test_an_rnn_drawn_at_module_level_is_seeded_at_its_loss_alone(tmp_path, name
     out = tmp_path / f"{name}.svg"
     assert cli.main(["render", str(SCRIPTS / f"{name}.py"), "--modules", "-o", str(out)]) == 0
     assert out.read_text().count('class="node op group') >= 1
+
+
+def test_a_large_dead_mask_is_written_to_json_and_read_back(tmp_path):
+    # A ReLU on 8×32×32 numbers keeps its dead units as an array, as large numbers are
+    # kept: the JSON export writes it as lists (it raised a TypeError from json).
+    script = tmp_path / "conv_relu.py"
+    script.write_text("import torch\ntorch.manual_seed(0)\n"
+                      "conv = torch.nn.Conv2d(3, 8, 3, padding=1)\n"
+                      "x = torch.randn(1, 3, 32, 32)\n"
+                      "loss = torch.relu(conv(x)).mean()\nloss.backward()\n")
+    done = run_cli("render", str(script), "-o", "g.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    H = from_node_link((tmp_path / "g.json").read_text())
+    (relu,) = [attrs for _, attrs in H.nodes(data=True) if attrs.get("op") == "relu"]
+    namespace = runpy.run_path(str(script))
+    expected = (namespace["conv"](namespace["x"]) <= 0).numpy()
+    np.testing.assert_array_equal(np.asarray(relu["dead"]), expected)
