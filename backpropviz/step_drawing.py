@@ -214,7 +214,7 @@ def _clipped(route: str, length: float) -> str:
     begins ``length`` points further on, as graphviz clips it (within its half a point)."""
     parts = route.split()
     ends = [part for part in parts if part[:2] in ("e,", "s,")]
-    points = [tuple(float(n) for n in part.split(",")) for part in parts
+    points = [tuple(_coordinate(n) for n in part.split(",")) for part in parts
               if part[:2] not in ("e,", "s,")]
     start = points[0]
     if len(points) > 4 and math.dist(start, points[3]) < length:
@@ -229,6 +229,15 @@ def _clipped(route: str, length: float) -> str:
     points[:4] = _right_part(points[:4], high)
     return " ".join([f"s,{start[0]:.2f},{start[1]:.2f}", *ends,
                      *(f"{x:.2f},{y:.2f}" for x, y in points)])
+
+
+def _coordinate(text: str) -> float:
+    """A coordinate as graphviz writes it: past 100,000 points in five digits and an
+    exponent, which some of its writers follow with two decimals (``1.0017e+5.00``)."""
+    try:
+        return float(text)
+    except ValueError:
+        return float(re.sub(r"(e[+-]?\d+)\.\d+$", r"\1", text))
 
 
 def _bezier(points: Sequence[tuple[float, float]], t: float) -> tuple[float, float]:

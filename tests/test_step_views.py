@@ -270,3 +270,18 @@ def test_a_steps_changes_give_the_dot_it_writes_on_its_own(example, monkeypatch,
         shown.update(_statements(lines))
         alone = Writer(G, checked, states[0], pins).at_step(k, states[k]).splitlines()
         assert graph_line in alone and shown == _statements(alone), (name, k)
+
+
+def test_a_route_past_100000_points_as_graphviz_writes_it_is_clipped():
+    # A 100-step RNN unrolled is that wide; graphviz writes such coordinates in five
+    # digits and an exponent, followed by two decimals (the page raised ValueError).
+    import math
+
+    from backpropviz.step_drawing import _clipped
+
+    route = "e,1.0017e+5.00,18 1.0001e+5.00,18 1.0006e+5.00,18 1.0011e+5.00,18 1.0015e+5.00,18"
+    clipped = _clipped(route, 5.0)
+    start, first = clipped.split()[0], clipped.split()[2]
+    assert start == "s,100010.00,18.00"
+    x, y = (float(n) for n in first.split(","))
+    assert math.dist((x, y), (100010.0, 18.0)) == pytest.approx(5.0, abs=0.01)
