@@ -315,8 +315,10 @@ def _block_nodes(G: nx.MultiDiGraph, loop: Loop, k: int, drawn: dict,
         attrs = dict(G._node[slot[k]])
         if attrs["kind"] == "op":
             attrs["saves"] = [drawn.get(value, value) for value in attrs.get("saves", ())]
-        else:  # (named as the last repetition's: the script names what the loop left)
-            attrs.update(label=G._node[slot[last]]["label"], **_each(G, slot))
+        else:  # (named as its own, x[4], else as the last repetition's: the script
+            # names what the loop left, h)
+            attrs.update(label=attrs.get("label") or G._node[slot[last]]["label"],
+                         **_each(G, slot))
         nodes.append((slot[last], attrs))
     for source, box in entering.items():
         first = next(first for slot, _, _, first in loop.carried if slot == source)

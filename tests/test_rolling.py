@@ -115,6 +115,20 @@ def test_repetition_k_draws_the_unrolled_graphs_numbers_of_step_k(monkeypatch):
     assert H.graph.get("entered") is None and rolled(G, loop, 2).graph["entered"] is True
 
 
+def test_repetition_k_names_its_own_input_as_the_script_indexes_it(monkeypatch):
+    # x[t] @ W_xh: repetition k's input is x[k], torch's x[k], not the last one's x[4].
+    pytest.importorskip("torch")
+    G = loop_graph("hand_rnn", 5, monkeypatch)
+    loop = find_loop(G)
+    namespace = runpy.run_path(str(LOOPS / "hand_rnn.py"))
+    for k in (0, 2, 4):
+        H = rolled(G, loop, k)
+        inputs = [attrs for _, attrs in H.nodes(data=True)
+                  if attrs["kind"] == "value" and str(attrs.get("label", "")).startswith("x[")]
+        assert [attrs["label"] for attrs in inputs] == [f"x[{k}]"]
+        np.testing.assert_allclose(inputs[0]["data"], namespace["x"][k].tolist(), rtol=1e-6)
+
+
 def test_a_rolled_graph_round_trips_through_json(monkeypatch):
     G = loop_graph("scalar_loop", 4, monkeypatch)
     H = rolled(G, find_loop(G), 1)
