@@ -547,11 +547,16 @@ def _number_names(namespace: Mapping[str, Any], source: str) -> dict[str, float]
             literals.add(-float(node.value))  # (x - 1 is drawn with −1)
         if isinstance(node, (ast.BinOp, ast.AugAssign)):
             used.update(name.id for name in ast.walk(node) if isinstance(name, ast.Name))
-    # A loop's counter (for k in range(4)) holds a new number each time round: a
-    # constant that equals it now (sum()'s start, 0) is no more its number than not.
+    # A loop's counter holds a new number each time round (sum()'s 0 is not k).
     counters = {name.id for node in ast.walk(tree)
                 if isinstance(node, (ast.For, ast.comprehension))
                 for name in ast.walk(node.target) if isinstance(name, ast.Name)}
+    # Nor is a count a call takes (view(B, T, heads, ...)) or one that divides (C // heads).
+    counters |= {arg.id for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 for arg in node.args if isinstance(arg, ast.Name)}
+    counters |= {part.id for node in ast.walk(tree) if isinstance(node, ast.BinOp)
+                 and isinstance(node.op, (ast.FloorDiv, ast.Mod))
+                 for part in (node.left, node.right) if isinstance(part, ast.Name)}
     numbers = {name: float(value) for name, value in namespace.items()
                if type(value) in (int, float) and not name.startswith("_")
                and name not in counters}

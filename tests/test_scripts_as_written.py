@@ -321,6 +321,25 @@ def test_a_constant_is_not_named_after_a_number_that_merely_equals_it(tmp_path, 
     assert consts.get(0.1) == "lam"
 
 
+def test_a_constant_is_not_named_after_a_count(tmp_path):
+    # Attention's scale, sqrt(C // heads) = 2, equals heads = 2, a count the script
+    # sizes things with: the constant is not "heads".
+    path = script(tmp_path, "attention.py", """\
+        import math
+        from backpropviz import Value
+        C, heads = 8, 2
+        q, k = Value(1.5, label="q"), Value(-0.5, label="k")
+        parts = [q] * heads
+        att = q * k / math.sqrt(C // heads)
+        att.backward()
+        """)
+    ok(path, "-o", "att.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "att.json")
+    consts = {attrs["data"]: attrs["label"] for _, attrs in G.nodes(data=True)
+              if attrs.get("role") == "const"}
+    assert 2.0 in consts and consts[2.0] is None
+
+
 def test_a_constant_is_not_named_after_a_loop_counter(tmp_path):
     # sum()'s start, 0, equals k in the first pass and k - 1 in the second, and the
     # script does arithmetic with k: still no name of the script's for it.
