@@ -24,6 +24,7 @@ __all__ = [
     "FORMATS",
     "PIECES_PER_MINUTE",
     "SUBSCRIPT_SCALE",
+    "DotTimeoutError",
     "check_layout",
     "dot_time_limit",
     "layout_json",
@@ -46,6 +47,10 @@ FORMATS = ("bmp", "canon", "dot", "gif", "gv", "jpeg", "jpg", "json", "pdf", "pl
 # unless set): past this it is stopped and the drawing refused with advice,
 # so that nothing hangs.
 _dot_timeout: ContextVar[float] = ContextVar("dot_timeout", default=DEFAULT_DOT_TIMEOUT)
+
+
+class DotTimeoutError(DrawError):
+    """dot did not finish a layout within the time limit."""
 
 
 @contextmanager
@@ -125,7 +130,7 @@ def run_dot(source: str, format: str = "svg") -> bytes:
                 data = None  # the input is sent once
                 waited = time.monotonic() - start
                 if waited >= limit:
-                    raise DrawError(
+                    raise DotTimeoutError(
                         f"dot did not finish the layout within {limit:g} s, so it was stopped; "
                         "draw a smaller graph (name a ROOT nearer the inputs, or fewer steps "
                         "of a loop), or give it longer with --timeout") from None

@@ -26,7 +26,7 @@ import networkx as nx
 
 from .errors import DrawError, Note, UsageError
 from .files import staged_folder, write_atomically
-from .graphviz import check_layout, dot_time_limit
+from .graphviz import DotTimeoutError, check_layout, dot_time_limit
 from .options import (
     CLIP,
     CLIP_MAX_NODES,
@@ -200,6 +200,20 @@ def _output(G: nx.MultiDiGraph, format: str, options: Options,
 
         return export(roll(G, options, format) if options.roll or options.repetition
                       else G, format)
+    try:
+        return _laid_out(G, format, options, clip_path)
+    except DotTimeoutError as stopped:
+        loop = None if options.roll or options.repetition else find_loop(G)
+        if loop is None:
+            raise
+        raise DotTimeoutError(f"{stopped}; or draw it rolled, --roll (it repeats one block "
+                              f"{loop.count} times)") from None
+
+
+def _laid_out(G: nx.MultiDiGraph, format: str, options: Options,
+              clip_path: str | os.PathLike | None) -> Any:
+    """``_output``'s drawings, whose layout dot makes."""
+    kind = kind_of(format)
     with dot_time_limit(options.timeout):
         G = roll(G, options, format)  # (or refused now rather than after a minute of dot)
         if kind == CLIP:

@@ -280,3 +280,23 @@ def test_a_loop_too_small_to_read_at_slide_size_is_told_to_roll(monkeypatch):
     G = graph_of_script(BENCH_SCRIPTS / "rnn_unrolled.py", quiet=True)
     with pytest.warns(Note, match=r"or --roll \(it repeats one block 30 times\)"):
         render(G, "svg", fit="1920x1080")
+
+
+def test_a_layout_dot_gives_up_on_says_the_loop_can_be_rolled(monkeypatch, tmp_path):
+    # dot stopped at its time limit on an unrolled loop (a GRU over 60 steps took more
+    # than a minute): the refusal says --roll, which draws it in a second.
+    from backpropviz import output
+    from backpropviz.graphviz import DotTimeoutError
+
+    G = loop_graph("scalar_loop", 5, monkeypatch)
+
+    def stopped(*args, **kwargs):
+        raise DotTimeoutError("dot did not finish the layout within 60 s, so it was stopped")
+
+    monkeypatch.setattr(output, "_laid_out", stopped)
+    with pytest.raises(DotTimeoutError, match=r"--roll \(it repeats one block 5 times\)"):
+        output.write(G, tmp_path / "x.svg")
+    assert not (tmp_path / "x.svg").exists()
+    with pytest.raises(DotTimeoutError) as refused:  # asked for rolled: nothing to add
+        output.write(G, tmp_path / "x.svg", roll=True)
+    assert "--roll" not in str(refused.value)
