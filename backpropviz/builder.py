@@ -36,8 +36,8 @@ def leaf_readers() -> Iterator[dict[str, Live]]:
 
 
 # How far attribute_names looks into a script's objects: steps below a global name
-# (model.layers[0].w[1] is four), and objects looked into in all.
-_ATTRIBUTE_DEPTH = 4
+# (micrograd's model.layers[0].neurons[1].w[0] is six), and objects looked into in all.
+_ATTRIBUTE_DEPTH = 6
 _ATTRIBUTE_OBJECTS = 5000
 _NOT_LOOKED_INTO = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
                     types.MethodType, str, bytes, int, float, complex, bool)

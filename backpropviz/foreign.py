@@ -160,8 +160,11 @@ def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
         if not name.startswith("_") and looks_like_node(obj):
             name_of.setdefault(id(obj), name)
             rank_of.setdefault(id(obj), position)
+    kept = set()  # what an object keeps in its attributes: a model's weights, n.w[0]
     for key, path in attribute_names(names or {}, looks_like_node).items():
-        name_of.setdefault(key, path)  # (a neuron's weights: n.w[0])
+        name_of.setdefault(key, path)
+        if "." in path:
+            kept.add(key)
     nodes, children = collect(roots)
     graph = ForeignGraph(list(dict.fromkeys(roots)), [], {}, {}, {})
     last = OBSERVED.last_run()  # the script's last backward(), as it ran
@@ -183,7 +186,8 @@ def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
             kids = children[node] if node in ordered else sorted(children[node],
                                                                 key=index.__getitem__)
             _read_op(graph, node, kids, ordered=node in ordered)
-    graph.params = set(places)
+    graph.params = set(places) | {node for node in nodes if not children[node]
+                                  and id(node) in kept and node not in graph.constants}
     _note_updates(graph)
     if backward and last is not None and last.root is graph.roots[0]:
         _use_run(graph, last)

@@ -403,3 +403,52 @@ def test_keep_sums_draws_each_addition_the_script_wrote(tmp_path, engine):
     inner = next(attrs for _, attrs in G.nodes(data=True) if attrs.get("kind") == "value"
                  and not attrs.get("label") and attrs.get("data") == -6.0 + 0.0)
     assert inner["grad"] == 2 * (-6.0 + 0.0 + 7.5)
+
+
+def test_a_lectures_mlp_names_its_weights_by_their_paths_as_parameters(tmp_path):
+    # micrograd's nn written out in the script (no parameters() method): each weight
+    # is model.layers[i].neurons[j].w[k], six steps down, drawn as a parameter, with
+    # the gradient the script's own backward left in it.
+    path = script(tmp_path, "mlp.py", """\
+        import random
+        from micrograd.engine import Value
+
+        class Neuron:
+            def __init__(self, nin):
+                self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
+                self.b = Value(0.0)
+            def __call__(self, x):
+                return sum((wi * xi for wi, xi in zip(self.w, x)), self.b).relu()
+
+        class Layer:
+            def __init__(self, nin, nout):
+                self.neurons = [Neuron(nin) for _ in range(nout)]
+            def __call__(self, x):
+                return [n(x) for n in self.neurons]
+
+        class MLP:
+            def __init__(self, sizes):
+                self.layers = [Layer(a, b) for a, b in zip(sizes, sizes[1:])]
+            def __call__(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x[0]
+
+        random.seed(1)
+        model = MLP([2, 2, 1])
+        loss = (model([0.5, -1.0]) - 1.0) ** 2
+        loss.backward()
+        """)
+    ok(path, "-o", "mlp.json", cwd=tmp_path)
+    G = written_graph(tmp_path / "mlp.json")
+    drawn = {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
+             if str(attrs.get("label", "")).startswith("model.")}
+    import runpy
+    model = runpy.run_path(str(path))["model"]
+    weights = {f"model.layers[{i}].neurons[{j}].{name}": value
+               for i, layer in enumerate(model.layers) for j, n in enumerate(layer.neurons)
+               for name, value in [*((f"w[{k}]", w) for k, w in enumerate(n.w)), ("b", n.b)]}
+    assert set(drawn) == set(weights)
+    for name, value in weights.items():
+        assert drawn[name]["role"] == "param"
+        assert drawn[name]["grad"] == pytest.approx(value.grad, rel=1e-12)
