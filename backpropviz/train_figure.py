@@ -32,6 +32,7 @@ from .memory_chart import (
     timeline_svg,
     x_ticks,
 )
+from .metrics import text_width
 from .options import Options
 from .style import THEMES
 from .training import Run
@@ -141,6 +142,9 @@ def curve_panel(svg: Svg, box: tuple[float, float, float, float], curve: Curve, 
                "norm": f"‖{curve.name}‖ (its norm)"}[curve.what]
     # The title sits above room for a number written over the panel's top point.
     loss = curve.name == "loss"
+    room = right + 30 - left  # (a long name set smaller, not cut at the slide's edge)
+    wide = text_width(heading, title_px, "sans" if loss else "serif")
+    title_px = title_px * min(1.0, room / wide) if wide else title_px
     if loss:
         svg.text(left, top - label_px - title_px * 0.7, heading, title_px, t.text, bold=True,
                  extra=' class="panel-title"')
@@ -180,23 +184,30 @@ def curve_panel(svg: Svg, box: tuple[float, float, float, float], curve: Curve, 
                     f'<title>after the last update: {left_for_next}</title></circle>')
         if single:
             _end_labels(svg, ends, [*line, *(curve.after or ())], label_px, precision,
-                        (left, right))
+                        (left, right), (top, bottom))
 
 
 def _end_labels(svg: Svg, points: list[tuple[float, float]], values: list[float], px: float,
-                precision: int, edges: tuple[float, float]) -> None:
-    """The first and the last value of a line, written beside their points."""
+                precision: int, edges: tuple[float, float],
+                rows: tuple[float, float]) -> None:
+    """The first and the last value of a line, written beside their points, within the
+    panel's ``rows`` (top, bottom): never over the iterations along its axis."""
     t = svg.theme
     (x0, y0), (x1, y1) = points[0], points[-1]
     # Each number on the side away from the line: over the start of a fall and under
-    # its end, under the start of a rise and over its end.
+    # its end, under the start of a rise and over its end; over it where under would
+    # reach the axis.
     falls = y0 < y1
     above, below = -14, px + 12
-    svg.text(max(x0, edges[0] + 4), y0 + (above if falls else below),
+
+    def side(y: float, under: bool) -> float:
+        return below if under and y + below <= rows[1] - 6 else above
+
+    svg.text(max(x0, edges[0] + 4), y0 + side(y0, not falls),
              display_number(values[0], precision), px, t.text, bold=True,
              extra=' class="value-label" data-which="first"')
     if len(points) > 1:
-        svg.text(min(x1, edges[1] - 4), y1 + (below if falls else above),
+        svg.text(min(x1, edges[1] - 4), y1 + side(y1, falls),
                  display_number(values[-1], precision), px, t.text, anchor="end", bold=True,
                  extra=' class="value-label" data-which="last"')
 

@@ -507,3 +507,35 @@ def test_an_update_of_many_numbers_is_said_in_at_most_three_rows():
     _, zoom = scene.strip_view
     assert len(scene.cards) == 4
     assert all(card.em / zoom >= 28 / 135 for card in scene.cards.values())
+
+
+def test_the_figures_end_numbers_stay_clear_of_the_axes_numbers_and_titles_on_the_slide(
+        tmp_path):
+    # A loss that falls to nearly 0 ends on its axis: its last number is written over
+    # the point, not under it across the iterations' numbers; a long parameter name is
+    # set smaller rather than run off the slide.
+    from backpropviz.metrics import text_width
+
+    short = neuron_run(60, rate=0.3)
+    run = Run([Iteration(it.index, it.loss, it.graph,  # (a long name, as nn.Sequential's)
+                         {f"model.0.{name}_of_the_first_layer": update
+                          for name, update in it.parameters.items()})
+               for it in short.iterations], total=short.total)
+    root = _svg(render_training_figure(run, tmp_path / "run.svg", Options()))
+    texts = [(t.get("class", ""), float(t.get("x")), float(t.get("y")),
+              float(t.get("font-size")), "".join(t.itertext()), t.get("text-anchor"))
+             for t in root.iter(f"{SVG}text")]
+    ticks = [(x, y, size) for cls, x, y, size, _, _ in texts if cls == "tick-x"]
+    labels = [(x, y, size, text, anchor) for cls, x, y, size, text, anchor in texts
+              if cls == "value-label"]
+    assert run.iterations[-1].loss < 0.01 * run.iterations[0].loss and labels
+    for x, y, size, text, anchor in labels:
+        width = text_width(text, size)
+        left = x - width if anchor == "end" else x
+        for tx, ty, tsize in ticks:
+            apart = left > tx + 40 or left + width < tx - 40 or y < ty - tsize or y - size > ty
+            assert apart, (text, x, y, tx, ty)
+    for cls, x, _, size, text, _ in texts:
+        if cls == "panel-title":
+            face = "sans" if text == "loss" else "serif"
+            assert x + text_width(text, size, face) <= 1920, text
