@@ -17,16 +17,10 @@ from . import ops
 from .captions import headings, value_names
 from .errors import DrawError
 from .folding import bands
-from .formatting import (
-    MAX_ITEMS,
-    display_number,
-    format_array,
-    grid_indices,
-    summarized,
-)
+from .formatting import summarized
 from .ir import IRError, operand_edges, validate
 from .legend import blocks_gradient, legend_html
-from .metrics import text_width
+from .number_tables import column_widths, grid_html, grid_texts, lone_width
 from .step_bands import with_band
 from .steps import StepState, dead_masks, fork_edges, gradient_history, plain_constants
 from .style import (
@@ -106,84 +100,6 @@ def _attrs_of(items: tuple) -> str:
         else:
             parts.append(f"{key}={_quote(value)}")
     return "[" + " ".join(parts) + "]"
-
-
-@lru_cache(maxsize=1 << 16)
-def _scalar_text(x: float, precision: int) -> str:
-    # A number recurs: a value's last running sum is its gradient, and every
-    # picture of a backward pass shows the same numbers again.
-    return display_number(x, precision)
-
-
-def _grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]]]:
-    """The texts of a number or array as laid out, and the array index of each cell."""
-    if type(x) is float:  # the common case, a scalar Value: no numpy on the way
-        return [[_scalar_text(x, precision)]], [[()]]
-    if summarized(np.shape(x)):  # its shape and norm: no cell is an entry
-        return format_array(x, precision), [[None], [None]]
-    array = np.asarray(x, dtype=np.float64)
-    grid = grid_indices(array.shape, MAX_ITEMS)
-    texts = [[cell if isinstance(cell, str) else display_number(array[cell], precision)
-              for cell in row] for row in grid]
-    return texts, [[None if isinstance(cell, str) else cell for cell in row] for row in grid]
-
-
-def _column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
-    """Minimum cell widths (points) that fit every grid's texts, column by column.
-
-    A gradient cell is sized for every number it will ever show (partial sums
-    and the final one), so the layout is the same at every backward step.
-    """
-    widths: list[float] = []
-    for grid in grids:
-        for row in grid:
-            for column, text in enumerate(row):
-                width = text_width(text, size, "numbers")
-                if column == len(widths):
-                    widths.append(width)
-                widths[column] = max(widths[column], width)
-    # 8% for hinting and kerning, then the cell's padding on both sides.
-    return [math.ceil(width * 1.08) + 2 * _PADDING + 1 for width in widths]
-
-
-_PADDING = 2
-
-
-def _array_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = VALUE_PT,
-                indices: list[list[Any]] | None = None, dead: np.ndarray | None = None,
-                widths: list[int] | None = None, fill: str | None = None,
-                brackets: bool = False, hidden: bool = False) -> str:
-    """A grid of numbers in ``color``, bracketed if an array; dead entries marked.
-
-    ``hidden`` keeps the grid's size but shows nothing: a gradient not yet
-    computed at this backward step.
-    """
-    rows = []
-    for r, row in enumerate(texts):
-        cells = []
-        for c, text in enumerate(row):
-            width = f' WIDTH="{widths[c]}"' if widths else ""
-            index = indices[r][c] if indices else None
-            body = " " if hidden or not text else escape(text)
-            if not hidden and dead is not None and index is not None and dead[index]:
-                cells.append(f'<TD ALIGN="RIGHT"{width} BGCOLOR="{theme.dead_fill}">'
-                             f"{font(body, theme.dead_text, size)}</TD>")
-            else:
-                # Numbers right, ellipses centred, a slice's "[0,1]" left.
-                align = "RIGHT" if index is not None else "LEFT" if text[:1] == "[" else "CENTER"
-                cells.append(f'<TD ALIGN="{align}"{width}>{font(body, color, size)}</TD>')
-        rows.append(cells)
-    if brackets:
-        # Thin rules on the outer sides of a narrow first and last column.
-        line = "transparent" if hidden else color
-        span = f'ROWSPAN="{len(rows)}" WIDTH="4" BORDER="1" COLOR="{line}"'
-        rows[0] = [f'<TD {span} SIDES="LTB"></TD>', *rows[0], f'<TD {span} SIDES="RTB"></TD>']
-    bg = f' BGCOLOR="{fill}"' if fill and not hidden else ""
-    # A little air between the columns of a matrix.
-    spacing = 2 if len(texts[0]) > 1 else 0
-    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{spacing}" '
-            f'CELLPADDING="{_PADDING}"{bg}>'
-            + "".join("<TR>" + "".join(cells) + "</TR>" for cells in rows) + "</TABLE>")
 
 
 @dataclass(frozen=True)
@@ -554,18 +470,15 @@ class Writer:
             classes.append("stored")
             header.append(font("●", t.saved, MARK_PT))
         is_array = bool(attrs["shape"]) and not summarized(attrs["shape"])
-        texts, indices = _grid_texts(attrs["data"], o.precision)
-        body = [f"<TD>{_array_html(texts, t.text, t, brackets=is_array)}</TD>"]
+        texts, indices = grid_texts(attrs["data"], o.precision)
+        body = [f"<TD>{grid_html(texts, t.text, t, brackets=is_array)}</TD>"]
         rule = t.node_line
         partials = self.partials.get(node)
         if partials:
             known = node in self.state.grads
             grad = self.state.grads[node] if known else partials[-1]
-            grad_texts, _ = _grid_texts(grad, o.precision)
-            if ("widths", node) not in self._same:
-                self._same["widths", node] = _column_widths(
-                    [_grid_texts(p, o.precision)[0] for p in partials], VALUE_PT)
-            widths = self._same["widths", node]
+            grad_texts, _ = grid_texts(grad, o.precision)
+            widths = self.gradient_widths(node, partials)
             dead = self.dead_mask_now(node, grad) if known else None
             classes.append("has-grad" if known else "pending-grad")
             if dead is not None:
@@ -576,7 +489,7 @@ class Writer:
             wrong = attrs.get("expected") is not None
             if wrong:
                 classes.append("wrong")
-            grad_html = _array_html(grad_texts, t.dead_text if wrong else t.grad, t,
+            grad_html = grid_html(grad_texts, t.dead_text if wrong else t.grad, t,
                                     indices=indices, dead=dead,
                                     widths=widths, brackets=is_array, hidden=not known,
                                     fill=t.highlight_fill if updated else None)
@@ -598,7 +511,7 @@ class Writer:
             # (in the box's own fill: graphviz has no transparent text), so that
             # every step has the same layout.
             span = 3 if partials and is_array else 2 if partials else 1
-            expected = _grid_texts(attrs["expected"], o.precision)[0]
+            expected = grid_texts(attrs["expected"], o.precision)[0]
             colour = t.dead_text if node in self.state.grads else fill
             rows.append(f'<TR><TD COLSPAN="{span}" ALIGN="RIGHT">'
                         + font("expected " + ", ".join(cell for row in expected for cell in row),
@@ -608,6 +521,18 @@ class Writer:
         return {"id": str(node), "class": " ".join(classes), "shape": "box",
                 "style": "rounded,filled", "fillcolor": fill, "color": t.node_line,
                 "margin": "0.08,0.04", "label": label}
+
+    def gradient_widths(self, node: Any, partials: list) -> list[int]:
+        """The widths of a value's gradient cells: room for every number it shows at some
+        step (set once for all the steps)."""
+        key = ("widths", node)
+        if key not in self._same:
+            if all(type(partial) is float for partial in partials):  # a scalar's: one cell
+                self._same[key] = [lone_width(partials, self.o.precision, VALUE_PT)]
+            else:
+                self._same[key] = column_widths(
+                    [grid_texts(partial, self.o.precision)[0] for partial in partials], VALUE_PT)
+        return self._same[key]
 
     def dead_mask_now(self, node: Any, grad: Any) -> np.ndarray | None:
         """The dead-ReLU mask of a value's gradient as shown now, if any entry is dead."""
@@ -681,11 +606,11 @@ class Writer:
             # their sum); kept in place, empty, until the edge is processed.
             contribution = attrs["grad"]
             known = key in self.state.processed
-            texts, indices = _grid_texts(contribution, o.precision)
+            texts, indices = grid_texts(contribution, o.precision)
             size = VALUE_PT if o.fitted else LABEL_PT  # (lettered later)
-            html = _array_html(texts, t.grad, t, size=size, indices=indices,
+            html = grid_html(texts, t.grad, t, size=size, indices=indices,
                                dead=self.dead_edges.get(key) if known else None,
-                               widths=_column_widths([texts], size), fill=t.text_fill,
+                               widths=column_widths([texts], size), fill=t.text_fill,
                                brackets=type(contribution) is not float
                                and bool(np.ndim(contribution))
                                and not summarized(np.shape(contribution)),
