@@ -280,54 +280,14 @@ class Writer:
         band = bands(self.G, o.wrap) if folded(o) else {}
         nodes: dict[int, list[str]] = {}
         for node, attrs in self.G.nodes(data=True):
-            node_attrs = self._looked(node, attrs)
-            if self.pins is not None:
-                node_attrs["pos"] = self.pins[node]
-            nodes.setdefault(band.get(node, 0), []).append(
-                f"{_quote(node)} {_attrs(node_attrs)};")
-        # Each op's operand edges in argument order, then its result edge:
-        # ordering="in" keeps that order on the page.
+            nodes.setdefault(band.get(node, 0), []).append(self.node_statement(node, attrs))
         edge_lines = []
-        pred, succ = self.G._pred, self.G._succ  # networkx's own dicts, read only
-        for op, kind in self.G.nodes(data="kind"):
-            if kind != "op":
-                continue
-            edges = operand_edges(self.G, op)
-            edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
-            for u, v, k in edges:
-                attrs = self._looked((u, v, k), pred[v][u][k])
-                badge = attrs.pop("badge", None)
-                eid = attrs["id"]
-                # (the backward arrow ends at u: only the piece from u draws it)
-                onward = {key: value for key, value in attrs.items()
-                          if key not in ("dir", "arrowtail")}
-                head = v
-                if band and band[u] != band[v]:
-                    # From one row to another: a mark at each end, named after the
-                    # value carried, so that no edge runs across the rows between.
-                    head = eid + CONTINUE_TO
-                    for name, row in ((head, band[u]), (eid + CONTINUE_FROM, band[v])):
-                        nodes[row].append(f"{_quote(name)} {_attrs(self.mark(u, v, name))};")
-                    if self.pins is None:  # the first beside u (its badge), not further on
-                        beside = eid if badge is not None else u
-                        nodes[band[u]].append(f"{{rank=same; {_quote(beside)}; {_quote(head)};}}")
-                    edge_lines.append(f"  {_quote(eid + CONTINUE_FROM)} -> {_quote(v)} "
-                                      f"{_attrs(self.pinned({**onward, 'id': eid + CONTINUED}))};")
-                    onward["arrowhead"] = attrs["arrowhead"] = "none"
-                if badge is None:
-                    edge_lines.append(f"  {_quote(u)} -> {_quote(head)} "
-                                      f"{_attrs(self.pinned(attrs))};")
-                    continue
-                # A contribution is a badge on its own edge: the edge runs into it
-                # and on out of it, so it cannot be read as another edge's.
-                if self.pins is not None:
-                    badge["pos"] = self.pins[eid]
-                nodes[band.get(u, 0)].append(f"{_quote(eid)} {_attrs(badge)};")
-                into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
-                edge_lines.append(f"  {_quote(u)} -> {_quote(eid)} "
-                                  f"{_attrs(self.pinned(into))};")
-                edge_lines.append(f"  {_quote(eid)} -> {_quote(head)} "
-                                  f"{_attrs(self.pinned({**onward, 'id': eid + BADGE_OUT}))};")
+        pred = self.G._pred  # networkx's own dicts, read only
+        for u, v, k in self.drawn_edges():
+            placed, statements = self.edge_statements(u, v, k, pred[v][u][k], band)
+            for row, statement in placed:
+                nodes[row].append(statement)
+            edge_lines.extend(statements)
         if band and self.pins is None:
             # Each row (or column) a cluster of its own; an edge from one to the
             # next does not rank its head after its tail, so each row starts anew.
@@ -360,27 +320,85 @@ class Writer:
                 known[line] = lettered(line)
         return "\n".join(known[line] for line in lines) + "\n"
 
-    def _looked(self, element: Any, attrs: dict) -> dict[str, Any]:
-        """A node's or edge's attributes as this step draws it: made once for each look
-        (what of the step's state it depends on), a copy for the caller to change."""
-        s, edge = self.state, type(element) is tuple  # (an edge is (u, v, key))
-        if edge:
-            look: Any = (element in s.processed, element in s.current_edges,
-                         element[0] == s.current)
-        elif attrs["kind"] == "op":
-            look = element == s.current
-        else:  # (its dead cells depend on which of its edges have sent theirs)
-            sent = self.G.out_edges(element, keys=True) if self.dead_edges else ()
-            look = (element in s.grads, id(s.grads.get(element)), element in s.updated,
-                    tuple(e in s.processed for e in sent))
-        key = ("look", element, look)
+    def drawn_edges(self) -> list[tuple]:
+        """The edges as the DOT lists them: each op's operand edges in argument order, then
+        its result edge (ordering="in" keeps that order on the page)."""
+        if "edges" not in self._same:
+            succ = self.G._succ  # networkx's own dicts, read only
+            edges = self._same["edges"] = []
+            for op, kind in self.G.nodes(data="kind"):
+                if kind == "op":
+                    edges += operand_edges(self.G, op)
+                    edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
+        return self._same["edges"]
+
+    def node_statement(self, node: Any, attrs: dict) -> str:
+        """A node's DOT statement as this step draws it, written once for each look (what
+        of the step's state it depends on): the steps of a pass draw most nodes alike."""
+        s = self.state
+        if attrs["kind"] == "op":
+            look: Any = node == s.current
+        else:  # (its dead cells may depend on which of its edges have sent theirs)
+            sent = () if not self.dead_edges or node in self.dead_values else tuple(
+                (node, v, k) in s.processed for v, keyed in self.G._succ[node].items()
+                for k in keyed)
+            look = (node in s.grads, id(s.grads.get(node)), node in s.updated, sent)
+        key = ("node", node, look)
         if key not in self._same:
-            self._same[key] = (self.edge(*element, attrs) if edge else self.value_node(
-                element, attrs) if attrs["kind"] == "value" else self.op_node(element, attrs))
-        made = dict(self._same[key])
-        if "badge" in made:
-            made["badge"] = dict(made["badge"])
-        return made
+            made = self.value_node(node, attrs) if attrs["kind"] == "value" \
+                else self.op_node(node, attrs)
+            if self.pins is not None:
+                made["pos"] = self.pins[node]
+            self._same[key] = f"{_quote(node)} {_attrs(made)};"
+        return self._same[key]
+
+    def edge_statements(self, u: Any, v: Any, k: Any, data: dict,
+                        band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
+        """The DOT statements of the edge u -> v as this step draws it: the nodes it adds
+        (its badge, a folded picture's marks), each with its row, and its edge pieces.
+        Written once for each look, as node_statement's are."""
+        s, element = self.state, (u, v, k)
+        key = ("edge", element, element in s.processed, element in s.current_edges,
+               u == s.current)
+        if key in self._same:
+            return self._same[key]
+        attrs = self.edge(u, v, k, data)
+        badge = attrs.pop("badge", None)
+        eid = attrs["id"]
+
+        def onward(piece: str) -> dict[str, str]:
+            # (the backward arrow ends at u: only the piece from u draws it)
+            return {**{name: value for name, value in attrs.items()
+                       if name not in ("dir", "arrowtail")}, "id": piece}
+
+        placed, statements = [], []
+        head = v
+        if band and band[u] != band[v]:
+            # From one row to another: a mark at each end, named after the
+            # value carried, so that no edge runs across the rows between.
+            head = eid + CONTINUE_TO
+            for name, row in ((head, band[u]), (eid + CONTINUE_FROM, band[v])):
+                placed.append((row, f"{_quote(name)} {_attrs(self.mark(u, v, name))};"))
+            if self.pins is None:  # the first beside u (its badge), not further on
+                beside = eid if badge is not None else u
+                placed.append((band[u], f"{{rank=same; {_quote(beside)}; {_quote(head)};}}"))
+            statements.append(f"  {_quote(eid + CONTINUE_FROM)} -> {_quote(v)} "
+                              f"{_attrs(self.pinned(onward(eid + CONTINUED)))};")
+            attrs["arrowhead"] = "none"
+        if badge is None:
+            statements.append(f"  {_quote(u)} -> {_quote(head)} {_attrs(self.pinned(attrs))};")
+        else:
+            # A contribution is a badge on its own edge: the edge runs into it
+            # and on out of it, so it cannot be read as another edge's.
+            if self.pins is not None:
+                badge["pos"] = self.pins[eid]
+            placed.append((band.get(u, 0), f"{_quote(eid)} {_attrs(badge)};"))
+            into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
+            statements.append(f"  {_quote(u)} -> {_quote(eid)} {_attrs(self.pinned(into))};")
+            statements.append(f"  {_quote(eid)} -> {_quote(head)} "
+                              f"{_attrs(self.pinned(onward(eid + BADGE_OUT)))};")
+        self._same[key] = placed, statements
+        return placed, statements
 
     def boxed_groups(self, statements: list[str]) -> list[str]:
         """The node statements, each group's (and its values') in a box of its own,
