@@ -6,7 +6,6 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from html import escape
 from typing import Any
 
@@ -88,18 +87,17 @@ def _quote(text: str) -> str:
 
 
 def _attrs(attrs: Mapping[str, str]) -> str:
-    return _attrs_of(tuple(attrs.items()))  # (a step writes most as the one before)
-
-
-@lru_cache(maxsize=1 << 16)
-def _attrs_of(items: tuple) -> str:
+    """An attribute list, ``[key="value" ...]``; an HTML-like label as it is."""
     parts = []
-    for key, value in items:
-        if key in ("label", "xlabel") and value.startswith("<") and value.endswith(">"):
+    for key, value in attrs.items():
+        if key in _HTML_LABELS and value[:1] == "<" and value[-1:] == ">":
             parts.append(f"{key}={value}")
         else:
             parts.append(f"{key}={_quote(value)}")
     return "[" + " ".join(parts) + "]"
+
+
+_HTML_LABELS = ("label", "xlabel")
 
 
 @dataclass(frozen=True)
@@ -226,6 +224,7 @@ class Writer:
         self._mark_names: dict[Any, Any] | None = None  # a folded picture's, when needed
         # What every step draws alike, made once for all of them (see at_step)
         self._same: dict[Any, Any] = {}
+        self._stepping = False  # writing the steps of a pass (at_step), not one picture
 
     def at_step(self, step: int, state: StepState, band: str | None = None) -> str:
         """The DOT of step ``step`` (its state, its caption band): one Writer writes
@@ -233,6 +232,7 @@ class Writer:
         self.o = replace(self.o, step=step)
         self.state = state
         self.band = band
+        self._stepping = True
         return self.dot()
 
     def dot(self) -> str:
@@ -333,8 +333,11 @@ class Writer:
         return self._same["edges"]
 
     def node_statement(self, node: Any, attrs: dict) -> str:
-        """A node's DOT statement as this step draws it, written once for each look (what
-        of the step's state it depends on): the steps of a pass draw most nodes alike."""
+        """A node's DOT statement as this picture draws it. The steps of a pass draw most
+        nodes alike: each is written once for each look (what of the step's state it
+        depends on) and looked up after that."""
+        if not self._stepping:
+            return self._node_written(node, attrs)
         s = self.state
         if attrs["kind"] == "op":
             look: Any = node == s.current
@@ -345,23 +348,33 @@ class Writer:
             look = (node in s.grads, id(s.grads.get(node)), node in s.updated, sent)
         key = ("node", node, look)
         if key not in self._same:
-            made = self.value_node(node, attrs) if attrs["kind"] == "value" \
-                else self.op_node(node, attrs)
-            if self.pins is not None:
-                made["pos"] = self.pins[node]
-            self._same[key] = f"{_quote(node)} {_attrs(made)};"
+            self._same[key] = self._node_written(node, attrs)
         return self._same[key]
+
+    def _node_written(self, node: Any, attrs: dict) -> str:
+        if attrs["kind"] == "value":
+            return self.value_statement(node, attrs)
+        made = self.op_node(node, attrs)
+        if self.pins is not None:
+            made["pos"] = self.pins[node]
+        return f"{_quote(node)} {_attrs(made)};"
 
     def edge_statements(self, u: Any, v: Any, k: Any, data: dict,
                         band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
         """The DOT statements of the edge u -> v as this step draws it: the nodes it adds
         (its badge, a folded picture's marks), each with its row, and its edge pieces.
         Written once for each look, as node_statement's are."""
+        if not self._stepping:
+            return self._edge_written(u, v, k, data, band)
         s, element = self.state, (u, v, k)
         key = ("edge", element, element in s.processed, element in s.current_edges,
                u == s.current)
-        if key in self._same:
-            return self._same[key]
+        if key not in self._same:
+            self._same[key] = self._edge_written(u, v, k, data, band)
+        return self._same[key]
+
+    def _edge_written(self, u: Any, v: Any, k: Any, data: dict,
+                      band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
         attrs = self.edge(u, v, k, data)
         badge = attrs.pop("badge", None)
         eid = attrs["id"]
@@ -397,7 +410,6 @@ class Writer:
             statements.append(f"  {_quote(u)} -> {_quote(eid)} {_attrs(self.pinned(into))};")
             statements.append(f"  {_quote(eid)} -> {_quote(head)} "
                               f"{_attrs(self.pinned(onward(eid + BADGE_OUT)))};")
-        self._same[key] = placed, statements
         return placed, statements
 
     def boxed_groups(self, statements: list[str]) -> list[str]:
@@ -475,7 +487,21 @@ class Writer:
 
     # -------------------------------------------------------- nodes
 
-    def value_node(self, node: Any, attrs: dict) -> dict[str, str]:
+    def value_statement(self, node: Any, attrs: dict) -> str:
+        """A value's box: its classes and its table of numbers; the rest of its attributes
+        (shape, colours) alike in every box of its fill, written once."""
+        classes, fill, label = self.value_box(node, attrs)
+        if ("box", fill) not in self._same:
+            self._same["box", fill] = _attrs({
+                "shape": "box", "style": "rounded,filled", "fillcolor": fill,
+                "color": self.t.node_line, "margin": "0.08,0.04"})[1:-1]
+        name = _quote(node)
+        pinned = f" pos={_quote(self.pins[node])}" if self.pins is not None else ""
+        return (f"{name} [id={name} class={_quote(' '.join(classes))} "
+                f"{self._same['box', fill]} label={label}{pinned}];")
+
+    def value_box(self, node: Any, attrs: dict) -> tuple[list[str], str, str]:
+        """A value's classes, fill and label (its name, its number, its gradient)."""
         t, o = self.t, self.o
         fill = t.param_fill if attrs["role"] == "param" else t.node_fill
         classes = ["value", attrs["role"]]
@@ -536,9 +562,7 @@ class Writer:
                                 colour, LEGEND_PT) + "</TD></TR>")
         label = (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1" '
                  f'COLOR="{rule}">' + "".join(rows) + "</TABLE>>")
-        return {"id": str(node), "class": " ".join(classes), "shape": "box",
-                "style": "rounded,filled", "fillcolor": fill, "color": t.node_line,
-                "margin": "0.08,0.04", "label": label}
+        return classes, fill, label
 
     def gradient_widths(self, node: Any, partials: list) -> list[int]:
         """The widths of a value's gradient cells: room for every number it shows at some
