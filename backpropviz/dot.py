@@ -378,12 +378,6 @@ class Writer:
         attrs = self.edge(u, v, k, data)
         badge = attrs.pop("badge", None)
         eid = attrs["id"]
-
-        def onward(piece: str) -> dict[str, str]:
-            # (the backward arrow ends at u: only the piece from u draws it)
-            return {**{name: value for name, value in attrs.items()
-                       if name not in ("dir", "arrowtail")}, "id": piece}
-
         placed, statements = [], []
         head = v
         if band and band[u] != band[v]:
@@ -396,7 +390,7 @@ class Writer:
                 beside = eid if badge is not None else u
                 placed.append((band[u], f"{{rank=same; {_quote(beside)}; {_quote(head)};}}"))
             statements.append(f"  {_quote(eid + CONTINUE_FROM)} -> {_quote(v)} "
-                              f"{_attrs(self.pinned(onward(eid + CONTINUED)))};")
+                              f"{_attrs(self.pinned(_onward(attrs, eid + CONTINUED)))};")
             attrs["arrowhead"] = "none"
         if badge is None:
             statements.append(f"  {_quote(u)} -> {_quote(head)} {_attrs(self.pinned(attrs))};")
@@ -409,7 +403,7 @@ class Writer:
             into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
             statements.append(f"  {_quote(u)} -> {_quote(eid)} {_attrs(self.pinned(into))};")
             statements.append(f"  {_quote(eid)} -> {_quote(head)} "
-                              f"{_attrs(self.pinned(onward(eid + BADGE_OUT)))};")
+                              f"{_attrs(self.pinned(_onward(attrs, eid + BADGE_OUT)))};")
         return placed, statements
 
     def boxed_groups(self, statements: list[str]) -> list[str]:
@@ -701,6 +695,13 @@ class Writer:
             for u, v in zip(back[::2], back[1::2], strict=True) if u in self.G and v in self.G]
 
     # -------------------------------------------------------- legend
+
+
+def _onward(attrs: dict[str, str], piece: str) -> dict[str, str]:
+    """The attributes of a later piece ``piece`` of an edge: the backward arrow ends at
+    the operand, so only the piece from it draws that."""
+    return {**{name: value for name, value in attrs.items()
+               if name not in ("dir", "arrowtail")}, "id": piece}
 
 
 def _bgcolor(theme: Theme) -> str:
