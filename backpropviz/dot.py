@@ -225,6 +225,7 @@ class Writer:
         # What every step draws alike, made once for all of them (see at_step)
         self._same: dict[Any, Any] = {}
         self._stepping = False  # writing the steps of a pass (at_step), not one picture
+        self._names = {node: _quote(node) for node in G}  # each node's name as DOT writes it
 
     def at_step(self, step: int, state: StepState, band: str | None = None) -> str:
         """The DOT of step ``step`` (its state, its caption band): one Writer writes
@@ -357,7 +358,7 @@ class Writer:
         made = self.op_node(node, attrs)
         if self.pins is not None:
             made["pos"] = self.pins[node]
-        return f"{_quote(node)} {_attrs(made)};"
+        return f"{self._names[node]} {_attrs(made)};"
 
     def edge_statements(self, u: Any, v: Any, k: Any, data: dict,
                         band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
@@ -379,21 +380,22 @@ class Writer:
         badge = attrs.pop("badge", None)
         eid = attrs["id"]
         placed, statements = [], []
-        head = v
+        head, head_name = v, self._names[v]
         if band and band[u] != band[v]:
             # From one row to another: a mark at each end, named after the
             # value carried, so that no edge runs across the rows between.
             head = eid + CONTINUE_TO
+            head_name = _quote(head)
             for name, row in ((head, band[u]), (eid + CONTINUE_FROM, band[v])):
                 placed.append((row, f"{_quote(name)} {_attrs(self.mark(u, v, name))};"))
             if self.pins is None:  # the first beside u (its badge), not further on
                 beside = eid if badge is not None else u
-                placed.append((band[u], f"{{rank=same; {_quote(beside)}; {_quote(head)};}}"))
-            statements.append(f"  {_quote(eid + CONTINUE_FROM)} -> {_quote(v)} "
+                placed.append((band[u], f"{{rank=same; {_quote(beside)}; {head_name};}}"))
+            statements.append(f"  {_quote(eid + CONTINUE_FROM)} -> {self._names[v]} "
                               f"{_attrs(self.pinned(_onward(attrs, eid + CONTINUED)))};")
             attrs["arrowhead"] = "none"
         if badge is None:
-            statements.append(f"  {_quote(u)} -> {_quote(head)} {_attrs(self.pinned(attrs))};")
+            statements.append(f"  {self._names[u]} -> {head_name} {_attrs(self.pinned(attrs))};")
         else:
             # A contribution is a badge on its own edge: the edge runs into it
             # and on out of it, so it cannot be read as another edge's.
@@ -401,8 +403,9 @@ class Writer:
                 badge["pos"] = self.pins[eid]
             placed.append((band.get(u, 0), f"{_quote(eid)} {_attrs(badge)};"))
             into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
-            statements.append(f"  {_quote(u)} -> {_quote(eid)} {_attrs(self.pinned(into))};")
-            statements.append(f"  {_quote(eid)} -> {_quote(head)} "
+            statements.append(f"  {self._names[u]} -> {_quote(eid)} "
+                              f"{_attrs(self.pinned(into))};")
+            statements.append(f"  {_quote(eid)} -> {head_name} "
                               f"{_attrs(self.pinned(_onward(attrs, eid + BADGE_OUT)))};")
         return placed, statements
 
@@ -489,7 +492,7 @@ class Writer:
             self._same["box", fill] = _attrs({
                 "shape": "box", "style": "rounded,filled", "fillcolor": fill,
                 "color": self.t.node_line, "margin": "0.08,0.04"})[1:-1]
-        name = _quote(node)
+        name = self._names[node]
         pinned = f" pos={_quote(self.pins[node])}" if self.pins is not None else ""
         return (f"{name} [id={name} class={_quote(' '.join(classes))} "
                 f"{self._same['box', fill]} label={label}{pinned}];")

@@ -267,7 +267,7 @@ def validate(G: Any) -> None:
     edges value -> op -> value, roots, backward order) and every attribute as declared."""
     if not isinstance(G, nx.MultiDiGraph):
         raise IRError(f"the IR is a networkx.MultiDiGraph, got {type(G).__name__}")
-    for node, attrs in G.nodes(data=True):
+    for node, attrs in G._node.items():  # (networkx's own dict, read only: see below)
         kind = attrs.get("kind")
         if kind == "value":
             _validate_value(G, node, attrs)
@@ -283,7 +283,7 @@ def validate(G: Any) -> None:
     for root in roots:
         if G.nodes.get(root, {}).get("kind") != "value":
             raise IRError(f"root {root!r} is not a value node of the graph")
-    outputs = {node for node, role in G.nodes(data="role") if role == "output"}
+    outputs = {node for node, attrs in G._node.items() if attrs.get("role") == "output"}
     if outputs != set(roots):
         raise IRError(f"the values with role 'output' ({sorted(outputs)}) must be the "
                       f"graph's roots ({roots})")
@@ -379,7 +379,7 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     if attrs["label"] is not None and not isinstance(attrs["label"], str):
         raise IRError(f"{where}: label must be a string or None")
     shape = attrs["shape"]
-    if not isinstance(shape, tuple) or not all(isinstance(n, int) for n in shape):
+    if not isinstance(shape, tuple) or (shape and not all(isinstance(n, int) for n in shape)):
         raise IRError(f"{where}: shape must be a tuple of ints, got {shape!r}")
     _check_number(where, attrs["data"], shape, "data")
     if attrs["grad"] is not None:
@@ -390,7 +390,7 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
         _check_attributes(where, VALUE, attrs, shape, _VALUE_CHECKED)
     # networkx's own adjacency dicts ({neighbour: {key: edge attrs}}), read
     # only: its views cost more than these checks on big graphs of scalars.
-    producers = sum(len(edges) for edges in G._pred[node].values())
+    producers = sum(map(len, G._pred[node].values()))
     if producers > 1:
         raise IRError(f"{where} is the result of {producers} ops; a value has at most one")
     # A leaf is an input, a parameter or a constant, unless it is the root
