@@ -6,7 +6,6 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from html import escape
 from typing import Any
 
@@ -17,16 +16,10 @@ from . import ops
 from .captions import headings, value_names
 from .errors import DrawError
 from .folding import bands
-from .formatting import (
-    MAX_ITEMS,
-    display_number,
-    format_array,
-    grid_indices,
-    summarized,
-)
+from .formatting import summarized
 from .ir import IRError, operand_edges, validate
 from .legend import blocks_gradient, legend_html
-from .metrics import text_width
+from .number_tables import column_widths, grid_html, grid_texts, lone_width
 from .step_bands import with_band
 from .steps import (
     StepState,
@@ -101,96 +94,17 @@ def _quote(text: str) -> str:
 
 
 def _attrs(attrs: Mapping[str, str]) -> str:
-    return _attrs_of(tuple(attrs.items()))  # (a step writes most as the one before)
-
-
-@lru_cache(maxsize=1 << 16)
-def _attrs_of(items: tuple) -> str:
+    """An attribute list, ``[key="value" ...]``; an HTML-like label as it is."""
     parts = []
-    for key, value in items:
-        if key in ("label", "xlabel") and value.startswith("<") and value.endswith(">"):
+    for key, value in attrs.items():
+        if key in _HTML_LABELS and value[:1] == "<" and value[-1:] == ">":
             parts.append(f"{key}={value}")
         else:
             parts.append(f"{key}={_quote(value)}")
     return "[" + " ".join(parts) + "]"
 
 
-@lru_cache(maxsize=1 << 16)
-def _scalar_text(x: float, precision: int) -> str:
-    # A number recurs: a value's last running sum is its gradient, and every
-    # picture of a backward pass shows the same numbers again.
-    return display_number(x, precision)
-
-
-def _grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]]]:
-    """The texts of a number or array as laid out, and the array index of each cell."""
-    if type(x) is float:  # the common case, a scalar Value: no numpy on the way
-        return [[_scalar_text(x, precision)]], [[()]]
-    if summarized(np.shape(x)):  # its shape and norm: no cell is an entry
-        return format_array(x, precision), [[None], [None]]
-    array = np.asarray(x, dtype=np.float64)
-    grid = grid_indices(array.shape, MAX_ITEMS)
-    texts = [[cell if isinstance(cell, str) else display_number(array[cell], precision)
-              for cell in row] for row in grid]
-    return texts, [[None if isinstance(cell, str) else cell for cell in row] for row in grid]
-
-
-def _column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
-    """Minimum cell widths (points) that fit every grid's texts, column by column.
-
-    A gradient cell is sized for every number it will ever show (partial sums
-    and the final one), so the layout is the same at every backward step.
-    """
-    widths: list[float] = []
-    for grid in grids:
-        for row in grid:
-            for column, text in enumerate(row):
-                width = text_width(text, size, "numbers")
-                if column == len(widths):
-                    widths.append(width)
-                widths[column] = max(widths[column], width)
-    # 8% for hinting and kerning, then the cell's padding on both sides.
-    return [math.ceil(width * 1.08) + 2 * _PADDING + 1 for width in widths]
-
-
-_PADDING = 2
-
-
-def _array_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = VALUE_PT,
-                indices: list[list[Any]] | None = None, dead: np.ndarray | None = None,
-                widths: list[int] | None = None, fill: str | None = None,
-                brackets: bool = False, hidden: bool = False) -> str:
-    """A grid of numbers in ``color``, bracketed if an array; dead entries marked.
-
-    ``hidden`` keeps the grid's size but shows nothing: a gradient not yet
-    computed at this backward step.
-    """
-    rows = []
-    for r, row in enumerate(texts):
-        cells = []
-        for c, text in enumerate(row):
-            width = f' WIDTH="{widths[c]}"' if widths else ""
-            index = indices[r][c] if indices else None
-            body = " " if hidden or not text else escape(text)
-            if not hidden and dead is not None and index is not None and dead[index]:
-                cells.append(f'<TD ALIGN="RIGHT"{width} BGCOLOR="{theme.dead_fill}">'
-                             f"{font(body, theme.dead_text, size)}</TD>")
-            else:
-                # Numbers right, ellipses centred, a slice's "[0,1]" left.
-                align = "RIGHT" if index is not None else "LEFT" if text[:1] == "[" else "CENTER"
-                cells.append(f'<TD ALIGN="{align}"{width}>{font(body, color, size)}</TD>')
-        rows.append(cells)
-    if brackets:
-        # Thin rules on the outer sides of a narrow first and last column.
-        line = "transparent" if hidden else color
-        span = f'ROWSPAN="{len(rows)}" WIDTH="4" BORDER="1" COLOR="{line}"'
-        rows[0] = [f'<TD {span} SIDES="LTB"></TD>', *rows[0], f'<TD {span} SIDES="RTB"></TD>']
-    bg = f' BGCOLOR="{fill}"' if fill and not hidden else ""
-    # A little air between the columns of a matrix.
-    spacing = 2 if len(texts[0]) > 1 else 0
-    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{spacing}" '
-            f'CELLPADDING="{_PADDING}"{bg}>'
-            + "".join("<TR>" + "".join(cells) + "</TR>" for cells in rows) + "</TABLE>")
+_HTML_LABELS = ("label", "xlabel")
 
 
 @dataclass(frozen=True)
@@ -317,6 +231,8 @@ class Writer:
         self._mark_names: dict[Any, Any] | None = None  # a folded picture's, when needed
         # What every step draws alike, made once for all of them (see at_step)
         self._same: dict[Any, Any] = {}
+        self._stepping = False  # writing the steps of a pass (at_step), not one picture
+        self._names = {node: _quote(node) for node in G}  # each node's name as DOT writes it
 
     def at_step(self, step: int, state: StepState, band: str | None = None) -> str:
         """The DOT of step ``step`` (its state, its caption band): one Writer writes
@@ -324,6 +240,7 @@ class Writer:
         self.o = replace(self.o, step=step)
         self.state = state
         self.band = band
+        self._stepping = True
         return self.dot()
 
     def changes(self, step: int, before: StepState, state: StepState,
@@ -335,6 +252,7 @@ class Writer:
         self.o = replace(self.o, step=step)
         self.state = state
         self.band = band
+        self._stepping = True
         nodes, edges = changed_between(self.G, before, state)
         band_rows = bands(self.G, self.o.wrap) if folded(self.o) else {}
         lines = ["  " + line for node in nodes for _, line in self._node_lines(node, band_rows)]
@@ -395,23 +313,15 @@ class Writer:
                                          "penwidth": _pt(EDGE_PEN)}) + ";")
         band = bands(self.G, o.wrap) if folded(o) else {}
         nodes: dict[int, list[str]] = {}
-        for node in self.G:
-            for row, line in self._node_lines(node, band):
-                nodes.setdefault(row, []).append(line)
-        # Each op's operand edges in argument order, then its result edge:
-        # ordering="in" keeps that order on the page.
+        for node, attrs in self.G.nodes(data=True):
+            nodes.setdefault(band.get(node, 0), []).append(self.node_statement(node, attrs))
         edge_lines = []
-        succ = self.G._succ  # networkx's own dict, read only
-        for op, kind in self.G.nodes(data="kind"):
-            if kind != "op":
-                continue
-            edges = operand_edges(self.G, op)
-            edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
-            for u, v, k in edges:
-                node_lines, lines_of_edge = self._edge_lines(u, v, k, band)
-                for row, line in node_lines:
-                    nodes[row].append(line)
-                edge_lines.extend(lines_of_edge)
+        pred = self.G._pred  # networkx's own dicts, read only
+        for u, v, k in self.drawn_edges():
+            placed, statements = self.edge_statements(u, v, k, pred[v][u][k], band)
+            for row, statement in placed:
+                nodes[row].append(statement)
+            edge_lines.extend(statements)
         if band and self.pins is None:
             # Each row (or column) a cluster of its own; an edge from one to the
             # next does not rank its head after its tail, so each row starts anew.
@@ -450,71 +360,101 @@ class Writer:
 
     def _node_lines(self, node: Any, band: Mapping[Any, int]) -> list[tuple[int, str]]:
         """A node's statement, with the row (of a folded picture) it is in."""
-        node_attrs = self._looked(node, self.G._node[node])
-        if self.pins is not None:
-            node_attrs["pos"] = self.pins[node]
-        return [(band.get(node, 0), f"{_quote(node)} {_attrs(node_attrs)};")]
+        return [(band.get(node, 0), self.node_statement(node, self.G._node[node]))]
 
     def _edge_lines(self, u: Any, v: Any, k: Any,
                     band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
         """The statements that draw an edge: the nodes it runs through (a badge, the
         marks at a row's end), each with its row, and the edges (lines of the DOT)."""
-        nodes: list[tuple[int, str]] = []
-        edge_lines = []
-        attrs = self._looked((u, v, k), self.G._pred[v][u][k])
+        return self.edge_statements(u, v, k, self.G._pred[v][u][k], band)
+
+    def drawn_edges(self) -> list[tuple]:
+        """The edges as the DOT lists them: each op's operand edges in argument order, then
+        its result edge (ordering="in" keeps that order on the page)."""
+        if "edges" not in self._same:
+            succ = self.G._succ  # networkx's own dicts, read only
+            edges = self._same["edges"] = []
+            for op, kind in self.G.nodes(data="kind"):
+                if kind == "op":
+                    edges += operand_edges(self.G, op)
+                    edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
+        return self._same["edges"]
+
+    def node_statement(self, node: Any, attrs: dict) -> str:
+        """A node's DOT statement as this picture draws it. The steps of a pass draw most
+        nodes alike: each is written once for each look (what of the step's state it
+        depends on) and looked up after that."""
+        if not self._stepping:
+            return self._node_written(node, attrs)
+        s = self.state
+        if attrs["kind"] == "op":
+            look: Any = node == s.current
+        else:  # (its dead cells may depend on which of its edges have sent theirs)
+            sent = () if not self.dead_edges or node in self.dead_values else tuple(
+                (node, v, k) in s.processed for v, keyed in self.G._succ[node].items()
+                for k in keyed)
+            look = (node in s.grads, id(s.grads.get(node)), node in s.updated, sent)
+        key = ("node", node, look)
+        if key not in self._same:
+            self._same[key] = self._node_written(node, attrs)
+        return self._same[key]
+
+    def _node_written(self, node: Any, attrs: dict) -> str:
+        if attrs["kind"] == "value":
+            return self.value_statement(node, attrs)
+        made = self.op_node(node, attrs)
+        if self.pins is not None:
+            made["pos"] = self.pins[node]
+        return f"{self._names[node]} {_attrs(made)};"
+
+    def edge_statements(self, u: Any, v: Any, k: Any, data: dict,
+                        band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
+        """The DOT statements of the edge u -> v as this step draws it: the nodes it adds
+        (its badge, a folded picture's marks), each with its row, and its edge pieces.
+        Written once for each look, as node_statement's are."""
+        if not self._stepping:
+            return self._edge_written(u, v, k, data, band)
+        s, element = self.state, (u, v, k)
+        key = ("edge", element, element in s.processed, element in s.current_edges,
+               u == s.current)
+        if key not in self._same:
+            self._same[key] = self._edge_written(u, v, k, data, band)
+        return self._same[key]
+
+    def _edge_written(self, u: Any, v: Any, k: Any, data: dict,
+                      band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
+        attrs = self.edge(u, v, k, data)
         badge = attrs.pop("badge", None)
         eid = attrs["id"]
-        # (the backward arrow ends at u: only the piece from u draws it)
-        onward = {key: value for key, value in attrs.items()
-                  if key not in ("dir", "arrowtail")}
-        head = v
+        placed, statements = [], []
+        head, head_name = v, self._names[v]
         if band and band[u] != band[v]:
             # From one row to another: a mark at each end, named after the
             # value carried, so that no edge runs across the rows between.
             head = eid + CONTINUE_TO
+            head_name = _quote(head)
             for name, row in ((head, band[u]), (eid + CONTINUE_FROM, band[v])):
-                nodes.append((row, f"{_quote(name)} {_attrs(self.mark(u, v, name))};"))
+                placed.append((row, f"{_quote(name)} {_attrs(self.mark(u, v, name))};"))
             if self.pins is None:  # the first beside u (its badge), not further on
                 beside = eid if badge is not None else u
-                nodes.append((band[u], f"{{rank=same; {_quote(beside)}; {_quote(head)};}}"))
-            edge_lines.append(f"  {_quote(eid + CONTINUE_FROM)} -> {_quote(v)} "
-                              f"{_attrs(self.pinned({**onward, 'id': eid + CONTINUED}))};")
-            onward["arrowhead"] = attrs["arrowhead"] = "none"
+                placed.append((band[u], f"{{rank=same; {_quote(beside)}; {head_name};}}"))
+            statements.append(f"  {_quote(eid + CONTINUE_FROM)} -> {self._names[v]} "
+                              f"{_attrs(self.pinned(_onward(attrs, eid + CONTINUED)))};")
+            attrs["arrowhead"] = "none"
         if badge is None:
-            edge_lines.append(f"  {_quote(u)} -> {_quote(head)} {_attrs(self.pinned(attrs))};")
-            return nodes, edge_lines
-        # A contribution is a badge on its own edge: the edge runs into it
-        # and on out of it, so it cannot be read as another edge's.
-        if self.pins is not None:
-            badge["pos"] = self.pins[eid]
-        nodes.append((band.get(u, 0), f"{_quote(eid)} {_attrs(badge)};"))
-        into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
-        edge_lines.append(f"  {_quote(u)} -> {_quote(eid)} {_attrs(self.pinned(into))};")
-        edge_lines.append(f"  {_quote(eid)} -> {_quote(head)} "
-                          f"{_attrs(self.pinned({**onward, 'id': eid + BADGE_OUT}))};")
-        return nodes, edge_lines
-
-    def _looked(self, element: Any, attrs: dict) -> dict[str, Any]:
-        """A node's or edge's attributes as this step draws it: made once for each look
-        (what of the step's state it depends on), a copy for the caller to change."""
-        s, edge = self.state, type(element) is tuple  # (an edge is (u, v, key))
-        if edge:
-            look: Any = (element in s.processed, element in s.current_edges,
-                         element[0] == s.current)
-        elif attrs["kind"] == "op":
-            look = element == s.current
-        else:  # (its dead cells depend on which of its edges have sent theirs)
-            sent = self.G.out_edges(element, keys=True) if self.dead_edges else ()
-            look = (element in s.grads, id(s.grads.get(element)), element in s.updated,
-                    tuple(e in s.processed for e in sent))
-        key = ("look", element, look)
-        if key not in self._same:
-            self._same[key] = (self.edge(*element, attrs) if edge else self.value_node(
-                element, attrs) if attrs["kind"] == "value" else self.op_node(element, attrs))
-        made = dict(self._same[key])
-        if "badge" in made:
-            made["badge"] = dict(made["badge"])
-        return made
+            statements.append(f"  {self._names[u]} -> {head_name} {_attrs(self.pinned(attrs))};")
+        else:
+            # A contribution is a badge on its own edge: the edge runs into it
+            # and on out of it, so it cannot be read as another edge's.
+            if self.pins is not None:
+                badge["pos"] = self.pins[eid]
+            placed.append((band.get(u, 0), f"{_quote(eid)} {_attrs(badge)};"))
+            into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
+            statements.append(f"  {self._names[u]} -> {_quote(eid)} "
+                              f"{_attrs(self.pinned(into))};")
+            statements.append(f"  {_quote(eid)} -> {head_name} "
+                              f"{_attrs(self.pinned(_onward(attrs, eid + BADGE_OUT)))};")
+        return placed, statements
 
     def boxed_groups(self, statements: list[str]) -> list[str]:
         """The node statements, each group's (and its values') in a box of its own,
@@ -591,7 +531,21 @@ class Writer:
 
     # -------------------------------------------------------- nodes
 
-    def value_node(self, node: Any, attrs: dict) -> dict[str, str]:
+    def value_statement(self, node: Any, attrs: dict) -> str:
+        """A value's box: its classes and its table of numbers; the rest of its attributes
+        (shape, colours) alike in every box of its fill, written once."""
+        classes, fill, label = self.value_box(node, attrs)
+        if ("box", fill) not in self._same:
+            self._same["box", fill] = _attrs({
+                "shape": "box", "style": "rounded,filled", "fillcolor": fill,
+                "color": self.t.node_line, "margin": "0.08,0.04"})[1:-1]
+        name = self._names[node]
+        pinned = f" pos={_quote(self.pins[node])}" if self.pins is not None else ""
+        return (f"{name} [id={name} class={_quote(' '.join(classes))} "
+                f"{self._same['box', fill]} label={label}{pinned}];")
+
+    def value_box(self, node: Any, attrs: dict) -> tuple[list[str], str, str]:
+        """A value's classes, fill and label (its name, its number, its gradient)."""
         t, o = self.t, self.o
         fill = t.param_fill if attrs["role"] == "param" else t.node_fill
         classes = ["value", attrs["role"]]
@@ -604,18 +558,15 @@ class Writer:
             classes.append("stored")
             header.append(font("●", t.saved, MARK_PT))
         is_array = bool(attrs["shape"]) and not summarized(attrs["shape"])
-        texts, indices = _grid_texts(attrs["data"], o.precision)
-        body = [f"<TD>{_array_html(texts, t.text, t, brackets=is_array)}</TD>"]
+        texts, indices = grid_texts(attrs["data"], o.precision)
+        body = [f"<TD>{grid_html(texts, t.text, t, brackets=is_array)}</TD>"]
         rule = t.node_line
         partials = self.partials.get(node)
         if partials:
             known = node in self.state.grads
             grad = self.state.grads[node] if known else partials[-1]
-            grad_texts, _ = _grid_texts(grad, o.precision)
-            if ("widths", node) not in self._same:
-                self._same["widths", node] = _column_widths(
-                    [_grid_texts(p, o.precision)[0] for p in partials], VALUE_PT)
-            widths = self._same["widths", node]
+            grad_texts, _ = grid_texts(grad, o.precision)
+            widths = self.gradient_widths(node, partials)
             dead = self.dead_mask_now(node, grad) if known else None
             classes.append("has-grad" if known else "pending-grad")
             if dead is not None:
@@ -626,7 +577,7 @@ class Writer:
             wrong = attrs.get("expected") is not None
             if wrong:
                 classes.append("wrong")
-            grad_html = _array_html(grad_texts, t.dead_text if wrong else t.grad, t,
+            grad_html = grid_html(grad_texts, t.dead_text if wrong else t.grad, t,
                                     indices=indices, dead=dead,
                                     widths=widths, brackets=is_array, hidden=not known,
                                     fill=t.highlight_fill if updated else None)
@@ -648,16 +599,26 @@ class Writer:
             # (in the box's own fill: graphviz has no transparent text), so that
             # every step has the same layout.
             span = 3 if partials and is_array else 2 if partials else 1
-            expected = _grid_texts(attrs["expected"], o.precision)[0]
+            expected = grid_texts(attrs["expected"], o.precision)[0]
             colour = t.dead_text if node in self.state.grads else fill
             rows.append(f'<TR><TD COLSPAN="{span}" ALIGN="RIGHT">'
                         + font("expected " + ", ".join(cell for row in expected for cell in row),
                                 colour, LEGEND_PT) + "</TD></TR>")
         label = (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1" '
                  f'COLOR="{rule}">' + "".join(rows) + "</TABLE>>")
-        return {"id": str(node), "class": " ".join(classes), "shape": "box",
-                "style": "rounded,filled", "fillcolor": fill, "color": t.node_line,
-                "margin": "0.08,0.04", "label": label}
+        return classes, fill, label
+
+    def gradient_widths(self, node: Any, partials: list) -> list[int]:
+        """The widths of a value's gradient cells: room for every number it shows at some
+        step (set once for all the steps)."""
+        key = ("widths", node)
+        if key not in self._same:
+            if all(type(partial) is float for partial in partials):  # a scalar's: one cell
+                self._same[key] = [lone_width(partials, self.o.precision, VALUE_PT)]
+            else:
+                self._same[key] = column_widths(
+                    [grid_texts(partial, self.o.precision)[0] for partial in partials], VALUE_PT)
+        return self._same[key]
 
     def dead_mask_now(self, node: Any, grad: Any) -> np.ndarray | None:
         """The dead-ReLU mask of a value's gradient as shown now, if any entry is dead."""
@@ -731,11 +692,11 @@ class Writer:
             # their sum); kept in place, empty, until the edge is processed.
             contribution = attrs["grad"]
             known = key in self.state.processed
-            texts, indices = _grid_texts(contribution, o.precision)
+            texts, indices = grid_texts(contribution, o.precision)
             size = VALUE_PT if o.fitted else LABEL_PT  # (lettered later)
-            html = _array_html(texts, t.grad, t, size=size, indices=indices,
+            html = grid_html(texts, t.grad, t, size=size, indices=indices,
                                dead=self.dead_edges.get(key) if known else None,
-                               widths=_column_widths([texts], size), fill=t.text_fill,
+                               widths=column_widths([texts], size), fill=t.text_fill,
                                brackets=type(contribution) is not float
                                and bool(np.ndim(contribution))
                                and not summarized(np.shape(contribution)),
@@ -784,6 +745,13 @@ class Writer:
             for u, v in zip(back[::2], back[1::2], strict=True) if u in self.G and v in self.G]
 
     # -------------------------------------------------------- legend
+
+
+def _onward(attrs: dict[str, str], piece: str) -> dict[str, str]:
+    """The attributes of a later piece ``piece`` of an edge: the backward arrow ends at
+    the operand, so only the piece from it draws that."""
+    return {**{name: value for name, value in attrs.items()
+               if name not in ("dir", "arrowtail")}, "id": piece}
 
 
 def _bgcolor(theme: Theme) -> str:

@@ -249,6 +249,9 @@ for _attribute in ATTRIBUTES:
 
 _REQUIRED = {place: tuple(name for name, spec in declared.items() if spec.required)
              for place, declared in _DECLARED.items()}
+# The attributes of each place that hold numbers: a float there, on a scalar, is right.
+_NUMBERS = {place: frozenset(name for name, spec in declared.items() if spec.kind.numbers)
+            for place, declared in _DECLARED.items()}
 
 
 def attribute(place: str, name: str) -> Attribute:
@@ -264,7 +267,7 @@ def validate(G: Any) -> None:
     edges value -> op -> value, roots, backward order) and every attribute as declared."""
     if not isinstance(G, nx.MultiDiGraph):
         raise IRError(f"the IR is a networkx.MultiDiGraph, got {type(G).__name__}")
-    for node, attrs in G.nodes(data=True):
+    for node, attrs in G._node.items():  # (networkx's own dict, read only: see below)
         kind = attrs.get("kind")
         if kind == "value":
             _validate_value(G, node, attrs)
@@ -280,7 +283,7 @@ def validate(G: Any) -> None:
     for root in roots:
         if G.nodes.get(root, {}).get("kind") != "value":
             raise IRError(f"root {root!r} is not a value node of the graph")
-    outputs = {node for node, role in G.nodes(data="role") if role == "output"}
+    outputs = {node for node, attrs in G._node.items() if attrs.get("role") == "output"}
     if outputs != set(roots):
         raise IRError(f"the values with role 'output' ({sorted(outputs)}) must be the "
                       f"graph's roots ({roots})")
@@ -298,26 +301,32 @@ def validate(G: Any) -> None:
             raise IRError(f"graph attribute 'seeds' names {value!r}, which is not a value node")
 
 
-def _check_attributes(where: str, place: str, attrs: Mapping, shape: tuple | None,
+def _check_attributes(where: str | tuple, place: str, attrs: Mapping, shape: tuple | None,
                       checked: tuple[str, ...] = ()) -> None:
     """Each attribute of ``attrs`` declared for ``place`` and of its kind; the required
-    ones present. ``checked`` were checked already (with their shapes)."""
-    declared = _DECLARED[place]
+    ones present. ``checked`` were checked already (with their shapes). ``where`` names
+    the node, or is an edge's ends (its text is made only for an error)."""
+    declared, numbers = _DECLARED[place], _NUMBERS[place]
     for name, value in attrs.items():
+        if name in checked or (type(value) is float and shape == () and name in numbers):
+            continue  # (the common case, a scalar's number, needs no more)
         spec = declared.get(name)
         if spec is None:
             known = ", ".join(sorted(declared)) or "none"
-            raise IRError(f"{where}: unknown attribute {name!r} (the attributes of a "
-                          f"{place} are: {known}); declare it in schema.py")
-        if name in checked or (type(value) is float and spec.kind.numbers and shape == ()):
-            continue  # (the common case, a scalar's number, needs no more)
+            raise IRError(f"{_where_text(where)}: unknown attribute {name!r} (the attributes "
+                          f"of a {place} are: {known}); declare it in schema.py")
         if not spec.kind.check(value):
-            raise IRError(f"{where}: {name} must be {spec.kind.text}, got {value!r:.60}")
+            raise IRError(f"{_where_text(where)}: {name} must be {spec.kind.text}, "
+                          f"got {value!r:.60}")
         if spec.shaped and shape is not None and value is not None:
-            _check_number(where, value, shape, name)
+            _check_number(_where_text(where), value, shape, name)
     for name in _REQUIRED[place]:
         if name not in attrs and name not in checked:
-            raise IRError(f"{where} has no {name!r} attribute")
+            raise IRError(f"{_where_text(where)} has no {name!r} attribute")
+
+
+def _where_text(where: str | tuple) -> str:
+    return where if isinstance(where, str) else f"edge {where[0]!r} -> {where[1]!r}"
 
 
 def _is_acyclic(G: nx.MultiDiGraph) -> bool:
@@ -370,7 +379,7 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     if attrs["label"] is not None and not isinstance(attrs["label"], str):
         raise IRError(f"{where}: label must be a string or None")
     shape = attrs["shape"]
-    if not isinstance(shape, tuple) or not all(isinstance(n, int) for n in shape):
+    if not isinstance(shape, tuple) or (shape and not all(isinstance(n, int) for n in shape)):
         raise IRError(f"{where}: shape must be a tuple of ints, got {shape!r}")
     _check_number(where, attrs["data"], shape, "data")
     if attrs["grad"] is not None:
@@ -381,7 +390,7 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
         _check_attributes(where, VALUE, attrs, shape, _VALUE_CHECKED)
     # networkx's own adjacency dicts ({neighbour: {key: edge attrs}}), read
     # only: its views cost more than these checks on big graphs of scalars.
-    producers = sum(len(edges) for edges in G._pred[node].values())
+    producers = sum(map(len, G._pred[node].values()))
     if producers > 1:
         raise IRError(f"{where} is the result of {producers} ops; a value has at most one")
     # A leaf is an input, a parameter or a constant, unless it is the root
@@ -395,7 +404,7 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
             raise IRError(f"edge {node!r} -> {target!r} joins two values; "
                           "edges run value -> op -> value")
         for data in edges.values():
-            _check_attributes(f"edge {node!r} -> {target!r}", EDGE, data, shape, ("arg",))
+            _check_attributes((node, target), EDGE, data, shape, ("arg",))
 
 
 def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
@@ -411,7 +420,7 @@ def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     result, data = results[0]
     if G._node[result].get("kind") != "value":
         raise IRError(f"{where}: its result {result!r} is not a value node")
-    _check_attributes(f"edge {node!r} -> {result!r}", RESULT, data, None)
+    _check_attributes((node, result), RESULT, data, None)
     args = sorted(data.get("arg", -1) for edges in G._pred[node].values()
                   for data in edges.values())
     if args != list(range(len(args))):

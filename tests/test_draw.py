@@ -23,6 +23,7 @@ from backpropviz.errors import DrawError, OutputError
 from backpropviz.figure import to_dot
 from backpropviz.formatting import display_number, format_array, format_number
 from backpropviz.ir import to_networkx
+from backpropviz.number_tables import column_widths, grid_texts, lone_width
 from backpropviz.steps import backward_steps, dead_masks
 from backpropviz.style import THEMES
 from backpropviz.views import drawn_graph
@@ -80,6 +81,14 @@ def test_format_number_is_compact_and_has_no_negative_zero(x, text):
 def test_display_number_uses_a_true_minus_sign():
     assert display_number(-2.5) == "\u22122.5"
     assert display_number(-0.0) == "0"
+
+
+def test_a_scalars_gradient_cell_is_as_wide_as_the_grids_of_its_numbers_would_make_it():
+    # lone_width, the writer's way for a scalar, against column_widths of the grids
+    numbers = [0.5, -1.3224, 1e-05, 123456.0, -2.0]
+    grids = [grid_texts(x, 4)[0] for x in numbers]
+    assert [lone_width(numbers, 4, 14)] == column_widths(grids, 14)
+    assert lone_width(numbers, 4, 14) > lone_width([0.5], 4, 14)
 
 
 def test_format_array_lays_out_vectors_as_columns_and_elides_long_axes():

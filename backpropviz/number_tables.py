@@ -1,0 +1,119 @@
+"""Numbers as graphviz's HTML-like tables: the grids of a value's box and of an edge's badge."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+from html import escape
+from typing import Any
+
+import numpy as np
+
+from .formatting import MAX_ITEMS, display_number, format_array, grid_indices, summarized
+from .metrics import text_width
+from .style import VALUE_PT, Theme
+
+__all__ = ["PADDING", "column_widths", "grid_html", "grid_texts", "lone_width"]
+
+PADDING = 2  # points inside a number's cell, on every side
+
+
+@lru_cache(maxsize=1 << 16)
+def _scalar_text(x: float, precision: int) -> str:
+    # A number recurs: a value's last running sum is its gradient, and every
+    # picture of a backward pass shows the same numbers again.
+    return display_number(x, precision)
+
+
+def grid_texts(x: Any, precision: int) -> tuple[list[list[str]], list[list[Any]]]:
+    """The texts of a number or array as laid out, and the array index of each cell."""
+    if type(x) is float:  # the common case, a scalar Value: no numpy on the way
+        return [[_scalar_text(x, precision)]], [[()]]
+    if summarized(np.shape(x)):  # its shape and norm: no cell is an entry
+        return format_array(x, precision), [[None], [None]]
+    array = np.asarray(x, dtype=np.float64)
+    grid = grid_indices(array.shape, MAX_ITEMS)
+    texts = [[cell if isinstance(cell, str) else display_number(array[cell], precision)
+              for cell in row] for row in grid]
+    return texts, [[None if isinstance(cell, str) else cell for cell in row] for row in grid]
+
+
+def column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
+    """Minimum cell widths (points) that fit every grid's texts, column by column.
+
+    A gradient cell is sized for every number it will ever show (partial sums
+    and the final one), so the layout is the same at every backward step.
+    """
+    widths: list[float] = []
+    for grid in grids:
+        for row in grid:
+            for column, text in enumerate(row):
+                width = text_width(text, size, "numbers")
+                if column == len(widths):
+                    widths.append(width)
+                widths[column] = max(widths[column], width)
+    return [_cell_width(width) for width in widths]
+
+
+def lone_width(numbers: Sequence[float], precision: int, size: float) -> int:
+    """column_widths of the grids of scalars ``numbers``: the width of their one column."""
+    return _cell_width(max(text_width(_scalar_text(x, precision), size, "numbers")
+                           for x in numbers))
+
+
+def _cell_width(text_points: float) -> int:
+    # 8% for hinting and kerning, then the cell's padding on both sides.
+    return math.ceil(text_points * 1.08) + 2 * PADDING + 1
+
+
+@lru_cache(maxsize=1 << 10)
+def _font_tag(color: str, size: float) -> str:
+    """The opening tag of typeset.font's run in ``color`` at ``size``."""
+    return f'<FONT COLOR="{color}" POINT-SIZE="{size:g}">'
+
+
+@lru_cache(maxsize=1 << 10)
+def _table_tag(spacing: int, fill: str | None) -> str:
+    bg = f' BGCOLOR="{fill}"' if fill else ""
+    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{spacing}" '
+            f'CELLPADDING="{PADDING}"{bg}>')
+
+
+def _cell(text: str, index: Any, color: str, theme: Theme, size: float, width: int | None,
+          dead: np.ndarray | None, hidden: bool) -> str:
+    """One number's cell: numbers right, ellipses centred, a slice's "[0,1]" left; a dead
+    entry on the dead fill; a hidden one blank."""
+    width_attr = f' WIDTH="{width}"' if width is not None else ""
+    body = " " if hidden or not text else escape(text)
+    if not hidden and dead is not None and index is not None and dead[index]:
+        return (f'<TD ALIGN="RIGHT"{width_attr} BGCOLOR="{theme.dead_fill}">'
+                f"{_font_tag(theme.dead_text, size)}{body}</FONT></TD>")
+    align = "RIGHT" if index is not None else "LEFT" if text[:1] == "[" else "CENTER"
+    return f'<TD ALIGN="{align}"{width_attr}>{_font_tag(color, size)}{body}</FONT></TD>'
+
+
+def grid_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = VALUE_PT,
+              indices: list[list[Any]] | None = None, dead: np.ndarray | None = None,
+              widths: list[int] | None = None, fill: str | None = None,
+              brackets: bool = False, hidden: bool = False) -> str:
+    """A grid of numbers in ``color``, bracketed if an array; dead entries marked.
+
+    ``hidden`` keeps the grid's size but shows nothing: a gradient not yet
+    computed at this backward step.
+    """
+    table = _table_tag(2 if len(texts[0]) > 1 else 0,  # a little air between columns
+                       fill if not hidden else None)
+    if len(texts) == 1 and len(texts[0]) == 1 and not brackets:  # a scalar: most boxes
+        cell = _cell(texts[0][0], indices[0][0] if indices else None, color, theme, size,
+                     widths[0] if widths else None, dead, hidden)
+        return f"{table}<TR>{cell}</TR></TABLE>"
+    rows = [[_cell(text, indices[r][c] if indices else None, color, theme, size,
+                   widths[c] if widths else None, dead, hidden)
+             for c, text in enumerate(row)] for r, row in enumerate(texts)]
+    if brackets:
+        # Thin rules on the outer sides of a narrow first and last column.
+        line = "transparent" if hidden else color
+        span = f'ROWSPAN="{len(rows)}" WIDTH="4" BORDER="1" COLOR="{line}"'
+        rows[0] = [f'<TD {span} SIDES="LTB"></TD>', *rows[0], f'<TD {span} SIDES="RTB"></TD>']
+    return table + "".join("<TR>" + "".join(cells) + "</TR>" for cells in rows) + "</TABLE>"
