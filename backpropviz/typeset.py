@@ -29,7 +29,8 @@ _ROW_SPACING = 1.45
 def font(text: str, color: str, size: float | None = None, face: str | None = None) -> str:
     extra = f' POINT-SIZE="{size:g}"' if size else ""
     extra += f' FACE="{face}"' if face else ""
-    return f'<FONT COLOR="{color}"{extra}>{text}</FONT>'
+    # (a lone "]" graphviz's HTML reader takes for the end of the attribute list)
+    return f'<FONT COLOR="{color}"{extra}>{"&#93;" if text == "]" else text}</FONT>'
 
 
 def expression_html(text: str, theme: Theme, color: str | None = None,

@@ -3,6 +3,7 @@ with the engine's numbers, and shows the gradient flowing back on its edges."""
 
 from __future__ import annotations
 
+import pathlib
 import re
 import xml.etree.ElementTree as ET
 
@@ -285,3 +286,16 @@ def test_a_route_past_100000_points_as_graphviz_writes_it_is_clipped():
     assert start == "s,100010.00,18.00"
     x, y = (float(n) for n in first.split(","))
     assert math.dist((x, y), (100010.0, 18.0)) == pytest.approx(5.0, abs=0.01)
+
+
+def test_a_caption_band_that_closes_a_bracket_in_a_cell_of_its_own_is_drawn():
+    # A GRU's caption writes "= [" ... "]" around typeset vectors: graphviz's HTML
+    # reader took a lone "]" for the end of the attribute list (a syntax error).
+    pytest.importorskip("torch")
+    from backpropviz.diagram import step_diagrams
+    from backpropviz.script import graph_of_script
+
+    scripts = pathlib.Path(__file__).resolve().parent / "torch_scripts"
+    steps = step_diagrams(graph_of_script(scripts / "gru.py", quiet=True))
+    svg = steps[1].pipe("svg").decode("utf-8")
+    assert svg.startswith("<?xml") and ">]</text>" in svg
