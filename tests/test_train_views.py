@@ -55,24 +55,35 @@ def neuron_run(passes: int = 5, rate: float = 0.1, *, momentum: float | None = N
     return Run(iterations, total=passes)
 
 
-def matrix_run(passes: int = 4, rate: float = 0.05) -> Run:
-    """The book's MLP (W1 2×2, W2 1×2, ReLU, L = ½(o − y)²) trained by SGD on one point."""
-    W1 = Tensor([[1.0, -1.0], [0.0, 1.0]], label="W1", requires_grad=True)
-    W2 = Tensor([[2.0, -1.0]], label="W2", requires_grad=True)
+def sgd_run(parameters: dict[str, Tensor], loss, passes: int, rate: float) -> Run:
+    """``loss()`` (of the ``parameters``, by name) trained by SGD for ``passes`` passes, as
+    the recorder records a loop: each pass's graph, loss and updates."""
     iterations = []
     for index in range(passes):
-        x = Tensor([1.0, 2.0], label="x")
-        L = ((W2 @ (W1 @ x).relu() - 1.0) ** 2).sum() / 2
+        L = loss()
         L.backward()
         graph = as_graph(L)
         updates = {}
-        for name, p in (("W1", W1), ("W2", W2)):
+        for name, p in parameters.items():
             before, grad = p.data.tolist(), p.grad.tolist()
             p.data = p.data - rate * p.grad
             updates[name] = Update(before, grad, p.data.tolist(), rate)
             p.zero_grad()
         iterations.append(Iteration(index, float(L.data), graph, updates))
     return Run(iterations, total=passes)
+
+
+def _point() -> Tensor:
+    """The one input, made anew each pass (as a loop over data makes it)."""
+    return Tensor([1.0, 2.0], label="x")
+
+
+def matrix_run(passes: int = 4, rate: float = 0.05) -> Run:
+    """The book's MLP (W1 2×2, W2 1×2, ReLU, L = ½(o − y)²) trained by SGD on one point."""
+    W1 = Tensor([[1.0, -1.0], [0.0, 1.0]], label="W1", requires_grad=True)
+    W2 = Tensor([[2.0, -1.0]], label="W2", requires_grad=True)
+    return sgd_run({"W1": W1, "W2": W2},
+                   lambda: ((W2 @ (W1 @ _point()).relu() - 1.0) ** 2).sum() / 2, passes, rate)
 
 
 # ---------------------------------------------------------------- the figure
@@ -472,20 +483,9 @@ def four_parameter_run(passes: int = 3, rate: float = 0.05) -> Run:
     b1 = Tensor([0.1, -0.2, 0.3], label="b1", requires_grad=True)
     W2 = Tensor([[2.0, -1.0, 0.5]], label="W2", requires_grad=True)
     b2 = Tensor([0.05], label="b2", requires_grad=True)
-    iterations = []
-    for index in range(passes):
-        x = Tensor([1.0, 2.0], label="x")
-        L = ((W2 @ (W1 @ x + b1).relu() + b2 - 1.0) ** 2).sum() / 2
-        L.backward()
-        graph = as_graph(L)
-        updates = {}
-        for name, p in (("W1", W1), ("b1", b1), ("W2", W2), ("b2", b2)):
-            before, grad = p.data.tolist(), p.grad.tolist()
-            p.data = p.data - rate * p.grad
-            updates[name] = Update(before, grad, p.data.tolist(), rate)
-            p.zero_grad()
-        iterations.append(Iteration(index, float(L.data), graph, updates))
-    return Run(iterations, total=passes)
+    return sgd_run({"W1": W1, "b1": b1, "W2": W2, "b2": b2},
+                   lambda: ((W2 @ (W1 @ _point() + b1).relu() + b2 - 1.0) ** 2).sum() / 2,
+                   passes, rate)
 
 
 def test_an_update_of_many_numbers_is_said_in_at_most_three_rows():
