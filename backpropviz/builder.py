@@ -14,7 +14,8 @@ import networkx as nx
 
 from . import ops
 
-__all__ = ["Builder", "Live", "Producer", "attribute_names", "leaf_readers"]
+__all__ = ["Builder", "Live", "Producer", "attribute_names", "leaf_readers",
+           "listed_parameters"]
 
 # While a training run is recorded (``leaf_readers()``), each IR built keeps, by value
 # id, each leaf's own object and how to read its numbers as they are now: what the
@@ -73,6 +74,25 @@ def attribute_names(names: Mapping[str, Any], is_node: Callable[[Any], bool]) ->
                 else:
                     below.append((inner_path, item))
         level = below
+    return found
+
+
+def listed_parameters(names: Mapping[str, Any]) -> dict[int, tuple[Any, str]]:
+    """What each model among a script's names lists as its ``parameters()`` (micrograd's
+    nn, a torch module, a lecture's class), by id: the object and its place there,
+    ``model.parameters()[3]`` (the first model's). Classes, and objects whose
+    ``parameters`` fails, are not models."""
+    found: dict[int, tuple[Any, str]] = {}
+    for name, obj in names.items():
+        method = getattr(obj, "parameters", None)
+        if name.startswith("_") or isinstance(obj, type) or not callable(method):
+            continue
+        try:
+            listed = list(method())
+        except Exception:  # not a model after all
+            continue
+        for place, parameter in enumerate(listed):
+            found.setdefault(id(parameter), (parameter, f"{name}.parameters()[{place}]"))
     return found
 
 

@@ -37,7 +37,7 @@ from typing import Any
 import networkx as nx
 
 from . import ops
-from .builder import Builder, Producer, attribute_names
+from .builder import Builder, Producer, attribute_names, listed_parameters
 from .engine import EngineError, Node, Value, apply
 from .foreign_nodes import (
     CHILD_ATTRS,
@@ -231,19 +231,8 @@ def _stable_order(graph: ForeignGraph, children: dict[Any, list[Any]],
 def _parameters(names: Mapping[str, Any], nodes: set) -> dict[Any, str]:
     """The nodes a model in the script lists as its ``parameters()`` (micrograd's nn),
     each with its place there (``model.parameters()[3]``; the first model's)."""
-    found: dict[Any, str] = {}
-    for name, obj in names.items():
-        method = getattr(obj, "parameters", None)
-        if name.startswith("_") or isinstance(obj, type) or not callable(method):
-            continue
-        try:
-            listed = list(method())
-        except Exception:  # not a model after all
-            continue
-        for place, p in enumerate(listed):
-            if looks_like_node(p) and p in nodes:
-                found.setdefault(p, f"{name}.parameters()[{place}]")
-    return found
+    return {p: place for p, place in listed_parameters(names).values()
+            if looks_like_node(p) and p in nodes}
 
 
 def _read_op(graph: ForeignGraph, node: Any, kids: list[Any], ordered: bool) -> None:

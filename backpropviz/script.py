@@ -16,7 +16,6 @@ import functools
 import importlib.util
 import io
 import math
-import operator
 import os
 import runpy
 import signal
@@ -32,11 +31,12 @@ from typing import Any
 
 import networkx as nx
 
-from .builder import Producer, attribute_names
+from .builder import Producer
 from .errors import BackpropvizError, DrawError, UsageError
 from .ir import fold_chains, name_constants, validate
 from .options import DEFAULT_MAX_NODES
 from .producers import PRODUCERS
+from .source_names import number_names, syntax, without_loop_aliases
 from .watch import watching
 
 __all__ = ["DEFAULT_MAX_NODES", "GraphTooLargeError", "ScriptError", "ScriptInterrupted",
@@ -151,7 +151,8 @@ def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
     ``called`` (what backward() last ran from), else the outputs; ``recording`` is
     the PyTorch capture the values were made under, if any. ``where`` names the
     script in advice; ``source`` is its code (names of plain numbers name constants)."""
-    namespace = _without_loop_aliases(namespace, source)
+    tree = syntax(source)
+    namespace = without_loop_aliases(namespace, tree)
     producer = _Producer(namespace, recording, max_nodes, called, roots)
     # Named roots, else the value backward() was last run from, else the outputs.
     chosen = (producer.named(roots) if roots else producer.called()
@@ -161,7 +162,7 @@ def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
         producer.backward(chosen)
     G = producer.graph(chosen)
     validate(G)
-    name_constants(G, _number_names(namespace, source))
+    name_constants(G, number_names(namespace, tree))
     if fold:
         G = fold_chains(G)
     return G if backward else without_gradients(G)
@@ -470,145 +471,6 @@ def _imports(source: str, package: str) -> bool:
         if any(module.split(".")[0] == package for module in modules):
             return True
     return False
-
-
-def _without_loop_aliases(namespace: dict[str, Any], source: str) -> dict[str, Any]:
-    """The namespace less the loop variables that hold what the script keeps elsewhere
-    (``for p in model.parameters()`` leaves ``p`` on the last parameter, which is
-    ``model.layers[1].neurons[0].b``): such a value is named by its own path, pass
-    after pass, not by whichever one the loop stopped at."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return namespace
-    loops = {name.id for node in ast.walk(tree) if isinstance(node, ast.For)
-             for name in ast.walk(node.target) if isinstance(name, ast.Name)}
-    looped = {id(namespace[name]): name for name in loops if name in namespace}
-    if not looped:
-        return namespace
-    rest = {name: obj for name, obj in namespace.items() if name not in loops}
-    held = set(attribute_names(rest, lambda obj: id(obj) in looped))
-    for name, obj in rest.items():  # a model's parameters(), however deep they are kept
-        method = getattr(obj, "parameters", None)
-        if not name.startswith("_") and not isinstance(obj, type) and callable(method):
-            with contextlib.suppress(Exception):
-                held.update(id(p) for p in method() if id(p) in looped)
-    return {name: obj for name, obj in namespace.items()
-            if not (id(obj) in held and looped.get(id(obj)) == name)}
-
-
-def _number_names(namespace: Mapping[str, Any], source: str) -> dict[str, float]:
-    """The script's global names bound to plain numbers (``lam = 0.1``) that its
-    arithmetic uses (``lam * s``), less those whose number is also written as a
-    literal anywhere else in it (``/ 2``, ``xs = [3.0, 2.0]``, ``range(2)``): a
-    constant equal to such a number may be that literal, so the name would be a guess."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return {}
-    definitions = set()  # the literal each `name = 0.1` binds (its own, not another use)
-
-    def define(value: ast.AST) -> None:
-        definitions.add(id(value.operand if isinstance(value, ast.UnaryOp) else value))
-
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Assign):
-            continue
-        if all(isinstance(t, ast.Name) for t in node.targets):
-            define(node.value)
-        elif (len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)
-              and isinstance(node.value, ast.Tuple)
-              and len(node.targets[0].elts) == len(node.value.elts)):
-            for value in node.value.elts:  # x, y = Tensor(...), 0
-                define(value)
-    parent = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-
-    def may_be_drawn(constant: ast.Constant) -> bool:
-        """Whether a literal can be a scalar the graph uses: in arithmetic, in a list of
-        numbers a loop runs over (not a matrix handed to Tensor([...])), range(2)."""
-        above = parent.get(id(constant))
-        if isinstance(above, ast.UnaryOp):  # -1.0 is one literal
-            above = parent.get(id(above))
-        if isinstance(above, (ast.BinOp, ast.Compare, ast.AugAssign)):
-            return True
-        if not isinstance(above, (ast.List, ast.Tuple, ast.Call)):
-            return False
-        while isinstance(above, (ast.List, ast.Tuple)):
-            above = parent.get(id(above))
-        if isinstance(above, ast.Call):
-            return isinstance(above.func, ast.Name) and above.func.id == "range"
-        return True
-
-    literals, used = set(), set()
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Constant) and type(node.value) in (int, float)
-                and id(node) not in definitions and may_be_drawn(node)):
-            literals.add(float(node.value))
-            literals.add(-float(node.value))  # (x - 1 is drawn with −1)
-        if isinstance(node, (ast.BinOp, ast.AugAssign)):
-            used.update(name.id for name in ast.walk(node) if isinstance(name, ast.Name))
-    # A loop's counter holds a new number each time round (sum()'s 0 is not k).
-    counters = {name.id for node in ast.walk(tree)
-                if isinstance(node, (ast.For, ast.comprehension))
-                for name in ast.walk(node.target) if isinstance(name, ast.Name)}
-    # Nor is a count a call takes (view(B, T, heads, ...)) or one that divides (C // heads).
-    counters |= {arg.id for node in ast.walk(tree) if isinstance(node, ast.Call)
-                 for arg in node.args if isinstance(arg, ast.Name)}
-    counters |= {part.id for node in ast.walk(tree) if isinstance(node, ast.BinOp)
-                 and isinstance(node.op, (ast.FloorDiv, ast.Mod))
-                 for part in (node.left, node.right) if isinstance(part, ast.Name)}
-    numbers = {name: float(value) for name, value in namespace.items()
-               if type(value) in (int, float) and not name.startswith("_")
-               and name not in counters}
-    named = {name: number for name, number in numbers.items()
-             if name in used and number not in literals}
-    for expression, number in _number_expressions(tree, numbers).items():
-        if number not in literals:
-            named.setdefault(expression, number)
-    return named
-
-
-_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-               ast.Div: operator.truediv, ast.Pow: operator.pow}
-
-
-def _number_expressions(tree: ast.AST, numbers: Mapping[str, float]) -> dict[str, float]:
-    """The arithmetic the script does on plain numbers only, with at least one of its
-    names (``lambd / 2`` in ``lambd / 2 * penalty``), as written (spaces kept only
-    around + and −) and its value as Python computed it: a constant the graph holds
-    with that value came from that expression."""
-    found: dict[str, float] = {}
-
-    def value(node: ast.AST) -> float | None:
-        if isinstance(node, ast.Name):
-            return numbers.get(node.id)
-        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            return float(node.value)
-        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
-            left, right = value(node.left), value(node.right)
-            if left is None or right is None:
-                return None
-            try:
-                return float(_ARITHMETIC[type(node.op)](left, right))
-            except (ArithmeticError, TypeError):  # (a complex power, 1 / 0)
-                return None
-        return None
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.BinOp) and any(isinstance(part, ast.Name)
-                                               for part in ast.walk(node)):
-            number = value(node)
-            if number is not None:  # the largest such expression, not its parts
-                text = ast.unparse(node)
-                for spaced, tight in ((" / ", "/"), (" * ", "·")):
-                    text = text.replace(spaced, tight)
-                found.setdefault(text, number)
-                return
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return found
 
 
 def _own_function(namespace: dict[str, Any]) -> str | None:
