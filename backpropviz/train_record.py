@@ -24,7 +24,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .builder import Live, leaf_readers
+from .builder import Live, leaf_readers, listed_parameters
 from .errors import BackpropvizError, UsageError
 from .formatting import changed_note
 from .options import DEFAULT_ITERATIONS, DEFAULT_MAX_NODES, Options
@@ -247,19 +247,8 @@ def _listed(names: dict[str, Any]) -> dict[int, str]:
     """Where each parameter of a model in the script's ``names`` is listed: id -> e.g.
     ``model.parameters()[3]`` (micrograd-style models; a PyTorch module's parameters are
     named by its modules already)."""
-    listed: dict[int, str] = {}
-    for name, model in names.items():
-        method = getattr(model, "parameters", None)
-        if name.startswith("_") or isinstance(model, type) or not callable(method) \
-                or hasattr(model, "named_parameters"):
-            continue
-        try:
-            parameters = list(method())
-        except Exception:  # not a model after all
-            continue
-        for i, parameter in enumerate(parameters):
-            listed.setdefault(id(parameter), f"{name}.parameters()[{i}]")
-    return listed
+    models = {name: obj for name, obj in names.items() if not hasattr(obj, "named_parameters")}
+    return {key: place for key, (_, place) in listed_parameters(models).items()}
 
 
 def _parameters(kept: list[_Kept], names: dict[int, str]) -> set[str]:
