@@ -63,11 +63,12 @@ def test_a_scene_shared_out_between_processes_is_the_scene_rendered_by_one(tmp_p
         ["serial.mp4", "serial.srt", "shared.mp4", "shared.srt"])  # no parts left over
 
 
-# Rendered in a process of their own, as the command line renders a clip. Known bug,
-# not found yet: in a process that has rendered other clips first (this suite's
-# test_animate, test_clip_story and test_clip_frame, in one process), the two processes'
-# recap came out with other pixels than the one's: some state the forked workers
-# inherit changes what an animation played blind leaves behind.
+# Rendered in a process of their own, as the command line renders a clip. Known, not
+# found yet: a few clips (torch_mlp's forward pass, mlp3, a training clip) are not the
+# same to the pixel even rendered twice in one process each, -j 1 both times (a handful
+# of frames, a few levels apart, in a lossless .mov too), though every mobject, the
+# camera and the static image are the same bytes at each frame; so those cannot be
+# compared here. add_mul's clip is the same run after run.
 _BOTH = """
 import sys
 from backpropviz.animate import render_video
@@ -84,3 +85,107 @@ def test_the_backward_sweep_in_two_processes_is_the_sweep_in_one(tmp_path):
     subprocess.run([sys.executable, "-c", _BOTH, str(script), str(serial), str(shared)],
                    check=True, timeout=600, cwd=tmp_path)
     assert_same_clip(serial, shared)
+
+
+# What each renderer starts from is the state the conductor reached by skipping the
+# animations before it, each in one step; a render reaches it frame by frame. The two
+# must agree to the last bit (else a pixel of some later frame can differ): checked
+# after every animation of whole clips, the render's side played as manim's dry run.
+
+
+def _state(scene) -> tuple:
+    """The clock, the camera, and every mobject on screen as drawn: points, colours,
+    widths and depth, as bytes."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for mobject in scene.mobjects:
+        for part in mobject.get_family():
+            digest.update(np.ascontiguousarray(part.points).tobytes())
+            for colours in ("fill_rgbas", "stroke_rgbas", "background_stroke_rgbas"):
+                digest.update(np.ascontiguousarray(getattr(part, colours, [])).tobytes())
+            digest.update(repr((type(part).__name__, getattr(part, "stroke_width", None),
+                                part.z_index)).encode())
+    digest.update(np.ascontiguousarray(scene.camera.frame.points).tobytes())
+    return scene.renderer.num_plays, scene.renderer.time, digest.hexdigest()
+
+
+def _states(make_scene, skipped: bool, media: Path) -> list[tuple]:
+    from backpropviz.animate.parallel import _skipped
+
+    settings = {"media_dir": str(media), "disable_caching": True, "progress_bar": "none",
+                "verbosity": "WARNING", "quality": "low_quality", "dry_run": not skipped}
+    states = []
+    with manim.tempconfig(settings):
+        scene = make_scene()
+        scene.camera.capture_mobjects = lambda mobjects, **kwargs: None
+        renderer = scene.renderer
+        manims_play = renderer.play
+
+        def play(*args, **kwargs) -> None:
+            if skipped:
+                with _skipped(renderer, scene):
+                    manims_play(*args, **kwargs)
+            else:
+                manims_play(*args, **kwargs)
+            states.append(_state(scene))
+
+        renderer.play = play
+        scene.render()
+    return states
+
+
+@pytest.fixture(scope="module")
+def loop_run():
+    from backpropviz.options import Options
+    from backpropviz.train_record import record_training
+
+    script = Path(__file__).resolve().parent.parent / "examples" / "training_loop.py"
+    return record_training(script, Options(iterations=2), quiet=True)
+
+
+@pytest.mark.parametrize("clip", ["fork", "training_loop"])
+def test_an_animation_skipped_leaves_what_its_frames_leave(clip, example, loop_run, tmp_path):
+    from backpropviz.animate.sweep import BackpropScene
+    from backpropviz.animate.training import TrainingScene
+
+    if clip == "training_loop":
+        def make_scene():
+            return TrainingScene(loop_run, progress=False)
+    else:
+        G = example(clip)
+
+        def make_scene():
+            return BackpropScene(G, progress=False)
+    rendered = _states(make_scene, False, tmp_path / "rendered")
+    skipped = _states(make_scene, True, tmp_path / "skipped")
+    assert len(rendered) == len(skipped) > 10
+    assert [k for k, (a, b) in enumerate(zip(rendered, skipped, strict=True)) if a != b] == []
+
+
+class _Breaks(manim.Animation):
+    """An animation that fails on any frame between its first and its last: as a
+    renderer draws it, never as the conductor skips it."""
+
+    def interpolate_mobject(self, alpha: float) -> None:
+        if 0 < alpha < 1:
+            raise ValueError("no such frame")
+
+
+class Failing(manim.Scene):
+    def __init__(self, progress: bool = False, **options) -> None:
+        super().__init__()
+
+    def construct(self) -> None:
+        square = manim.Square()
+        self.play(manim.Create(square), run_time=0.3)
+        self.play(_Breaks(square), run_time=0.3)
+
+
+def test_a_renderer_that_fails_is_one_clear_error_and_leaves_no_file(tmp_path):
+    from backpropviz.animate.formats import AnimateError
+
+    target = tmp_path / "clip.mp4"
+    with pytest.raises(AnimateError, match=r"failed \(ValueError: no such frame\).*-j 1"):
+        render_scene(Failing, target, quality="l", transparent=False, progress=False, jobs=2)
+    assert list(tmp_path.iterdir()) == []

@@ -23,7 +23,8 @@ from manim import (
 from ..style import EXPRESSION_PT, Theme
 from .mobjects import Z_BADGE, Z_MARK, Z_PULSE, OpNode, TextStore, pen_width
 
-__all__ = ["dead_unit_note", "flash", "overlap", "parallel", "pulse", "ring_over", "stop_bar"]
+__all__ = ["Along", "dead_unit_note", "flash", "overlap", "parallel", "pulse", "ring_over",
+           "stop_bar"]
 
 
 def ring_over(op: OpNode, color: str, fill: str) -> VGroup:
@@ -98,6 +99,29 @@ class _Travel(Animation):
         where = self.rate_func(alpha)
         self.mobject.move_to(self.path.point_from_proportion(where))
         self.mobject.set_opacity(min(1.0, 6 * alpha, 6 * (1 - alpha)))
+
+
+class Along(Animation):
+    """A mobject carried along a path. Each frame places it from where it started, not
+    from where the last frame left it (as manim's MoveAlongPath does), so where it ends
+    is the same to the last bit however many frames were played: a clip rendered in
+    several processes, which skip the animations others draw, goes on from the state a
+    render in one process reaches."""
+
+    def __init__(self, mobject: VMobject, path: VMobject, **kwargs: Any) -> None:
+        super().__init__(mobject, **kwargs)
+        self.path = path
+
+    def create_starting_mobject(self) -> VMobject:
+        starting = super().create_starting_mobject()
+        self.start = starting.get_center()
+        return starting
+
+    def interpolate_mobject(self, alpha: float) -> None:
+        shift = self.path.point_from_proportion(self.rate_func(alpha)) - self.start
+        for moved, start in zip(self.mobject.get_family(), self.starting_mobject.get_family(),
+                                strict=True):
+            moved.points = start.points + shift
 
 
 def overlap(a: VMobject, b: VMobject) -> bool:

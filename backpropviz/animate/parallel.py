@@ -1,29 +1,38 @@
 """A clip rendered by several processes at once, joined without encoding it again.
 
 manim encodes every animation of a scene (each ``play`` and ``wait``) as a
-partial movie of its own, then joins them by copying their packets. Here each
-of ``jobs`` forked workers runs the whole scene but draws and encodes only the
-animations whose number it owns (every ``jobs``-th, so long and short steps
-are shared out evenly). The others it plays blind: every frame's time step
-and every mobject's motion as in a render, but no frame drawn or written.
-(manim's own skipping, as for ``--from-animation-number``, jumps to an
-animation's end in one step, which advances the clock by its duration rather
-than by its frames, so later cues and frames would drift.) The partial movies
-are then joined in order, packet by packet, as manim joins its own, so the clip
-has the frames of a render in one process (tests/test_animate.py compares them).
+partial movie of its own, then joins them by copying their packets. Here one
+process, the conductor, runs the scene's story once, skipping every animation
+as manim skips one (for ``--from-animation-number``): played to its end in one
+step, no frame drawn. Before it skips an animation it forks a renderer, which
+starts from that very state, draws and encodes that one animation, and leaves;
+at most ``jobs`` renderers work at once. So the story (the scene's mobjects, its
+texts, every animation's set-up) is built once, not once a process.
+
+manim's skip advances the clock by the animation's duration where a render
+advances it a frame at a time, so later cues and frames would drift; the
+conductor then sets the clock to what a render's frames would have made it,
+added up the same way, to the last bit. (No mobject of a clip moves by an
+updater, whose motion would depend on the time steps.) The partial movies are
+joined in order, packet by packet, as manim joins its own, so the clip has the
+frames of a render in one process (tests/test_parallel_clip.py compares them);
+the subtitles are the conductor's, which told the whole story.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import multiprocessing
+import gc
 import os
 import pathlib
-import shutil
+import pickle
+import select
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+
+import numpy as np
 
 from .. import batch
 from .formats import AnimateError
@@ -38,88 +47,155 @@ def default_jobs() -> int:
     return 1 if threading.active_count() > 1 else max(1, batch.default_jobs())
 
 
-# What the forked workers render: set just before they are forked, so that
-# nothing (the scene's graph, its factory) has to be pickled to reach them.
-_job: dict[str, Any] = {}
-
-
-def _worker(worker: int) -> tuple[list[tuple[int, str]], float, str | None]:
-    """Render the animations numbered ``worker`` modulo the number of jobs;
-    their partial movies by number, the scene's length, and its subtitles."""
+def render_shared(make_scene: Callable[..., Any], settings: dict[str, Any], jobs: int,
+                  options: dict[str, Any], movie: pathlib.Path, progress: bool = False) -> float:
+    """Render the scene ``make_scene(progress=..., **options)`` with ``jobs`` renderer
+    processes into ``movie`` (subtitles beside it, if the scene has any); its length in
+    seconds. ``settings`` are manim's, as for a render in one process."""
     import manim
 
-    jobs, settings = _job["jobs"], dict(_job["settings"])
-    settings["media_dir"] = os.path.join(settings["media_dir"], f"worker-{worker}")
-    with manim.tempconfig(settings):
-        # The first worker tells the progress: each plays the whole story.
-        scene = _job["make_scene"](progress=_job["progress"] and worker == 0, **_job["options"])
-        renderer = scene.renderer
-        manims_play = renderer.play
+    renderers = _Renderers(jobs)
+    # manim prunes its partial movies to the newest 100 as a scene ends: here the
+    # conductor's scene ends before the renderers' movies are joined.
+    settings = {**settings, "max_files_cached": -1}
+    try:
+        with manim.tempconfig(settings):
+            scene = make_scene(progress=progress, **options)
+            renderer = scene.renderer
+            manims_play = renderer.play
 
-        def play(*args: Any, **kwargs: Any) -> None:
-            if renderer.num_plays % jobs == worker:
-                manims_play(*args, **kwargs)
-                return
-            with _blind(renderer):
-                manims_play(*args, **kwargs)
+            def play(*args: Any, **kwargs: Any) -> None:
+                renderers.fork(lambda: _render_one(scene, manims_play, args, kwargs))
+                with _skipped(renderer, scene):
+                    manims_play(*args, **kwargs)
 
-        renderer.play = play
-        scene.render()
-        writer = renderer.file_writer
-        movies = [(index, str(path)) for index, path in enumerate(writer.partial_movie_files)
-                  if path is not None]
-        subtitles = pathlib.Path(writer.movie_file_path).with_suffix(".srt")
-        return movies, float(scene.time), str(subtitles) if subtitles.exists() else None
+            renderer.play = play
+            scene.render()
+            parts = renderers.finish()
+            writer = renderer.file_writer
+            subtitles = pathlib.Path(writer.movie_file_path).with_suffix(".srt")
+            seconds = float(scene.time)
+    finally:
+        renderers.stop()
+        gc.unfreeze()
+    _join_movies(parts, movie, transparent=bool(settings.get("transparent")))
+    if subtitles.exists():
+        subtitles.replace(movie.with_suffix(".srt"))
+    return seconds
+
+
+def _render_one(scene: Any, manims_play: Callable[..., None], args: tuple,
+                kwargs: dict[str, Any]) -> str:
+    """In a renderer process: draw and encode the animation about to play; its movie."""
+    scene.progress = False  # the conductor tells the progress
+    renderer = scene.renderer
+    number = renderer.num_plays
+    manims_play(*args, **kwargs)
+    writer = renderer.file_writer
+    writer.join_all_encode_jobs()
+    return str(writer.partial_movie_files[number])
+
+
+class _Renderers:
+    """The forked renderer processes: at most ``jobs`` at once, each rendering one
+    animation and telling its movie's path (or its error) down a pipe."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self.running: dict[int, tuple[int, int]] = {}  # pid: (animation, pipe to read)
+        self.movies: dict[int, str] = {}
+
+    def fork(self, work: Callable[[], str]) -> None:
+        while len(self.running) >= self.jobs:
+            self._reap()
+        number = len(self.movies) + len(self.running)
+        read, write = os.pipe()
+        # What is alive now the collector leaves alone in the renderer, which would
+        # otherwise write to (and so copy) every page of the heap it inherits.
+        gc.freeze()
+        try:
+            pid = os.fork()
+        except OSError as error:
+            os.close(read)
+            os.close(write)
+            raise AnimateError(f"could not start a process to render part of the clip "
+                               f"({error.strerror}); try again with -j 1") from None
+        if pid == 0:  # the renderer: do the work, say how it went, leave at once
+            os.close(read)
+            status = 0
+            try:
+                told: Any = ("movie", work())
+            except BaseException as error:  # any, told to the conductor
+                told, status = ("error", f"{type(error).__name__}: {error}"[:1000]), 1
+            try:
+                with os.fdopen(write, "wb") as pipe:
+                    pickle.dump(told, pipe)
+            finally:
+                os._exit(status)
+        os.close(write)
+        self.running[pid] = (number, read)
+
+    def _reap(self) -> None:
+        """Wait for a renderer to tell how it went (its pipe closes as it leaves), and
+        for it to end: only this conductor's own processes, never another child's."""
+        pipes = {read: pid for pid, (_, read) in self.running.items()}
+        ready, _, _ = select.select(list(pipes), [], [])
+        pid = pipes[ready[0]]
+        number, read = self.running.pop(pid)
+        with os.fdopen(read, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        told = pickle.loads(data) if data else ("error", "it stopped (out of memory?)")
+        if told[0] != "movie" or status != 0:
+            raise AnimateError(f"a process rendering part of the clip failed ({told[1]}); "
+                               "try again with -j 1")
+        self.movies[number] = told[1]
+
+    def finish(self) -> list[str]:
+        """Wait for every renderer; the movies in the order of their animations."""
+        while self.running:
+            self._reap()
+        return [self.movies[number] for number in sorted(self.movies)]
+
+    def stop(self) -> None:
+        """Stop any renderer still working (after a failure or an interrupt)."""
+        for pid, (_, read) in self.running.items():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            os.close(read)
+        self.running.clear()
 
 
 @contextlib.contextmanager
-def _blind(renderer: Any) -> Iterator[None]:
-    """While an animation plays: no frame drawn, none encoded, no partial movie."""
-    writer = renderer.file_writer
-    add_partial, begin, end = (writer.add_partial_movie_file, writer.begin_animation,
-                               writer.end_animation)
+def _skipped(renderer: Any, scene: Any) -> Iterator[None]:
+    """While an animation plays: played to its end in one step, as manim skips one,
+    no frame drawn, none encoded, no partial movie; then the clock as a render leaves it."""
+    start, frozen = renderer.time, []
     renderer.update_frame = lambda *args, **kwargs: None
     renderer.get_frame = lambda: None
-    writer.write_frame = lambda *args, **kwargs: None
-    writer.add_partial_movie_file = lambda name: add_partial(None)
-    writer.begin_animation = lambda allow_write=False, **kwargs: begin(False, **kwargs)
-    writer.end_animation = lambda allow_write=False: end(False)
+    renderer.freeze_current_frame = frozen.append
+    renderer._original_skipping_status = True
     try:
         yield
     finally:  # the class's own methods again
-        for name in ("update_frame", "get_frame"):
+        for name in ("update_frame", "get_frame", "freeze_current_frame"):
             del renderer.__dict__[name]
-        for name in ("write_frame", "add_partial_movie_file", "begin_animation",
-                     "end_animation"):
-            del writer.__dict__[name]
+        renderer._original_skipping_status = renderer.skip_animations = False
+    renderer.time = _clock_after(start, scene.duration, frozen, renderer.camera.frame_rate)
 
 
-def render_shared(make_scene: Callable[..., Any], settings: dict[str, Any], jobs: int,
-                  options: dict[str, Any], movie: pathlib.Path, progress: bool = False) -> float:
-    """Render the scene ``make_scene(progress=..., **options)`` with ``jobs`` worker
-    processes into ``movie`` (subtitles beside it, if the scene has any); its length in
-    seconds. ``settings`` are manim's, as for a render in one process."""
-    _job.update(make_scene=make_scene, settings=settings, jobs=jobs, options=options,
-                progress=progress)
-    context = multiprocessing.get_context("fork")  # the workers inherit _job as it is
-    try:
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            results = list(pool.map(_worker, range(jobs)))
-    except concurrent.futures.process.BrokenProcessPool:
-        raise AnimateError("a process rendering part of the clip stopped (out of memory?); "
-                           "try again with -j 1") from None
-    finally:
-        _job.clear()
-    numbered = sorted(part for movies, _, _ in results for part in movies)
-    if [index for index, _ in numbered] != list(range(len(numbered))):
-        raise AnimateError("the processes rendering the clip did not share its animations "
-                           "out exactly: render it with -j 1")
-    _join_movies([path for _, path in numbered], movie,
-                transparent=bool(settings.get("transparent")))
-    _, seconds, subtitles = results[0]
-    if subtitles is not None:
-        shutil.copyfile(subtitles, movie.with_suffix(".srt"))
-    return seconds
+def _clock_after(start: float, duration: float, frozen: list[float], frame_rate: float) -> float:
+    """The clock after a render of an animation of ``duration`` seconds from ``start``:
+    a still frame held (``frozen``) adds its frames at once, a moving one a frame at a
+    time (CairoRenderer.add_frame), each of the frames of manim's time progression."""
+    dt = 1 / frame_rate
+    if frozen:
+        return start + int(frozen[0] / dt) * dt
+    for _ in range(len(np.arange(0, duration, dt))):
+        start += dt
+    return start
 
 
 def _join_movies(parts: list[str], movie: pathlib.Path, *, transparent: bool = False) -> None:

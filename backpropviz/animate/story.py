@@ -26,7 +26,6 @@ from manim import (
     RIGHT,
     FadeIn,
     FadeOut,
-    MoveAlongPath,
     ReplacementTransform,
     RoundedRectangle,
     Succession,
@@ -48,7 +47,7 @@ from ..captions import (
 from ..formatting import MAX_ITEMS, format_array
 from ..style import Theme
 from .mobjects import Z_FLYING, Z_MARK, Table, TextStore
-from .motion import flash, stop_bar
+from .motion import Along, flash, stop_bar
 from .pacing import Pace, durations, factor_sources
 from .screen import ROW_PITCH, RULE_EM, WORKED_EM, wrapped, wrapped_words
 
@@ -319,7 +318,7 @@ def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, *, stop: bool,
                                                        inbound.get_start()]),
                     inbound, _part(outbound, meet_at))
     ease = rate_functions.ease_in_out_sine
-    travel = [MoveAlongPath(token, route, rate_func=ease),
+    travel = [Along(token, route, rate_func=ease),
               flash(inbound, palette.grad, s), flash(_part(outbound, meet_at), palette.grad, s)]
     if stop:
         bar = stop_bar(outbound, meet_at, palette, scene.store, s)
