@@ -191,6 +191,9 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
         order.pop(drawn, None)  # a group's step is when its last op is done
         order[drawn] = None
     H.graph["backward_order"] = list(order)
+    if G.graph.get("loop_rest_after") in drawn_as:  # (a rolled loop's closing step follows
+        # the op its last op is drawn in)
+        H.graph["loop_rest_after"] = drawn_as[G.graph["loop_rest_after"]]
     for node, attrs in G.nodes(data=True):
         if node in plans:
             name, plan = plans[node]
