@@ -20,9 +20,12 @@ from .worked import as_written, exactly
 
 __all__ = ["WRITTEN_SHARES", "closing_line", "closing_rule", "closing_text", "repetitions"]
 
-# The most shares a closing step's worked line writes out, one by one.
+# The most shares a closing step's worked line writes out, one by one, and the most
+# numbers it writes so (its sum so far, the shares, the result: entries of arrays
+# counted); past them the shares are counted.
 WRITTEN_SHARES = 4
-# ...and the most entries of an array it writes (more are read on the picture's boxes).
+WRITTEN_NUMBERS = 24
+# The most entries of an array it writes at all (more are read on the picture's boxes).
 WRITTEN_ENTRIES = 12
 
 
@@ -46,7 +49,7 @@ def repetitions(shares: Sequence[Sequence[Any]]) -> str:
 
 def closing_text(left: str, shares: Sequence[Sequence[Any]]) -> str:
     """The closing step's equation for one shared value, ``left`` its ∂L/∂w."""
-    return f"{left} += the shares of {repetitions(shares)}"
+    return f"{left} += the {_counted(len(shares))} of {repetitions(shares)}"
 
 
 def closing_line(left: str, before: Any, shares: Sequence[Sequence[Any]], after: Any,
@@ -54,14 +57,14 @@ def closing_line(left: str, before: Any, shares: Sequence[Sequence[Any]], after:
     """The worked line of one shared value: its sum so far (``before``, None if it had
     none) plus each share gives ``after``, written with the engine's numbers; ``=``
     where the numbers as written add up to it exactly, else ``≈``. More shares than
-    WRITTEN_SHARES are counted, not written; a large array's numbers are left to the
-    picture."""
+    WRITTEN_SHARES (or numbers than WRITTEN_NUMBERS) are counted, not written; a large
+    array's numbers are left to the picture."""
     terms = [share for _, share in shares]
     numbers = ([] if before is None else [before]) + terms
     if any(np.size(x) > WRITTEN_ENTRIES for x in [*numbers, after]):
         return f"{left} += the {_counted(len(terms))} of {repetitions(shares)}"
     written = [number_text(before, precision)] if before is not None else []
-    if len(terms) > WRITTEN_SHARES:
+    if len(terms) > WRITTEN_SHARES or sum(map(np.size, [*numbers, after])) > WRITTEN_NUMBERS:
         counted = f"the {_counted(len(terms))} of {repetitions(shares)}"
         return f"{left} = {' + '.join([*written, counted])} = {number_text(after, precision)}"
     written += [_factor(share, precision) for share in terms]
