@@ -188,7 +188,7 @@ def _closing_sources(shares: list, step: int) -> list[dict[str, Any]]:
                for t, share in shares[:LISTED_SHARES]]
     if len(shares) > LISTED_SHARES:
         sources.append({"edge": None, "op": None, "operand": None, "step": step, "share": [],
-                        "said": f"and {len(shares) - LISTED_SHARES} more repetitions' shares"})
+                        "said": f"{len(shares) - LISTED_SHARES} more repetitions"})
     return sources
 
 
