@@ -227,16 +227,24 @@ def _modules_drawn_as_one(model, depth: int | None) -> set[str]:
                      and (depth is None or name.count(".") + 1 < depth)))}
 
 
+@pytest.fixture(scope="module")
+def residual_nets():
+    """Each residual net's graph and its model, as plain PyTorch made it (run once)."""
+    return {script: (graph_of_script(SCRIPTS / f"{script}.py", quiet=True),
+                     runpy.run_path(str(SCRIPTS / f"{script}.py"))["model"])
+            for script in ("resnet_small", "resnet_functional")}
+
+
 @pytest.mark.parametrize("script", ["resnet_small", "resnet_functional"])
 @pytest.mark.parametrize("depth", [None, 1, 2, 3])
-def test_a_residual_blocks_own_ops_are_drawn_as_themselves_with_no_note(script, depth):
+def test_a_residual_blocks_own_ops_are_drawn_as_themselves_with_no_note(residual_nets, script,
+                                                                        depth):
     # A block's own ops between its modules (the residual addition, a functional ReLU)
     # are not a module: at --modules they were closed into an operator named after the
     # block (the addition alone drawn as model.layer1.0), or, two of them, said to be
     # "drawn op by op: it makes more than one value used outside it" of a block that
     # returns one tensor.
-    G = graph_of_script(SCRIPTS / f"{script}.py", quiet=True)
-    model = runpy.run_path(str(SCRIPTS / f"{script}.py"))["model"]
+    G, model = residual_nets[script]
     view = drawn_graph(G, modules=True if depth is None else depth)
     validate(view)
     assert set(_module_ops(view)) == _modules_drawn_as_one(model, depth)
