@@ -13,7 +13,8 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .formatting import MAX_ITEMS, display_number, format_array, superscript
+from .closing import closing_line, closing_rule, closing_text
+from .formatting import MAX_ITEMS, format_array, number_text, superscript
 from .ir import operand_edges
 from .metrics import text_width
 from .ops import ATOM, POSTFIX
@@ -516,20 +517,6 @@ def _local(attrs: Mapping, form: ops.Form, arg: int, args: list[Name], result: N
     return rhs
 
 
-def number_text(x: Any, precision: int = 4) -> str:
-    """A recorded number as a worked caption writes it: ``−3``, a vector as the
-    column the picture draws (``[1; −2]``), a matrix by rows (``[2, −1; 0, 1]``)."""
-    array = np.asarray(x, dtype=np.float64)
-    if array.ndim == 0:
-        return display_number(float(array), precision)
-    if array.ndim == 1:
-        return "[" + "; ".join(display_number(v, precision) for v in array) + "]"
-    if array.ndim == 2:
-        return "[" + "; ".join(", ".join(display_number(v, precision) for v in row)
-                               for row in array) + "]"
-    return "[" + "; ".join(number_text(inner, precision) for inner in array) + "]"
-
-
 def _factor(x: Any, precision: int) -> Name:
     """A number as a factor: a negative scalar in parentheses, ``(−3)``."""
     text = number_text(x, precision)
@@ -696,6 +683,11 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         if passes and passes > 1:
             running.setdefault(v, None)  # earlier passes' sum: not recorded
     for step in backward_steps(G):
+        if step.op is None:  # a rolled loop's closing step: the repetitions not drawn
+            captions.append(_closing_caption(G, names, top, step, running, precision))
+            running.update((value, step.grads[value]) for value in step.updated)
+            had_gradient.update(step.updated)
+            continue
         forked_now = False
         op_attrs = G.nodes[step.op]
         spec = ops.get(op_attrs["op"])
@@ -763,3 +755,19 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         captions.append(Caption(",  ".join(texts), r",\quad ".join(texs), rule, tuple(worked),
                                 tuple(per_edge)))
     return captions
+
+
+def _closing_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name, step: Any,
+                     running: dict, precision: int) -> Caption:
+    """A rolled loop's closing step (closing.py): each shared value's sum so far, the
+    shares of the repetitions not drawn, and the gradient the engine then held."""
+    shares = G.graph.get("loop_shares", {})
+    lefts = {value: partial_name(top, names[value]) for value in step.updated}
+    texts = [closing_text(lefts[value].text, shares.get(value, ())) for value in step.updated]
+    worked = [closing_line(lefts[value].text, running.get(value), shares.get(value, ()),
+                           step.grads[value], precision) for value in step.updated]
+    rule = closing_rule({value: shares.get(value, ()) for value in step.updated},
+                        G.graph.get("loop_count"), [names[value].text for value in step.updated])
+    texs = [rf"{lefts[value].tex} \mathrel{{+}}= \text{{the other repetitions' shares}}"
+            for value in step.updated]
+    return Caption(",  ".join(texts), r",\quad ".join(texs), rule, tuple(worked))

@@ -21,6 +21,7 @@ __all__ = [
     "format_number",
     "grid_indices",
     "norm",
+    "number_text",
     "summarized",
     "superscript",
 ]
@@ -186,3 +187,17 @@ def changed_note(name: str | None, used: Any, now: Any, precision: int = 4) -> s
                 f"{display_number(float(now), precision)} after the update (drawn as the "
                 "forward pass used it)")
     return f"{who} changed after the update (drawn as the forward pass used it)"
+
+
+def number_text(x: Any, precision: int = 4) -> str:
+    """A recorded number as a worked caption writes it: ``−3``, a vector as the
+    column the picture draws (``[1; −2]``), a matrix by rows (``[2, −1; 0, 1]``)."""
+    array = np.asarray(x, dtype=np.float64)
+    if array.ndim == 0:
+        return display_number(float(array), precision)
+    if array.ndim == 1:
+        return "[" + "; ".join(display_number(v, precision) for v in array) + "]"
+    if array.ndim == 2:
+        return "[" + "; ".join(", ".join(display_number(v, precision) for v in row)
+                               for row in array) + "]"
+    return "[" + "; ".join(number_text(inner, precision) for inner in array) + "]"

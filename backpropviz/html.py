@@ -29,7 +29,7 @@ from .page_loop import loop_data, loop_panel
 from .practice import practice_questions
 from .script import as_graph
 from .step_drawing import StepDrawing
-from .steps import backward_steps, dead_masks, start_grads
+from .steps import backward_steps, closing_step, dead_masks, start_grads
 from .style import THEMES
 from .typeset import caption_runs
 from .views import drawn_graph
@@ -112,7 +112,10 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
                "typeset": _typeset_lines(captions[0])}]
     for step, caption in zip(backward_steps(G), captions[1:], strict=True):
         states.append({
-            "op": str(step.op), "result": str(step.result),
+            "op": None if step.op is None else str(step.op),
+            "result": None if step.op is None else str(step.result),
+            **({"title": "the repetitions not drawn add their shares"} if step.op is None
+               else {}),  # (a rolled loop's closing step: no op of the drawing)
             "edges": [edge_id(*edge) for edge in step.edges],
             "updated": [str(v) for v in step.updated],
             "accumulated": [str(v) for v in step.accumulated],
@@ -142,6 +145,10 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
                for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
     for node, before in G.graph.get("loop_before", {}).items():  # (not a share drawn)
         details[str(node)]["grads"].append([0, _exact(before)])
+        details[str(node)]["sources"].append({
+            "edge": None, "op": None, "operand": None, "step": 0, "share": _exact(before),
+            "said": "the repetitions after the drawn one"})
+    shares = G.graph.get("loop_shares", {})
     for node, seed in seeds.items():
         details[str(node)]["grads"].append([0, _exact(seed)])
         details[str(node)]["sources"].append({"edge": None, "op": None, "operand": None,
@@ -157,12 +164,32 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
                     "share": _exact(grad)})
         for value in step.updated:
             details[str(value)]["grads"].append([index, _exact(step.grads[value])])
+        if step.op is None:  # a rolled loop's closing step: each share, the engine's
+            for value in step.updated:
+                details[str(value)]["sources"].extend(_closing_sources(shares.get(value, ()),
+                                                                       index))
     for detail in details.values():
         left = {step: cells for step, cells in detail["grads"]}
         for source in detail["sources"]:
             if source["share"] == left.get(source["step"]):
                 source["share"] = None
     return details
+
+
+# The most shares of a closing step a tooltip lists one by one (the rest are counted).
+LISTED_SHARES = 8
+
+
+def _closing_sources(shares: list, step: int) -> list[dict[str, Any]]:
+    """A shared value's sources at a rolled loop's closing step: each share as backward
+    sent it, from its repetition; past LISTED_SHARES, the rest counted."""
+    sources = [{"edge": None, "op": None, "operand": None, "step": step, "share": _exact(share),
+                "said": f"repetition {t}" if t else "a use outside the loop"}
+               for t, share in shares[:LISTED_SHARES]]
+    if len(shares) > LISTED_SHARES:
+        sources.append({"edge": None, "op": None, "operand": None, "step": step, "share": [],
+                        "said": f"{len(shares) - LISTED_SHARES} more repetitions"})
+    return sources
 
 
 # ---------------------------------------------------------------- the SVG
@@ -416,7 +443,7 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
     for group in data["groups"].values():
         _as_changes(group["steps"])
     data["loop"] = loop = loop_data(G, precision)  # a rolled loop's repetitions
-    data["memory"] = meter = step_meter(timeline(G), theme=theme)
+    data["memory"] = meter = step_meter(timeline(G), theme=theme, closing=closing_step(G))
     spark = meter.pop("svg")  # drawn in the page, not kept in its data
     subject = differentiated(G, value_names(G)).text if G.graph.get("seeds") else "the graph"
     title = f"backpropviz: {'practise ' if practice else ''}the backward pass of {subject}"

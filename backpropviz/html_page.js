@@ -219,6 +219,8 @@
     if (now === 0) {
       label = "Step 0 of " + last + ": the forward values" +
         (Object.keys(step.grads).length ? " and the seed" : "");
+    } else if (step.op === null) {  // a rolled loop's closing step: no op of the drawing
+      label = "Step " + now + " of " + last + ": " + step.title;
     } else {
       var op = data.ops[step.op];
       label = "Step " + now + " of " + last + ": " + op.symbol + " (" + op.op + ")";
@@ -573,9 +575,11 @@
       if (source.step > (source.edge ? shownAt(source.edge) : current)) { return; }
       var item = document.createElement("li");
       var op = source.op && data.ops[source.op];
+      // (a rolled loop's repetitions not drawn are said: source.said)
       item.textContent = (op ? "from " + op.symbol + " (" + op.op + " → " +
         data.values[op.result].name + (source.operand ? ", operand " + source.operand : "") +
-        "), step " + source.step + ": " : "the seed: ") +
+        "), step " + source.step + ": " : source.said ? "from " + source.said + ", step " +
+        source.step + (source.share && !source.share.length ? "" : ": ") : "the seed: ") +
         (source.share || leftAt(id, source.step)).map(function (row) {
           return row.join(", ");
         }).join("; ");

@@ -13,7 +13,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 from pathlib import Path
 
@@ -460,17 +460,22 @@ def x_ticks(x_max: float) -> list[float]:
 # ---------------------------------------------------------------- the step-through page
 
 
-def step_meter(line: Timeline, *, theme: str = "light") -> dict:
+def step_meter(line: Timeline, *, theme: str = "light", closing: int | None = None) -> dict:
     """What the step-through page's memory bar shows at each of its steps, JSON-ready.
 
     Page step 0 is the end of the forward pass, step k the k-th backward step:
     ``bytes`` held then, ``fill`` (percent of the peak), ``text``, the value ids
     ``held`` (highlighted in the graph) and ``freed`` by that step, and
     ``spark``: the id of the bar of the small whole-timeline chart ``svg``.
+    ``closing`` is the page step of a rolled loop's closing step, which runs no op
+    of the drawing: the memory of the step before.
     """
     peak = line.peak_bytes
     forward, backward = line.forward, line.backward
     page_steps = [forward[-1], *backward] if forward else []
+    if closing is not None and 0 < closing <= len(page_steps):
+        held = page_steps[closing - 1]
+        page_steps.insert(closing, replace(held, freed=(), kept=()))
     meter: dict = {"peak": peak, "bytes": [], "fill": [], "text": [], "held": [], "freed": [],
                    "spark": []}
     for k, step in enumerate(page_steps):

@@ -162,7 +162,7 @@ class Options:
         "operator"))
     modules: bool = field(default=False, metadata=_option(
         "draw a PyTorch model at module level: each innermost module (model.0, model.1...) "
-        "as one operator"))
+        "as one operator, the ops between modules (a residual addition) as themselves"))
     depth: int | None = field(default=None, metadata=_option(
         "draw a PyTorch model's modules N levels down as one operator each (1: its "
         "children, model.layer1...; as torchview's depth), a module above that with no "

@@ -36,10 +36,11 @@ def opened_groups(source: nx.MultiDiGraph, view: nx.MultiDiGraph,
     """
     if view is source:
         return {}
-    order = view.graph.get("backward_order", ())
     replay = backward_steps(view)
     opened = {}
-    for step, op in enumerate(order, start=1):
+    for step, op in enumerate((done.op for done in replay), start=1):
+        if op is None:  # (a rolled loop's closing step)
+            continue
         attrs = view.nodes[op]
         if attrs.get("op") != ops.GROUP.name or len(attrs.get("members", ())) < 2:
             continue

@@ -79,6 +79,8 @@ def _step_questions(G: nx.MultiDiGraph, step: Any, caption: Any, names: dict, to
                     precision: int) -> list[dict[str, Any]]:
     """The questions of one backward step, in the caption's order: each edge's share
     (at a fork, then the sum), and at a dead ReLU why it passed nothing."""
+    if step.op is None:  # a rolled loop's closing step: no op's rule to practise
+        return []
     spec = ops.get(G.nodes[step.op]["op"])
     questions: list[dict[str, Any]] = []
     for (u, v, key), lines in caption.edges:

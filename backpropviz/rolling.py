@@ -15,7 +15,11 @@ that the block's output loops back to (``loop_back``, drawn ×N), and each
 shared value with the gradient the engine holds for it, the sum over every
 repetition (its edges show the drawn repetition's share). Each block value
 also keeps its data and gradient at every repetition (``loop_data``,
-``loop_grad``) for the page to show any one of them.
+``loop_grad``) for the page to show any one of them. The steps sweep the drawn
+repetition, each shared value's gradient the engine's sum so far (the later
+repetitions' shares, then the drawn one's); a closing step then adds the shares
+of the repetitions backward reached after it (``loop_rest``, ``loop_shares``),
+so the last step shows the gradient .grad holds, as the figure does.
 """
 
 from __future__ import annotations
@@ -258,6 +262,10 @@ def rolled(G: nx.MultiDiGraph, loop: Loop, repetition: int | None = None) -> nx.
     before = _sums_before(G, H, loop, source_of)
     if before:
         H.graph["loop_before"] = before
+    closing = _closing(G, H, loop, k, source_of)
+    if closing is not None:
+        H.graph.update(zip(("loop_rest_after", "loop_rest", "loop_shares"), closing,
+                           strict=True))
     # A shared value an op made before the loop: that op's step reads it with every
     # repetition's share in, its gradient as the engine ended with it.
     after = {value: G._node[value]["grad"] for value in loop.shared
@@ -267,8 +275,54 @@ def rolled(G: nx.MultiDiGraph, loop: Loop, repetition: int | None = None) -> nx.
     H.graph.update(loop_count=count, loop_step=k,
                    loop_back=[node for source, box in entering.items()
                               for node in (loop.slots[source][last], box)],
-                   notes=[*G.graph.get("notes", ()), loop_note(G, loop, k)])
+                   notes=[*G.graph.get("notes", ()),
+                          loop_note(G, loop, k, closing=closing is not None)])
     return H
+
+
+def _closing(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop, k: int,
+             source_of: dict) -> tuple[Hashable, dict, dict] | None:
+    """The closing step of the drawn repetition ``k``'s sweep: the op it follows (the
+    repetition's last, as drawn), and for each shared value that backward reached
+    again after it (the earlier repetitions, and a use outside the loop not drawn,
+    until a drawn one), its gradient then as the engine held it (.grad, if no share
+    came later) and those shares, each with its repetition (1 the first, 0 none).
+    None if no shared value has a share to come."""
+    step_of = {op: step for step, op in enumerate(G.graph.get("backward_order", ()))}
+    swept = [op for op in loop.repetition(k) if op in step_of]
+    if not swept:
+        return None
+    last = max(swept, key=step_of.__getitem__)
+    end = step_of[last]
+    repetition_of = {node: t + 1 for t in range(loop.count) for node in loop.repetition(t)}
+    drawn_ops = {source_of.get(op, op) for op, kind in H.nodes(data="kind") if kind == "op"}
+    rest, shares = {}, {}
+    for value in loop.shared:
+        if G._node[value].get("grad") is None:
+            continue
+        edges = sorted((step_of[op], op, key) for op, keyed in G._succ[value].items()
+                       for key, data in keyed.items()
+                       if op in step_of and data["grad"] is not None)
+        later = []
+        for at, op, key in edges:
+            if at <= end:
+                continue
+            if op in drawn_ops:  # (its own step adds it)
+                break
+            later.append((op, key))
+        if not later:
+            continue
+        op, key = later[-1]
+        grad = (G._node[value]["grad"] if (op, key) == edges[-1][1:]
+                else G.edges[value, op, key].get("running"))
+        if grad is None:
+            continue
+        rest[value] = grad
+        shares[value] = [[repetition_of.get(op, 0), G.edges[value, op, key]["grad"]]
+                         for op, key in later]
+    if not rest:
+        return None
+    return loop.slots[loop.repetition(k).index(last)][-1], rest, shares
 
 
 def _sums_before(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop,
@@ -337,13 +391,15 @@ def _each(G: nx.MultiDiGraph, values: tuple) -> dict[str, list]:
             "loop_grad": [G._node[value]["grad"] for value in values]}
 
 
-def loop_note(G: nx.MultiDiGraph, loop: Loop, k: int) -> str:
+def loop_note(G: nx.MultiDiGraph, loop: Loop, k: int, closing: bool = False) -> str:
     """What the legend says of a rolled loop: whose numbers are drawn, and what the
-    shared values' gradients are."""
+    shared values' gradients are (``closing``: the steps end with the closing step)."""
     names = value_names(G)
     learned = [names[node].text for node in loop.shared if G._node[node].get("grad") is not None]
+    so_far = ("a step shows the sum so far, the last step all of it" if closing
+              else "a step shows the sum so far")
     shares = (f"; {' and '.join(learned)}, shared by all {loop.count}, add up every "
-              "repetition's share in their gradients, as .grad does (a step shows the sum so "
-              "far)") if learned else ""
+              f"repetition's share in their gradients, as .grad does ({so_far})"
+              ) if learned else ""
     return (f"one block drawn for a loop repeated {loop.count} times (the dashed edge "
             f"×{loop.count}): its numbers are repetition t = {k + 1}'s{shares}")

@@ -114,6 +114,13 @@ TEXTS = Kind("a list of strings", _list_of(TEXT.check), graphml_json=True)
 COUNTS = Kind("a list of ints ≥ 0", _list_of(_is_count), graphml_json=True)
 SEEDS = Kind("a dict: value id -> a float or nested lists", lambda x: isinstance(x, dict) and all(
     map(NUMBERS.check, x.values())), numbers=True, graphml_json=True)
+SHARES = Kind("a dict: value id -> a list of [repetition, a float or nested lists]",
+               lambda x: isinstance(x, dict) and all(
+                   isinstance(pairs, list) and all(
+                       isinstance(pair, list) and len(pair) == 2 and _is_count(pair[0])
+                       and NUMBERS.check(pair[1]) for pair in pairs) for pairs in x.values()),
+               numbers=True, graphml_json=True)
+ID = Kind("a node id", lambda x: isinstance(x, (str, int)) and not isinstance(x, bool))
 CLASSES = Kind("a dict: string -> string", lambda x: isinstance(x, dict) and all(
     isinstance(k, str) and isinstance(v, str) for k, v in x.items()), graphml_json=True)
 
@@ -238,6 +245,15 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("loop_after", GRAPH, SEEDS, "a rolled loop: each shared value made by an "
               "op before the loop, and its gradient once every repetition had sent its share "
               "(what that op's step reads)", "rolling"),
+    Attribute("loop_rest", GRAPH, SEEDS, "a rolled loop: each shared value's gradient once "
+              "the repetitions not drawn (and its uses outside the drawing) have sent their "
+              "shares after the drawn one's, as the engine held it (.grad, at the end): what "
+              "the closing step sets", "rolling"),
+    Attribute("loop_rest_after", GRAPH, ID, "a rolled loop: the op after whose step the "
+              "closing step comes (the drawn repetition's last)", f"rolling, {_VIEWS}"),
+    Attribute("loop_shares", GRAPH, SHARES, "a rolled loop: the shares the closing step adds "
+              "to each shared value, in the order backward sent them, each with its "
+              "repetition (1 the first; 0 a use outside the loop)", "rolling"),
     Attribute("loop_back", GRAPH, IDS, "a rolled loop's back edges, in pairs: the block's "
               "output, then the box it enters the next repetition as", "rolling"),
 )

@@ -13,8 +13,9 @@ import numpy as np
 from . import ops
 from .ir import IRError, operand_edges, result_of
 
-__all__ = ["Step", "StepState", "backward_steps", "changed_between", "dead_masks", "fork_edges",
-           "gradient_history", "plain_constants", "start_grads", "state_at"]
+__all__ = ["Step", "StepState", "backward_steps", "changed_between", "closing_step", "dead_masks",
+           "fork_edges", "gradient_history", "plain_constants", "start_grads", "state_at",
+           "step_count"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,9 @@ class Step:
     gradients along; ``grads`` maps every value id that has a gradient so far
     to its running sum (seeded roots first); ``updated`` are the values whose
     gradient this step changed, and ``accumulated`` those of them that already
-    had one (a fork: ``+=``).
+    had one (a fork: ``+=``). A rolled loop's closing step (rolling.py) has no
+    ``op``, ``result`` or ``edges``: the repetitions not drawn add their shares
+    to the shared values (``updated``).
     """
 
     index: int
@@ -44,10 +47,26 @@ def backward_steps(G: nx.MultiDiGraph) -> list[Step]:
     contribution arrived (the engine's, autograd's, another engine's), so the
     last one is the node's final gradient.
     """
-    return [Step(index, op, result_of(G, op), tuple(edges), dict(grads),
-                 tuple(dict.fromkeys(updated)), tuple(dict.fromkeys(accumulated)))
+    return [Step(index, op, None if op is None else result_of(G, op), tuple(edges),
+                 dict(grads), tuple(dict.fromkeys(updated)), tuple(dict.fromkeys(accumulated)))
             for index, (op, edges, updated, accumulated, grads)
             in enumerate(_replay(G), start=1)]
+
+
+def step_count(G: nx.MultiDiGraph) -> int:
+    """How many backward steps ``G`` has: one per op of backward_order, and a rolled
+    loop's closing step (rolling.py)."""
+    return len(G.graph.get("backward_order", ())) + (closing_step(G) is not None)
+
+
+def closing_step(G: nx.MultiDiGraph) -> int | None:
+    """Which backward step (1 the first) is a rolled loop's closing step, if ``G`` has one:
+    the step after the op it follows (``loop_rest_after``)."""
+    order = G.graph.get("backward_order", ())
+    after = G.graph.get("loop_rest_after")
+    if not G.graph.get("loop_rest") or after not in order:
+        return None
+    return order.index(after) + 2
 
 
 def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
@@ -61,7 +80,8 @@ def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
     history = {value: [seed] for value, seed in start_grads(G).items()}
     after = G.graph.get("loop_after", {})
     for op, _, updated, _, grads in _replay(G):
-        for value in G._succ[op]:  # (a rolled loop's shared value, all repetitions in)
+        for value in G._succ[op] if op is not None else ():
+            # (a rolled loop's shared value, all repetitions in)
             if value in after and history.get(value, [None])[-1] is not after[value]:
                 history.setdefault(value, []).append(after[value])
         for value in dict.fromkeys(updated):
@@ -82,12 +102,16 @@ def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
     updated, those of them it accumulated into, and the running sums after it
     (one dict, updated in place: copy it to keep it). The sums are the ones
     the producer recorded on each edge (``running``: the operand's gradient right
-    after the edge's contribution arrived); nothing is added up here.
+    after the edge's contribution arrived); nothing is added up here. A rolled
+    loop's closing step comes as op None after the op it follows: each shared
+    value's gradient the engine's once the repetitions not drawn sent theirs.
     """
     grads: dict[Any, Any] = start_grads(G)
     # A rolled loop's shared values computed before the loop: by the time backward
     # reaches the op that made one, every repetition has sent its share (rolling.py).
     after = G.graph.get("loop_after", {})
+    rest = G.graph.get("loop_rest") or {}
+    closing = G.graph.get("loop_rest_after") if rest else None
     pred = G._pred
     for op in G.graph["backward_order"]:
         for value in G._succ[op]:
@@ -107,6 +131,10 @@ def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
             grads[u] = edge["running"]
             updated.append(u)
         yield op, edges, updated, accumulated, grads
+        if op == closing:
+            accumulated = [value for value in rest if value in grads]
+            grads.update(rest)
+            yield None, [], list(rest), accumulated, grads
 
 
 @dataclass(frozen=True)
@@ -127,6 +155,7 @@ def state_at(G: nx.MultiDiGraph, step: int | None = None,
     ``replay`` is ``backward_steps(G)`` if the caller has it already.
     """
     order = G.graph["backward_order"]
+    count = step_count(G)
     if step is None:
         grads = {v: attrs["grad"] for v, attrs in G.nodes(data=True)
                  if attrs["kind"] == "value" and attrs.get("grad") is not None}
@@ -134,8 +163,8 @@ def state_at(G: nx.MultiDiGraph, step: int | None = None,
         processed = frozenset((u, v, k) for u, v, k, arg in G.edges(keys=True, data="arg")
                               if arg is not None and v in done)
         return StepState(grads, processed, None, frozenset(), frozenset())
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= len(order):
-        raise IRError(f"step {step!r} is out of range (must be an int in 0..{len(order)})")
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= count:
+        raise IRError(f"step {step!r} is out of range (must be an int in 0..{count})")
     if step == 0:
         return StepState(start_grads(G), frozenset(), None, frozenset(), frozenset())
     if replay is None:

@@ -60,20 +60,19 @@ def group_path(attrs: dict) -> tuple[tuple[str, int], ...]:
 def _key(path: tuple, modules: set, close_modules: bool | int,
          parents: set = frozenset()) -> tuple | None:
     """The group an op is drawn in when closed: its outermost group of the
-    script's, or (with ``close_modules``) its innermost torch module; with a depth N,
-    its module N levels below the model (the model is level 0), else its innermost one
-    if no module ran inside that one (``parents`` are those some module ran in: an op
-    of theirs between their modules, a residual addition, is drawn as itself)."""
+    script's, or (with ``close_modules``) its innermost torch module if no module ran
+    inside that one; with a depth N, its module N levels below the model (the model is
+    level 0), else that innermost one. ``parents`` are the modules some module ran in:
+    an op of theirs between their modules (a residual addition, a functional ReLU) is
+    drawn as itself, as the module is not drawn as one operator at that level."""
     level = -1
     for depth, (name, _) in enumerate(path):
         if name not in modules:
             return path[:depth + 1]
         level += 1
-        innermost = not any(deeper in modules for deeper, _ in path[depth + 1:])
-        if close_modules is True and innermost:
-            return path[:depth + 1]
-        if close_modules and close_modules is not True and (
-                level == close_modules or (innermost and name not in parents)):
+        leaf = name not in parents and not any(deeper in modules
+                                               for deeper, _ in path[depth + 1:])
+        if close_modules and (leaf or (close_modules is not True and level == close_modules)):
             return path[:depth + 1]
     return None
 
@@ -192,6 +191,9 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
         order.pop(drawn, None)  # a group's step is when its last op is done
         order[drawn] = None
     H.graph["backward_order"] = list(order)
+    if G.graph.get("loop_rest_after") in drawn_as:  # (a rolled loop's closing step follows
+        # the op its last op is drawn in)
+        H.graph["loop_rest_after"] = drawn_as[G.graph["loop_rest_after"]]
     for node, attrs in G.nodes(data=True):
         if node in plans:
             name, plan = plans[node]

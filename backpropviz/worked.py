@@ -113,6 +113,9 @@ def off_the_rule(G: nx.MultiDiGraph) -> tuple[list[Any], list[Any]]:
     wrong_ops, wrong_sums = [], []
     held: dict[Any, Any] = dict(G.graph.get("seeds", {}))
     for step in backward_steps(G):
+        if step.op is None:  # a rolled loop's closing step: no op, the engine's sums
+            held.update(step.grads)
+            continue
         shares = rule_shares(G, step, held.get(step.result))
         for position, edge in enumerate(step.edges):
             sent = G.edges[edge].get("grad")

@@ -214,3 +214,90 @@ def test_a_large_dead_mask_is_written_to_json_and_read_back(tmp_path):
     namespace = runpy.run_path(str(script))
     expected = (namespace["conv"](namespace["x"]) <= 0).numpy()
     np.testing.assert_array_equal(np.asarray(relu["dead"]), expected)
+
+
+def _modules_drawn_as_one(model, depth: int | None) -> set[str]:
+    """The modules a view at ``depth`` (None: --modules, the innermost) draws as one
+    operator each, from ``named_modules``: those N levels down, and those above with no
+    modules inside; an empty Sequential (the identity shortcut) runs no op."""
+    return {f"model.{name}" for name, module in model.named_modules()
+            if name and not (isinstance(module, torch.nn.Sequential) and not len(module))
+            and (name.count(".") + 1 == depth
+                 or (not list(module.children())
+                     and (depth is None or name.count(".") + 1 < depth)))}
+
+
+@pytest.fixture(scope="module")
+def residual_nets():
+    """Each residual net's graph and its model, as plain PyTorch made it (run once)."""
+    return {script: (graph_of_script(SCRIPTS / f"{script}.py", quiet=True),
+                     runpy.run_path(str(SCRIPTS / f"{script}.py"))["model"])
+            for script in ("resnet_small", "resnet_functional")}
+
+
+@pytest.mark.parametrize("script", ["resnet_small", "resnet_functional"])
+@pytest.mark.parametrize("depth", [None, 1, 2, 3])
+def test_a_residual_blocks_own_ops_are_drawn_as_themselves_with_no_note(residual_nets, script,
+                                                                        depth):
+    # A block's own ops between its modules (the residual addition, a functional ReLU)
+    # are not a module: at --modules they were closed into an operator named after the
+    # block (the addition alone drawn as model.layer1.0), or, two of them, said to be
+    # "drawn op by op: it makes more than one value used outside it" of a block that
+    # returns one tensor.
+    G, model = residual_nets[script]
+    view = drawn_graph(G, modules=True if depth is None else depth)
+    validate(view)
+    assert set(_module_ops(view)) == _modules_drawn_as_one(model, depth)
+    assert view.graph.get("remarks", []) == []
+    own = [attrs["op"] for _, attrs in view.nodes(data=True)
+           if attrs["kind"] == "op" and attrs["op"] != "group"]
+    blocks = 2 if script == "resnet_functional" else 4
+    if depth is None or depth > 2:  # the blocks open: each one's addition is drawn as +
+        assert own.count("add") == blocks
+    else:
+        assert "add" not in own
+
+
+TWO_RESULTS = """
+import torch
+from torch import nn
+
+
+class Split(nn.Module):  # no module inside; two results, both used after it
+    def forward(self, x):
+        return torch.tanh(x), torch.sigmoid(x)
+
+
+class Pair(nn.Module):  # modules inside, and two results used after it
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.split = Split()
+
+    def forward(self, x):
+        return self.split(self.linear(x))
+
+
+torch.manual_seed(0)
+model = nn.Sequential(Pair())
+a, b = model(torch.randn(2, 3))
+loss = (a * b).sum()
+loss.backward()
+"""
+
+
+@pytest.mark.parametrize(("depth", "drawn_open"), [
+    (None, ["model.0.split"]), (1, ["model.0", "model.0.split"]), (2, ["model.0.split"])])
+def test_a_module_with_two_results_used_outside_is_said_to_be_drawn_op_by_op(
+        tmp_path, depth, drawn_open):
+    # (at depth 1 model.0 opens, and its module split, tried in its place, opens too)
+    script = tmp_path / "two_results.py"
+    script.write_text(TWO_RESULTS)
+    view = drawn_graph(graph_of_script(script, quiet=True),
+                       modules=True if depth is None else depth)
+    assert view.graph["remarks"] == [
+        f"the group {name!r} is drawn op by op: it makes more than one value that is "
+        "used outside it, and an operator has one result" for name in drawn_open]
+    assert sorted(_module_ops(view)) == ["model.0.linear"]
+    assert {"tanh", "sigmoid"} <= {attrs["op"] for _, attrs in view.nodes(data=True)
+                                   if attrs["kind"] == "op"}

@@ -300,3 +300,90 @@ def test_a_layout_dot_gives_up_on_says_the_loop_can_be_rolled(monkeypatch, tmp_p
     with pytest.raises(DotTimeoutError) as refused:  # asked for rolled: nothing to add
         output.write(G, tmp_path / "x.svg", roll=True)
     assert "--roll" not in str(refused.value)
+
+
+def _cells_read(cells):
+    """A page's cells (true minus signs) read back as numbers."""
+    return np.array([[float(cell.replace("\u2212", "-")) for cell in row] for row in cells])
+
+
+@pytest.mark.parametrize("repetition", [None, 4, 1])
+def test_the_last_step_shows_each_shared_weights_grad_as_torch_has_it(repetition,
+                                                                      monkeypatch):
+    # The steps sweep the drawn repetition; the repetitions backward reaches after it
+    # then add their shares in a closing step, so the last step of the page and of
+    # --steps shows each shared weight's .grad (plain PyTorch's), as the figure does,
+    # not the sum so far.
+    pytest.importorskip("torch")
+    from backpropviz.html import page_data, value_details
+    from backpropviz.steps import backward_steps, state_at
+    from backpropviz.views import drawn_graph
+
+    monkeypatch.setenv("STEPS", "6")
+    plain = runpy.run_path(str(LOOPS / "hand_rnn.py"))  # nothing watching
+    G = graph_of_script(LOOPS / "hand_rnn.py", quiet=True)
+    view = drawn_graph(rolled(G, find_loop(G), None if repetition is None else repetition - 1))
+    steps = backward_steps(view)
+    last = state_at(view, len(steps))  # what --steps draws last
+    page = page_data(view)["steps"]
+    details = value_details(view)  # (what the page shows of each value at each step)
+    assert len(page) == len(steps) + 1
+    for name in ("W_xh", "W_hh", "b"):
+        node, want = by_label(view, name), plain[name].grad.numpy()
+        np.testing.assert_allclose(view.nodes[node]["grad"], want, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(last.grads[node], want, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(steps[-1].grads[node], want, rtol=1e-6, atol=1e-7)
+        shown = _cells_read(page[-1]["grads"][str(node)] if "grads" in page[-1] else [])
+        np.testing.assert_allclose(shown.reshape(want.shape), want, rtol=5e-4, atol=1e-6)
+        step, cells = details[str(node)]["grads"][-1]
+        assert step <= len(steps)
+        np.testing.assert_allclose(_cells_read(cells).reshape(want.shape), want, rtol=1e-6,
+                                   atol=1e-7)
+    if repetition == 1:  # the first repetition: backward reaches it last, nothing to add
+        assert all(step.op is not None for step in steps)
+    else:
+        assert steps[-1].op is None and set(steps[-1].updated) == {
+            by_label(view, name) for name in ("W_xh", "W_hh", "b")}
+
+
+def test_the_closing_steps_caption_adds_the_engines_shares_truly(monkeypatch, tmp_path):
+    """Its worked line: the sum so far + each later share = the gradient, each number
+    the engine's (the shares on the unrolled graph's edges), true as written; past a
+    few shares, counted. Its numbers are w's and u's gradients by finite differences,
+    and the --steps pictures' last one draws them."""
+    from test_caption_arithmetic import false_arithmetic
+
+    from backpropviz.captions import step_captions
+    from backpropviz.formatting import display_number
+
+    def loss(w, u):
+        h = 0.0
+        for x in XS:
+            h = math.tanh(w * h + u * x)
+        return h * h
+
+    step = 1e-6
+    want = {"w": (loss(W + step, U) - loss(W - step, U)) / (2 * step),
+            "u": (loss(W, U + step) - loss(W, U - step)) / (2 * step)}
+    G = loop_graph("scalar_loop", 5, monkeypatch)
+    loop = find_loop(G)
+    H = rolled(G, loop)
+    closing = step_captions(H)[-1]
+    for line, name in zip(closing.worked, ("w", "u"), strict=True):
+        assert line.startswith(f"∂loss/∂{name} = ") and false_arithmetic(line) is None
+        terms = line.split(" = ", 1)[1].split(" ≈ ")[0].split(" = ")[0].split(" + ")
+        assert len(terms) == 5  # its sum so far, then repetitions 4 to 1
+        assert line.endswith(display_number(want[name]))
+    assert "Repetitions 4 to 1" in closing.rule and "all 5 repetitions'" in closing.rule
+    # past WRITTEN_SHARES the shares are counted, the line still true
+    nine = loop_graph("scalar_loop", 9, monkeypatch)
+    (counted, _) = step_captions(rolled(nine, find_loop(nine)))[-1].worked
+    assert " + the 8 shares of repetitions 8 to 1 = " in counted
+    assert false_arithmetic(counted) is None
+    monkeypatch.setenv("STEPS", "5")
+    out = tmp_path / "steps"
+    assert main(["render", str(LOOPS / "scalar_loop.py"), "--roll", "--steps", str(out)]) == 0
+    pictures = sorted(out.glob("step-*.svg"))
+    assert len(pictures) == len(H.graph["backward_order"]) + 2  # step 0 and the closing
+    drawn = pictures[-1].read_text()
+    assert all(f">{display_number(want[name])}<" in drawn for name in want)

@@ -93,6 +93,8 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
         h = (w * h + u * x).tanh()
     h.backward()
     graphs.append(rolled(to_networkx(h), find_loop(to_networkx(h)), 0))  # (and loop_before)
+    # (and, drawn at a later repetition, the closing step's loop_rest and shares)
+    graphs.append(rolled(to_networkx(h), find_loop(to_networkx(h)), 1))
     if "torch" in sys.modules or _has_torch():
         graphs.append(graph_of_script(ROOT / "tests" / "torch_scripts" / "sequential.py",
                                       quiet=True))

@@ -1,0 +1,99 @@
+"""A rolled loop's closing step in words and numbers: the repetitions not drawn add their shares.
+
+A rolled view (rolling.py) sweeps one repetition of a loop's block; the
+shared weights' gradients are then the engine's sum so far. Its closing step
+sets each to the gradient the engine held once the repetitions backward reached
+after the drawn one had sent theirs (``loop_rest``), and its caption writes
+that sum with the engine's numbers: the sum so far, each share as backward sent
+it (``loop_shares``), and the result; too many shares to write are counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .formatting import number_text
+from .worked import as_written, exactly
+
+__all__ = ["WRITTEN_SHARES", "closing_line", "closing_rule", "closing_text", "repetitions"]
+
+# The most shares a closing step's worked line writes out, one by one, and the most
+# numbers it writes so (its sum so far, the shares, the result: entries of arrays
+# counted); past them the shares are counted.
+WRITTEN_SHARES = 4
+WRITTEN_NUMBERS = 24
+# The most entries of an array it writes at all (more are read on the picture's boxes).
+WRITTEN_ENTRIES = 12
+
+
+def repetitions(shares: Sequence[Sequence[Any]]) -> str:
+    """Where shares came from, as a caption says it: ``repetitions 4 to 1``,
+    ``repetition 1``, ``repetitions 5, 3 and 1``, ``a use outside the loop``."""
+    counted = list(dict.fromkeys(t for t, _ in shares if t))
+    outside = sum(1 for t, _ in shares if not t)
+    said = []
+    if len(counted) == 1:
+        said.append(f"repetition {counted[0]}")
+    elif len(counted) > 2 and counted == list(range(counted[0], counted[-1] - 1, -1)):
+        said.append(f"repetitions {counted[0]} to {counted[-1]}")
+    elif counted:
+        said.append(f"repetitions {', '.join(map(str, counted[:-1]))} and {counted[-1]}")
+    if outside:
+        said.append("a use outside the loop" if outside == 1
+                    else f"{outside} uses outside the loop")
+    return " and ".join(said)
+
+
+def closing_text(left: str, shares: Sequence[Sequence[Any]]) -> str:
+    """The closing step's equation for one shared value, ``left`` its ∂L/∂w."""
+    return f"{left} += the {_counted(len(shares))} of {repetitions(shares)}"
+
+
+def closing_line(left: str, before: Any, shares: Sequence[Sequence[Any]], after: Any,
+                 precision: int) -> str:
+    """The worked line of one shared value: its sum so far (``before``, None if it had
+    none) plus each share gives ``after``, written with the engine's numbers; ``=``
+    where the numbers as written add up to it exactly, else ``≈``. More shares than
+    WRITTEN_SHARES (or numbers than WRITTEN_NUMBERS) are counted, not written; a large
+    array's numbers are left to the picture."""
+    terms = [share for _, share in shares]
+    numbers = ([] if before is None else [before]) + terms
+    if any(np.size(x) > WRITTEN_ENTRIES for x in [*numbers, after]):
+        return f"{left} += the {_counted(len(terms))} of {repetitions(shares)}"
+    written = [number_text(before, precision)] if before is not None else []
+    if len(terms) > WRITTEN_SHARES or sum(map(np.size, [*numbers, after])) > WRITTEN_NUMBERS:
+        counted = f"the {_counted(len(terms))} of {repetitions(shares)}"
+        return f"{left} = {' + '.join([*written, counted])} = {number_text(after, precision)}"
+    written += [_factor(share, precision) for share in terms]
+    total = np.sum([as_written(x, precision) for x in numbers], axis=0)
+    sign = " = " if exactly(total, as_written(after, precision)) else " ≈ "
+    return f"{left} = {' + '.join(written)}{sign}{number_text(after, precision)}"
+
+
+def closing_rule(shares: Mapping[Any, Sequence[Sequence[Any]]], count: int | None,
+                 named: Sequence[str]) -> str:
+    """The closing step's rule in words: whose shares add to the shared values' gradients
+    (``shares`` of each, ``named`` as the caption names them), and what they are then."""
+    sources = sorted({t for pairs in shares.values() for t, _ in pairs if t}, reverse=True)
+    outside = max((sum(1 for t, _ in pairs if not t) for pairs in shares.values()), default=0)
+    said = repetitions([[t, None] for t in sources] + [[0, None]] * outside)
+    one = len(sources) + outside == 1
+    names = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    every = f"all {count} repetitions'" if count else "every repetition's"
+    return (f"{said[0].upper()}{said[1:]}, which backward reaches after the drawn one, "
+            f"add{'s its share' if one else ' their shares'} to the "
+            f"gradient{'s' if len(named) > 1 else ''} of {names} (+=): now "
+            f"{'each holds' if len(named) > 1 else 'it holds'} {every} shares, as .grad does")
+
+
+def _counted(n: int) -> str:
+    return "share" if n == 1 else f"{n} shares"
+
+
+def _factor(x: Any, precision: int) -> str:
+    """A number as a term of a sum: a negative scalar in parentheses, ``(−3)``."""
+    text = number_text(x, precision)
+    return f"({text})" if text.startswith("−") else text
