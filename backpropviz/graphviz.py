@@ -196,16 +196,14 @@ def portable_svg(svg: bytes) -> bytes:
                 + match.group(3) + b' font-size="' + f"{SUBSCRIPT_SCALE * size:.2f}".encode()
                 + b'"')
 
-    def exact(match: re.Match) -> bytes:
+    match = _SCALE.search(svg)
+    if match is not None and match.group(4) != b"1":  # (unscaled, the text is left as it is)
         points = [tuple(map(float, p.split(b","))) for p in match.group(7).split()]
         xs, ys = [x for x, _ in points], [y for _, y in points]
         width, height = max(xs) - min(xs), max(ys) - min(ys)
-        if match.group(4) == b"1" or not width or not height:
-            return match.group(0)
-        scale = min(float(match.group(1)) / width, float(match.group(2)) / height)
-        text = f"{scale:.5f}".encode()
-        return (match.group(0)[:match.start(4) - match.start(0)] + text + b" " + text
-                + match.group(0)[match.end(5) - match.start(0):])
-    svg = _SCALE.sub(exact, svg, count=1)
+        if width and height:
+            scale = min(float(match.group(1)) / width, float(match.group(2)) / height)
+            text = f"{scale:.5f}".encode()
+            svg = svg[:match.start(4)] + text + b" " + text + svg[match.end(5):]
     # (a quick look first: scanning every text of a big picture takes milliseconds)
     return _SUBSCRIPT.sub(lowered, svg) if b'baseline-shift="sub"' in svg else svg
