@@ -19,7 +19,14 @@ from .folding import bands
 from .formatting import summarized
 from .ir import IRError, operand_edges, validate
 from .legend import blocks_gradient, legend_html
-from .number_tables import column_widths, grid_html, grid_texts, lone_width, number_html
+from .number_tables import (
+    column_widths,
+    contribution_html,
+    grid_html,
+    grid_texts,
+    lone_width,
+    number_html,
+)
 from .step_bands import with_band
 from .steps import (
     StepState,
@@ -375,8 +382,8 @@ class Writer:
         if "edges" not in self._same:
             succ = self.G._succ  # networkx's own dicts, read only
             edges = self._same["edges"] = []
-            for op, kind in self.G.nodes(data="kind"):
-                if kind == "op":
+            for op, attrs in self.G._node.items():
+                if attrs["kind"] == "op":
                     edges += operand_edges(self.G, op)
                     edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
         return self._same["edges"]
@@ -760,20 +767,11 @@ class Writer:
 
     def contribution_html(self, u: Any, v: Any, k: Any, attrs: dict) -> str:
         """The numbers of a fork's edge: what it sent back (hidden until it has)."""
-        t, o, key = self.t, self.o, (u, v, k)
-        contribution = attrs["grad"]
+        key, o = (u, v, k), self.o
         known = key in self.state.processed
-        dead = self.dead_edges.get(key) if known else None
-        size = VALUE_PT if o.fitted else LABEL_PT  # (lettered later)
-        if type(contribution) is float:  # a scalar's: one number
-            return number_html(contribution, o.precision, t.grad, t, size=size, index=(),
-                               dead=dead, width=lone_width([contribution], o.precision, size),
-                               fill=t.text_fill, hidden=not known)
-        texts, indices = grid_texts(contribution, o.precision)
-        return grid_html(texts, t.grad, t, size=size, indices=indices, dead=dead,
-                         widths=column_widths([texts], size), fill=t.text_fill,
-                         brackets=bool(np.ndim(contribution))
-                         and not summarized(np.shape(contribution)), hidden=not known)
+        return contribution_html(attrs["grad"], o.precision, self.t,
+                                 VALUE_PT if o.fitted else LABEL_PT,  # (lettered later)
+                                 self.dead_edges.get(key) if known else None, hidden=not known)
 
     def loop_edges(self) -> list[str]:
         """A rolled loop's back edges (rolling.py): from the block's output to the box it

@@ -14,7 +14,8 @@ from .formatting import MAX_ITEMS, display_number, format_array, grid_indices, s
 from .metrics import advance, text_width
 from .style import VALUE_PT, Theme
 
-__all__ = ["PADDING", "column_widths", "grid_html", "grid_texts", "lone_width", "number_html"]
+__all__ = ["PADDING", "column_widths", "contribution_html", "grid_html", "grid_texts", "lone_width",
+           "number_html"]
 
 PADDING = 2  # points inside a number's cell, on every side
 
@@ -98,14 +99,8 @@ def number_html(x: float, precision: int, color: str, theme: Theme, *, size: flo
                 width: int | None = None, fill: str | None = None, hidden: bool = False) -> str:
     """grid_html of a scalar's number ``x`` (its ``index`` the cell's, ``()``; or None), made
     without its grid: most boxes hold one. (A number's text needs no escaping.)"""
-    return _one_cell(_scalar_text(x, precision), index, color, theme, size, width, dead, fill,
-                     hidden)
-
-
-def _one_cell(text: str, index: Any, color: str, theme: Theme, size: float, width: int | None,
-              dead: np.ndarray | None, fill: str | None, hidden: bool) -> str:
-    cell = _cell(text, index, color, theme, size, width, dead, hidden)
-    return f"{_table_tag(0, fill if not hidden else None)}<TR>{cell}</TR></TABLE>"
+    cell = _cell(_scalar_text(x, precision), index, color, theme, size, width, dead, hidden)
+    return f"{_table_tag(0, None if hidden else fill)}<TR>{cell}</TR></TABLE>"
 
 
 def grid_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = VALUE_PT,
@@ -117,9 +112,10 @@ def grid_html(texts: list[list[str]], color: str, theme: Theme, *, size: float =
     ``hidden`` keeps the grid's size but shows nothing: a gradient not yet
     computed at this backward step.
     """
-    if len(texts) == 1 and len(texts[0]) == 1 and not brackets:
-        return _one_cell(escape(texts[0][0]), indices[0][0] if indices else None, color,
-                         theme, size, widths[0] if widths else None, dead, fill, hidden)
+    if len(texts) == 1 and len(texts[0]) == 1 and not brackets:  # one number, as number_html
+        cell = _cell(escape(texts[0][0]), indices[0][0] if indices else None, color, theme,
+                     size, widths[0] if widths else None, dead, hidden)
+        return f"{_table_tag(0, None if hidden else fill)}<TR>{cell}</TR></TABLE>"
     table = _table_tag(2 if len(texts[0]) > 1 else 0,  # a little air between columns
                        fill if not hidden else None)
     rows = [[_cell(escape(text), indices[r][c] if indices else None, color, theme, size,
@@ -131,3 +127,18 @@ def grid_html(texts: list[list[str]], color: str, theme: Theme, *, size: float =
         span = f'ROWSPAN="{len(rows)}" WIDTH="4" BORDER="1" COLOR="{line}"'
         rows[0] = [f'<TD {span} SIDES="LTB"></TD>', *rows[0], f'<TD {span} SIDES="RTB"></TD>']
     return table + "".join("<TR>" + "".join(cells) + "</TR>" for cells in rows) + "</TABLE>"
+
+
+def contribution_html(contribution: Any, precision: int, theme: Theme, size: float,
+                      dead: np.ndarray | None, hidden: bool) -> str:
+    """The numbers on an edge: what it sent back, in its badge's fill; its dead entries
+    marked; ``hidden`` (kept in place, unseen) until the edge has sent it."""
+    if type(contribution) is float:  # a scalar's: one number
+        return number_html(contribution, precision, theme.grad, theme, size=size, index=(),
+                           dead=dead, width=lone_width([contribution], precision, size),
+                           fill=theme.text_fill, hidden=hidden)
+    texts, indices = grid_texts(contribution, precision)
+    return grid_html(texts, theme.grad, theme, size=size, indices=indices, dead=dead,
+                     widths=column_widths([texts], size), fill=theme.text_fill,
+                     brackets=bool(np.ndim(contribution))
+                     and not summarized(np.shape(contribution)), hidden=hidden)

@@ -302,14 +302,16 @@ def validate(G: Any) -> None:
 
 
 def _check_attributes(where: str | tuple, place: str, attrs: Mapping, shape: tuple | None,
-                      checked: tuple[str, ...] = ()) -> None:
+                      checked: frozenset[str] = frozenset()) -> None:
     """Each attribute of ``attrs`` declared for ``place`` and of its kind; the required
     ones present. ``checked`` were checked already (with their shapes). ``where`` names
     the node, or is an edge's ends (its text is made only for an error)."""
-    declared, numbers = _DECLARED[place], _NUMBERS[place]
+    declared = _DECLARED[place]
+    # (the common case, a scalar's number, needs no more)
+    numbers = _NUMBERS[place] if shape == () else frozenset()
     for name, value in attrs.items():
-        if name in checked or (type(value) is float and shape == () and name in numbers):
-            continue  # (the common case, a scalar's number, needs no more)
+        if name in checked or (type(value) is float and name in numbers):
+            continue
         spec = declared.get(name)
         if spec is None:
             known = ", ".join(sorted(declared)) or "none"
@@ -369,6 +371,10 @@ def _check_number(where: str, x: Any, shape: tuple[int, ...], what: str) -> None
 
 
 _VALUE_CHECKED = ("kind", "label", "data", "grad", "shape", "role")
+# What _validate_value and _validate_op check themselves, of a value, an edge and an op
+_VALUE_CHECKED_SET = frozenset(_VALUE_CHECKED)
+_ARG = frozenset({"arg"})
+_OP_CHECKED = frozenset({"kind", "op", "symbol"})
 
 
 def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
@@ -387,7 +393,7 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     if attrs["role"] not in ROLES:
         raise IRError(f"{where}: role must be one of {list(ROLES)}, got {attrs['role']!r}")
     if len(attrs) > len(_VALUE_CHECKED):
-        _check_attributes(where, VALUE, attrs, shape, _VALUE_CHECKED)
+        _check_attributes(where, VALUE, attrs, shape, _VALUE_CHECKED_SET)
     # networkx's own adjacency dicts ({neighbour: {key: edge attrs}}), read
     # only: its views cost more than these checks on big graphs of scalars.
     producers = sum(map(len, G._pred[node].values()))
@@ -404,7 +410,7 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
             raise IRError(f"edge {node!r} -> {target!r} joins two values; "
                           "edges run value -> op -> value")
         for data in edges.values():
-            _check_attributes((node, target), EDGE, data, shape, ("arg",))
+            _check_attributes((node, target), EDGE, data, shape, _ARG)
 
 
 def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
@@ -412,7 +418,7 @@ def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     for key in ("op", "symbol"):
         if not isinstance(attrs.get(key), str):
             raise IRError(f"{where}: {key!r} must be a string")
-    _check_attributes(where, OP, attrs, None, ("kind", "op", "symbol"))
+    _check_attributes(where, OP, attrs, None, _OP_CHECKED)
     results = [(target, data) for target, edges in G._succ[node].items()
                for data in edges.values()]
     if len(results) != 1:
