@@ -226,9 +226,9 @@ class Writer:
         if self.show_grads:
             # A gradient no recorded step made (another engine's whose steps
             # could not be watched) is still drawn, as its only number.
-            for value, grad in G.nodes(data="grad"):
-                if grad is not None and value not in self.partials:
-                    self.partials[value] = [grad]
+            for value, attrs in G._node.items():
+                if attrs.get("grad") is not None and value not in self.partials:
+                    self.partials[value] = [attrs["grad"]]
             for value in self.plain:
                 self.partials.pop(value, None)
         # A fork: a value that sends gradients back along two or more edges.
@@ -321,7 +321,7 @@ class Writer:
                                          "penwidth": _pt(EDGE_PEN)}) + ";")
         band = bands(self.G, o.wrap) if folded(o) else {}
         nodes: dict[int, list[str]] = {}
-        for node, attrs in self.G.nodes(data=True):
+        for node, attrs in self.G._node.items():
             nodes.setdefault(band.get(node, 0), []).append(self.node_statement(node, attrs))
         edge_lines = []
         pred = self.G._pred  # networkx's own dicts, read only
@@ -598,15 +598,15 @@ class Writer:
         is_array = bool(shape) and not summarized(shape)
         if shape:
             texts, indices = grid_texts(attrs["data"], o.precision)
-            body = [f"<TD>{grid_html(texts, t.text, t, brackets=is_array)}</TD>"]
+            body = f"<TD>{grid_html(texts, t.text, t, brackets=is_array)}</TD>"
         else:  # a scalar: its one number, without a grid
-            body = [f"<TD>{number_html(attrs['data'], o.precision, t.text, t)}</TD>"]
+            body = f"<TD>{number_html(attrs['data'], o.precision, t.text, t)}</TD>"
         rule = t.node_line
         partials = self.partials.get(node)
         if partials:
             known = node in self.state.grads
             grad = self.state.grads[node] if known else partials[-1]
-            widths = self.gradient_widths(node, partials)
+            widths = self.gradient_widths(node, partials, not shape)
             dead = self.dead_mask_now(node, grad) if known else None
             classes.append("has-grad" if known else "pending-grad")
             if dead is not None:
@@ -627,16 +627,16 @@ class Writer:
             # Value and gradient side by side: a rule between two numbers, a
             # gap between two bracketed arrays.
             if is_array:
-                body.append(f'<TD WIDTH="6"></TD><TD>{grad_html}</TD>')
+                body += f'<TD WIDTH="6"></TD><TD>{grad_html}</TD>'
             else:
-                body.append(f"<VR/><TD>{grad_html}</TD>")
+                body += f"<VR/><TD>{grad_html}</TD>"
                 rule = t.node_line if known else "transparent"
         rows = []
         if header:
             span = 3 if partials and is_array else 2 if partials else 1
             rows.append(f'<TR><TD COLSPAN="{span}">{" ".join(header)}</TD></TR>')
         if not o.symbolic or not header:
-            rows.append("<TR>" + "".join(body) + "</TR>")
+            rows.append(f"<TR>{body}</TR>")
         if attrs.get("expected") is not None:
             # Beside the wrong gradient once it is shown; until then its room is kept
             # (in the box's own fill: graphviz has no transparent text), so that
@@ -651,17 +651,16 @@ class Writer:
                  f'COLOR="{rule}">' + "".join(rows) + "</TABLE>>")
         return classes, fill, label
 
-    def gradient_widths(self, node: Any, partials: list) -> list[int]:
+    def gradient_widths(self, node: Any, partials: list, scalar: bool) -> list[int]:
         """The widths of a value's gradient cells: room for every number it shows at some
-        step (set once for all the steps)."""
+        step (set once for all the steps); a ``scalar``'s one cell."""
         key = ("widths", node)
-        if key not in self._same:
-            if all(type(partial) is float for partial in partials):  # a scalar's: one cell
-                self._same[key] = [lone_width(partials, self.o.precision, VALUE_PT)]
-            else:
-                self._same[key] = column_widths(
+        widths = self._same.get(key)
+        if widths is None:
+            widths = self._same[key] = [lone_width(partials, self.o.precision, VALUE_PT)] \
+                if scalar else column_widths(
                     [grid_texts(partial, self.o.precision)[0] for partial in partials], VALUE_PT)
-        return self._same[key]
+        return widths
 
     def dead_mask_now(self, node: Any, grad: Any) -> np.ndarray | None:
         """The dead-ReLU mask of a value's gradient as shown now, if any entry is dead."""

@@ -214,7 +214,10 @@ def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
                     mask = zero & _dead_through(attrs, edge["arg"], np.asarray(upstream),
                                                 zero.shape)
                 edge_mask[(u, op, k)] = mask
-                contributions.setdefault(u, []).append(mask)
+                if u in contributions:
+                    contributions[u].append(mask)
+                else:
+                    contributions[u] = [mask]
     for value, attrs in nodes.items():
         if attrs["kind"] == "value" and value not in value_mask:
             value_mask[value] = mask_of(value)
@@ -285,7 +288,7 @@ def plain_constants(G: nx.MultiDiGraph, show_constants: bool) -> set:
     """The constants drawn without their gradient and saved mark (all, unless shown)."""
     if show_constants:
         return set()
-    return {node for node, role in G.nodes(data="role") if role == "const"}
+    return {node for node, attrs in G._node.items() if attrs.get("role") == "const"}
 
 
 def fork_edges(G: nx.MultiDiGraph, plain: set) -> set[tuple[Any, Any, Any]]:
