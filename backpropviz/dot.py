@@ -19,7 +19,14 @@ from .folding import bands
 from .formatting import summarized
 from .ir import IRError, operand_edges, validate
 from .legend import blocks_gradient, legend_html
-from .number_tables import column_widths, grid_html, grid_texts, lone_width
+from .number_tables import (
+    column_widths,
+    contribution_html,
+    grid_html,
+    grid_texts,
+    lone_width,
+    number_html,
+)
 from .step_bands import with_band
 from .steps import (
     StepState,
@@ -219,9 +226,9 @@ class Writer:
         if self.show_grads:
             # A gradient no recorded step made (another engine's whose steps
             # could not be watched) is still drawn, as its only number.
-            for value, grad in G.nodes(data="grad"):
-                if grad is not None and value not in self.partials:
-                    self.partials[value] = [grad]
+            for value, attrs in G._node.items():
+                if attrs.get("grad") is not None and value not in self.partials:
+                    self.partials[value] = [attrs["grad"]]
             for value in self.plain:
                 self.partials.pop(value, None)
         # A fork: a value that sends gradients back along two or more edges.
@@ -233,6 +240,7 @@ class Writer:
         self._same: dict[Any, Any] = {}
         self._stepping = False  # writing the steps of a pass (at_step), not one picture
         self._names = {node: _quote(node) for node in G}  # each node's name as DOT writes it
+        self.saved_mark = font("●", self.t.saved, MARK_PT)  # a stored value's, in its heading
 
     def at_step(self, step: int, state: StepState, band: str | None = None) -> str:
         """The DOT of step ``step`` (its state, its caption band): one Writer writes
@@ -313,7 +321,7 @@ class Writer:
                                          "penwidth": _pt(EDGE_PEN)}) + ";")
         band = bands(self.G, o.wrap) if folded(o) else {}
         nodes: dict[int, list[str]] = {}
-        for node, attrs in self.G.nodes(data=True):
+        for node, attrs in self.G._node.items():
             nodes.setdefault(band.get(node, 0), []).append(self.node_statement(node, attrs))
         edge_lines = []
         pred = self.G._pred  # networkx's own dicts, read only
@@ -374,8 +382,8 @@ class Writer:
         if "edges" not in self._same:
             succ = self.G._succ  # networkx's own dicts, read only
             edges = self._same["edges"] = []
-            for op, kind in self.G.nodes(data="kind"):
-                if kind == "op":
+            for op, attrs in self.G._node.items():
+                if attrs["kind"] == "op":
                     edges += operand_edges(self.G, op)
                     edges += [(op, v, k) for v, keyed in succ[op].items() for k in keyed]
         return self._same["edges"]
@@ -402,10 +410,15 @@ class Writer:
     def _node_written(self, node: Any, attrs: dict) -> str:
         if attrs["kind"] == "value":
             return self.value_statement(node, attrs)
-        made = self.op_node(node, attrs)
-        if self.pins is not None:
-            made["pos"] = self.pins[node]
-        return f"{self._names[node]} {_attrs(made)};"
+        # An op's attributes but its id are those of every op of its look: written once
+        dead = None if self.o.symbolic else attrs.get("dead")
+        look = ("op", attrs["op"], attrs["symbol"], node in self.o.free_order,
+                blocks_gradient(dead), bool(attrs.get("error_start")), node == self.state.current)
+        if look not in self._same:
+            self._same[look] = _attrs(self.op_node(look))[1:-1]
+        name = self._names[node]
+        pinned = f" pos={_quote(self.pins[node])}" if self.pins is not None else ""
+        return f"{name} [id={name} {self._same[look]}{pinned}];"
 
     def edge_statements(self, u: Any, v: Any, k: Any, data: dict,
                         band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
@@ -423,12 +436,36 @@ class Writer:
 
     def _edge_written(self, u: Any, v: Any, k: Any, data: dict,
                       band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
-        attrs = self.edge(u, v, k, data)
-        badge = attrs.pop("badge", None)
-        eid = attrs["id"]
+        look = self.edge_look(u, v, k, data)
+        if look not in self._same:  # (most edges share a few looks: each written once)
+            shared = self.edge_attrs(look)
+            badge_class = shared.pop("badge")
+            self._same[look] = shared, badge_class, _attrs(shared)[1:-1]
+        shared, badge_class, written = self._same[look]
+        eid = edge_id(u, v, k)
+        html = self.contribution_html(u, v, k, data) if look[3] else None
+        crossing = bool(band) and band[u] != band[v]
+        if self.pins is None and not crossing and (html is None or self.external_labels):
+            # Most edges: one statement, its id, its contribution's label if any, its look
+            label = "" if html is None else f" xlabel=<{html}>"
+            return [], [f"  {self._names[u]} -> {self._names[v]} [id={_quote(eid)}{label} "
+                         f"{written}];"]
+        attrs = {"id": eid}
+        badge = None
+        if html is not None and self.external_labels:
+            # Past slide size, a label placed after the layout keeps dot fast.
+            attrs["xlabel"] = f"<{html}>"
+        elif html is not None:
+            # (before its step the badge keeps its place, unseen: no empty frame)
+            line = self.t.grad if look[2] else "transparent"
+            table = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1" '
+                     f'STYLE="ROUNDED" COLOR="{line}"{_bgcolor(self.t)}>'
+                     f"<TR><TD>{html}</TD></TR></TABLE>")
+            badge = {"id": eid, "shape": "plain", "label": f"<{table}>", "class": badge_class}
+        attrs.update(shared)
         placed, statements = [], []
         head, head_name = v, self._names[v]
-        if band and band[u] != band[v]:
+        if crossing:
             # From one row to another: a mark at each end, named after the
             # value carried, so that no edge runs across the rows between.
             head = eid + CONTINUE_TO
@@ -556,17 +593,20 @@ class Writer:
             header.append(expression_html(self.expressions[node], t))
         if attrs.get("stored") and node not in self.plain and not o.symbolic:
             classes.append("stored")
-            header.append(font("●", t.saved, MARK_PT))
-        is_array = bool(attrs["shape"]) and not summarized(attrs["shape"])
-        texts, indices = grid_texts(attrs["data"], o.precision)
-        body = [f"<TD>{grid_html(texts, t.text, t, brackets=is_array)}</TD>"]
+            header.append(self.saved_mark)
+        shape = attrs["shape"]
+        is_array = bool(shape) and not summarized(shape)
+        if shape:
+            texts, indices = grid_texts(attrs["data"], o.precision)
+            body = f"<TD>{grid_html(texts, t.text, t, brackets=is_array)}</TD>"
+        else:  # a scalar: its one number, without a grid
+            body = f"<TD>{number_html(attrs['data'], o.precision, t.text, t)}</TD>"
         rule = t.node_line
         partials = self.partials.get(node)
         if partials:
             known = node in self.state.grads
             grad = self.state.grads[node] if known else partials[-1]
-            grad_texts, _ = grid_texts(grad, o.precision)
-            widths = self.gradient_widths(node, partials)
+            widths = self.gradient_widths(node, partials, not shape)
             dead = self.dead_mask_now(node, grad) if known else None
             classes.append("has-grad" if known else "pending-grad")
             if dead is not None:
@@ -577,23 +617,26 @@ class Writer:
             wrong = attrs.get("expected") is not None
             if wrong:
                 classes.append("wrong")
-            grad_html = grid_html(grad_texts, t.dead_text if wrong else t.grad, t,
-                                    indices=indices, dead=dead,
-                                    widths=widths, brackets=is_array, hidden=not known,
-                                    fill=t.highlight_fill if updated else None)
+            color = t.dead_text if wrong else t.grad
+            lit = t.highlight_fill if updated else None
+            grad_html = grid_html(grid_texts(grad, o.precision)[0], color, t, indices=indices,
+                                  dead=dead, widths=widths, brackets=is_array, hidden=not known,
+                                  fill=lit) if shape else \
+                number_html(grad, o.precision, color, t, index=(), dead=dead, width=widths[0],
+                            hidden=not known, fill=lit)
             # Value and gradient side by side: a rule between two numbers, a
             # gap between two bracketed arrays.
             if is_array:
-                body.append(f'<TD WIDTH="6"></TD><TD>{grad_html}</TD>')
+                body += f'<TD WIDTH="6"></TD><TD>{grad_html}</TD>'
             else:
-                body.append(f"<VR/><TD>{grad_html}</TD>")
+                body += f"<VR/><TD>{grad_html}</TD>"
                 rule = t.node_line if known else "transparent"
         rows = []
         if header:
             span = 3 if partials and is_array else 2 if partials else 1
             rows.append(f'<TR><TD COLSPAN="{span}">{" ".join(header)}</TD></TR>')
         if not o.symbolic or not header:
-            rows.append("<TR>" + "".join(body) + "</TR>")
+            rows.append(f"<TR>{body}</TR>")
         if attrs.get("expected") is not None:
             # Beside the wrong gradient once it is shown; until then its room is kept
             # (in the box's own fill: graphviz has no transparent text), so that
@@ -608,17 +651,16 @@ class Writer:
                  f'COLOR="{rule}">' + "".join(rows) + "</TABLE>>")
         return classes, fill, label
 
-    def gradient_widths(self, node: Any, partials: list) -> list[int]:
+    def gradient_widths(self, node: Any, partials: list, scalar: bool) -> list[int]:
         """The widths of a value's gradient cells: room for every number it shows at some
-        step (set once for all the steps)."""
+        step (set once for all the steps); a ``scalar``'s one cell."""
         key = ("widths", node)
-        if key not in self._same:
-            if all(type(partial) is float for partial in partials):  # a scalar's: one cell
-                self._same[key] = [lone_width(partials, self.o.precision, VALUE_PT)]
-            else:
-                self._same[key] = column_widths(
+        widths = self._same.get(key)
+        if widths is None:
+            widths = self._same[key] = [lone_width(partials, self.o.precision, VALUE_PT)] \
+                if scalar else column_widths(
                     [grid_texts(partial, self.o.precision)[0] for partial in partials], VALUE_PT)
-        return self._same[key]
+        return widths
 
     def dead_mask_now(self, node: Any, grad: Any) -> np.ndarray | None:
         """The dead-ReLU mask of a value's gradient as shown now, if any entry is dead."""
@@ -640,19 +682,22 @@ class Writer:
         dead = final & (np.asarray(grad, dtype=np.float64) == 0)
         return dead if dead.any() else None
 
-    def op_node(self, node: Any, attrs: dict) -> dict[str, str]:
+    def op_node(self, look: tuple) -> dict[str, str]:
+        """An op's attributes but its id, from its look (_node_written's): its op and
+        symbol, whether its operands may lie in any order, whether it is dead (a gate
+        that blocked some gradient), where an error starts, the current op."""
         t = self.t
-        symbol = attrs["symbol"]
-        classes = ["op", attrs["op"]]
-        result = {"id": str(node), "shape": "circle", "style": "filled",
+        _, op, symbol, free_order, dead, error_start, current = look
+        classes = ["op", op]
+        result = {"shape": "circle", "style": "filled",
                   "fillcolor": t.op_fill, "color": t.op_line, "width": "0.42",
                   "margin": "0.04", "fontsize": _pt(symbol_pt(symbol)), "label": symbol}
-        if not ops.get(attrs["op"]).commutative and node not in self.o.free_order:
+        if not ops.get(op).commutative and not free_order:
             # Keep operands in argument order (first on top in LR) where it matters.
             result["ordering"] = "in"
         if len(symbol) > 4:  # a long name or an expression: an oval, not a huge circle
             result.update(shape="ellipse", width="0.42", height="0.42")
-        if attrs["op"] == ops.GROUP.name:
+        if op == ops.GROUP.name:
             kind = self.G.graph.get("module_classes", {}).get(symbol)
             if kind:  # a torch module: its path, and its class beneath
                 result.update(label=f"<{escape(symbol)}<BR/>"
@@ -663,15 +708,13 @@ class Writer:
                 pt = NAME_PT if len(symbol) <= 2 else symbol_pt(symbol)
                 result.update(label=f"<{expression_html(symbol, t, t.text, pt)}>",
                               fontname=NAME_FONT, fontsize=_pt(pt))
-        # only a gate (a ReLU) has it: where it blocks the gradient
-        dead = None if self.o.symbolic else attrs.get("dead")
-        if blocks_gradient(dead):
+        if dead:  # a gate (a ReLU) that blocked some gradient
             classes.append("dead")
             result.update(color=t.dead_line, style="filled,dashed", penwidth=_pt(DEAD_PEN))
-        if attrs.get("error_start"):  # where `backpropviz check` found the error starts
+        if error_start:  # where `backpropviz check` found the error starts
             classes.append("error-start")
             result.update(color=t.dead_line, fillcolor=t.dead_fill, penwidth=_pt(CURRENT_OP_PEN))
-        if node == self.state.current:
+        if current:
             classes.append("current")
             result.update(color=t.highlight_line, fillcolor=t.highlight_fill,
                           penwidth=_pt(CURRENT_OP_PEN))
@@ -680,56 +723,54 @@ class Writer:
 
     # -------------------------------------------------------- edges
 
-    def edge(self, u: Any, v: Any, k: Any, attrs: dict) -> dict[str, str]:
-        t, o = self.t, self.o
-        result = {"id": edge_id(u, v, k)}
-        classes = ["operand" if "arg" in attrs else "result"]
-        key = (u, v, k)
-        if key in self.state.processed:
+    def edge_look(self, u: Any, v: Any, k: Any, attrs: dict) -> tuple:
+        """What an edge's attributes but its id and its contribution's number depend on:
+        operand or result, sent, at a fork, highlighted (with the gradient flowing back
+        along it), or the current op's result edge."""
+        key, s = (u, v, k), self.state
+        current = key in s.current_edges
+        return ("edge", "arg" in attrs, key in s.processed, key in self.fork_edges, current,
+                current and attrs.get("grad") is not None and self.show_grads
+                and u not in self.plain, not current and u == s.current)
+
+    def edge_attrs(self, look: tuple) -> dict[str, str]:
+        """The attributes of every edge of a look (edge_look's) but the id and the badge
+        or label of its contribution; with the class its badge has, under "badge"."""
+        t = self.t
+        _, operand, sent, fork, current, flows_back, entering = look
+        classes = ["operand" if operand else "result"]
+        if sent:
             classes.append("processed")
-        if key in self.fork_edges:
+        if fork:
             # Contributions at a fork, each on its own edge (the node shows
             # their sum); kept in place, empty, until the edge is processed.
-            contribution = attrs["grad"]
-            known = key in self.state.processed
-            texts, indices = grid_texts(contribution, o.precision)
-            size = VALUE_PT if o.fitted else LABEL_PT  # (lettered later)
-            html = grid_html(texts, t.grad, t, size=size, indices=indices,
-                               dead=self.dead_edges.get(key) if known else None,
-                               widths=column_widths([texts], size), fill=t.text_fill,
-                               brackets=type(contribution) is not float
-                               and bool(np.ndim(contribution))
-                               and not summarized(np.shape(contribution)),
-                               hidden=not known)
-            classes.append("contribution" if known else "pending-contribution")
-            if self.external_labels:
-                # Past slide size, a label placed after the layout keeps dot fast.
-                result["xlabel"] = f"<{html}>"
-            else:
-                # (before its step the badge keeps its place, unseen: no empty frame)
-                line = t.grad if known else "transparent"
-                badge = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1" '
-                         f'STYLE="ROUNDED" COLOR="{line}"{_bgcolor(t)}>'
-                         f"<TR><TD>{html}</TD></TR></TABLE>")
-                result["badge"] = {"id": result["id"], "shape": "plain", "label": f"<{badge}>",
-                                   "class": " ".join(["badge", *classes[1:]])}
-        if key in self.state.current_edges:
+            classes.append("contribution" if sent else "pending-contribution")
+        badge = ["badge", *classes[1:]]
+        result = {}
+        if current:
             classes.append("current")
             result.update(color=t.highlight_line, penwidth=_pt(CURRENT_EDGE_PEN))
-            if attrs.get("grad") is not None and self.show_grads and u not in self.plain:
+            if flows_back:
                 # The gradient flows back: beside the highlight a blue line, its
                 # arrowhead at the operand (graphviz: the head takes the first colour);
                 # not into a constant, which is drawn without a gradient.
                 result.update(color=f"{t.highlight_line}:{t.grad}", dir="both",
                               arrowtail="normal")
-            if "badge" in result:
-                result["badge"]["class"] += " current"
-        elif u == self.state.current:
+        elif entering:
             # The op's result edge: the gradient that enters the current op.
             classes.append("current")
             result.update(color=t.highlight_line, penwidth=_pt(RESULT_EDGE_PEN), style="dashed")
         result["class"] = " ".join(classes)
+        result["badge"] = " ".join([*badge, "current"] if current else badge)
         return result
+
+    def contribution_html(self, u: Any, v: Any, k: Any, attrs: dict) -> str:
+        """The numbers of a fork's edge: what it sent back (hidden until it has)."""
+        key, o = (u, v, k), self.o
+        known = key in self.state.processed
+        return contribution_html(attrs["grad"], o.precision, self.t,
+                                 VALUE_PT if o.fitted else LABEL_PT,  # (lettered later)
+                                 self.dead_edges.get(key) if known else None, hidden=not known)
 
     def loop_edges(self) -> list[str]:
         """A rolled loop's back edges (rolling.py): from the block's output to the box it

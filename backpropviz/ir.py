@@ -286,14 +286,16 @@ def _top_of(op: Any, inner: dict) -> Any:
 
 def result_of(G: nx.MultiDiGraph, op: Any) -> Any:
     """The value node an op produces."""
-    return next(iter(G.successors(op)))
+    return next(iter(G._succ[op]))  # (networkx's own dict, read only)
 
 
 def operand_edges(G: nx.MultiDiGraph, op: Any) -> list[tuple[Any, Any, Any]]:
     """An op's operand edges ``(operand, op, key)``, in argument order."""
-    edges = [(u, k, data.get("arg")) for u, keyed in G._pred[op].items()
-             for k, data in keyed.items()]
-    return [(u, op, k) for u, k, _ in sorted(edges, key=lambda edge: edge[2])]
+    edges = [(u, op, k) for u, keyed in G._pred[op].items() for k in keyed]
+    if len(edges) < 2:
+        return edges
+    pred = G._pred[op]
+    return sorted(edges, key=lambda edge: pred[edge[0]][edge[2]].get("arg"))
 
 
 # ---------------------------------------------------------------- formats

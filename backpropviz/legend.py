@@ -27,8 +27,9 @@ def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool
     contributions on its edges; ``dead``: a gate's zeros; ``plain``: the constants
     drawn without their marks."""
     t = options.theme
+    nodes = G._node.values()  # (networkx's own dict, read only)
     items = [font("value", t.text, LEGEND_PT)]
-    if any(role == "param" for _, role in G.nodes(data="role")):
+    if any(attrs.get("role") == "param" for attrs in nodes):
         items.append(f'<TABLE BORDER="1" CELLBORDER="0" COLOR="{t.node_line}" '
                      f'CELLPADDING="2" CELLSPACING="0" BGCOLOR="{t.param_fill}" '
                      f'STYLE="ROUNDED"><TR><TD>'
@@ -48,10 +49,10 @@ def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool
                      f'<TR><TD BGCOLOR="{t.dead_fill}">{font("0", t.dead_text, LEGEND_PT)}'
                      f'</TD><TD>{font(GAP + "zeroed by " + _gates(G) + GAP, t.muted, LEGEND_PT)}'
                      f"</TD>{gate}</TR></TABLE>")
-    if any(expected is not None for _, expected in G.nodes(data="expected")):
+    if any(attrs.get("expected") is not None for attrs in nodes):
         items.append(font("wrong gradient", t.dead_text, LEGEND_PT)
                      + font(GAP + "(the reference's beneath)", t.muted, LEGEND_PT))
-    if any(flag for _, flag in G.nodes(data="error_start")):
+    if any(attrs.get("error_start") for attrs in nodes):
         items.append(font("●", t.dead_line, MARK_PT)
                      + font(GAP + "where the error starts", t.muted, LEGEND_PT))
     stored = G.graph.get("stored_bytes")
@@ -82,7 +83,7 @@ def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool
 
 def _blocking_symbols(G: nx.MultiDiGraph) -> list[str]:
     """The symbols of the gates drawn dashed: those that blocked some gradient."""
-    return sorted({attrs["symbol"] for _, attrs in G.nodes(data=True)
+    return sorted({attrs["symbol"] for attrs in G._node.values()
                    if attrs.get("kind") == "op" and blocks_gradient(attrs.get("dead"))})
 
 
@@ -93,7 +94,7 @@ def blocks_gradient(dead: Any) -> bool:
 
 def _gates(G: nx.MultiDiGraph) -> str:
     """What zeroed gradients in ``G``'s picture: "a dead ReLU", "dropout"…"""
-    names = sorted({ops.get(op).gate_name for _, op, dead in
-                    ((n, a.get("op"), a.get("dead")) for n, a in G.nodes(data=True))
+    names = sorted({ops.get(op).gate_name for op, dead in
+                    ((a.get("op"), a.get("dead")) for a in G._node.values())
                     if dead is not None and op is not None and ops.get(op).gate_name})
     return " or ".join(names) or "a gate"

@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 
 from .formatting import MAX_ITEMS, display_number, format_array, grid_indices, summarized
-from .metrics import text_width
+from .metrics import advance, text_width
 from .style import VALUE_PT, Theme
 
-__all__ = ["PADDING", "column_widths", "grid_html", "grid_texts", "lone_width"]
+__all__ = ["PADDING", "column_widths", "contribution_html", "grid_html", "grid_texts", "lone_width",
+           "number_html"]
 
 PADDING = 2  # points inside a number's cell, on every side
 
@@ -58,8 +59,8 @@ def column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
 
 def lone_width(numbers: Sequence[float], precision: int, size: float) -> int:
     """column_widths of the grids of scalars ``numbers``: the width of their one column."""
-    return _cell_width(max(text_width(_scalar_text(x, precision), size, "numbers")
-                           for x in numbers))
+    widest = max(advance(_scalar_text(x, precision), "numbers") for x in numbers)
+    return _cell_width(widest * size / 1000)  # (text_width's)
 
 
 def _cell_width(text_points: float) -> int:
@@ -82,15 +83,24 @@ def _table_tag(spacing: int, fill: str | None) -> str:
 
 def _cell(text: str, index: Any, color: str, theme: Theme, size: float, width: int | None,
           dead: np.ndarray | None, hidden: bool) -> str:
-    """One number's cell: numbers right, ellipses centred, a slice's "[0,1]" left; a dead
-    entry on the dead fill; a hidden one blank."""
+    """One number's cell (its ``text`` escaped already): numbers right, ellipses centred, a
+    slice's "[0,1]" left; a dead entry on the dead fill; a hidden one blank."""
     width_attr = f' WIDTH="{width}"' if width is not None else ""
-    body = " " if hidden or not text else escape(text)
+    body = " " if hidden or not text else text
     if not hidden and dead is not None and index is not None and dead[index]:
         return (f'<TD ALIGN="RIGHT"{width_attr} BGCOLOR="{theme.dead_fill}">'
                 f"{_font_tag(theme.dead_text, size)}{body}</FONT></TD>")
     align = "RIGHT" if index is not None else "LEFT" if text[:1] == "[" else "CENTER"
     return f'<TD ALIGN="{align}"{width_attr}>{_font_tag(color, size)}{body}</FONT></TD>'
+
+
+def number_html(x: float, precision: int, color: str, theme: Theme, *, size: float = VALUE_PT,
+                index: tuple | None = None, dead: np.ndarray | None = None,
+                width: int | None = None, fill: str | None = None, hidden: bool = False) -> str:
+    """grid_html of a scalar's number ``x`` (its ``index`` the cell's, ``()``; or None), made
+    without its grid: most boxes hold one. (A number's text needs no escaping.)"""
+    cell = _cell(_scalar_text(x, precision), index, color, theme, size, width, dead, hidden)
+    return f"{_table_tag(0, None if hidden else fill)}<TR>{cell}</TR></TABLE>"
 
 
 def grid_html(texts: list[list[str]], color: str, theme: Theme, *, size: float = VALUE_PT,
@@ -102,13 +112,13 @@ def grid_html(texts: list[list[str]], color: str, theme: Theme, *, size: float =
     ``hidden`` keeps the grid's size but shows nothing: a gradient not yet
     computed at this backward step.
     """
+    if len(texts) == 1 and len(texts[0]) == 1 and not brackets:  # one number, as number_html
+        cell = _cell(escape(texts[0][0]), indices[0][0] if indices else None, color, theme,
+                     size, widths[0] if widths else None, dead, hidden)
+        return f"{_table_tag(0, None if hidden else fill)}<TR>{cell}</TR></TABLE>"
     table = _table_tag(2 if len(texts[0]) > 1 else 0,  # a little air between columns
                        fill if not hidden else None)
-    if len(texts) == 1 and len(texts[0]) == 1 and not brackets:  # a scalar: most boxes
-        cell = _cell(texts[0][0], indices[0][0] if indices else None, color, theme, size,
-                     widths[0] if widths else None, dead, hidden)
-        return f"{table}<TR>{cell}</TR></TABLE>"
-    rows = [[_cell(text, indices[r][c] if indices else None, color, theme, size,
+    rows = [[_cell(escape(text), indices[r][c] if indices else None, color, theme, size,
                    widths[c] if widths else None, dead, hidden)
              for c, text in enumerate(row)] for r, row in enumerate(texts)]
     if brackets:
@@ -117,3 +127,18 @@ def grid_html(texts: list[list[str]], color: str, theme: Theme, *, size: float =
         span = f'ROWSPAN="{len(rows)}" WIDTH="4" BORDER="1" COLOR="{line}"'
         rows[0] = [f'<TD {span} SIDES="LTB"></TD>', *rows[0], f'<TD {span} SIDES="RTB"></TD>']
     return table + "".join("<TR>" + "".join(cells) + "</TR>" for cells in rows) + "</TABLE>"
+
+
+def contribution_html(contribution: Any, precision: int, theme: Theme, size: float,
+                      dead: np.ndarray | None, hidden: bool) -> str:
+    """The numbers on an edge: what it sent back, in its badge's fill; its dead entries
+    marked; ``hidden`` (kept in place, unseen) until the edge has sent it."""
+    if type(contribution) is float:  # a scalar's: one number
+        return number_html(contribution, precision, theme.grad, theme, size=size, index=(),
+                           dead=dead, width=lone_width([contribution], precision, size),
+                           fill=theme.text_fill, hidden=hidden)
+    texts, indices = grid_texts(contribution, precision)
+    return grid_html(texts, theme.grad, theme, size=size, indices=indices, dead=dead,
+                     widths=column_widths([texts], size), fill=theme.text_fill,
+                     brackets=bool(np.ndim(contribution))
+                     and not summarized(np.shape(contribution)), hidden=hidden)

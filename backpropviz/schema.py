@@ -297,7 +297,7 @@ def validate(G: Any) -> None:
     if not isinstance(roots, list) or not roots:
         raise IRError("graph attribute 'roots' must be a non-empty list of value ids")
     for root in roots:
-        if G.nodes.get(root, {}).get("kind") != "value":
+        if _kind_of(G, root) != "value":
             raise IRError(f"root {root!r} is not a value node of the graph")
     outputs = {node for node, attrs in G._node.items() if attrs.get("role") == "output"}
     if outputs != set(roots):
@@ -309,23 +309,31 @@ def validate(G: Any) -> None:
     if len(set(order)) != len(order):
         raise IRError("graph attribute 'backward_order' lists an op twice")
     for op in order:
-        if G.nodes.get(op, {}).get("kind") != "op":
+        if _kind_of(G, op) != "op":
             raise IRError(f"backward_order names {op!r}, which is not an op node")
     _check_attributes("the graph", GRAPH, G.graph, ())
     for value in G.graph.get("seeds") or {}:
-        if G.nodes.get(value, {}).get("kind") != "value":
+        if _kind_of(G, value) != "value":
             raise IRError(f"graph attribute 'seeds' names {value!r}, which is not a value node")
 
 
+def _kind_of(G: nx.MultiDiGraph, node: Any) -> Any:
+    """A node's kind, or None if it is no node of ``G`` (networkx's own dict, read only)."""
+    attrs = G._node.get(node)
+    return None if attrs is None else attrs.get("kind")
+
+
 def _check_attributes(where: str | tuple, place: str, attrs: Mapping, shape: tuple | None,
-                      checked: tuple[str, ...] = ()) -> None:
+                      checked: frozenset[str] = frozenset()) -> None:
     """Each attribute of ``attrs`` declared for ``place`` and of its kind; the required
     ones present. ``checked`` were checked already (with their shapes). ``where`` names
     the node, or is an edge's ends (its text is made only for an error)."""
-    declared, numbers = _DECLARED[place], _NUMBERS[place]
+    declared = _DECLARED[place]
+    # (the common case, a scalar's number, needs no more)
+    numbers = _NUMBERS[place] if shape == () else frozenset()
     for name, value in attrs.items():
-        if name in checked or (type(value) is float and shape == () and name in numbers):
-            continue  # (the common case, a scalar's number, needs no more)
+        if name in checked or (type(value) is float and name in numbers):
+            continue
         spec = declared.get(name)
         if spec is None:
             known = ", ".join(sorted(declared)) or "none"
@@ -385,25 +393,30 @@ def _check_number(where: str, x: Any, shape: tuple[int, ...], what: str) -> None
 
 
 _VALUE_CHECKED = ("kind", "label", "data", "grad", "shape", "role")
+# What _validate_value and _validate_op check themselves, of a value, an edge and an op
+_VALUE_CHECKED_SET = frozenset(_VALUE_CHECKED)
+_ARG = frozenset({"arg"})
+_OP_CHECKED = frozenset({"kind", "op", "symbol"})
 
 
 def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     where = f"value node {node!r}"
-    for key in _VALUE_CHECKED[1:]:
-        if key not in attrs:
-            raise IRError(f"{where} has no {key!r} attribute")
+    if not attrs.keys() >= _VALUE_CHECKED_SET:
+        missing = next(key for key in _VALUE_CHECKED if key not in attrs)
+        raise IRError(f"{where} has no {missing!r} attribute")
     if attrs["label"] is not None and not isinstance(attrs["label"], str):
         raise IRError(f"{where}: label must be a string or None")
     shape = attrs["shape"]
     if not isinstance(shape, tuple) or (shape and not all(isinstance(n, int) for n in shape)):
         raise IRError(f"{where}: shape must be a tuple of ints, got {shape!r}")
-    _check_number(where, attrs["data"], shape, "data")
-    if attrs["grad"] is not None:
+    if shape or type(attrs["data"]) is not float:  # (a scalar Value's float is right)
+        _check_number(where, attrs["data"], shape, "data")
+    if attrs["grad"] is not None and (shape or type(attrs["grad"]) is not float):
         _check_number(where, attrs["grad"], shape, "grad")
     if attrs["role"] not in ROLES:
         raise IRError(f"{where}: role must be one of {list(ROLES)}, got {attrs['role']!r}")
     if len(attrs) > len(_VALUE_CHECKED):
-        _check_attributes(where, VALUE, attrs, shape, _VALUE_CHECKED)
+        _check_attributes(where, VALUE, attrs, shape, _VALUE_CHECKED_SET)
     # networkx's own adjacency dicts ({neighbour: {key: edge attrs}}), read
     # only: its views cost more than these checks on big graphs of scalars.
     producers = sum(map(len, G._pred[node].values()))
@@ -420,7 +433,7 @@ def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
             raise IRError(f"edge {node!r} -> {target!r} joins two values; "
                           "edges run value -> op -> value")
         for data in edges.values():
-            _check_attributes((node, target), EDGE, data, shape, ("arg",))
+            _check_attributes((node, target), EDGE, data, shape, _ARG)
 
 
 def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
@@ -428,7 +441,7 @@ def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     for key in ("op", "symbol"):
         if not isinstance(attrs.get(key), str):
             raise IRError(f"{where}: {key!r} must be a string")
-    _check_attributes(where, OP, attrs, None, ("kind", "op", "symbol"))
+    _check_attributes(where, OP, attrs, None, _OP_CHECKED)
     results = [(target, data) for target, edges in G._succ[node].items()
                for data in edges.values()]
     if len(results) != 1:
@@ -436,13 +449,14 @@ def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
     result, data = results[0]
     if G._node[result].get("kind") != "value":
         raise IRError(f"{where}: its result {result!r} is not a value node")
-    _check_attributes((node, result), RESULT, data, None)
+    if data or _REQUIRED[RESULT]:  # (a result edge has no attributes of its own)
+        _check_attributes((node, result), RESULT, data, None)
     args = sorted(data.get("arg", -1) for edges in G._pred[node].values()
                   for data in edges.values())
     if args != list(range(len(args))):
         raise IRError(f"{where}: operand edges must carry arg 0..{len(args) - 1}, got {args}")
     for saved in attrs.get("saves", ()):
-        if G._node.get(saved, {}).get("kind") != "value":
+        if _kind_of(G, saved) != "value":
             raise IRError(f"{where}: saves names {saved!r}, which is not a value node")
 
 

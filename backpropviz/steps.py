@@ -80,8 +80,8 @@ def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
     history = {value: [seed] for value, seed in start_grads(G).items()}
     after = G.graph.get("loop_after", {})
     for op, _, updated, _, grads in _replay(G):
-        for value in G._succ[op] if op is not None else ():
-            # (a rolled loop's shared value, all repetitions in)
+        # (a rolled loop's shared value, all repetitions in)
+        for value in G._succ[op] if op is not None and after else ():
             if value in after and history.get(value, [None])[-1] is not after[value]:
                 history.setdefault(value, []).append(after[value])
         for value in dict.fromkeys(updated):
@@ -114,7 +114,7 @@ def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
     closing = G.graph.get("loop_rest_after") if rest else None
     pred = G._pred
     for op in G.graph["backward_order"]:
-        for value in G._succ[op]:
+        for value in G._succ[op] if after else ():
             if value in after:
                 grads[value] = after[value]
         edges = operand_edges(G, op)
@@ -157,11 +157,10 @@ def state_at(G: nx.MultiDiGraph, step: int | None = None,
     order = G.graph["backward_order"]
     count = step_count(G)
     if step is None:
-        grads = {v: attrs["grad"] for v, attrs in G.nodes(data=True)
+        grads = {v: attrs["grad"] for v, attrs in G._node.items()  # (networkx's own dicts)
                  if attrs["kind"] == "value" and attrs.get("grad") is not None}
-        done = set(order)
-        processed = frozenset((u, v, k) for u, v, k, arg in G.edges(keys=True, data="arg")
-                              if arg is not None and v in done)
+        processed = frozenset((u, op, k) for op in set(order) for u, keyed in G._pred[op].items()
+                              for k, edge in keyed.items() if edge.get("arg") is not None)
         return StepState(grads, processed, None, frozenset(), frozenset())
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= count:
         raise IRError(f"step {step!r} is out of range (must be an int in 0..{count})")
@@ -204,13 +203,14 @@ def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
     Returns ``(values, edges)``: boolean arrays keyed by value id and by
     ``(u, v, key)``, only for values and edges with at least one dead entry.
     """
-    if not any(_any(dead) for _, dead in G.nodes(data="dead") if dead is not None):
+    nodes = G._node  # (networkx's own dict, read only)
+    if not any(_any(attrs["dead"]) for attrs in nodes.values()
+               if attrs.get("dead") is not None):
         return {}, {}
     contributions: dict[Any, list] = {}
     edge_mask: dict[tuple, Any] = {}
     value_mask: dict[Any, Any] = {}
     seeds = G.graph.get("seeds", {})
-    nodes = G.nodes
 
     # Scalars (the common case, graphs of Values) use plain bools; arrays
     # use boolean arrays of their shape.
@@ -243,9 +243,12 @@ def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
                     mask = zero & _dead_through(attrs, edge["arg"], np.asarray(upstream),
                                                 zero.shape)
                 edge_mask[(u, op, k)] = mask
-                contributions.setdefault(u, []).append(mask)
-    for value, kind in G.nodes(data="kind"):
-        if kind == "value" and value not in value_mask:
+                if u in contributions:
+                    contributions[u].append(mask)
+                else:
+                    contributions[u] = [mask]
+    for value, attrs in nodes.items():
+        if attrs["kind"] == "value" and value not in value_mask:
             value_mask[value] = mask_of(value)
     return ({v: np.asarray(m) for v, m in value_mask.items() if _any(m)},
             {e: np.asarray(m) for e, m in edge_mask.items() if _any(m)})
@@ -314,7 +317,7 @@ def plain_constants(G: nx.MultiDiGraph, show_constants: bool) -> set:
     """The constants drawn without their gradient and saved mark (all, unless shown)."""
     if show_constants:
         return set()
-    return {node for node, role in G.nodes(data="role") if role == "const"}
+    return {node for node, attrs in G._node.items() if attrs.get("role") == "const"}
 
 
 def fork_edges(G: nx.MultiDiGraph, plain: set) -> set[tuple[Any, Any, Any]]:
