@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
@@ -115,9 +115,15 @@ def run_dot(source: str, format: str = "svg") -> bytes:
     # input and writes its output without waiting for us, and we wait without
     # waking for each piece (a 900 KB DOT and its 2 MB SVG: half the time spent
     # here). We wait on dot's messages, which end when it does.
-    with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as drawn:
-        given.write(source.encode("utf-8"))
-        given.seek(0)
+    with ExitStack() as files:
+        try:
+            given = files.enter_context(tempfile.TemporaryFile())
+            drawn = files.enter_context(tempfile.TemporaryFile())
+            given.write(source.encode("utf-8"))
+            given.seek(0)
+        except OSError as error:
+            raise DrawError(f"cannot write the temporary files dot reads and writes "
+                            f"({error.strerror}); set TMPDIR to a folder with room") from None
         try:
             # A folded picture has its places in the DOT: neato -n2 keeps them.
             command = ["neato", "-n2"] if 'layout="neato"' in source[:2000] else ["dot"]

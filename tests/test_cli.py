@@ -413,6 +413,20 @@ def test_dot_missing(tmp_path):
     assert done.returncode == 0, done.stderr.decode()
 
 
+def test_no_room_for_dots_files_is_one_clear_error(monkeypatch):
+    import tempfile
+
+    from backpropviz.errors import DrawError
+    from backpropviz.graphviz import run_dot
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", full)
+    with pytest.raises(DrawError, match=r"temporary files .*No space left on device.*TMPDIR"):
+        run_dot("digraph { a -> b }")
+
+
 @pytest.mark.parametrize("output", ["fig.svgz", "fig"])
 def test_unknown_format_lists_the_formats(output, tmp_path):
     message = fails(EXAMPLES / "add_mul.py", "-o", output, cwd=tmp_path, status=2)
