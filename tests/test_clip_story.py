@@ -18,6 +18,7 @@ import manim
 
 from backpropviz import Value
 from backpropviz.animate import pacing
+from backpropviz.animate.motion import Along
 from backpropviz.animate.story import PHASES, StepCaption, line_terms, sum_terms
 from backpropviz.animate.sweep import BackpropScene
 from backpropviz.captions import step_captions
@@ -64,7 +65,7 @@ class Recorded(BackpropScene):
     def play(self, *animations, **kwargs):
         moved = []
         for animation in _flat(animations):
-            if isinstance(animation, manim.MoveAlongPath):
+            if isinstance(animation, Along):
                 moved.append(("travel", table_cells(animation.mobject)))
             elif isinstance(animation, manim.ReplacementTransform) \
                     and hasattr(animation.target_mobject, "entries"):
