@@ -31,7 +31,8 @@ _creation_number = attrgetter("_index")
 class Node:
     """What Value and Tensor share: the recorded graph and the backward record.
 
-    ``operands`` is an ordered tuple, so ``a * a`` keeps two edges. After a
+    ``operands`` is an ordered tuple, so ``a * a`` keeps two edges (a Value
+    keeps its operands in two slots and gives them as the tuple). After a
     backward pass, ``_sent[i]`` is the gradient this node sent back to
     ``operands[i]`` in the last pass, ``_sums[i]`` the gradient
     ``operands[i]`` held right after it arrived (the running sum, as the
@@ -46,7 +47,7 @@ class Node:
 
     __slots__ = (
         "_group", "_index", "_pass", "_passes", "_seed", "_used", "_visit",
-        "data", "exponent", "grad", "label", "op", "operands", "requires_grad",
+        "data", "exponent", "grad", "label", "op", "requires_grad",
     )
 
     @property

@@ -60,7 +60,8 @@ class Tensor(Node):
     """
 
     # ``_sent`` and ``_sums`` are the tape (see Node), ``_upstream`` the sum a pass builds.
-    __slots__ = ("_sent", "_sums", "_upstream", "axis", "index", "keep", "keepdims", "rate")
+    __slots__ = ("_sent", "_sums", "_upstream", "axis", "index", "keep", "keepdims", "operands",
+                 "rate")
     _no_grad = None  # PyTorch's .grad before backward
     _rules = _TENSOR_RULES
 
