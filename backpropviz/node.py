@@ -42,11 +42,10 @@ class Node:
     A leaf's ``_used`` is its data as the last pass found it: what the
     forward pass used, even after an update such as ``w.data -= lr * w.grad``.
     (Value keeps ``_sent`` and ``_sums`` in float slots, Tensor as tuples.)
-    ``_visit`` is the mark the last search through the graph left in it.
     """
 
     __slots__ = (
-        "_group", "_index", "_pass", "_passes", "_seed", "_used", "_visit",
+        "_group", "_index", "_pass", "_passes", "_seed", "_used",
         "data", "exponent", "grad", "label", "op", "requires_grad",
     )
 
@@ -121,12 +120,10 @@ backward_done_listeners: list[Callable[[Any], None]] = []
 
 def topological_order(roots: Iterable[Node]) -> list[Node]:
     """Every node the roots depend on, operands before results (no recursion)."""
-    mark = object()  # what this search writes in each node it meets (faster than a set)
     stack = list(dict.fromkeys(roots))
-    for node in stack:
-        node._visit = mark
+    met = set(stack)
     found = []
-    pop, push, keep = stack.pop, stack.append, found.append
+    pop, push, keep, meet = stack.pop, stack.append, found.append, met.add
     while stack:
         node = pop()
         # Kept as it leaves the stack, not as it is met: then the search finds a
@@ -134,8 +131,8 @@ def topological_order(roots: Iterable[Node]) -> list[Node]:
         # those stretches whole (reversing them) instead of merging element by element.
         keep(node)
         for operand in node.operands:
-            if operand._visit is not mark:
-                operand._visit = mark
+            if operand not in met:
+                meet(operand)
                 push(operand)
     found.sort(key=_creation_number)
     return found

@@ -81,7 +81,7 @@ class Tensor(Node):
         self.keep = self.rate = None  # dropout's mask and p
         self.requires_grad = requires_grad
         self._index = next(_creation_counter)
-        self._sent = self._sums = self._pass = self._seed = self._used = self._visit = None
+        self._sent = self._sums = self._pass = self._seed = self._used = None
         self._passes = 0
         self._group = _open_groups()  # the groups (with group(...)) it was made in
 

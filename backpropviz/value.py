@@ -119,7 +119,7 @@ class Value(Node):
         from zero and get what they held added back afterwards, each sum as
         the engine adds it.
         """
-        order, holding = _reached(self)
+        order, holding = _reached(self, number)
         for node in holding:
             node.grad = 0.0
         _sweep_from_zero(order, seed, number)
@@ -252,16 +252,19 @@ class Value(Node):
         return (g * node.data * (1.0 - node.data),)  # σ' = σ(1-σ)
 
 
-def _reached(root: Value) -> tuple[list[Value], dict[Value, tuple[Any, int]]]:
+def _reached(root: Value, number: int) -> tuple[list[Value], dict[Value, tuple[Any, int]]]:
     """Everything ``root`` depends on, in reverse creation order (root first), and
     those whose .grad holds something, each with its .grad and pass count.
+
+    The search marks each node it meets with the pass's ``number``, in ``_pass``:
+    so an op has it when the sweep processes it, with no write of its own there.
 
     The root holds what the seed is added to; the others hold something if their
     .grad has a float64 bit set (+0.0, or 0, is what a sum from 0.0 starts from, bit
     for bit; -0.0 is not, since -0.0 + -0.0 is -0.0). The search is
     ``topological_order``'s, looking at each .grad as the node leaves the stack.
     """
-    mark = root._visit = object()
+    root._pass = number
     found = []
     holding = {root: (root.grad, root._passes)}
     stack = [root]
@@ -276,12 +279,12 @@ def _reached(root: Value) -> tuple[list[Value], dict[Value, tuple[Any, int]]]:
         a = node._a
         if a is None:
             continue
-        if a._visit is not mark:
-            a._visit = mark
+        if a._pass is not number:
+            a._pass = number
             push(a)
         b = node._b
-        if b is not None and b._visit is not mark:
-            b._visit = mark
+        if b is not None and b._pass is not number:
+            b._pass = number
             push(b)
     found.sort(key=_creation_number, reverse=True)
     return found, holding
@@ -295,35 +298,44 @@ def _sweep_from_zero(order: list[Value], seed: float, number: int) -> None:
     is the gradient the rule takes, and where it forks each contribution is
     added to it, the running sum recorded as it is made. The root's ``.grad``
     is left at the seed, for the caller to add to what it held before.
+
+    Each op has this pass's ``number`` in ``_pass`` already, from the search;
+    a leaf's is cleared (no pass processes a leaf's rule), and so is every
+    node's from an op without a rule on, where the pass stops.
     """
     order[0].grad = seed
     rules = _VALUE_RULES
-    for node in order:
-        upstream = node.grad
-        # .grad holds this pass alone: a node that earlier passes reached had
-        # its gradient reset since (w.grad = 0), and is counted anew. A NaN,
-        # unequal to itself, cannot tell, and counts on.
-        node._passes = 1 if upstream == upstream else node._passes + 1
-        op = node.op
-        if op is None:
-            node._used = node.data  # as the forward pass used it, before any update
-            continue
-        contributions = rules[op](node, upstream)
-        # Spelled out per arity, in slots rather than tuples: this is the
-        # engine's hot loop, and each object it keeps is one more for the
-        # garbage collector to look at.
-        a, b = node._a, node._b
-        if b is None:
-            sent0, = contributions
-            a.grad = node._sum0 = a.grad + sent0
-            node._sent0 = sent0
-        else:
-            sent0, sent1 = contributions
-            a.grad = node._sum0 = a.grad + sent0
-            b.grad = node._sum1 = b.grad + sent1
-            node._sent0 = sent0
-            node._sent1 = sent1
-        node._pass = number
+    try:
+        for node in order:
+            upstream = node.grad
+            # .grad holds this pass alone: a node that earlier passes reached had
+            # its gradient reset since (w.grad = 0), and is counted anew. A NaN,
+            # unequal to itself, cannot tell, and counts on.
+            node._passes = 1 if upstream == upstream else node._passes + 1
+            op = node.op
+            if op is None:
+                node._used = node.data  # as the forward pass used it, before any update
+                node._pass = None
+                continue
+            contributions = rules[op](node, upstream)
+            # Spelled out per arity, in slots rather than tuples: this is the
+            # engine's hot loop, and each object it keeps is one more for the
+            # garbage collector to look at.
+            a, b = node._a, node._b
+            if b is None:
+                sent0, = contributions
+                a.grad = node._sum0 = a.grad + sent0
+                node._sent0 = sent0
+            else:
+                sent0, sent1 = contributions
+                a.grad = node._sum0 = a.grad + sent0
+                b.grad = node._sum1 = b.grad + sent1
+                node._sent0 = sent0
+                node._sent1 = sent1
+    except KeyError:  # no rule for this op: backward() says so
+        for unprocessed in order[order.index(node):]:
+            unprocessed._pass = None
+        raise
 
 
 def _add_earlier_passes(order: list[Value], holding: dict[Value, tuple[Any, int]],
@@ -337,20 +349,22 @@ def _add_earlier_passes(order: list[Value], holding: dict[Value, tuple[Any, int]
     ``.grad``. It counts one pass more unless its ``.grad`` holds this pass
     alone (it was reset since: w.grad = 0).
     """
-    holds = object()  # marks the nodes that hold something, faster to ask than the dict
+    # The nodes that hold something are marked in ``_passes`` (faster to ask than the
+    # dict), which is counted anew for each of them at the end.
+    holds = object()
     this_pass = {}
     for node, (grad, _) in holding.items():
         this_pass[node] = node.grad
         node.grad = grad
-        node._visit = holds
+        node._passes = holds
     order[0].grad += seed
     if len(holding) > 1:  # nothing is sent to the root, but to the others
         for node in order:
             # Spelled out per arity, as in the sweep: every op is looked at.
             a, b = node._a, node._b
-            if a is not None and a._visit is holds:
+            if a is not None and a._passes is holds:
                 a.grad = node._sum0 = a.grad + node._sent0
-            if b is not None and b._visit is holds:
+            if b is not None and b._passes is holds:
                 b.grad = node._sum1 = b.grad + node._sent1
     for node, (_, count) in holding.items():
         node._passes = 1 if count and node.grad == this_pass[node] else count + 1
@@ -380,7 +394,7 @@ def _result(data: float, op: str | None, a: Value | None, b: Value | None = None
     node.exponent = exponent
     node.requires_grad = False
     node._index = next(_creation_counter)
-    node._pass = node._seed = node._used = node._visit = None
+    node._pass = node._seed = node._used = None
     node._passes = 0
     # The groups (with group(...)) it was made in; a flag, cheaper than the call, when
     # no group was ever opened.
