@@ -38,7 +38,8 @@ class Node:
     ``operands[i]`` held right after it arrived (the running sum, as the
     engine added it, earlier passes' gradients included), ``_pass`` numbers
     the last pass that processed it (each pass processes its ops in reverse
-    creation order), and ``_passes`` counts the passes that reached the node.
+    creation order; a Value's pass writes its number as it finds the node),
+    and ``_passes`` counts the passes that reached the node.
     A leaf's ``_used`` is its data as the last pass found it: what the
     forward pass used, even after an update such as ``w.data -= lr * w.grad``.
     (Value keeps ``_sent`` and ``_sums`` in float slots, Tensor as tuples.)

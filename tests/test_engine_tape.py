@@ -126,9 +126,13 @@ def program_states(seed: int) -> str:
 
 
 def _bits(x: Any) -> str:
-    """A number exactly (a float's 64 bits, so -0.0 and nan's sign show), or its repr."""
+    """A number exactly (a float's 64 bits, so -0.0 shows), or its repr.
+
+    Any nan is written "nan": CPython's own float addition gives nan + nan the
+    sign of either operand, depending on whether the adding code has warmed up
+    (specialised) yet, so a nan's sign bit is not the engine's to keep."""
     if type(x) is float:
-        return struct.pack("<d", x).hex()
+        return "nan" if x != x else struct.pack("<d", x).hex()
     if isinstance(x, tuple):
         return "(" + ",".join(_bits(item) for item in x) + ")"
     return repr(x)
