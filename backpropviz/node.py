@@ -31,22 +31,23 @@ _creation_number = attrgetter("_index")
 class Node:
     """What Value and Tensor share: the recorded graph and the backward record.
 
-    ``operands`` is an ordered tuple, so ``a * a`` keeps two edges. After a
+    ``operands`` is an ordered tuple, so ``a * a`` keeps two edges (a Value
+    keeps its operands in two slots and gives them as the tuple). After a
     backward pass, ``_sent[i]`` is the gradient this node sent back to
     ``operands[i]`` in the last pass, ``_sums[i]`` the gradient
     ``operands[i]`` held right after it arrived (the running sum, as the
     engine added it, earlier passes' gradients included), ``_pass`` numbers
     the last pass that processed it (each pass processes its ops in reverse
-    creation order), and ``_passes`` counts the passes that reached the node.
+    creation order; a Value's pass writes its number as it finds the node),
+    and ``_passes`` counts the passes that reached the node.
     A leaf's ``_used`` is its data as the last pass found it: what the
     forward pass used, even after an update such as ``w.data -= lr * w.grad``.
     (Value keeps ``_sent`` and ``_sums`` in float slots, Tensor as tuples.)
-    ``_visit`` is the mark the last search through the graph left in it.
     """
 
     __slots__ = (
-        "_group", "_index", "_pass", "_passes", "_seed", "_used", "_visit",
-        "data", "exponent", "grad", "label", "op", "operands", "requires_grad",
+        "_group", "_index", "_pass", "_passes", "_seed", "_used",
+        "data", "exponent", "grad", "label", "op", "requires_grad",
     )
 
     @property
@@ -120,12 +121,10 @@ backward_done_listeners: list[Callable[[Any], None]] = []
 
 def topological_order(roots: Iterable[Node]) -> list[Node]:
     """Every node the roots depend on, operands before results (no recursion)."""
-    mark = object()  # what this search writes in each node it meets (faster than a set)
     stack = list(dict.fromkeys(roots))
-    for node in stack:
-        node._visit = mark
+    met = set(stack)
     found = []
-    pop, push, keep = stack.pop, stack.append, found.append
+    pop, push, keep, meet = stack.pop, stack.append, found.append, met.add
     while stack:
         node = pop()
         # Kept as it leaves the stack, not as it is met: then the search finds a
@@ -133,8 +132,8 @@ def topological_order(roots: Iterable[Node]) -> list[Node]:
         # those stretches whole (reversing them) instead of merging element by element.
         keep(node)
         for operand in node.operands:
-            if operand._visit is not mark:
-                operand._visit = mark
+            if operand not in met:
+                meet(operand)
                 push(operand)
     found.sort(key=_creation_number)
     return found

@@ -60,7 +60,8 @@ class Tensor(Node):
     """
 
     # ``_sent`` and ``_sums`` are the tape (see Node), ``_upstream`` the sum a pass builds.
-    __slots__ = ("_sent", "_sums", "_upstream", "axis", "index", "keep", "keepdims", "rate")
+    __slots__ = ("_sent", "_sums", "_upstream", "axis", "index", "keep", "keepdims", "operands",
+                 "rate")
     _no_grad = None  # PyTorch's .grad before backward
     _rules = _TENSOR_RULES
 
@@ -80,7 +81,7 @@ class Tensor(Node):
         self.keep = self.rate = None  # dropout's mask and p
         self.requires_grad = requires_grad
         self._index = next(_creation_counter)
-        self._sent = self._sums = self._pass = self._seed = self._used = self._visit = None
+        self._sent = self._sums = self._pass = self._seed = self._used = None
         self._passes = 0
         self._group = _open_groups()  # the groups (with group(...)) it was made in
 

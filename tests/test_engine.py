@@ -663,6 +663,13 @@ def test_power_symbols_for_any_exponent():
     assert (Value(2.0) ** Value(3.0))._op == "(·)ʸ"
 
 
+def test_a_value_of_more_than_two_operands_is_a_clear_error():
+    a, b, c = Value(1.0), Value(2.0), Value(3.0)
+    with pytest.raises(EngineError, match="at most two operands, got 3"):
+        Value(6.0, (a, b, c), "add")
+    assert Value(3.0, [a, b], "add").operands == (a, b)  # any sequence, kept in order
+
+
 def test_an_op_without_a_rule_is_a_clear_error():
     a, b = Value(1.0), Value(2.0)
     c = Value(3.0, (a, b), "+")  # micrograd's constructor, with micrograd's op name
