@@ -51,8 +51,26 @@ def dry_run(G=None, scene_class: type[BackpropScene] = BackpropScene,
     with manim.tempconfig(quiet_config(dry_run=True)):
         scene = scene_class(G, **options)
         scene.camera.capture_mobjects = lambda mobjects, **kwargs: None
+        skipped(scene)
         scene.render()
     return scene
+
+
+def skipped(scene) -> None:
+    """Each animation of ``scene`` played to its end in one step, as the conductor of a
+    clip rendered in several processes skips it (animate/parallel.py), not frame by
+    frame: the same state after each one, to the bit, and the same clock
+    (tests/test_parallel_clip.py checks that on whole clips), in a fraction of the time."""
+    from backpropviz.animate.parallel import _skipped
+
+    renderer = scene.renderer
+    manims_play = renderer.play
+
+    def play(*args, **kwargs) -> None:
+        with _skipped(renderer, scene):
+            manims_play(*args, **kwargs)
+
+    renderer.play = play
 
 
 class _Watched(BackpropScene):

@@ -100,13 +100,17 @@ def _flat(animations):
 
 
 def dry_played(scene_class, G, **options):
-    """The scene ``scene_class(G, **options)`` played through at 480p, nothing drawn."""
+    """The scene ``scene_class(G, **options)`` played through at 480p, nothing drawn,
+    each animation skipped to its end (as test_animate's dry_run)."""
+    from test_animate import skipped
+
     settings = {"media_dir": tempfile.mkdtemp(dir=_MEDIA.name), "disable_caching": True,
                 "progress_bar": "none", "verbosity": "WARNING", "quality": "low_quality",
                 "dry_run": True}
     with manim.tempconfig(settings):
         scene = scene_class(G, **options)
         scene.camera.capture_mobjects = lambda mobjects, **kwargs: None
+        skipped(scene)
         scene.render()
     return scene
 

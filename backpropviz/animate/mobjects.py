@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Iterable, Sequence
 from html import escape
@@ -75,6 +76,18 @@ VECTOR_INSET, MATRIX_INSET = 0.5, 0.7
 ARRAY_GAP, NUMBER_GAP = 1.1, 0.8
 
 
+# The texts made, by the faces they were made in (TextStore); a few thousand at most.
+_MADE: dict[tuple, dict[tuple, VMobject]] = {}
+_MADE_AT_MOST = 4000
+
+
+@functools.cache
+def _installed_fonts() -> frozenset[str]:
+    import manimpango
+
+    return frozenset(manimpango.list_fonts())
+
+
 class TextStore:
     """Makes each distinct text once and hands out copies.
 
@@ -83,13 +96,16 @@ class TextStore:
     """
 
     def __init__(self) -> None:
-        import manimpango
-
-        self._made: dict[tuple, VMobject] = {}
         self._latex = shutil.which("latex") is not None and shutil.which("dvisvgm") is not None
-        installed = set(manimpango.list_fonts())
+        installed = _installed_fonts()
         self.font = next((f for f in FONTS if f in installed), "Sans")
         self.name_font = next((f for f in NAME_FONTS if f in installed), "Serif")
+        # Every store of a process with the same faces shares what it made: the clips
+        # of one process (a notebook's, the suite's) show many of the same texts.
+        if sum(map(len, _MADE.values())) > _MADE_AT_MOST:
+            _MADE.clear()
+        self._made: dict[tuple, VMobject] = _MADE.setdefault(
+            (self.font, self.name_font, self._latex), {})
 
     def __deepcopy__(self, memo: dict) -> TextStore:
         # Mobjects that keep the store (to make their numbers later) share it
