@@ -283,12 +283,18 @@ def validate(G: Any) -> None:
     edges value -> op -> value, roots, backward order) and every attribute as declared."""
     if not isinstance(G, nx.MultiDiGraph):
         raise IRError(f"the IR is a networkx.MultiDiGraph, got {type(G).__name__}")
-    for node, attrs in G._node.items():  # (networkx's own dict, read only: see below)
+    # networkx's own dicts ({node: attrs}; {node: {neighbour: {key: edge attrs}}}), read
+    # only: its views cost more than these checks on big graphs of scalars.
+    nodes, pred, succ = G._node, G._pred, G._succ
+    outputs = set()
+    for node, attrs in nodes.items():
         kind = attrs.get("kind")
         if kind == "value":
-            _validate_value(G, node, attrs)
+            _validate_value(nodes, node, attrs, pred[node], succ[node])
+            if attrs["role"] == "output":
+                outputs.add(node)
         elif kind == "op":
-            _validate_op(G, node, attrs)
+            _validate_op(nodes, node, attrs, pred[node], succ[node])
         else:
             raise IRError(f"node {node!r}: kind must be 'value' or 'op', got {kind!r}")
     if not _is_acyclic(G):
@@ -297,9 +303,8 @@ def validate(G: Any) -> None:
     if not isinstance(roots, list) or not roots:
         raise IRError("graph attribute 'roots' must be a non-empty list of value ids")
     for root in roots:
-        if _kind_of(G, root) != "value":
+        if _kind_of(nodes, root) != "value":
             raise IRError(f"root {root!r} is not a value node of the graph")
-    outputs = {node for node, attrs in G._node.items() if attrs.get("role") == "output"}
     if outputs != set(roots):
         raise IRError(f"the values with role 'output' ({sorted(outputs)}) must be the "
                       f"graph's roots ({roots})")
@@ -309,25 +314,25 @@ def validate(G: Any) -> None:
     if len(set(order)) != len(order):
         raise IRError("graph attribute 'backward_order' lists an op twice")
     for op in order:
-        if _kind_of(G, op) != "op":
+        if _kind_of(nodes, op) != "op":
             raise IRError(f"backward_order names {op!r}, which is not an op node")
-    _check_attributes("the graph", GRAPH, G.graph, ())
+    _check_attributes(("the graph",), GRAPH, G.graph, ())
     for value in G.graph.get("seeds") or {}:
-        if _kind_of(G, value) != "value":
+        if _kind_of(nodes, value) != "value":
             raise IRError(f"graph attribute 'seeds' names {value!r}, which is not a value node")
 
 
-def _kind_of(G: nx.MultiDiGraph, node: Any) -> Any:
-    """A node's kind, or None if it is no node of ``G`` (networkx's own dict, read only)."""
-    attrs = G._node.get(node)
+def _kind_of(nodes: Mapping, node: Any) -> Any:
+    """A node's kind, or None if it is no node (of networkx's own dict ``nodes``)."""
+    attrs = nodes.get(node)
     return None if attrs is None else attrs.get("kind")
 
 
-def _check_attributes(where: str | tuple, place: str, attrs: Mapping, shape: tuple | None,
+def _check_attributes(where: tuple, place: str, attrs: Mapping, shape: tuple | None,
                       checked: frozenset[str] = frozenset()) -> None:
     """Each attribute of ``attrs`` declared for ``place`` and of its kind; the required
     ones present. ``checked`` were checked already (with their shapes). ``where`` names
-    the node, or is an edge's ends (its text is made only for an error)."""
+    the node or edge (_where_text's: its text is made only for an error)."""
     declared = _DECLARED[place]
     # (the common case, a scalar's number, needs no more)
     numbers = _NUMBERS[place] if shape == () else frozenset()
@@ -340,17 +345,42 @@ def _check_attributes(where: str | tuple, place: str, attrs: Mapping, shape: tup
             raise IRError(f"{_where_text(where)}: unknown attribute {name!r} (the attributes "
                           f"of a {place} are: {known}); declare it in schema.py")
         if not spec.kind.check(value):
-            raise IRError(f"{_where_text(where)}: {name} must be {spec.kind.text}, "
-                          f"got {value!r:.60}")
+            raise _kind_error(where, spec, value)
         if spec.shaped and shape is not None and value is not None:
             _check_number(_where_text(where), value, shape, name)
-    for name in _REQUIRED[place]:
-        if name not in attrs and name not in checked:
-            raise IRError(f"{_where_text(where)} has no {name!r} attribute")
+    required = _REQUIRED[place]
+    if required and not checked.issuperset(required):
+        for name in required:
+            if name not in attrs and name not in checked:
+                raise IRError(f"{_where_text(where)} has no {name!r} attribute")
 
 
-def _where_text(where: str | tuple) -> str:
-    return where if isinstance(where, str) else f"edge {where[0]!r} -> {where[1]!r}"
+def _common(where: tuple, attrs: Mapping, common: tuple[Attribute, ...]) -> int:
+    """How many of the attributes ``common`` (set by every producer, none shaped)
+    ``attrs`` has, each checked: looked up, not found among all of ``attrs``."""
+    present = 0
+    for spec in common:
+        if spec.name in attrs:
+            present += 1
+            value = attrs[spec.name]
+            if not spec.kind.check(value):
+                raise _kind_error(where, spec, value)
+    return present
+
+
+def _kind_error(where: tuple, spec: Attribute, value: Any) -> IRError:
+    return IRError(f"{_where_text(where)}: {spec.name} must be {spec.kind.text}, "
+                   f"got {value!r:.60}")
+
+
+def _where_text(where: tuple) -> str:
+    """The text naming a node or an edge in a message: ``where`` is ``(text,)`` (the
+    graph), ``(what, node)`` or ``(u, "->", v)`` (an edge)."""
+    if len(where) == 1:
+        return where[0]
+    if len(where) == 2:
+        return f"{where[0]} {where[1]!r}"
+    return f"edge {where[0]!r} -> {where[2]!r}"
 
 
 def _is_acyclic(G: nx.MultiDiGraph) -> bool:
@@ -393,71 +423,96 @@ def _check_number(where: str, x: Any, shape: tuple[int, ...], what: str) -> None
 
 
 _VALUE_CHECKED = ("kind", "label", "data", "grad", "shape", "role")
-# What _validate_value and _validate_op check themselves, of a value, an edge and an op
+# What _validate_value and _validate_op check themselves, of a value, an edge and an op:
+# the required attributes, and (_common) the others every producer sets.
 _VALUE_CHECKED_SET = frozenset(_VALUE_CHECKED)
 _ARG = frozenset({"arg"})
 _OP_CHECKED = frozenset({"kind", "op", "symbol"})
+_VALUE_COMMON = (attribute(VALUE, "stored"), attribute(VALUE, "nbytes"))
+_OP_COMMON = (attribute(OP, "saves"),)
+_VALUE_ALL = _VALUE_CHECKED_SET | {spec.name for spec in _VALUE_COMMON}
+_OP_ALL = _OP_CHECKED | {spec.name for spec in _OP_COMMON}
 
 
-def _validate_value(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
-    where = f"value node {node!r}"
+def _validate_value(nodes: Mapping, node: Any, attrs: dict, sources: Mapping,
+                    targets: Mapping) -> None:
+    """A value node's attributes, its producer and its operand edges (``sources`` and
+    ``targets``: its adjacency dicts)."""
     if not attrs.keys() >= _VALUE_CHECKED_SET:
         missing = next(key for key in _VALUE_CHECKED if key not in attrs)
-        raise IRError(f"{where} has no {missing!r} attribute")
-    if attrs["label"] is not None and not isinstance(attrs["label"], str):
-        raise IRError(f"{where}: label must be a string or None")
+        raise IRError(f"value node {node!r} has no {missing!r} attribute")
+    where = ("value node", node)
+    label = attrs["label"]
+    if label is not None and not isinstance(label, str):
+        raise IRError(f"{_where_text(where)}: label must be a string or None")
     shape = attrs["shape"]
     if not isinstance(shape, tuple) or (shape and not all(isinstance(n, int) for n in shape)):
-        raise IRError(f"{where}: shape must be a tuple of ints, got {shape!r}")
+        raise IRError(f"{_where_text(where)}: shape must be a tuple of ints, got {shape!r}")
     if shape or type(attrs["data"]) is not float:  # (a scalar Value's float is right)
-        _check_number(where, attrs["data"], shape, "data")
-    if attrs["grad"] is not None and (shape or type(attrs["grad"]) is not float):
-        _check_number(where, attrs["grad"], shape, "grad")
-    if attrs["role"] not in ROLES:
-        raise IRError(f"{where}: role must be one of {list(ROLES)}, got {attrs['role']!r}")
-    if len(attrs) > len(_VALUE_CHECKED):
-        _check_attributes(where, VALUE, attrs, shape, _VALUE_CHECKED_SET)
-    # networkx's own adjacency dicts ({neighbour: {key: edge attrs}}), read
-    # only: its views cost more than these checks on big graphs of scalars.
-    producers = sum(map(len, G._pred[node].values()))
+        _check_number(_where_text(where), attrs["data"], shape, "data")
+    grad = attrs["grad"]
+    if grad is not None and (shape or type(grad) is not float):
+        _check_number(_where_text(where), grad, shape, "grad")
+    role = attrs["role"]
+    if role not in ROLES:
+        raise IRError(f"{_where_text(where)}: role must be one of {list(ROLES)}, "
+                      f"got {role!r}")
+    if len(attrs) > len(_VALUE_CHECKED) + _common(where, attrs, _VALUE_COMMON):
+        _check_attributes(where, VALUE, attrs, shape, _VALUE_ALL)
+    producers = sum(map(len, sources.values()))
     if producers > 1:
-        raise IRError(f"{where} is the result of {producers} ops; a value has at most one")
+        raise IRError(f"{_where_text(where)} is the result of {producers} ops; "
+                      "a value has at most one")
     # A leaf is an input, a parameter or a constant, unless it is the root
     # itself (an output nothing was computed for); what an op made is not.
-    allowed = ("intermediate", "output") if producers else ("input", "param", "const", "output")
-    if attrs["role"] not in allowed:
-        raise IRError(f"{where}: role {attrs['role']!r} does not match its "
+    if role not in (_MADE if producers else _LEAF):
+        raise IRError(f"{_where_text(where)}: role {role!r} does not match its "
                       f"{'producing op' if producers else 'lack of a producing op'}")
-    for target, edges in G._succ[node].items():
-        if G._node[target].get("kind") != "op":
+    # Its operand edges: most carry only their position and a scalar's numbers, which
+    # need no more (_check_attributes skips them alike).
+    numbers = _NUMBERS[EDGE] if shape == () else frozenset()
+    for target, keyed in targets.items():
+        if nodes[target].get("kind") != "op":
             raise IRError(f"edge {node!r} -> {target!r} joins two values; "
                           "edges run value -> op -> value")
-        for data in edges.values():
-            _check_attributes((node, target), EDGE, data, shape, _ARG)
+        for data in keyed.values():
+            for name, value in data.items():
+                if name != "arg" and (type(value) is not float or name not in numbers):
+                    _check_attributes((node, "->", target), EDGE, data, shape, _ARG)
+                    break
 
 
-def _validate_op(G: nx.MultiDiGraph, node: Any, attrs: dict) -> None:
-    where = f"op node {node!r}"
+_MADE = ("intermediate", "output")  # the roles of a value an op made, and of a leaf
+_LEAF = ("input", "param", "const", "output")
+
+
+def _validate_op(nodes: Mapping, node: Any, attrs: dict, sources: Mapping,
+                 targets: Mapping) -> None:
+    """An op node's attributes, its one result and its operand positions."""
     for key in ("op", "symbol"):
         if not isinstance(attrs.get(key), str):
-            raise IRError(f"{where}: {key!r} must be a string")
-    _check_attributes(where, OP, attrs, None, _OP_CHECKED)
-    results = [(target, data) for target, edges in G._succ[node].items()
-               for data in edges.values()]
+            raise IRError(f"op node {node!r}: {key!r} must be a string")
+    where = ("op node", node)
+    if len(attrs) > len(_OP_CHECKED) + _common(where, attrs, _OP_COMMON):
+        _check_attributes(where, OP, attrs, None, _OP_ALL)
+    results = [(target, data) for target, keyed in targets.items() for data in keyed.values()]
     if len(results) != 1:
-        raise IRError(f"{where} has {len(results)} results; an op has exactly one")
+        raise IRError(f"{_where_text(where)} has {len(results)} results; "
+                      "an op has exactly one")
     result, data = results[0]
-    if G._node[result].get("kind") != "value":
-        raise IRError(f"{where}: its result {result!r} is not a value node")
+    if nodes[result].get("kind") != "value":
+        raise IRError(f"{_where_text(where)}: its result {result!r} is not a value node")
     if data or _REQUIRED[RESULT]:  # (a result edge has no attributes of its own)
-        _check_attributes((node, result), RESULT, data, None)
-    args = sorted(data.get("arg", -1) for edges in G._pred[node].values()
-                  for data in edges.values())
+        _check_attributes((node, "->", result), RESULT, data, None)
+    args = [data.get("arg", -1) for keyed in sources.values() for data in keyed.values()]
+    args.sort()
     if args != list(range(len(args))):
-        raise IRError(f"{where}: operand edges must carry arg 0..{len(args) - 1}, got {args}")
+        raise IRError(f"{_where_text(where)}: operand edges must carry arg "
+                      f"0..{len(args) - 1}, got {args}")
     for saved in attrs.get("saves", ()):
-        if _kind_of(G, saved) != "value":
-            raise IRError(f"{where}: saves names {saved!r}, which is not a value node")
+        if _kind_of(nodes, saved) != "value":
+            raise IRError(f"{_where_text(where)}: saves names {saved!r}, "
+                          "which is not a value node")
 
 
 # ---------------------------------------------------------------- encodings
