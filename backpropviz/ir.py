@@ -291,11 +291,15 @@ def result_of(G: nx.MultiDiGraph, op: Any) -> Any:
 
 def operand_edges(G: nx.MultiDiGraph, op: Any) -> list[tuple[Any, Any, Any]]:
     """An op's operand edges ``(operand, op, key)``, in argument order."""
-    edges = [(u, op, k) for u, keyed in G._pred[op].items() for k in keyed]
-    if len(edges) < 2:
-        return edges
-    pred = G._pred[op]
-    return sorted(edges, key=lambda edge: pred[edge[0]][edge[2]].get("arg"))
+    pred = G._pred[op]  # (networkx's own dict, read only)
+    edges = [(u, op, k) for u, keyed in pred.items() for k in keyed]
+    if len(edges) == 2:  # (most ops: a comparison, not a sort)
+        (first, _, i), (second, _, j) = edges
+        if pred[first][i].get("arg") > pred[second][j].get("arg"):
+            edges.reverse()
+    elif len(edges) > 2:
+        edges.sort(key=lambda edge: pred[edge[0]][edge[2]].get("arg"))
+    return edges
 
 
 # ---------------------------------------------------------------- formats

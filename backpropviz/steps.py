@@ -323,12 +323,13 @@ def plain_constants(G: nx.MultiDiGraph, show_constants: bool) -> set:
 def fork_edges(G: nx.MultiDiGraph, plain: set) -> set[tuple[Any, Any, Any]]:
     """The edges of forks: a value (not in ``plain``) that sends gradients back
     along two or more edges. Each shows its contribution; the value their sum."""
-    sent: dict[Any, list] = {}
-    for u, targets in G._succ.items():
-        if u in plain:
+    forks: set[tuple[Any, Any, Any]] = set()
+    for u, targets in G._succ.items():  # (networkx's own dicts, read only)
+        # (a node with one edge out, most values and every op, is no fork)
+        if u in plain or sum(map(len, targets.values())) < 2:
             continue
-        for v, keyed in targets.items():
-            for k, attrs in keyed.items():
-                if attrs.get("grad") is not None:
-                    sent.setdefault(u, []).append((u, v, k))
-    return {edge for edges in sent.values() if len(edges) >= 2 for edge in edges}
+        sent = [(u, v, k) for v, keyed in targets.items() for k, attrs in keyed.items()
+                if attrs.get("grad") is not None]
+        if len(sent) >= 2:
+            forks.update(sent)
+    return forks
