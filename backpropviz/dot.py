@@ -345,8 +345,7 @@ class Writer:
         elif o.expand:
             lines.extend(self.boxed_groups(nodes.get(0, [])))
         else:
-            lines.extend("  " + statement for number in sorted(nodes)
-                         for statement in nodes[number])
+            lines += ["  " + statement for number in sorted(nodes) for statement in nodes[number]]
         lines.extend(edge_lines)
         lines.extend(self.loop_edges())
         if self.pins is None:  # (pinned, the places are those of a layout so told)

@@ -84,8 +84,11 @@ def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
         for value in G._succ[op] if op is not None and after else ():
             if value in after and history.get(value, [None])[-1] is not after[value]:
                 history.setdefault(value, []).append(after[value])
-        for value in dict.fromkeys(updated):
-            history.setdefault(value, []).append(grads[value])
+        for value in dict.fromkeys(updated) if len(updated) > 1 else updated:
+            if value in history:
+                history[value].append(grads[value])
+            else:
+                history[value] = [grads[value]]
     return history
 
 
@@ -119,12 +122,13 @@ def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:
                 grads[value] = after[value]
         edges = operand_edges(G, op)
         updated, accumulated = [], []
-        for u, v, k in edges:
-            edge = pred[v][u][k]
+        operands = pred[op]
+        for u, _, k in edges:
+            edge = operands[u][k]
             if edge["grad"] is None:
                 continue
             if "running" not in edge:
-                raise IRError(f"edge {u!r} -> {v!r} carries a gradient but no running sum "
+                raise IRError(f"edge {u!r} -> {op!r} carries a gradient but no running sum "
                               "('running'): the IR was made without them")
             if u in grads:
                 accumulated.append(u)
@@ -159,8 +163,8 @@ def state_at(G: nx.MultiDiGraph, step: int | None = None,
     if step is None:
         grads = {v: attrs["grad"] for v, attrs in G._node.items()  # (networkx's own dicts)
                  if attrs["kind"] == "value" and attrs.get("grad") is not None}
-        processed = frozenset((u, op, k) for op in set(order) for u, keyed in G._pred[op].items()
-                              for k, edge in keyed.items() if edge.get("arg") is not None)
+        processed = frozenset({(u, op, k) for op in order for u, keyed in G._pred[op].items()
+                               for k, edge in keyed.items() if edge.get("arg") is not None})
         return StepState(grads, processed, None, frozenset(), frozenset())
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= count:
         raise IRError(f"step {step!r} is out of range (must be an int in 0..{count})")
@@ -250,8 +254,18 @@ def dead_masks(G: nx.MultiDiGraph) -> tuple[dict, dict]:
     for value, attrs in nodes.items():
         if attrs["kind"] == "value" and value not in value_mask:
             value_mask[value] = mask_of(value)
-    return ({v: np.asarray(m) for v, m in value_mask.items() if _any(m)},
-            {e: np.asarray(m) for e, m in edge_mask.items() if _any(m)})
+    return _kept(value_mask), _kept(edge_mask)
+
+
+# A dead scalar's mask: one array for all of them, read only.
+_DEAD_SCALAR = np.ones((), dtype=bool)
+_DEAD_SCALAR.flags.writeable = False
+
+
+def _kept(masks: dict) -> dict:
+    """The masks with a dead entry, as arrays (a scalar's plain bool as _DEAD_SCALAR)."""
+    return {key: _DEAD_SCALAR if mask is True else np.asarray(mask)
+            for key, mask in masks.items() if _any(mask)}
 
 
 def _any(mask: Any) -> bool:

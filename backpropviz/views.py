@@ -82,8 +82,8 @@ def closed_groups(G: nx.MultiDiGraph, *, modules: bool | int = False) -> nx.Mult
     torch module, or each N levels down) drawn as one; a group that makes more than
     one value used outside it stays open."""
     module_names = set(G.graph.get("module_groups", ()))
-    paths = {op: group_path(attrs) for op, attrs in G.nodes(data=True)
-             if attrs.get("kind") == "op" and attrs.get("group")
+    paths = {op: group_path(attrs) for op, attrs in G._node.items()  # (networkx's own dict)
+             if attrs.get("group") and attrs.get("kind") == "op"
              and attrs["op"] != ops.GROUP.name}
     parents = {name for path in paths.values() for at, (name, _) in enumerate(path)
                if any(deeper in module_names for deeper, _ in path[at + 1:])}
@@ -161,11 +161,12 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
             drawn_open: list[str] = ()) -> nx.MultiDiGraph:
     """``G`` with each ``closing`` entry's ops (name, op ids) drawn as one op; the
     groups ``drawn_open`` are named in a note."""
-    roots = set(G.graph.get("roots", ()))
-    step_of = {op: k for k, op in enumerate(G.graph.get("backward_order", ()))}
-    position = {node: k for k, node in enumerate(G)}
     plans = {}
     kept_open = list(drawn_open)
+    if closing:  # (what the plans are made from)
+        roots = set(G.graph.get("roots", ()))
+        step_of = {op: k for k, op in enumerate(G.graph.get("backward_order", ()))}
+        position = {node: k for k, node in enumerate(G)}
     for name, inner in closing.values():
         module = name if name in G.graph.get("module_groups", ()) else None
         plan = _plan(G, inner, roots, step_of, position, module)
