@@ -59,8 +59,14 @@ def column_widths(grids: Sequence[list[list[str]]], size: float) -> list[int]:
 
 def lone_width(numbers: Sequence[float], precision: int, size: float) -> int:
     """column_widths of the grids of scalars ``numbers``: the width of their one column."""
-    widest = max(advance(_scalar_text(x, precision), "numbers") for x in numbers)
+    widest = max([_number_advance(x, precision) for x in numbers])
     return _cell_width(widest * size / 1000)  # (text_width's)
+
+
+@lru_cache(maxsize=1 << 16)
+def _number_advance(x: float, precision: int) -> int:
+    """The advance of a scalar's text (metrics.advance): a number recurs, as its text does."""
+    return advance(_scalar_text(x, precision), "numbers")
 
 
 def _cell_width(text_points: float) -> int:

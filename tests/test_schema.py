@@ -138,6 +138,14 @@ def small_graph() -> nx.MultiDiGraph:
     return to_networkx(c)  # v0 a, v1 b, op0 ×, v2 c
 
 
+def _result_an_op(G: nx.MultiDiGraph) -> None:
+    # op0 -> op1 -> v2: the product's result an op, which makes v2.
+    G.add_node("op1", kind="op", op="neg", symbol="−")
+    G.remove_edge("op0", "v2")
+    G.add_edge("op0", "op1", key=0)
+    G.add_edge("op1", "v2", key=0)
+
+
 MUTATIONS = {
     "an undeclared node attribute": (lambda G: G.nodes["v0"].update(colour="red"),
                                      r"value node 'v0': unknown attribute 'colour' \(the "
@@ -167,6 +175,32 @@ MUTATIONS = {
                                     r"expected has shape \(1,\), expected \(\)"),
     "an edge without its position": (lambda G: G.edges["v0", "op0", 0].pop("arg"),
                                      r"'op0': operand edges must carry arg 0..1, got \[-1, 1\]"),
+    # (what the common cases pass by without the declaration's loop: looked at still)
+    "an undeclared operand edge attribute holding a float": (
+        lambda G: G.edges["v0", "op0", 0].update(weight=1.0),
+        r"edge 'v0' -> 'op0': unknown attribute 'weight' \(the attributes of a edge are: "
+        r"arg, grad, running\)"),
+    "a contribution that is not a number": (
+        lambda G: G.edges["v1", "op0", 1].update(grad="x"),
+        r"edge 'v1' -> 'op0': grad must be a float, nested lists of floats \(an array if "
+        r"large\), or None, got 'x'"),
+    "a label that is not a string": (lambda G: G.nodes["v0"].update(label=3),
+                                     r"^value node 'v0': label must be a string or None$"),
+    "a leaf with an op's role": (lambda G: G.nodes["v1"].update(role="intermediate"),
+                                 r"^value node 'v1': role 'intermediate' does not match its "
+                                 r"lack of a producing op$"),
+    "nbytes not a count, stored present": (lambda G: G.nodes["v1"].update(stored=True,
+                                                                          nbytes=2.5),
+                                           r"^value node 'v1': nbytes must be an int ≥ 0, "
+                                           r"got 2.5$"),
+    "an op name that is not a string": (lambda G: G.nodes["op0"].update(op=3),
+                                        r"^op node 'op0': 'op' must be a string$"),
+    "saves not a list of ids": (lambda G: G.nodes["op0"].update(saves="v0"),
+                                r"^op node 'op0': saves must be a list of node ids, got 'v0'$"),
+    "an op without its result": (lambda G: G.remove_edge("op0", "v2"),
+                                 r"^op node 'op0' has 0 results; an op has exactly one$"),
+    "an op whose result is an op": (_result_an_op,
+                                    r"^op node 'op0': its result 'op1' is not a value node$"),
 }
 
 
