@@ -669,8 +669,8 @@ class Writer:
         if final is None:
             # Part way through the backward pass a running sum may still be
             # all dead contributions even if later ones revive it.
-            masks = [self.dead_edges.get(edge) for edge in self.G.out_edges(node, keys=True)
-                     if edge in self.state.processed]
+            sent = [(node, v, k) for v, keyed in self.G._succ[node].items() for k in keyed]
+            masks = [self.dead_edges.get(edge) for edge in sent if edge in self.state.processed]
             if not masks or any(mask is None for mask in masks):
                 return None
             final = masks[0]
@@ -727,8 +727,12 @@ class Writer:
         operand or result, sent, at a fork, highlighted (with the gradient flowing back
         along it), or the current op's result edge."""
         key, s = (u, v, k), self.state
-        current = key in s.current_edges
-        return ("edge", "arg" in attrs, key in s.processed, key in self.fork_edges, current,
+        # (only an operand edge sends a gradient, or is a fork's; most pictures have
+        # no current edge)
+        operand = "arg" in attrs
+        current = bool(s.current_edges) and key in s.current_edges
+        return ("edge", operand, operand and key in s.processed,
+                operand and key in self.fork_edges, current,
                 current and attrs.get("grad") is not None and self.show_grads
                 and u not in self.plain, not current and u == s.current)
 
