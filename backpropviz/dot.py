@@ -724,17 +724,13 @@ class Writer:
 
     def edge_look(self, u: Any, v: Any, k: Any, attrs: dict) -> tuple:
         """What an edge's attributes but its id and its contribution's number depend on:
-        operand or result, sent, at a fork, highlighted (with the gradient flowing back
-        along it), or the current op's result edge."""
-        key, s = (u, v, k), self.state
-        # (only an operand edge sends a gradient, or is a fork's; most pictures have
-        # no current edge)
-        operand = "arg" in attrs
-        current = bool(s.current_edges) and key in s.current_edges
-        return ("edge", operand, operand and key in s.processed,
-                operand and key in self.fork_edges, current,
-                current and attrs.get("grad") is not None and self.show_grads
-                and u not in self.plain, not current and u == s.current)
+        operand (only those are sent, or a fork's) or result, sent, at a fork, highlighted
+        (with the gradient flowing back along it), or the current op's result edge."""
+        key, s, operand = (u, v, k), self.state, "arg" in attrs
+        current = bool(s.current_edges) and key in s.current_edges  # (most steps have none)
+        sent, fork = operand and key in s.processed, operand and key in self.fork_edges
+        return ("edge", operand, sent, fork, current, current and attrs.get("grad") is not None
+                and self.show_grads and u not in self.plain, not current and u == s.current)
 
     def edge_attrs(self, look: tuple) -> dict[str, str]:
         """The attributes of every edge of a look (edge_look's) but the id and the badge
