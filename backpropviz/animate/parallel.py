@@ -15,8 +15,10 @@ conductor then sets the clock to what a render's frames would have made it,
 added up the same way, to the last bit. (No mobject of a clip moves by an
 updater, whose motion would depend on the time steps.) The partial movies are
 joined in order, packet by packet, as manim joins its own, so the clip has the
-frames of a render in one process (tests/test_parallel_clip.py compares them);
-the subtitles are the conductor's, which told the whole story.
+frames of a render in one process (tests/test_parallel_clip.py compares them;
+a few clips differ from it by a few shades in a handful of frames, as two
+renders in one process each do, not explained yet); the subtitles are the
+conductor's, which told the whole story.
 """
 
 from __future__ import annotations
