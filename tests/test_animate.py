@@ -419,8 +419,9 @@ def last_rgba_frame(path: Path, before: float | None = None) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def add_mul_at_speed_8(add_mul):
-    """The story at eight times the speed, for its times (a theme changes colours only)."""
-    return dry_run(add_mul, speed=8.0)
+    """The backward pass's story at eight times the speed, for its times (a theme changes
+    colours only)."""
+    return dry_run(add_mul, speed=8.0, phase="backward")
 
 
 @pytest.mark.parametrize(("theme", "suffix"), [("transparent", ".webm"),
@@ -429,7 +430,7 @@ def add_mul_at_speed_8(add_mul):
 def test_a_theme_on_no_background_gives_a_clip_with_an_alpha_channel(add_mul, add_mul_at_speed_8,
                                                                      tmp_path, theme, suffix):
     out = render_video(add_mul, tmp_path / f"clip{suffix}", theme=theme, speed=8.0,
-                       progress=False)
+                       phase="backward", progress=False)
     # The last frame with the graph on it: the one before the recap.
     recap = add_mul_at_speed_8.cues[-1][0]
     image = last_rgba_frame(out, before=recap)

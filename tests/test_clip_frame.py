@@ -1,9 +1,10 @@
 """The clip's composition: the graph fills the frame, every box is named as in the figure.
 
-Geometry is read from the rendered pixels at 480p: at the middle of every backward
-step (its times from the scene's own cues, which the .srt repeats), the graph's
-non-background box against the frame, the caption band apart from it, the first
-frame not blank. Names and type sizes are read from the scene's mobjects.
+Geometry is read from pixels at 480p: the frame the camera draws while each backward
+step is held for reading (as the clip shows it: one clip is rendered and its frames
+compared), the graph's non-background box against the frame, the caption band apart
+from it, the title card not blank. Names and type sizes are read from the scene's
+mobjects.
 """
 
 from __future__ import annotations
@@ -40,13 +41,31 @@ def dry_run(G, **options) -> BackpropScene:
 
 
 class Steps(BackpropScene):
-    """A scene that notes, in the middle of each backward step, the camera's frame and
-    the smallest type on screen."""
+    """A scene that notes, while each backward step is held, the camera's frame and the
+    smallest type on screen, and keeps the frame drawn then; and the title card's."""
+
+    def drawn(self) -> np.ndarray:
+        """The frame as the camera draws it now, every mobject on screen drawn (the dry
+        run draws none)."""
+        renderer, camera = self.renderer, self.renderer.camera
+        stub, static = camera.__dict__.pop("capture_mobjects"), renderer.static_image
+        renderer.static_image = None
+        try:
+            renderer.update_frame(self)
+            return np.array(renderer.get_frame()[..., :3])
+        finally:
+            camera.capture_mobjects, renderer.static_image = stub, static
+
+    def show_title_card(self) -> None:
+        super().show_title_card()
+        self.card_drawn = self.drawn()
 
     def hold(self, start: float) -> None:
         super().hold(start)
         if self.__dict__.get("pace") is None:
             return
+        if ("step", start) in {(what, when) for what, _, when in self.timeline}:
+            self.__dict__.setdefault("held", []).append((self.time, self.drawn()))
         frame = self.camera.frame
         sizes = [part.em for m in self.mobjects for part in m.get_family()
                  if getattr(part, "em", None) is not None and isinstance(part, manim.Text)
@@ -94,46 +113,61 @@ def stepped(example):
     return play
 
 
-@pytest.fixture(scope="module", params=EXAMPLES, ids=lambda example: example[0])
-def told(request, example, stepped, tmp_path_factory):
-    G = example(*request.param)
-    out = tmp_path_factory.mktemp("clip") / "clip.mp4"
-    render_video(G, out, quality="l", speed=SPEED, progress=False, jobs=1)
-    return G, stepped(request.param), frames_of(out)
-
-
-@pytest.mark.slow
-def test_the_graph_fills_the_frame_at_the_middle_of_every_step(told):
-    _G, scene, frames = told
-    height, width = frames[0][1].shape[:2]
+@pytest.mark.parametrize("example_args", EXAMPLES, ids=lambda example: example[0])
+def test_the_graph_fills_the_frame_while_each_step_is_read(stepped, example_args):
+    scene = stepped(example_args)
+    assert len(scene.held) == len(scene.steps) > 0
+    height, width = scene.held[0][1].shape[:2]
     # The caption band's top, in pixel rows (the band is fixed on screen).
     band = round((0.5 - caption_top(scene.caption_rows) / manim.config.frame_height) * height)
-    steps = [start for what, _, start in scene.timeline if what == "step"]
-    ends = [*steps[1:], scene.cues[-1][0]]
-    for start, end in zip(steps, ends, strict=True):
-        image = frame_at(frames, (start + end) / 2)
+    for when, image in scene.held:
         marked = ink(image)
         # Nothing of the graph runs into the caption band: the rows just above it are
         # empty across the whole frame.
-        assert not marked[band - 4:band].any(), start
+        assert not marked[band - 4:band].any(), when
         graph = marked[:band]
         rows = np.flatnonzero(graph.any(axis=1))
         columns = np.flatnonzero(graph[rows[0] + round(0.1 * height):].any(axis=0))
         # (the title band is the top tenth: the graph is measured under it)
         tall = (rows[-1] - rows[0]) / height
         wide = (columns[-1] - columns[0] + 1) / width
-        assert wide >= 0.8 or tall >= 0.7, (start, wide, tall)
+        assert wide >= 0.8 or tall >= 0.7, (when, wide, tall)
         # The caption band holds the caption.
         assert marked[band:].any()
 
 
-@pytest.mark.slow
-def test_the_first_frame_is_the_title_card(told):
-    _G, scene, frames = told
-    first = ink(frames[0][1])
-    assert first.sum() > 500  # the words of the title card, not a blank frame
+@pytest.mark.parametrize("example_args", EXAMPLES, ids=lambda example: example[0])
+def test_the_first_frame_is_the_title_card(stepped, example_args):
+    scene = stepped(example_args)
+    assert ink(scene.card_drawn).sum() > 500  # the words of the title card, not blank
     assert scene.cues[0][0] == 0 and "=" in scene.cues[0][1].splitlines()[0]
     assert scene.cues[-1][1].startswith("Recap")
+
+
+@pytest.mark.slow
+def test_the_frames_read_here_are_the_clips(example, stepped, tmp_path):
+    # The clip itself, rendered: its first frame is the title card, and its last frame
+    # of each step's hold is the frame drawn here then (to the video's compression).
+    G = example("add_mul", "e")
+    out = tmp_path / "clip.mp4"
+    render_video(G, out, quality="l", speed=SPEED, progress=False, jobs=1)
+    frames, scene = frames_of(out), stepped(("add_mul", "e"))
+    period = frames[1][0] - frames[0][0]
+    pairs = [(frames[0][1], scene.card_drawn),
+             *((frame_at(frames, when - period), image) for when, image in scene.held)]
+    for shown, drawn in pairs:
+        assert shown.shape == drawn.shape
+        # (x264 and its halved colour resolution blur the edges of the coloured text a
+        # little: about a quarter of a percent of the pixels cross the ink threshold)
+        assert (ink(shown) != ink(drawn)).mean() < 0.005
+        assert difference(shown, drawn) < 2
+        # and each is nearer its own moment's frame than any other's.
+        assert difference(shown, drawn) == min(difference(shown, other) for _, other in pairs)
+
+
+def difference(one: np.ndarray, other: np.ndarray) -> float:
+    """The mean difference of two frames, in levels of 255."""
+    return float(np.abs(one.astype(int) - other).mean())
 
 
 @pytest.mark.parametrize("example_args", EXAMPLES, ids=lambda example: example[0])

@@ -74,8 +74,8 @@ import sys
 from backpropviz.animate import render_video
 from backpropviz.script import graph_of_script
 G = graph_of_script(sys.argv[1], quiet=True)
-render_video(G, sys.argv[2], phase="backward", progress=False, jobs=1)
-render_video(G, sys.argv[3], phase="backward", progress=False, jobs=2)
+render_video(G, sys.argv[2], phase="backward", speed=2.0, progress=False, jobs=1)
+render_video(G, sys.argv[3], phase="backward", speed=2.0, progress=False, jobs=2)
 """
 
 
