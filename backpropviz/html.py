@@ -477,13 +477,16 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 <output id="counter" for="slider">0 / {last}</output>
 <button type="button" id="fit" title="fit to the window (0); zoom: wheel, pinch; pan: drag">⤢ fit
 </button>
+<button type="button" id="follow" aria-pressed="false"
+ title="frame each step's op and its values, the numbers large (C)">⌖ follow</button>
 <button type="button" id="fullscreen" title="full screen (F)">⛶ full screen</button>
 {_MEMORY_TOGGLE if meter["peak"] else ""}</nav>
 <div id="tooltip" role="tooltip" hidden></div>
 </div>
 <script type="application/json" id="bpv-data">{json_for_script(data)}</script>
 <script>
-{asset("html_page.js")}{asset("html_groups.js")}{asset("html_loop.js") if loop else ""}</script>
+{asset("html_page.js")}{asset("html_groups.js")}{asset("html_loop.js") if loop else ""}\
+{asset("html_follow.js")}</script>
 </body>
 </html>
 """

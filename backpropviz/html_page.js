@@ -56,7 +56,16 @@
       steps = list; last = list.length - 1;
       slider.max = String(last); root.setAttribute("data-steps", String(last));
     },
-    refit: function (box) { fitted = box; fit(); }
+    refit: function (box) { fitted = box; fit(); bpv.follow(current); },
+    /* For html_follow.js (the view following the step): the view, the fitted view, a
+     * point of the screen in the drawing's units, and what the page calls on each
+     * step and when the reader zooms, pans or fits by hand. */
+    view: function () { return view; },
+    fitted: function () { return fitted; },
+    setView: function (next) { setView(next); },
+    pointAt: function (x, y) { return pointAt(x, y); },
+    follow: function () {},
+    byHand: function () {}
   };
 
   function byId(id) { return document.getElementById(id); }
@@ -310,6 +319,7 @@
     showPractice(now);
     bridgePendingBadges();
     frameDeadLabels();
+    bpv.follow(now);
     root.setAttribute("data-step", String(now));
     slider.value = String(now);
     counter.textContent = now + " / " + last;
@@ -351,12 +361,14 @@
   }
   /* Zoom by `factor` (> 1: in) keeping the point under (clientX, clientY) in place. */
   function zoomAt(clientX, clientY, factor) {
+    bpv.byHand();
     var p = pointAt(clientX, clientY);
     var w = Math.max(fitted.w / 40, Math.min(fitted.w * 2, view.w / factor));
     var k = view.w / w;
     setView({ x: p.x - (p.x - view.x) / k, y: p.y - (p.y - view.y) / k, w: w, h: view.h / k });
   }
   function panBy(dxScreen, dyScreen) {
+    bpv.byHand();
     var scale = svg.getScreenCTM().a;
     setView({ x: view.x - dxScreen / scale, y: view.y - dyScreen / scale, w: view.w, h: view.h });
   }
@@ -403,7 +415,8 @@
   }
   stage.addEventListener("pointerup", release);
   stage.addEventListener("pointercancel", release);
-  stage.addEventListener("dblclick", fit);
+  function fitByHand() { bpv.byHand(); fit(); }
+  stage.addEventListener("dblclick", fitByHand);
 
   function fullScreen() {
     if (document.fullscreenElement) { document.exitFullscreen(); }
@@ -435,7 +448,8 @@
     play: toggle,
     next: function () { jump(current + 1); },
     last: function () { jump(last); },
-    fit: fit,
+    fit: fitByHand,
+    follow: function () { bpv.toggleFollow(); },
     fullscreen: fullScreen
   };
   Object.keys(actions).forEach(function (id) {
@@ -463,7 +477,8 @@
       case "End": actions.last(); break;
       case "f": case "F": fullScreen(); break;
       case "m": case "M": toggleMemory(); break;
-      case "0": fit(); break;
+      case "0": fitByHand(); break;
+      case "c": case "C": actions.follow(); break;
       case "+": case "=": zoomCentre(1.25); break;
       case "-": zoomCentre(0.8); break;
       default: handled = false;

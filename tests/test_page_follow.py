@@ -1,0 +1,126 @@
+"""The page's view follows the step when the whole drawing is too small to read.
+
+Read in Chromium at 1280x720 (a laptop's window; projected, each px is 1.5 of a 1080p
+screen's): the size of a number on screen, from the drawing's own font size and the
+screen's transform of it; where the current op is against the stage.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from backpropviz import Value
+from backpropviz.ir import to_networkx
+
+# A number's em in px below which the fitted drawing is followed, and the most a step
+# is zoomed to (html_follow.js's READABLE and LARGEST).
+READABLE, LARGEST = 14, 30
+
+# The view now: the viewBox, a number's em on screen, the current op's box and the
+# stage's, and whether the follow button is pressed.
+READ_VIEW = """() => {
+  const svg = document.querySelector('#stage svg');
+  const number = svg.querySelector('g.node.value text[font-family^="Helvetica"]');
+  const ctm = number.getScreenCTM();
+  const rect = (element) => { const r = element.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom]; };
+  const op = svg.querySelector('g.node.op.current');
+  return {viewBox: svg.getAttribute('viewBox'), stage: rect(svg),
+          em: Number(number.getAttribute('font-size')) * Math.hypot(ctm.a, ctm.b),
+          op: op ? rect(op) : null, step: Number(document.getElementById('bpv').dataset.step),
+          following: document.getElementById('follow').getAttribute('aria-pressed') === 'true'};
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from test_html import CHROMIUM, CHROMIUM_ARGS
+
+    if not CHROMIUM.exists():
+        pytest.skip("no Chromium at /usr/bin/chromium (`make` installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def open_still(browser, tmp_path_factory):
+    """A page opened at 1280x720 with reduced motion asked for (the view jumps to each
+    step's frame instead of gliding there), and its errors."""
+    from backpropviz.html import render_html
+
+    pages = []
+
+    def open_(G, name):
+        path = render_html(G, tmp_path_factory.mktemp("follow") / f"{name}.html")
+        page = browser.new_page(viewport={"width": 1280, "height": 720},
+                                reduced_motion="reduce")
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(path.as_uri())
+        pages.append(page)
+        return page, errors
+    yield open_
+    for page in pages:
+        page.close()
+
+
+def chain(n: int):
+    """A long chain of scalar ops, as a loop of updates makes: too wide to read whole."""
+    x = Value(0.5, label="x")
+    for i in range(n):
+        x = x * Value(1.01, label=f"w{i}") + 0.1
+    x.backward()
+    return to_networkx(x)
+
+
+def inside(box, stage) -> bool:
+    return (stage[0] - 0.5 <= box[0] and box[2] <= stage[2] + 0.5
+            and stage[1] - 0.5 <= box[1] and box[3] <= stage[3] + 0.5)
+
+
+@pytest.mark.parametrize("name", ["mlp3", "chain"])
+def test_a_drawing_too_small_to_read_is_framed_step_by_step(example, open_still, name):
+    G = chain(24) if name == "chain" else example(name)
+    page, errors = open_still(G, name)
+    whole = page.evaluate(READ_VIEW)
+    assert whole["em"] < READABLE and whole["following"]  # too small whole, so followed
+    last = int(page.get_attribute("#bpv", "data-steps"))
+    frames = set()
+    for step in range(1, last + 1):
+        page.keyboard.press("ArrowRight")
+        now = page.evaluate(READ_VIEW)
+        assert now["step"] == step and now["following"]
+        # The step's op is on the stage whole, its numbers readable but not outsized.
+        assert inside(now["op"], now["stage"]), step
+        assert READABLE - 0.01 <= now["em"] <= LARGEST + 0.01, step
+        frames.add(now["viewBox"])
+    assert len(frames) > last / 2  # (each step its own frame, more or less)
+    # Fitting by hand shows the whole drawing, and stops following.
+    page.keyboard.press("0")
+    fitted = page.evaluate(READ_VIEW)
+    assert fitted["viewBox"] == whole["viewBox"] and not fitted["following"]
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate(READ_VIEW)["viewBox"] == whole["viewBox"]
+    # The button follows again, from the step shown now.
+    page.click("#follow")
+    again = page.evaluate(READ_VIEW)
+    assert again["following"] and again["viewBox"] != whole["viewBox"]
+    assert inside(again["op"], again["stage"]) and again["em"] >= READABLE - 0.01
+    # Zooming by hand stops following too.
+    page.mouse.move(640, 300)
+    page.mouse.wheel(0, -200)
+    assert not page.evaluate(READ_VIEW)["following"]
+    assert errors == []
+
+
+def test_a_drawing_readable_whole_is_not_moved(example, open_still):
+    page, errors = open_still(example("add_mul", "e"), "add_mul")
+    whole = page.evaluate(READ_VIEW)
+    assert whole["em"] >= READABLE and not whole["following"]
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+        assert page.evaluate(READ_VIEW)["viewBox"] == whole["viewBox"]
+    assert errors == []
