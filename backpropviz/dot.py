@@ -17,7 +17,7 @@ from .captions import headings, value_names
 from .errors import DrawError
 from .folding import bands
 from .formatting import summarized
-from .ir import IRError, operand_edges, validate
+from .ir import operand_edges
 from .legend import blocks_gradient, legend_html
 from .number_tables import (
     column_widths,
@@ -64,7 +64,7 @@ from .views import group_path
 
 __all__ = ["BADGE_IN", "BADGE_OUT", "CONTINUE_FROM", "CONTINUE_TO", "EDGE_LABEL_NODES",
            "LARGE_GRAPH", "LOOP_BACK", "DotOptions", "Writer", "dot_options", "edge_id", "folded",
-           "fork_edges", "plain_constants", "validated", "with_band"]
+           "fork_edges", "plain_constants", "with_band"]
 
 
 # The ids of the two pieces of an edge that runs through a badge (its
@@ -186,13 +186,6 @@ def lettered(source: str) -> str:
 def edge_id(u: Any, v: Any, key: Any) -> str:
     """The id of an edge in the DOT, the SVG and the layout: ``"u->v#key"``."""
     return f"{u}->{v}#{key}"
-
-
-def validated(G: nx.MultiDiGraph) -> None:
-    try:
-        validate(G)
-    except IRError as error:
-        raise DrawError(f"cannot draw an invalid graph: {error}") from None
 
 
 class Writer:

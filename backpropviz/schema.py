@@ -6,18 +6,20 @@ import contextlib
 import json
 import math
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from .errors import BackpropvizError
+from .errors import BackpropvizError, DrawError
 
 __all__ = ["ATTRIBUTES", "EDGE", "GRAPH", "OP", "PLACES", "RESULT", "ROLES", "VALUE",
            "Attribute", "IRError", "Kind", "attribute", "contract_rst", "decode_graphml",
-           "decode_json", "encode_graphml", "encode_json", "validate"]
+           "decode_json", "encode_graphml", "encode_json", "validate", "validated",
+           "validated_once"]
 
 ROLES = ("input", "param", "const", "intermediate", "output")
 
@@ -329,6 +331,35 @@ def validate(G: Any) -> None:
     for value in G.graph.get("seeds") or {}:
         if _kind_of(nodes, value) != "value":
             raise IRError(f"graph attribute 'seeds' names {value!r}, which is not a value node")
+
+
+# Whether the graph at hand was validated already, in this call (``validated_once``).
+_CHECKED: ContextVar[bool] = ContextVar("checked", default=False)
+
+
+def validated(G: Any) -> None:
+    """``validate(G)`` for a writer: DrawError unless ``G`` follows the IR contract;
+    nothing inside ``validated_once``, where the graph at hand was validated already."""
+    if _CHECKED.get():
+        return
+    try:
+        validate(G)
+    except IRError as error:
+        raise DrawError(f"cannot draw an invalid graph: {error}") from None
+
+
+@contextlib.contextmanager
+def validated_once(G: Any = None) -> Iterator[None]:
+    """``validated(G)`` once (None: the graph was validated where it was built, as
+    ``graph_of_script``'s are); within, the writers take it, and the views made of it,
+    as valid. Enter it once the graph to draw is made: nothing else is drawn within."""
+    if G is not None:
+        validated(G)
+    token = _CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
 
 
 _KIND_OF = operator.methodcaller("get", "kind")

@@ -134,6 +134,23 @@ def test_graphml_round_trips_to_the_engines_graph(reference_graph, tmp_path):
     assert sorted(G.edges(keys=True, data=True)) == sorted(H.edges(keys=True, data=True))
 
 
+@pytest.mark.parametrize("args", [["-o", "fig.svg", "--fit", "1280x720"], ["-o", "page.html"],
+                                  ["-o", "graph.json"], ["-o", "fig.png", "--steps", "steps"],
+                                  ["-o", "-"], ["--iteration", "2", "-o", "it.svg"]])
+def test_the_graph_is_validated_once_where_it_is_built(args, tmp_path, monkeypatch):
+    from backpropviz import schema
+
+    given, validate = [], schema.validate
+    for module in (schema, script_front_end):
+        monkeypatch.setattr(module, "validate", lambda G: given.append(G) or validate(G))
+    example = "training_loop" if "--iteration" in args else "scalar_neuron"  # (a fold)
+    ok(EXAMPLES / f"{example}.py", *args, cwd=tmp_path)
+    assert len(given) == 1
+    given.clear()
+    done = run_cli("memory", EXAMPLES / "add_mul.py", "-o", "memory.svg", cwd=tmp_path)
+    assert done.returncode == 0 and len(given) == 1
+
+
 def test_format_option_overrides_the_extension_and_names_the_default(tmp_path):
     ok(EXAMPLES / "add_mul.py", "-o", "graph.out", "--format", "json", cwd=tmp_path)
     written_graph(tmp_path / "graph.out")
