@@ -48,6 +48,7 @@ from .style import (
     LABEL_PT,
     LEGEND_PT,
     MARK_PT,
+    MOST_DIGITS,
     NAME_FONT,
     NAME_PT,
     NODE_PEN,
@@ -148,8 +149,9 @@ def dot_options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
         raise DrawError(f"unknown rankdir: {rankdir!r} (must be one of {list(RANKDIRS)})")
     if theme not in THEMES:
         raise DrawError(f"unknown theme: {theme!r} (must be one of {sorted(THEMES)})")
-    if isinstance(precision, bool) or not isinstance(precision, int) or precision < 1:
-        raise DrawError(f"precision must be a positive int of significant digits, "
+    if isinstance(precision, bool) or not isinstance(precision, int) \
+            or not 1 <= precision <= MOST_DIGITS:
+        raise DrawError(f"precision must be an int of significant digits, 1 to {MOST_DIGITS}, "
                         f"got {precision!r}")
     if not isinstance(wrap, int):
         wrap = tuple(sorted(set(wrap)))

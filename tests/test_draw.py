@@ -198,7 +198,9 @@ def test_a_graph_validated_where_it_was_built_is_not_validated_again_within(exam
                          "'transparent', 'transparent-dark'])"),
     ({"rankdir": "XY"},
      "unknown rankdir: 'XY' (must be one of ['LR', 'RL', 'TB', 'BT', 'book'])"),
-    ({"precision": 0}, "precision must be a positive int"),
+    ({"precision": 0}, "precision must be an int of significant digits, 1 to 17"),
+    ({"precision": 10**11}, "precision must be an int of significant digits, 1 to 17, "
+                            "got 100000000000"),  # (Python's float formatting: a ValueError)
     ({"step": 3}, "step 3 is out of range (must be an int in 0..2)"),
 ])
 def test_bad_options_are_one_clear_sentence(example, options, message):
