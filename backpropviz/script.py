@@ -392,6 +392,10 @@ def require_script(script: Path) -> None:
         raise ScriptError(f"{script} is a directory, not a script: name a .py file in it")
     if not script.is_file():
         raise ScriptError(f"no such script: {script}")
+    if script.suffix.lower() in (".json", ".graphml"):  # (python would read it as code)
+        raise ScriptError(f"{script} is a saved graph, not a script: the command runs a "
+                          "Python script; draw a saved graph in Python "
+                          "(backpropviz.ir.from_node_link or from_graphml, then draw)")
 
 
 def _after_exit(done: SystemExit, path: str) -> dict[str, Any]:

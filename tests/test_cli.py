@@ -346,6 +346,15 @@ def test_missing_script(tmp_path):
     assert files(tmp_path) == set()
 
 
+def test_a_saved_graph_given_as_the_script_is_one_clear_error(tmp_path):
+    (tmp_path / "graph.json").write_text('{"nodes": [')  # (run as Python: a SyntaxError)
+    assert fails("graph.json", "-o", "x.svg", cwd=tmp_path) == (
+        "backpropviz: error: graph.json is a saved graph, not a script: the command runs a "
+        "Python script; draw a saved graph in Python (backpropviz.ir.from_node_link or "
+        "from_graphml, then draw)")
+    assert files(tmp_path) == {"graph.json"}
+
+
 def test_exception_in_the_script_shows_its_own_traceback(tmp_path):
     script(tmp_path, "bad.py", """
         from backpropviz import Value
