@@ -13,6 +13,7 @@ from typing import Any
 import networkx as nx
 
 from . import ops
+from .errors import DrawError
 
 __all__ = ["Builder", "Live", "Producer", "attribute_names", "leaf_readers",
            "listed_parameters"]
@@ -170,6 +171,9 @@ class Builder:
         role; ``made_by`` the op (key) it is the result of; ``nbytes`` what keeping it
         for backward costs (default 8 bytes a number); ``live`` (a leaf's) is its object
         and how to read its numbers later, for ``leaf_readers``. Returns its id."""
+        if 0 in shape:  # (its numbers, nested lists, would not even hold its shape)
+            raise DrawError(f"{label or 'a tensor'} has no entries (shape {shape}): there "
+                            "is nothing to draw; give it one entry or more")
         vid = self.value_ids[key] = f"v{len(self.value_ids)}"
         if live is not None and _READERS:
             _READERS[-1][vid] = live

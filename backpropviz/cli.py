@@ -181,22 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
 _CHECK_FORMATS = (*KINDS[FIGURE], *KINDS[PAGE])
 
 
-def _to_stdout(data: bytes) -> int:
-    try:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader left (e.g. `| head`): say nothing more on a closed pipe.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-    return 0
-
-
 def _render(args: argparse.Namespace) -> int:
     from . import output as out
     from .batch import draw_many
     from .files import require_writable, require_writable_folder
     from .graphviz import require_dot
+    from .schema import validated_once
     from .script import GraphTooLargeError, require_script
     from .train_record import graph_to_draw, record_training
 
@@ -245,14 +235,15 @@ def _render(args: argparse.Namespace) -> int:
                               argv=args.script_args)
         except GraphTooLargeError as refused:  # (a loop past --max-nodes is drawn rolled)
             G, options = out.rolled_past_the_limit(refused, fmt, options)
-        if steps:  # (in --format's figure format, if it names one)
-            out.write_steps(G, args.steps, options,
-                            format=args.format if args.format in KINDS[FIGURE] else "svg")
-        if output == "-":
-            data = out.render(G, fmt, options)
-        elif output is not None:
-            out.write(G, output, options, format=fmt)
-    return _to_stdout(data) if output == "-" else 0
+        with validated_once():  # (G was, where graph_to_draw built it: the writers need not)
+            if steps:  # (in --format's figure format, if it names one)
+                out.write_steps(G, args.steps, options,
+                                format=args.format if args.format in KINDS[FIGURE] else "svg")
+            if output == "-":
+                data = out.render(G, fmt, options)
+            elif output is not None:
+                out.write(G, output, options, format=fmt)
+    return out.to_stdout(data) if output == "-" else 0
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -280,6 +271,7 @@ def _memory(args: argparse.Namespace) -> int:
     """Chart (or export) the memory timeline of the script's recorded pass."""
     from . import output as out
     from .files import require_writable, write_atomically
+    from .schema import validated_once
     from .script import require_script
     from .train_record import graph_to_draw
 
@@ -290,8 +282,9 @@ def _memory(args: argparse.Namespace) -> int:
         require_writable(output)
     with out.stdout_for(output):
         G = graph_to_draw(args.script, args.roots, from_arguments(args), argv=args.script_args)
+    with validated_once():  # (G was, where graph_to_draw built it)
         data = out.render_memory(G, fmt, from_arguments(args))
     if output == "-":
-        return _to_stdout(data)
+        return out.to_stdout(data)
     write_atomically(output, data)
     return 0

@@ -11,7 +11,7 @@ from typing import Any
 
 import networkx as nx
 
-from .dot import Writer, dot_options, validated
+from .dot import Writer, dot_options
 from .errors import DrawError
 from .exports import EXPORTS, export
 from .figure import to_dot
@@ -20,6 +20,7 @@ from .fitting import Fit, band_room, fit, lone_choice, measured
 from .graphviz import FORMATS, portable_svg, run_dot
 from .options import parse_frame
 from .placement import placement
+from .schema import validated_once
 from .script import as_graph
 from .step_bands import band_size, step_bands
 from .step_drawing import StepDrawing, draw_steps
@@ -137,8 +138,9 @@ def draw(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     ``fit.advice``, what to do if it is too small to read there).
     """
     G = as_graph(graph_or_root, names)
-    chosen = _fitted(G, fit, options)
-    diagram = Diagram(to_dot(G, **options), G)
+    with validated_once(G):  # (once: the fit and the DOT text take it as checked)
+        chosen = _fitted(G, fit, options)
+        diagram = Diagram(to_dot(G, **options), G)
     diagram.fit = chosen
     return diagram
 
@@ -162,7 +164,12 @@ def step_diagrams(graph_or_root: Any, *, names: Mapping[str, Any] | None = None,
     unless not ``captions`` (the page, which sets the caption beside the picture).
     Their SVGs are drawn together, from one layout in one graphviz run (step_drawing)."""
     G = as_graph(graph_or_root, names)
-    validated(G)
+    with validated_once(G):  # (once: the fit and each picture take it as checked)
+        return _step_diagrams(G, fit, captions, options)
+
+
+def _step_diagrams(G: nx.MultiDiGraph, fit: Any, captions: bool,
+                   options: dict[str, Any]) -> list[Diagram]:
     options.pop("step", None)
     drawn = drawn_graph(G, expand=options.get("expand", False),
                         modules=options.get("modules", False),

@@ -17,7 +17,7 @@ from .captions import headings, value_names
 from .errors import DrawError
 from .folding import bands
 from .formatting import summarized
-from .ir import IRError, operand_edges, validate
+from .ir import operand_edges
 from .legend import blocks_gradient, legend_html
 from .number_tables import (
     column_widths,
@@ -48,6 +48,7 @@ from .style import (
     LABEL_PT,
     LEGEND_PT,
     MARK_PT,
+    MOST_DIGITS,
     NAME_FONT,
     NAME_PT,
     NODE_PEN,
@@ -64,7 +65,7 @@ from .views import group_path
 
 __all__ = ["BADGE_IN", "BADGE_OUT", "CONTINUE_FROM", "CONTINUE_TO", "EDGE_LABEL_NODES",
            "LARGE_GRAPH", "LOOP_BACK", "DotOptions", "Writer", "dot_options", "edge_id", "folded",
-           "fork_edges", "plain_constants", "validated", "with_band"]
+           "fork_edges", "plain_constants", "with_band"]
 
 
 # The ids of the two pieces of an edge that runs through a badge (its
@@ -148,8 +149,9 @@ def dot_options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
         raise DrawError(f"unknown rankdir: {rankdir!r} (must be one of {list(RANKDIRS)})")
     if theme not in THEMES:
         raise DrawError(f"unknown theme: {theme!r} (must be one of {sorted(THEMES)})")
-    if isinstance(precision, bool) or not isinstance(precision, int) or precision < 1:
-        raise DrawError(f"precision must be a positive int of significant digits, "
+    if isinstance(precision, bool) or not isinstance(precision, int) \
+            or not 1 <= precision <= MOST_DIGITS:
+        raise DrawError(f"precision must be an int of significant digits, 1 to {MOST_DIGITS}, "
                         f"got {precision!r}")
     if not isinstance(wrap, int):
         wrap = tuple(sorted(set(wrap)))
@@ -186,13 +188,6 @@ def lettered(source: str) -> str:
 def edge_id(u: Any, v: Any, key: Any) -> str:
     """The id of an edge in the DOT, the SVG and the layout: ``"u->v#key"``."""
     return f"{u}->{v}#{key}"
-
-
-def validated(G: nx.MultiDiGraph) -> None:
-    try:
-        validate(G)
-    except IRError as error:
-        raise DrawError(f"cannot draw an invalid graph: {error}") from None
 
 
 class Writer:

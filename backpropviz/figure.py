@@ -6,10 +6,11 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from .dot import Writer, dot_options, validated
+from .dot import Writer, dot_options
 from .errors import DrawError
 from .ir import IRError
 from .placement import placement
+from .schema import validated
 from .step_bands import step_bands
 from .steps import state_at
 from .untangling import untangled

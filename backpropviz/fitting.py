@@ -21,7 +21,6 @@ from .dot import (
     dot_options,
     fork_edges,
     plain_constants,
-    validated,
 )
 from .errors import DrawError
 from .figure import to_dot
@@ -29,6 +28,7 @@ from .folding import fold_cuts, ranks
 from .graphviz import SUBSCRIPT_SCALE, layout_json
 from .options import parse_frame
 from .placement import folded_extent
+from .schema import validated_once
 from .steps import state_at
 from .style import (
     BOOK,
@@ -153,7 +153,12 @@ def fit(G: nx.MultiDiGraph, frame: Any, *, rankdir: str | None = None,
     ``options`` are to_dot's (theme, precision...).
     """
     frame = parse_frame(frame)
-    validated(G)
+    with validated_once(G):  # (each layout's DOT text, to_dot's, takes it as checked)
+        return _fit(G, frame, rankdir, band, options)
+
+
+def _fit(G: nx.MultiDiGraph, frame: tuple[int, int], rankdir: str | None,
+         band: tuple[float, float] | None, options: dict[str, Any]) -> Fit:
     directions = [rankdir] if rankdir else ["LR", "TB"]
     G = drawn_graph(G, expand=options.get("expand", False),
                     modules=options.get("modules", False),

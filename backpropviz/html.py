@@ -27,6 +27,7 @@ from .page_groups import opened_groups
 from .page_head import dead_cell_css, page_head, theme_css
 from .page_loop import loop_data, loop_panel
 from .practice import practice_questions
+from .schema import validated_once
 from .script import as_graph
 from .step_drawing import StepDrawing
 from .steps import backward_steps, closing_step, dead_masks, start_grads
@@ -580,4 +581,5 @@ def step_through(graph_or_root: Any, *, names: Any = None, height: int = 560,
     other options (``show_constants``...), for the picture offered beside the page."""
     G = as_graph(graph_or_root, names)
     page = {"rankdir": rankdir, "theme": theme, "precision": precision}
-    return Page(to_html(G, **page, practice=practice), height, draw(G, **page, **figure))
+    with validated_once(G):  # (once, for the page and the picture)
+        return Page(to_html(G, **page, practice=practice), height, draw(G, **page, **figure))

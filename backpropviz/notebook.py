@@ -26,6 +26,7 @@ from .errors import BackpropvizError, UsageError
 from .files import require_writable
 from .options import CLIP, format_of, from_arguments, kind_of
 from .output import prepare, show, write, write_steps
+from .schema import validated_once
 from .script import (
     ScriptError,
     find_roots,
@@ -100,9 +101,10 @@ def _run(shell: Any, line: str, cell: str) -> Any:
                                backward=not options.forward_only,
                                max_nodes=max_nodes, fold=not options.keep_sums,
                                where="the cell", source=cell)
-    if args.output is not None:
-        write(G, args.output, options, format=fmt)
-    if args.steps is not None:
-        write_steps(G, args.steps, options)
-    # As the command line draws it (groups closed...): the page, or the picture.
-    return show(G, options, format="html" if fmt == "html" else "svg")
+    with validated_once():  # (G was, where graph_of_namespace built it: the writers need not)
+        if args.output is not None:
+            write(G, args.output, options, format=fmt)
+        if args.steps is not None:
+            write_steps(G, args.steps, options)
+        # As the command line draws it (groups closed...): the page, or the picture.
+        return show(G, options, format="html" if fmt == "html" else "svg")

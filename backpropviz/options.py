@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .style import RANKDIRS, THEMES
+from .style import MOST_DIGITS, RANKDIRS, SPEEDS, THEMES
 
 __all__ = [
     "ALPHA_FORMATS",
@@ -232,13 +232,15 @@ class Options:
         _one_of("quality", self.quality, tuple(QUALITIES), optional=True)
         _one_of("phase", self.phase, PHASES, optional=True)
         if isinstance(self.precision, bool) or not isinstance(self.precision, int) \
-                or self.precision < 1:
-            raise UsageError(f"precision must be a positive int of significant digits, "
-                             f"got {self.precision!r}")
+                or not 1 <= self.precision <= MOST_DIGITS:
+            raise UsageError(f"precision must be an int of significant digits, 1 to "
+                             f"{MOST_DIGITS}, got {self.precision!r}")
         for name in ("timeout", "speed", "script_timeout"):
             number = getattr(self, name)
             if number is not None and not (isinstance(number, int | float) and number > 0):
                 raise UsageError(f"{name} must be a positive number, got {number!r}")
+        if self.speed is not None and not SPEEDS[0] <= self.speed <= SPEEDS[1]:
+            raise UsageError(f"speed must be {SPEEDS[0]:g} to {SPEEDS[1]:g}, got {self.speed!r}")
         for name, least in (("iterations", 1), ("every", 1), ("iteration", 0), ("jobs", 1),
                             ("depth", 1), ("repetition", 1)):
             count = getattr(self, name)
@@ -398,8 +400,9 @@ def add_arguments(parser: Any, wanted: Callable[[str], bool]) -> None:
         if declared.type in ("bool", bool):
             parser.add_argument(*flags, action="store_true", **keywords)
             continue
-        parse = {"precision": positive(int), "timeout": positive(float),
-                 "script_timeout": positive(float), "speed": positive(float),
+        parse = {"precision": positive(int, most=MOST_DIGITS), "timeout": positive(float),
+                 "script_timeout": positive(float),
+                 "speed": positive(float, least=SPEEDS[0], most=SPEEDS[1]),
                  "iterations": positive(int), "every": positive(int),
                  "iteration": positive(int, zero=True), "jobs": positive(int),
                  "depth": positive(int), "repetition": positive(int),
@@ -422,8 +425,10 @@ def _frame(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def positive(kind: type, zero: bool = False) -> Callable[[str], Any]:
-    """An argparse type: a positive number of ``kind`` (int or float), or 0 too."""
+def positive(kind: type, zero: bool = False, *, least: float | None = None,
+             most: float | None = None) -> Callable[[str], Any]:
+    """An argparse type: a positive number of ``kind`` (int or float), or 0 too; from
+    ``least`` to ``most`` if given."""
     import argparse
 
     def parse(text: str) -> Any:
@@ -435,5 +440,7 @@ def positive(kind: type, zero: bool = False) -> Callable[[str], Any]:
         if not (number > 0 or (zero and number == 0)):
             raise argparse.ArgumentTypeError(f"must be {'0 or more' if zero else 'positive'}, "
                                              f"got {text}")
+        if not (least is None or number >= least) or not (most is None or number <= most):
+            raise argparse.ArgumentTypeError(f"must be {least or 1:g} to {most:g}, got {text}")
         return number
     return parse

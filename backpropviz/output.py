@@ -43,13 +43,14 @@ from .options import (
     kind_of,
 )
 from .rolling import find_loop, rolled
+from .schema import validated, validated_once
 from .script import GraphTooLargeError, as_graph
 from .training import Run
 from .views import drawn_graph
 from .worked import off_the_rule
 
-__all__ = ["prepare", "render", "render_memory", "roll", "show", "stdout_for", "write",
-           "write_memory", "write_steps", "write_training"]
+__all__ = ["prepare", "render", "render_memory", "roll", "show", "stdout_for", "to_stdout",
+           "write", "write_memory", "write_steps", "write_training"]
 
 
 def prepare(fmt: str, options: Options, *, steps: bool = False) -> float:
@@ -75,6 +76,18 @@ def stdout_for(output: Any) -> Iterator[None]:
     """With -o -, stdout carries the output, so a script's prints go to stderr."""
     with contextlib.redirect_stdout(sys.stderr) if output == "-" else contextlib.nullcontext():
         yield
+
+
+def to_stdout(data: bytes) -> int:
+    """Write ``data`` to stdout (-o -); the exit status: 1 if the reader left first."""
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (e.g. `| head`): say nothing more on a closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return 0
 
 
 def _options(options: Options | None, changes: Mapping[str, Any]) -> Options:
@@ -153,6 +166,7 @@ def rolled_past_the_limit(refused: GraphTooLargeError, fmt: str,
     loop = find_loop(G) if G is not None else None
     if loop is None:
         raise refused
+    validated(G)  # (built, but refused before the builder's caller validated it)
     if kind_of(fmt) == CLIP:
         raise DrawError(f"this graph repeats one block {loop.count} times, too many to "
                         f"draw unrolled; {ROLLED_CLIP}") from None
@@ -173,9 +187,10 @@ def write(graph_or_root: Any, path: str | os.PathLike, options: Options | None =
     fmt = format_of(path, format)
     options.check(fmt)
     G = as_graph(graph_or_root, names)
-    if kind_of(fmt) == CLIP:  # the clip writes itself (atomically), subtitles beside it
-        return _output(G, fmt, options, path)
-    return write_atomically(path, _output(G, fmt, options))
+    with validated_once(G):  # (once: what draws it, and its views, take it as valid)
+        if kind_of(fmt) == CLIP:  # the clip writes itself (atomically), subtitles beside it
+            return _output(G, fmt, options, path)
+        return write_atomically(path, _output(G, fmt, options))
 
 
 def render(graph_or_root: Any, format: str = "svg", options: Options | None = None, *,
@@ -187,7 +202,9 @@ def render(graph_or_root: Any, format: str = "svg", options: Options | None = No
     """
     options = _options(options, changes)
     options.check(format)
-    return _output(as_graph(graph_or_root, names), format, options)
+    G = as_graph(graph_or_root, names)
+    with validated_once(G):
+        return _output(G, format, options)
 
 
 def _output(G: nx.MultiDiGraph, format: str, options: Options,
@@ -265,7 +282,7 @@ def write_steps(graph_or_root: Any, directory: str | os.PathLike,
     options.check(format, steps=True)
     G = as_graph(graph_or_root, names)
     directory = Path(directory)
-    with dot_time_limit(options.timeout):
+    with validated_once(G), dot_time_limit(options.timeout):
         G = roll(G, options)
         with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
             diagrams = step_diagrams(view(G, options), **options.figure())
@@ -282,7 +299,7 @@ def show(graph_or_root: Any, options: Options | None = None, *, format: str = "s
     format = format_of(None, format, (*KINDS[FIGURE], *KINDS[PAGE]))
     options.check(format)
     G = as_graph(graph_or_root, names)
-    with dot_time_limit(options.timeout):
+    with validated_once(G), dot_time_limit(options.timeout):
         G = roll(G, options, format)
         if kind_of(format) == PAGE:
             from .html import step_through
@@ -299,8 +316,9 @@ def render_memory(graph_or_root: Any, format: str = "svg", options: Options | No
 
     options = _options(options, changes)
     format = format_of(None, format, MEMORY_FORMATS)
-    return memory_output(as_graph(graph_or_root, names), format, theme=options.theme,
-                         title=None)
+    G = as_graph(graph_or_root, names)
+    with validated_once(G):
+        return memory_output(G, format, theme=options.theme, title=None)
 
 
 def write_memory(graph_or_root: Any, path: str | os.PathLike, options: Options | None = None,

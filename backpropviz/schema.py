@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from collections.abc import Callable, Mapping
+import operator
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from .errors import BackpropvizError
+from .errors import BackpropvizError, DrawError
 
 __all__ = ["ATTRIBUTES", "EDGE", "GRAPH", "OP", "PLACES", "RESULT", "ROLES", "VALUE",
            "Attribute", "IRError", "Kind", "attribute", "contract_rst", "decode_graphml",
-           "decode_json", "encode_graphml", "encode_json", "validate"]
+           "decode_json", "encode_graphml", "encode_json", "validate", "validated",
+           "validated_once"]
 
 ROLES = ("input", "param", "const", "intermediate", "output")
 
@@ -286,6 +290,11 @@ def validate(G: Any) -> None:
     # networkx's own dicts ({node: attrs}; {node: {neighbour: {key: edge attrs}}}), read
     # only: its views cost more than these checks on big graphs of scalars.
     nodes, pred, succ = G._node, G._pred, G._succ
+    # Every kind a string, first (an array's == is no answer), in one pass of map's.
+    if not set(map(type, map(_KIND_OF, nodes.values()))) <= {str}:
+        node, kind = next((node, attrs.get("kind")) for node, attrs in nodes.items()
+                          if type(attrs.get("kind")) is not str)
+        raise IRError(f"node {node!r}: kind must be 'value' or 'op', got {kind!r:.60}")
     outputs = set()
     for node, attrs in nodes.items():
         kind = attrs.get("kind")
@@ -302,6 +311,7 @@ def validate(G: Any) -> None:
     roots = G.graph.get("roots")
     if not isinstance(roots, list) or not roots:
         raise IRError("graph attribute 'roots' must be a non-empty list of value ids")
+    _check_ids("roots", roots)
     for root in roots:
         if _kind_of(nodes, root) != "value":
             raise IRError(f"root {root!r} is not a value node of the graph")
@@ -311,15 +321,60 @@ def validate(G: Any) -> None:
     order = G.graph.get("backward_order")
     if not isinstance(order, list):
         raise IRError("graph attribute 'backward_order' must be a list of op ids")
+    _check_ids("backward_order", order)
     if len(set(order)) != len(order):
         raise IRError("graph attribute 'backward_order' lists an op twice")
     for op in order:
         if _kind_of(nodes, op) != "op":
             raise IRError(f"backward_order names {op!r}, which is not an op node")
-    _check_attributes(("the graph",), GRAPH, G.graph, ())
+    _check_attributes(("the graph",), GRAPH, G.graph, None)  # (no float passed as a scalar's)
     for value in G.graph.get("seeds") or {}:
         if _kind_of(nodes, value) != "value":
             raise IRError(f"graph attribute 'seeds' names {value!r}, which is not a value node")
+
+
+# Whether the graph at hand was validated already, in this call (``validated_once``).
+_CHECKED: ContextVar[bool] = ContextVar("checked", default=False)
+
+
+def validated(G: Any) -> None:
+    """``validate(G)`` for a writer: DrawError unless ``G`` follows the IR contract;
+    nothing inside ``validated_once``, where the graph at hand was validated already."""
+    if _CHECKED.get():
+        return
+    try:
+        validate(G)
+    except IRError as error:
+        raise DrawError(f"cannot draw an invalid graph: {error}") from None
+
+
+@contextlib.contextmanager
+def validated_once(G: Any = None) -> Iterator[None]:
+    """``validated(G)`` once (None: the graph was validated where it was built, as
+    ``graph_of_script``'s are); within, the writers take it, and the views made of it,
+    as valid. Enter it once the graph to draw is made: nothing else is drawn within."""
+    if G is not None:
+        validated(G)
+    token = _CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
+_KIND_OF = operator.methodcaller("get", "kind")
+_ID_TYPES = {str, int}
+
+
+def _check_ids(name: str, ids: list) -> None:
+    """Each of a graph attribute's ``ids`` a node id (a string or an int), as a node of
+    the graph can be named: a list or a dict there would not even be looked up."""
+    if set(map(type, ids)) <= _ID_TYPES:
+        return
+    for item in ids:
+        if not ID.check(item):
+            raise IRError(f"graph attribute {name!r} holds {item!r:.60}, which is not a "
+                          "node id (a string or an int)")
 
 
 def _kind_of(nodes: Mapping, node: Any) -> Any:
@@ -406,7 +461,9 @@ def _shape_of(x: Any) -> tuple[int, ...]:
         return x.shape
     if not isinstance(x, list):
         raise TypeError
-    array = np.array(x, dtype=np.float64)  # ragged or non-numeric raises
+    array = np.array(x)  # ragged raises; None, a string or a list among numbers is no number
+    if array.dtype.kind not in "if":
+        raise TypeError
     return array.shape
 
 
@@ -426,7 +483,7 @@ _VALUE_CHECKED = ("kind", "label", "data", "grad", "shape", "role")
 # What _validate_value and _validate_op check themselves, of a value, an edge and an op:
 # the required attributes, and (_common) the others every producer sets.
 _VALUE_CHECKED_SET = frozenset(_VALUE_CHECKED)
-_ARG = frozenset({"arg"})
+_ARG = attribute(EDGE, "arg")
 _OP_CHECKED = frozenset({"kind", "op", "symbol"})
 _VALUE_COMMON = (attribute(VALUE, "stored"), attribute(VALUE, "nbytes"))
 _OP_COMMON = (attribute(OP, "saves"),)
@@ -454,7 +511,7 @@ def _validate_value(nodes: Mapping, node: Any, attrs: dict, sources: Mapping,
     if grad is not None and (shape or type(grad) is not float):
         _check_number(_where_text(where), grad, shape, "grad")
     role = attrs["role"]
-    if role not in ROLES:
+    if type(role) is not str or role not in ROLES:
         raise IRError(f"{_where_text(where)}: role must be one of {list(ROLES)}, "
                       f"got {role!r}")
     if len(attrs) > len(_VALUE_CHECKED) + _common(where, attrs, _VALUE_COMMON):
@@ -477,8 +534,11 @@ def _validate_value(nodes: Mapping, node: Any, attrs: dict, sources: Mapping,
                           "edges run value -> op -> value")
         for data in keyed.values():
             for name, value in data.items():
-                if name != "arg" and (type(value) is not float or name not in numbers):
-                    _check_attributes((node, "->", target), EDGE, data, shape, _ARG)
+                if name == "arg":
+                    if type(value) is not int:  # (a bool, a float or a string is no position)
+                        raise _kind_error((node, "->", target), _ARG, value)
+                elif type(value) is not float or name not in numbers:
+                    _check_attributes((node, "->", target), EDGE, data, shape)
                     break
 
 
@@ -505,7 +565,8 @@ def _validate_op(nodes: Mapping, node: Any, attrs: dict, sources: Mapping,
     if data or _REQUIRED[RESULT]:  # (a result edge has no attributes of its own)
         _check_attributes((node, "->", result), RESULT, data, None)
     args = [data.get("arg", -1) for keyed in sources.values() for data in keyed.values()]
-    args.sort()
+    with contextlib.suppress(TypeError):  # (ints, where its edges were checked: not an op's)
+        args.sort()
     if args != list(range(len(args))):
         raise IRError(f"{_where_text(where)}: operand edges must carry arg "
                       f"0..{len(args) - 1}, got {args}")

@@ -280,12 +280,15 @@ def _put_back(signum: int, handler: Any) -> None:
     signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
+NO_LIMIT = 1e9  # seconds (31 years): a longer limit is none (the timer holds no 1e300)
+
+
 @contextlib.contextmanager
 def time_limit(seconds: float | None, what: str = "the script",
                script: str | os.PathLike | None = None) -> Iterator[None]:
     """Stop the code run in the block (``what`` it is, for the message: a script at
     ``script``, a notebook cell) once it has run ``seconds``: ScriptError, saying the
-    line it was at. None: no limit.
+    line it was at. None (or more than a timer holds, ``NO_LIMIT``): no limit.
 
     SIGALRM stops it, in pure Python and in a C call that waits (``time.sleep``, a
     blocking read) alike, so it needs the main thread of a POSIX process (UsageError
@@ -294,7 +297,7 @@ def time_limit(seconds: float | None, what: str = "the script",
     """
     if seconds is not None and not (isinstance(seconds, int | float) and seconds > 0):
         raise UsageError(f"script_timeout must be a positive number of seconds, got {seconds!r}")
-    if seconds is None or seconds == math.inf:
+    if seconds is None or seconds > NO_LIMIT:
         yield
         return
     stopped: list[str | None] = []  # where the code was, once stopped
@@ -389,6 +392,10 @@ def require_script(script: Path) -> None:
         raise ScriptError(f"{script} is a directory, not a script: name a .py file in it")
     if not script.is_file():
         raise ScriptError(f"no such script: {script}")
+    if script.suffix.lower() in (".json", ".graphml"):  # (python would read it as code)
+        raise ScriptError(f"{script} is a saved graph, not a script: the command runs a "
+                          "Python script; draw a saved graph in Python "
+                          "(backpropviz.ir.from_node_link or from_graphml, then draw)")
 
 
 def _after_exit(done: SystemExit, path: str) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from . import __version__
 from .errors import BackpropvizError
 from .options import FIGURE, KINDS, PAGE, Options, option_fields
 from .output import prepare, show, write, write_steps
+from .schema import validated_once
 from .script import graph_of_script
 
 __all__ = ["BackpropvizDirective", "setup"]
@@ -84,14 +85,15 @@ class BackpropvizDirective(SphinxDirective):
                                 backward=not options.forward_only,
                                 script_timeout=options.script_timeout,
                                 fold=not options.keep_sums)
-            if fmt == "html":
-                page = show(G, options, format="html")._repr_html_()
-                return [nodes.raw("", page, format="html")]
-            folder = self._folder(script, fmt)
-            if "steps" in self.options:
-                paths = write_steps(G, folder, options, format=fmt)
-            else:
-                paths = [write(G, folder / f"{Path(script).stem}.{fmt}", options)]
+            with validated_once():  # (G was, where graph_of_script built it)
+                if fmt == "html":
+                    page = show(G, options, format="html")._repr_html_()
+                    return [nodes.raw("", page, format="html")]
+                folder = self._folder(script, fmt)
+                if "steps" in self.options:
+                    paths = write_steps(G, folder, options, format=fmt)
+                else:
+                    paths = [write(G, folder / f"{Path(script).stem}.{fmt}", options)]
         except BackpropvizError as error:
             raise self.error(f"backpropviz: {self.arguments[0]}: {error}") from None
         page_folder = Path(self.env.doc2path(self.env.docname)).parent

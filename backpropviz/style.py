@@ -24,12 +24,14 @@ __all__ = [
     "LEGEND_PT",
     "LONG_SYMBOL_PT",
     "MARK_PT",
+    "MOST_DIGITS",
     "NAME_FONT",
     "NAME_PT",
     "NODE_PEN",
     "RANKDIRS",
     "RESULT_EDGE_PEN",
     "RULE_PEN",
+    "SPEEDS",
     "THEMES",
     "VALUE_PT",
     "Theme",
@@ -42,6 +44,12 @@ __all__ = [
 # the upper right.
 BOOK = "book"
 RANKDIRS = ("LR", "RL", "TB", "BT", BOOK)
+
+# The most significant digits a number is drawn with: a float64 is told exactly by 17.
+MOST_DIGITS = 17
+# A clip's slowest and fastest speed: beyond them manim has a beat of no frame to draw,
+# or a clock past its calendar.
+SPEEDS = (0.01, 100.0)
 
 # Helvetica resolves to a metric-compatible face everywhere (Nimbus Sans on
 # Linux, Arial on Windows), so the boxes graphviz sizes here fit the text in

@@ -62,9 +62,9 @@ def record_training(path: str | os.PathLike, options: Options | None = None, *,
 
 def graph_to_draw(path: str | os.PathLike, roots: Sequence[str], options: Options, *,
                   argv: Iterable[str] = (), quiet: bool = False) -> nx.MultiDiGraph:
-    """The IR of the one pass ``render`` draws: pass ``options.iteration`` of the script's
-    training loop as recorded (``--iteration K``), else the script's graph, from ``roots``
-    (``script.graph_of_script``, with at most ``options.max_nodes`` nodes)."""
+    """The IR of the one pass ``render`` draws, validated: pass ``options.iteration`` of
+    the script's training loop as recorded (``--iteration K``), else the script's graph,
+    from ``roots`` (``script.graph_of_script``, with at most ``options.max_nodes`` nodes)."""
     if options.iteration is not None:
         run = record_training(path, options, roots=roots, argv=argv, quiet=quiet)
         (kept,) = run.iterations

@@ -161,8 +161,13 @@ class Value(Node):
     @_value_rule("div")
     def _div_rule(node: Value, g: float) -> tuple[float, float]:
         a, b = node._a.data, node._b.data
-        # d(a/b) = da/b - a db/b²
-        return _ieee(_divide, g, b), -g * _ieee(_divide, a, b ** 2)
+        # d(a/b) = da/b - a db/b². Where b² leaves the floats (|b| > 1.3e154 overflows,
+        # |b| < 1e-162 is 0), a/b/b is the same number, as PyTorch computes it.
+        try:
+            slope = a / b ** 2
+        except (OverflowError, ZeroDivisionError):
+            slope = _ieee(_divide, _ieee(_divide, a, b), b)
+        return _ieee(_divide, g, b), -g * slope
 
     def __pow__(self, other: Any) -> Value:
         if type(other) is Value:

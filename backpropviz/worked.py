@@ -88,8 +88,9 @@ def same(a: Any, b: Any) -> bool:
     if x.shape != y.shape and x.size != 1 and y.size != 1:
         return False
     with np.errstate(invalid="ignore"):
-        scale = max(float(np.nanmax(np.abs(x), initial=0.0)),
-                    float(np.nanmax(np.abs(y), initial=0.0)))
+        # (fmax passes a nan by, as nanmax does, without nanmax's warning when all are nan)
+        scale = max(float(np.fmax.reduce(np.abs(x), axis=None, initial=0.0)),
+                    float(np.fmax.reduce(np.abs(y), axis=None, initial=0.0)))
         return bool(np.allclose(x, y, rtol=1e-5, atol=1e-9 + 1e-6 * scale, equal_nan=True))
 
 

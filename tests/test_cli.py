@@ -134,6 +134,23 @@ def test_graphml_round_trips_to_the_engines_graph(reference_graph, tmp_path):
     assert sorted(G.edges(keys=True, data=True)) == sorted(H.edges(keys=True, data=True))
 
 
+@pytest.mark.parametrize("args", [["-o", "fig.svg", "--fit", "1280x720"], ["-o", "page.html"],
+                                  ["-o", "graph.json"], ["-o", "fig.png", "--steps", "steps"],
+                                  ["-o", "-"], ["--iteration", "2", "-o", "it.svg"]])
+def test_the_graph_is_validated_once_where_it_is_built(args, tmp_path, monkeypatch):
+    from backpropviz import schema
+
+    given, validate = [], schema.validate
+    for module in (schema, script_front_end):
+        monkeypatch.setattr(module, "validate", lambda G: given.append(G) or validate(G))
+    example = "training_loop" if "--iteration" in args else "scalar_neuron"  # (a fold)
+    ok(EXAMPLES / f"{example}.py", *args, cwd=tmp_path)
+    assert len(given) == 1
+    given.clear()
+    done = run_cli("memory", EXAMPLES / "add_mul.py", "-o", "memory.svg", cwd=tmp_path)
+    assert done.returncode == 0 and len(given) == 1
+
+
 def test_format_option_overrides_the_extension_and_names_the_default(tmp_path):
     ok(EXAMPLES / "add_mul.py", "-o", "graph.out", "--format", "json", cwd=tmp_path)
     written_graph(tmp_path / "graph.out")
@@ -329,6 +346,15 @@ def test_missing_script(tmp_path):
     assert files(tmp_path) == set()
 
 
+def test_a_saved_graph_given_as_the_script_is_one_clear_error(tmp_path):
+    (tmp_path / "graph.json").write_text('{"nodes": [')  # (run as Python: a SyntaxError)
+    assert fails("graph.json", "-o", "x.svg", cwd=tmp_path) == (
+        "backpropviz: error: graph.json is a saved graph, not a script: the command runs a "
+        "Python script; draw a saved graph in Python (backpropviz.ir.from_node_link or "
+        "from_graphml, then draw)")
+    assert files(tmp_path) == {"graph.json"}
+
+
 def test_exception_in_the_script_shows_its_own_traceback(tmp_path):
     script(tmp_path, "bad.py", """
         from backpropviz import Value
@@ -472,6 +498,34 @@ def test_large_graph_is_refused_quickly(tmp_path):
     assert "the graph has 300001 nodes" in message
 
 
+def test_a_tensor_without_entries_is_one_clear_error(tmp_path):
+    script(tmp_path, "empty.py", """
+        import numpy as np
+        from backpropviz import Tensor
+        W = Tensor(np.ones((0, 3)), requires_grad=True)
+        L = (W * W).sum()
+        """)  # (its IR's nested lists, [], held no shape (0, 3): validate refused its own IR)
+    assert fails("empty.py", "-o", "e.svg", cwd=tmp_path) == (
+        "backpropviz: error: W has no entries (shape (0, 3)): there is nothing to draw; give "
+        "it one entry or more")
+    assert "e.svg" not in files(tmp_path)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_graph_of_nan_and_inf_is_drawn_without_numpys_warnings(tmp_path):
+    script(tmp_path, "nan.py", """
+        from backpropviz import Value
+        a, b = Value(float("nan"), label="a"), Value(float("inf"), label="b")
+        c = a * b + b
+        """)  # (np.nanmax warned of a gradient all nan, in the engine's own check)
+    done = ok("nan.py", "-o", "nan.svg", cwd=tmp_path)
+    assert b"Warning" not in done.stderr
+
+
+def test_a_script_timeout_longer_than_the_timer_holds_is_none(tmp_path):
+    ok(EXAMPLES / "add_mul.py", "--script-timeout", "1e300", "-o", "a.svg", cwd=tmp_path)
+
+
 def test_a_failed_run_leaves_the_old_output_alone(tmp_path):
     (tmp_path / "fig.svg").write_text("old picture")
     script(tmp_path, "boom.py", "from backpropviz import Value\nx = Value(1.0) * 2\n1 / 0\n")
@@ -489,6 +543,10 @@ def test_a_failed_run_leaves_the_old_output_alone(tmp_path):
     (["--steps", "f", "--no-backward"], "--steps shows the backward pass"),
     (["--precision", "0"], "must be positive"),
     (["--rankdir", "XY"], "invalid choice: 'XY'"),
+    # (a ValueError from Python's float formatting; manim's wait of 0 s, its clock's overflow)
+    (["--precision", "99999999999"], "--precision: must be 1 to 17, got 99999999999"),
+    (["--speed", "1e300", "-o", "a.gif"], "--speed: must be 0.01 to 100, got 1e300"),
+    (["--speed", "1e-300", "-o", "a.gif"], "--speed: must be 0.01 to 100, got 1e-300"),
 ])
 def test_usage_errors_exit_2_before_running_the_script(args, message, tmp_path):
     script(tmp_path, "side_effect.py", "open('ran', 'w').close()\n")

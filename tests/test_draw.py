@@ -22,8 +22,11 @@ from backpropviz.diagram import Diagram, draw, render_steps, step_diagrams
 from backpropviz.errors import DrawError, OutputError
 from backpropviz.figure import to_dot
 from backpropviz.formatting import display_number, format_array, format_number
+from backpropviz.html import step_through
 from backpropviz.ir import to_networkx
 from backpropviz.number_tables import column_widths, grid_texts, lone_width
+from backpropviz.output import render_memory, write, write_steps
+from backpropviz.schema import validated_once
 from backpropviz.steps import backward_steps, dead_masks
 from backpropviz.style import THEMES
 from backpropviz.views import drawn_graph
@@ -149,12 +152,55 @@ def test_invalid_graph_is_refused_before_drawing(example):
         draw("not a graph")
 
 
+def _counting_validations(monkeypatch) -> list:
+    """The graphs schema.validate is given from now on (by the writers and the front end)."""
+    from backpropviz import schema, script
+
+    given, validate = [], schema.validate
+    monkeypatch.setattr(schema, "validate", lambda G: given.append(G) or validate(G))
+    monkeypatch.setattr(script, "validate", schema.validate)
+    return given
+
+
+@pytest.mark.parametrize("call", [
+    lambda G, path: draw(G, fit="1920x1080"), lambda G, path: step_diagrams(G, fit="1280x720"),
+    lambda G, path: step_through(G), lambda G, path: write(G, path / "x.html"),
+    lambda G, path: write(G, path / "x.json"), lambda G, path: render_memory(G),
+    lambda G, path: write_steps(G, path / "steps")])
+def test_each_way_to_draw_validates_the_graph_once_and_refuses_an_invalid_one(
+        call, example, monkeypatch, tmp_path):
+    G = example("add_mul")
+    given = _counting_validations(monkeypatch)
+    call(G, tmp_path)
+    assert given == [G]  # (the fit, each picture, the page and its picture: not again)
+    G.nodes["v0"]["role"] = "intermediate"  # but no op produced it
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(DrawError, match=r"^cannot draw an invalid graph: value node 'v0'"):
+        call(G, tmp_path / "bad")
+    assert not list((tmp_path / "bad").iterdir())  # (and nothing written)
+
+
+def test_a_graph_validated_where_it_was_built_is_not_validated_again_within(example,
+                                                                            monkeypatch):
+    G = example("add_mul")
+    given = _counting_validations(monkeypatch)
+    with validated_once():  # as the command line draws graph_of_script's graph
+        draw(G)
+        to_dot(G)
+    assert given == []
+    G.nodes["v0"]["role"] = "intermediate"
+    with pytest.raises(DrawError, match="cannot draw an invalid graph"):  # (once out again)
+        draw(G)
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"theme": "sepia"}, "unknown theme: 'sepia' (must be one of ['dark', 'light', "
                          "'transparent', 'transparent-dark'])"),
     ({"rankdir": "XY"},
      "unknown rankdir: 'XY' (must be one of ['LR', 'RL', 'TB', 'BT', 'book'])"),
-    ({"precision": 0}, "precision must be a positive int"),
+    ({"precision": 0}, "precision must be an int of significant digits, 1 to 17"),
+    ({"precision": 10**11}, "precision must be an int of significant digits, 1 to 17, "
+                            "got 100000000000"),  # (Python's float formatting: a ValueError)
     ({"step": 3}, "step 3 is out of range (must be an int in 0..2)"),
 ])
 def test_bad_options_are_one_clear_sentence(example, options, message):

@@ -576,6 +576,33 @@ def test_ieee_results_match_pytorch():
                                   (1 / torch.tensor(data, dtype=torch.float64)).numpy())
 
 
+# A divisor whose square leaves the floats: b² overflows beyond 1.3e154 and is 0 below
+# 1e-162, yet -a/b² is a float (or an IEEE inf) all the same.
+HUGE_AND_TINY = [(1.0, 2e154), (3.0, -1e200), (-2.0, 1e308), (1e-200, 1e-200),
+                 (5.0, -1e-170), (1.0, 1e-160), (2.0, 5e-324)]
+
+
+@pytest.mark.parametrize(("a", "b"), HUGE_AND_TINY)
+def test_division_by_a_huge_or_tiny_divisor_gives_the_floats_gradient(a, b):
+    x, y = Value(a), Value(b)
+    (x / y).backward()
+    assert x.grad == 1.0 / b
+    assert y.grad == -(a / b / b)  # plain float arithmetic, in the order that keeps it a float
+    h = abs(b) * 1e-6  # and the slope between two nearby divisors, where it is a number
+    if math.isfinite(y.grad) and y.grad != 0.0:
+        assert y.grad == pytest.approx((a / (b + h) - a / (b - h)) / (2 * h), rel=1e-6)
+
+
+def test_division_by_a_huge_or_tiny_divisor_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    for a, b in HUGE_AND_TINY:
+        x, y = Value(a), Value(b)
+        (x / y).backward()
+        tx, ty = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (a, b))
+        (tx / ty).backward()
+        assert (x.grad, y.grad) == (tx.grad.item(), ty.grad.item())
+
+
 def test_gradcheck_catches_a_wrong_rule(monkeypatch):
     x = Value(1.5)
     assert gradcheck(lambda x: x.tanh() * x, [x]).max_abs_error < 1e-8

@@ -65,8 +65,10 @@ def test_render_gives_the_bytes_write_writes(tmp_path):
 def test_options_are_checked_when_made():
     with pytest.raises(UsageError, match=r"unknown theme: 'sepia' \(must be one of \['dark'"):
         Options(theme="sepia")
-    with pytest.raises(UsageError, match="precision must be a positive int"):
+    with pytest.raises(UsageError, match="precision must be an int of significant digits, 1 to 17"):
         Options(precision=0)
+    with pytest.raises(UsageError, match=r"^speed must be 0.01 to 100, got 1e\+300$"):
+        Options(speed=1e300)  # (manim's wait of 0 s)
     with pytest.raises(UsageError, match="WIDTHxHEIGHT"):
         Options(fit="wide")
     assert Options(fit="1920x1080").fit == (1920, 1080)

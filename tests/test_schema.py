@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from backpropviz import Tensor, Value, group, script
@@ -146,6 +147,12 @@ def _result_an_op(G: nx.MultiDiGraph) -> None:
     G.add_edge("op1", "v2", key=0)
 
 
+def _a_bool_position_last(G: nx.MultiDiGraph) -> None:
+    edge = G.edges["v0", "op0", 0]
+    del edge["arg"]
+    edge.update(grad=None, arg=False)  # (checked with the edge's other attributes)
+
+
 MUTATIONS = {
     "an undeclared node attribute": (lambda G: G.nodes["v0"].update(colour="red"),
                                      r"value node 'v0': unknown attribute 'colour' \(the "
@@ -201,7 +208,42 @@ MUTATIONS = {
                                  r"^op node 'op0' has 0 results; an op has exactly one$"),
     "an op whose result is an op": (_result_an_op,
                                     r"^op node 'op0': its result 'op1' is not a value node$"),
+    # (what Python's own sort, set and == would have failed on with a TypeError)
+    "a position that is a string among ints": (
+        lambda G: G.edges["v1", "op0", 1].update(arg="1"),
+        r"^edge 'v1' -> 'op0': arg must be an int, got '1'$"),
+    "a position that is a float": (lambda G: G.edges["v0", "op0", 0].update(arg=0.0),
+                                   r"^edge 'v0' -> 'op0': arg must be an int, got 0.0$"),
+    "a position that is a bool, after a contribution not a float": (
+        _a_bool_position_last, r"^edge 'v0' -> 'op0': arg must be an int, got False$"),
+    "an unhashable op in the backward order": (
+        lambda G: G.graph.update(backward_order=[["op0"]]),
+        r"^graph attribute 'backward_order' holds \['op0'\], which is not a node id "
+        r"\(a string or an int\)$"),
+    "an unhashable root": (lambda G: G.graph.update(roots=["v2", {}]),
+                           r"^graph attribute 'roots' holds \{\}, which is not a node id"),
+    "seeds that are a float": (lambda G: G.graph.update(seeds=1.0),
+                               r"^the graph: seeds must be a dict: value id -> a float or "
+                               r"nested lists, got 1.0$"),
+    "a kind that is an array": (lambda G: G.nodes["op0"].update(kind=np.array([1, 2])),
+                                r"^node 'op0': kind must be 'value' or 'op', got array"),
+    "a role that is an array": (lambda G: G.nodes["v0"].update(role=np.array([1, 2])),
+                                r"^value node 'v0': role must be one of .*, got array"),
 }
+
+
+@pytest.mark.parametrize("entries", [[None], ["1.5"], [True], [1.0, [2.0]]])
+def test_a_tensors_numbers_that_are_no_numbers_are_refused(entries):
+    # np.array(..., float) would read None as nan, "1.5" as 1.5 and True as 1.0.
+    t = Tensor([1.0] * len(entries), label="t")
+    s = (t * t).sum()
+    s.backward()
+    G = to_networkx(s)
+    validate(G)
+    G.nodes["v0"]["data"] = entries
+    with pytest.raises(IRError, match=r"^value node 'v0': data must be a float or nested "
+                                      r"lists of floats, got list$"):
+        validate(G)
 
 
 @pytest.mark.parametrize("case", sorted(MUTATIONS))

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..files import make_folder, move_into_place
 from ..script import as_graph
-from ..style import THEMES
+from ..style import SPEEDS, THEMES
 from .formats import (
     FORMATS,
     MAX_NODES,
@@ -58,8 +58,8 @@ def render_video(G: Any, path: str | os.PathLike, *, names: Any = None, quality:
     if phase not in PHASES:
         raise AnimateError(f"unknown phase: {phase!r} (must be one of {list(PHASES)})")
     check_video(theme, suffix)
-    if not speed > 0:
-        raise AnimateError(f"speed must be a positive number, got {speed!r}")
+    if not SPEEDS[0] <= speed <= SPEEDS[1]:
+        raise AnimateError(f"speed must be {SPEEDS[0]:g} to {SPEEDS[1]:g}, got {speed!r}")
     transparent = transparent or THEMES[theme].transparent
     if transparent and suffix not in TRANSPARENT_FORMATS:
         raise AnimateError(f"a transparent background needs one of {list(TRANSPARENT_FORMATS)}, "
