@@ -68,7 +68,8 @@ def open_still(browser, tmp_path_factory):
 
 
 def chain(n: int):
-    """A long chain of scalar ops, as a loop of updates makes: too wide to read whole."""
+    """A long chain of scalar ops, as a loop of updates makes: too wide to read whole
+    in a window 1280 px wide."""
     x = Value(0.5, label="x")
     for i in range(n):
         x = x * Value(1.01, label=f"w{i}") + 0.1
@@ -83,7 +84,7 @@ def inside(box, stage) -> bool:
 
 @pytest.mark.parametrize("name", ["mlp3", "chain"])
 def test_a_drawing_too_small_to_read_is_framed_step_by_step(example, open_still, name):
-    G = chain(24) if name == "chain" else example(name)
+    G = chain(12) if name == "chain" else example(name)
     page, errors = open_still(G, name)
     whole = page.evaluate(READ_VIEW)
     assert whole["em"] < READABLE and whole["following"]  # too small whole, so followed
