@@ -74,3 +74,17 @@ def example_names() -> Callable[[str], dict[str, Any]]:
     def run(name: str) -> dict[str, Any]:
         return run_script(EXAMPLES / f"{name}.py")
     return run
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (the system's: playwright downloads none here), one a module."""
+    from test_html import CHROMIUM, CHROMIUM_ARGS
+
+    if not CHROMIUM.exists():
+        pytest.skip("no Chromium at /usr/bin/chromium (`make` installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -132,17 +132,6 @@ def test_a_graph_without_backward_has_only_step_zero():
 # ---------------------------------------------------------------- in a browser
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("no Chromium at /usr/bin/chromium (`make` installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
 # What the page shows now, read from the DOM: every visible text in a gradient
 # or dead-ReLU colour is a gradient entry (values) or a contribution (edges).
 READ_STATE = """([grad, dead]) => {

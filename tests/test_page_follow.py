@@ -33,19 +33,6 @@ READ_VIEW = """() => {
 
 
 @pytest.fixture(scope="module")
-def browser():
-    from test_html import CHROMIUM, CHROMIUM_ARGS
-
-    if not CHROMIUM.exists():
-        pytest.skip("no Chromium at /usr/bin/chromium (`make` installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
 def open_still(browser, tmp_path_factory):
     """A page opened at 1280x720 with reduced motion asked for (the view jumps to each
     step's frame instead of gliding there), and its errors."""

@@ -13,7 +13,6 @@ import pytest
 from backpropviz.output import write
 from backpropviz.script import graph_of_script
 from backpropviz.style import THEMES
-from tests.test_html import browser  # noqa: F401  (the fixture)
 
 # Every node's box outside an opened group, in the graph's coordinates (the view
 # refits when a group opens, so screen positions would move for that alone).
@@ -56,7 +55,7 @@ STATE = """() => ({step: document.getElementById('step-label').textContent,
   frames: document.querySelectorAll('.opened-group').length})"""
 
 
-def _page(browser, tmp_path, script, name, hash="", **options):  # noqa: F811 (the fixture)
+def _page(browser, tmp_path, script, name, hash="", **options):
     path = write(graph_of_script(script, quiet=True), tmp_path / f"{name}.html", **options)
     page = browser.new_page(viewport={"width": 1280, "height": 720})
     errors = []
@@ -96,7 +95,7 @@ def _overlap(a, b):
 D2L_FIGURE = Path(__file__).resolve().parent.parent / "examples" / "d2l_figure.py"
 
 
-def test_a_group_opens_where_it_stood_and_closes_leaving_the_layout_as_it_was(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_a_group_opens_where_it_stood_and_closes_leaving_the_layout_as_it_was(browser, tmp_path):
     page, _, errors = _page(browser, tmp_path, D2L_FIGURE, "figure")
     gid = _group_op(page, "l")
     before = _boxes(page)
@@ -127,7 +126,7 @@ def test_a_group_opens_where_it_stood_and_closes_leaving_the_layout_as_it_was(br
     assert errors == []
 
 
-def test_opened_the_steps_walk_the_groups_ops_with_the_engines_numbers(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_opened_the_steps_walk_the_groups_ops_with_the_engines_numbers(browser, tmp_path):
     page, _, errors = _page(browser, tmp_path, D2L_FIGURE, "figure")
     gid = _group_op(page, "l")
     assert page.evaluate(STATE)["counter"] == "0 / 6"
@@ -156,7 +155,7 @@ def test_opened_the_steps_walk_the_groups_ops_with_the_engines_numbers(browser, 
     assert errors == []
 
 
-def test_the_address_restores_an_open_group_and_a_step(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_the_address_restores_an_open_group_and_a_step(browser, tmp_path):
     page, path, errors = _page(browser, tmp_path, D2L_FIGURE, "figure")
     gid = _group_op(page, "l")
     _click(page, gid)
@@ -176,7 +175,7 @@ def test_the_address_restores_an_open_group_and_a_step(browser, tmp_path):  # no
     assert errors == []
 
 
-def test_the_keyboard_opens_and_closes_a_group_at_its_step(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_the_keyboard_opens_and_closes_a_group_at_its_step(browser, tmp_path):
     page, _, errors = _page(browser, tmp_path, D2L_FIGURE, "figure", hash="#step=2")
     gid = _group_op(page, "s")
     assert page.evaluate(STATE)["step"] == "Step 2 of 6: s (group)"
@@ -220,7 +219,7 @@ loss.backward()
 """
 
 
-def test_a_torch_module_opens_with_autograds_gradients(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_a_torch_module_opens_with_autograds_gradients(browser, tmp_path):
     torch = pytest.importorskip("torch")
     script = tmp_path / "layer.py"
     script.write_text(textwrap.dedent(LAYER))

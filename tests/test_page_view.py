@@ -12,7 +12,7 @@ from backpropviz.captions import value_names
 from backpropviz.html import render_html
 from backpropviz.script import graph_of_script
 from backpropviz.style import THEMES
-from tests.test_html import EXAMPLES, browser, open_page  # noqa: F401  (the fixture)
+from tests.test_html import EXAMPLES, open_page
 
 VIEW = """() => {
   const svg = document.querySelector('#stage svg');
@@ -47,7 +47,7 @@ def _fits(view) -> bool:
     return inside and (dw >= 0.9 * sw or dh >= 0.9 * sh)
 
 
-def test_the_drawing_fits_the_window_and_refits_on_resize(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_the_drawing_fits_the_window_and_refits_on_resize(example, browser, tmp_path):
     page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
     assert _fits(page.evaluate(VIEW))
     page.set_viewport_size({"width": 900, "height": 700})
@@ -57,7 +57,7 @@ def test_the_drawing_fits_the_window_and_refits_on_resize(example, browser, tmp_
     assert errors == []
 
 
-def test_wheel_zooms_where_the_pointer_is_drag_pans_and_fit_resets(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_wheel_zooms_where_the_pointer_is_drag_pans_and_fit_resets(example, browser, tmp_path):
     page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
     fitted = page.evaluate(VIEW)
     sl, st, sw, sh = fitted["stage"]
@@ -88,7 +88,7 @@ def test_wheel_zooms_where_the_pointer_is_drag_pans_and_fit_resets(example, brow
     assert errors == []
 
 
-def test_the_address_follows_the_step_and_back_returns(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_the_address_follows_the_step_and_back_returns(example, browser, tmp_path):
     G = example("add_mul")
     page, path, _, errors = open_page(browser, tmp_path, G, "add_mul")
     assert page.evaluate(VIEW)["step"] == 0
@@ -114,7 +114,7 @@ def test_the_address_follows_the_step_and_back_returns(example, browser, tmp_pat
     assert errors == []
 
 
-def test_f_toggles_full_screen(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_f_toggles_full_screen(example, browser, tmp_path):
     page, _, _, errors = open_page(browser, tmp_path, example("add_mul"), "add_mul")
     page.keyboard.press("f")
     page.wait_for_function("() => document.fullscreenElement !== null")
@@ -124,7 +124,7 @@ def test_f_toggles_full_screen(example, browser, tmp_path):  # noqa: F811 (the f
     assert errors == []
 
 
-def test_the_books_objective_is_readable_at_1280_by_720(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_the_books_objective_is_readable_at_1280_by_720(example, browser, tmp_path):
     page, _, _, errors = open_page(browser, tmp_path, example("d2l_objective"), "objective")
     # (folded in two rows for the stage, carried on at marks rather than along a
     # diagonal across the figure: 12.5 px is the size that reaches, was 14)
@@ -174,7 +174,7 @@ def _entries(x) -> list[float]:
     return [float(v) for v in np.asarray(x, dtype=np.float64).ravel()]
 
 
-def test_hover_and_focus_show_a_value_whole_and_where_its_gradient_came_from(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_hover_and_focus_show_a_value_whole_and_where_its_gradient_came_from(browser, tmp_path):
     G = graph_of_script(EXAMPLES / "capstone" / "forked_neuron.py", (), quiet=True)
     names = {name.text: node for node, name in value_names(G).items()}
     page, _, _, errors = open_page(browser, tmp_path, G, "capstone")
@@ -219,7 +219,7 @@ def test_hover_and_focus_show_a_value_whole_and_where_its_gradient_came_from(bro
     page.close()
 
 
-def test_a_drag_pans_and_selects_no_text(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_a_drag_pans_and_selects_no_text(example, browser, tmp_path):
     page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
     before = page.evaluate(VIEW)
     text = page.locator("g#v1 text").first.bounding_box()  # a number of W1
@@ -255,7 +255,7 @@ NUMBER_SIZES = """() => {
 }"""
 
 
-def test_every_number_is_readable_at_every_step(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_every_number_is_readable_at_every_step(example, browser, tmp_path):
     G = example("d2l_objective")
     page, _, _, errors = open_page(browser, tmp_path, G, "objective")
     smallest = []
@@ -289,7 +289,7 @@ PENDING = """() => [...document.querySelectorAll('#stage g.badge.pending-contrib
 })"""
 
 
-def test_a_forks_badges_appear_at_their_step_and_not_before(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_a_forks_badges_appear_at_their_step_and_not_before(example, browser, tmp_path):
     G = example("fork")
     page, _, _, errors = open_page(browser, tmp_path, G, "fork")
     forks = sorted(f"{u}->{v}#{k}" for u, v, k in G.edges(keys=True)
@@ -308,7 +308,7 @@ def test_a_forks_badges_appear_at_their_step_and_not_before(example, browser, tm
     page.close()
 
 
-def test_dead_entries_are_framed_not_only_coloured(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_dead_entries_are_framed_not_only_coloured(example, browser, tmp_path):
     G = example("d2l_mlp")
     page, _, _, errors = open_page(browser, tmp_path, G, "mlp")
     page.keyboard.press("End")
@@ -329,7 +329,7 @@ def test_dead_entries_are_framed_not_only_coloured(example, browser, tmp_path): 
     page.close()
 
 
-def test_every_control_is_labelled_and_the_caption_is_announced(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_every_control_is_labelled_and_the_caption_is_announced(example, browser, tmp_path):
     G = example("d2l_mlp")
     for practice in (False, True):
         path = render_html(G, tmp_path / f"a11y-{practice}.html", practice=practice)
@@ -347,7 +347,7 @@ def test_every_control_is_labelled_and_the_caption_is_announced(example, browser
         page.close()
 
 
-def test_hover_tells_the_two_shares_of_a_plus_a_apart(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_hover_tells_the_two_shares_of_a_plus_a_apart(example, browser, tmp_path):
     G = example("fork")  # b = a + a: both shares of a come back through the same +
     page, _, _, errors = open_page(browser, tmp_path, G, "fork")
     page.keyboard.press("End")
@@ -363,7 +363,7 @@ def test_hover_tells_the_two_shares_of_a_plus_a_apart(example, browser, tmp_path
     page.close()
 
 
-def test_the_caption_is_typeset_as_the_figure_names_its_boxes(example, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_the_caption_is_typeset_as_the_figure_names_its_boxes(example, browser, tmp_path):
     # The last step of the book's MLP: ∂L/∂W₁ with W in italics and 1 lowered, as the
     # box is named, its arrays in brackets as the boxes draw them; its text (read
     # aloud, copied) is the caption as written.

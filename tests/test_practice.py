@@ -15,7 +15,7 @@ from backpropviz.options import Options
 from backpropviz.practice import practice_questions
 from backpropviz.script import graph_of_script
 from tests.test_caption_arithmetic import false_arithmetic, numeric
-from tests.test_html import EXAMPLES, browser, read_state  # noqa: F401  (the fixture)
+from tests.test_html import EXAMPLES, read_state
 
 # A script a lecturer would bring: one neuron, the chain rule through tanh.
 NEURON = """\
@@ -127,7 +127,7 @@ READY = """() => (!document.getElementById('practice-form').hidden &&
   !document.getElementById('practice-score').hidden"""
 
 
-def open_practice(browser, path, width=1280, height=720):  # noqa: F811 (the fixture)
+def open_practice(browser, path, width=1280, height=720):
     page = browser.new_page(viewport={"width": width, "height": height})
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -157,7 +157,7 @@ def _typed(x: np.ndarray) -> str:
     return "[" + ", ".join("[" + ", ".join(f"{v:.4g}" for v in row) + "]" for row in x) + "]"
 
 
-def test_the_mlp_answered_right_from_the_keyboard(example, browser, tmp_path):  # noqa: F811
+def test_the_mlp_answered_right_from_the_keyboard(example, browser, tmp_path):
     G = example("d2l_mlp")
     reference = _torch_mlp()
     path = render_html(G, tmp_path / "practice.html", practice=True)
@@ -199,7 +199,7 @@ def test_the_mlp_answered_right_from_the_keyboard(example, browser, tmp_path):  
     page.close()
 
 
-def test_a_wrong_answer_gets_the_rule_then_the_worked_line(browser, tmp_path):  # noqa: F811
+def test_a_wrong_answer_gets_the_rule_then_the_worked_line(browser, tmp_path):
     script = tmp_path / "neuron.py"
     script.write_text(NEURON)
     G = graph_of_script(script, (), quiet=True)
@@ -238,7 +238,7 @@ def test_a_wrong_answer_gets_the_rule_then_the_worked_line(browser, tmp_path):  
     page.close()
 
 
-def test_the_fork_asks_each_share_then_the_sum(example, browser, tmp_path):  # noqa: F811
+def test_the_fork_asks_each_share_then_the_sum(example, browser, tmp_path):
     G = example("fork")
     path = render_html(G, tmp_path / "fork.html", practice=True)
     page, errors = open_practice(browser, path)
@@ -269,7 +269,7 @@ def test_the_fork_asks_each_share_then_the_sum(example, browser, tmp_path):  # n
     page.close()
 
 
-def test_a_matrix_answer_in_either_form_and_the_dead_relus_question(example, browser,  # noqa: F811
+def test_a_matrix_answer_in_either_form_and_the_dead_relus_question(example, browser,
                                                                      tmp_path):
     G = example("d2l_mlp")
     path = render_html(G, tmp_path / "mlp.html", practice=True)
@@ -309,7 +309,7 @@ def test_a_matrix_answer_in_either_form_and_the_dead_relus_question(example, bro
     page.close()
 
 
-def test_a_students_engine_is_practised_with_its_own_numbers(browser, tmp_path):  # noqa: F811
+def test_a_students_engine_is_practised_with_its_own_numbers(browser, tmp_path):
     # The capstone's engine sets gradients with = in __mul__: the page asks for what
     # that engine held (h's 1 overwritten by 0.5), worked out here by hand.
     G = graph_of_script(EXAMPLES / "capstone" / "forked_neuron.py", (), quiet=True)

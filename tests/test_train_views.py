@@ -21,7 +21,6 @@ from backpropviz.options import Options
 from backpropviz.script import as_graph
 from backpropviz.train_figure import render_training_figure
 from backpropviz.training import Iteration, Run, Update
-from tests.test_html import browser  # noqa: F401  (the fixture)
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -245,7 +244,7 @@ def _steps(run: Run, k: int) -> int:
     return ops + 1
 
 
-def test_the_pass_control_and_its_keys_move_between_passes_keeping_the_step(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_the_pass_control_and_its_keys_move_between_passes_keeping_the_step(browser, tmp_path):
     run = neuron_run()
     page, path, requests, errors = _open(browser, tmp_path, run)
     assert page.evaluate(MOMENT)["marked"] == [0, run.iterations[0].loss]
@@ -281,7 +280,7 @@ def _half_unit(text: str) -> float:
     return 0.5 * 10.0 ** (exponent - decimals)
 
 
-def test_the_update_step_shows_the_runs_numbers_and_its_arithmetic_is_true(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_the_update_step_shows_the_runs_numbers_and_its_arithmetic_is_true(browser, tmp_path):
     run = neuron_run()
     for k in (0, 3):
         page, _, _, errors = _open(browser, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
@@ -309,7 +308,7 @@ def test_the_update_step_shows_the_runs_numbers_and_its_arithmetic_is_true(brows
         assert errors == []
 
 
-def test_the_next_pass_starts_from_the_value_the_update_left(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_the_next_pass_starts_from_the_value_the_update_left(browser, tmp_path):
     run = neuron_run()
     k = 1
     page, _, _, errors = _open(browser, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
@@ -329,7 +328,7 @@ def test_the_next_pass_starts_from_the_value_the_update_left(browser, tmp_path):
     assert errors == []
 
 
-def test_a_link_restores_its_moment_and_back_returns(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_a_link_restores_its_moment_and_back_returns(browser, tmp_path):
     run = matrix_run()
     page, _, _, errors = _open(browser, tmp_path, run, theme="dark")
     for _ in range(_steps(run, 0) + 1 + 3):  # through pass 0 and its update, into pass 1
@@ -343,7 +342,7 @@ def test_a_link_restores_its_moment_and_back_returns(browser, tmp_path):  # noqa
     assert errors == more_errors == []
 
 
-def test_an_optimizer_without_a_rate_shows_before_and_after(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_an_optimizer_without_a_rate_shows_before_and_after(browser, tmp_path):
     run = neuron_run(momentum=0.9)
     k = 2
     page, _, _, errors = _open(browser, tmp_path, run, f"#iter={k}&step={_steps(run, k)}")
