@@ -422,7 +422,7 @@ class _Builder:
                 record = self.recording._gradients.get(key[1])
                 grad = None if record is None else record.output
             role = "output" if key in root_keys else "intermediate"
-            label = self.name_of.get(key)
+            label = self.name_of.get(key) or self.recording.cell_names.labels.get(key)
         else:
             leaf = self.recording._leaves[key[1:]]
             role = "param" if leaf.requires_grad else "input"

@@ -236,6 +236,7 @@ class Recording:
         self._gradients: dict[Any, _Gradients] = {}
         self._variables: dict[tuple, Any] = {}  # ("leaf", id) -> the leaf tensor
         self._counter = itertools.count()
+        self.cell_names = torch_rnn.Names(lambda t: _result_key(t.grad_fn, t.output_nr))
         self._steps = itertools.count()
         # Each backward pass (autograd's graph task) numbered in the order it ran, and
         # whether it built a graph of the gradient (create_graph=True).
@@ -292,7 +293,7 @@ class Recording:
         if written_out is not None:
             # An LSTM or GRU: its gates op by op, each recorded as the script's own.
             with self._mode:
-                return written_out(*args)
+                return written_out(*args, namer=self.cell_names)
         swapped = bool(_REFLECTED.fullmatch(function) or function == "rsub") and len(flat) >= 2
         if swapped:
             # 2 - x arrives as x.__rsub__(2): draw the operands in the order of the math.

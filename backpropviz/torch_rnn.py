@@ -8,6 +8,15 @@ functions run as the equations of PyTorch's documentation instead, op by
 op, inside the module's group (``--modules`` draws the module as one op).
 The numbers are autograd's for these ops; they agree with the fused
 function's to float rounding.
+
+The values PyTorch's equations name are named as they name them, with the
+time step as an index from 1: a GRU's gates r1, z1, its candidate n1 and its
+state h1; an LSTM's gates i1, f1, g1, o1 and its states c1, h1. A cell called
+in the script's own loop counts its steps by the state it is given (a state
+one of its calls made is the next step's). A stack of layers adds the layer as
+a second index (r1_2: step 1 of layer 2); a bidirectional RNN's reverse
+direction is left unnamed, its values written as the expressions they are. A
+name the script gives a value (``h = cell(x, h)``) comes first.
 """
 
 from __future__ import annotations
@@ -15,7 +24,43 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["written_out"]
+__all__ = ["Names", "written_out"]
+
+
+class Names:
+    """The names the written-out cells gave their values, by the values' keys (``key``
+    of a tensor: the recording's), and the time step each was made at."""
+
+    def __init__(self, key: Callable[[Any], Any]) -> None:
+        self.key = key
+        self.labels: dict[Any, str] = {}
+        self._steps: dict[Any, int] = {}
+
+    def name(self, tensor: Any, label: str, step: int) -> None:
+        key = self.key(tensor)
+        self.labels.setdefault(key, label)
+        self._steps.setdefault(key, step)
+
+    def step(self, tensor: Any) -> int:
+        """The time step a state was made at; 0 for one no written-out cell made."""
+        return self._steps.get(self.key(tensor), 0) if tensor.grad_fn is not None else 0
+
+
+class _Step:
+    """The names of one step's values: the letter and the step's index (``r`` -> ``r3``,
+    ``r3_2`` in layer 2), or none where the values are left unnamed (``index`` None)."""
+
+    def __init__(self, namer: Names | None, step: int, index: str | None) -> None:
+        self.namer, self.step, self.index = namer, step, index
+
+    def __call__(self, letter: str, tensor: Any) -> Any:
+        if self.namer is not None and self.index is not None:
+            self.namer.name(tensor, letter + self.index, self.step)
+        return tensor
+
+
+def _unnamed() -> _Step:
+    return _Step(None, 0, None)
 
 
 def _linear(x: Any, weight: Any, bias: Any) -> Any:
@@ -24,40 +69,52 @@ def _linear(x: Any, weight: Any, bias: Any) -> Any:
     return F.linear(x, weight, bias)
 
 
-def _lstm_step(x_gates: Any, hx: Sequence[Any], w_hh: Any, b_hh: Any) -> tuple[Any, Any]:
+def _lstm_step(x_gates: Any, hx: Sequence[Any], w_hh: Any, b_hh: Any,
+               named: _Step) -> tuple[Any, Any]:
     """One LSTM step from the input's share of the gates (x W_ihᵀ + b_ih): gates i, f, g, o;
-    c' = σ(f)⊙c + σ(i)⊙tanh(g), h' = σ(o)⊙tanh(c')."""
+    c' = f⊙c + i⊙g, h' = o⊙tanh(c')."""
     h, c = hx
     i, f, g, o = (x_gates + _linear(h, w_hh, b_hh)).chunk(4, dim=1)
-    c_next = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    return o.sigmoid() * c_next.tanh(), c_next
+    kept = named("f", f.sigmoid()) * c  # (in the order of the equation: f⊙c first)
+    c_next = named("c", kept + named("i", i.sigmoid()) * named("g", g.tanh()))
+    return named("h", named("o", o.sigmoid()) * c_next.tanh()), c_next
 
 
-def _gru_step(x_gates: Any, h: Any, w_hh: Any, b_hh: Any) -> Any:
+def _gru_step(x_gates: Any, h: Any, w_hh: Any, b_hh: Any, named: _Step) -> Any:
     """One GRU step from the input's share of the gates: r, z; n = tanh(x_n + r⊙h_n);
     h' = (1 − z)⊙n + z⊙h."""
     x_r, x_z, x_n = x_gates.chunk(3, dim=1)
     h_r, h_z, h_n = _linear(h, w_hh, b_hh).chunk(3, dim=1)
-    r = (x_r + h_r).sigmoid()
-    z = (x_z + h_z).sigmoid()
-    n = (x_n + r * h_n).tanh()
-    return (1 - z) * n + z * h
+    r = named("r", (x_r + h_r).sigmoid())
+    z = named("z", (x_z + h_z).sigmoid())
+    n = named("n", (x_n + r * h_n).tanh())
+    return named("h", (1 - z) * n + z * h)
+
+
+def _cell_step(namer: Names | None, *states: Any) -> _Step:
+    """A cell's step: the one after the step that made its state (1 for a state of the
+    script's own)."""
+    if namer is None:
+        return _unnamed()
+    step = max(namer.step(state) for state in states) + 1
+    return _Step(namer, step, str(step))
 
 
 def lstm_cell(x: Any, hx: Sequence[Any], w_ih: Any, w_hh: Any, b_ih: Any = None,
-              b_hh: Any = None) -> tuple[Any, Any]:
+              b_hh: Any = None, *, namer: Names | None = None) -> tuple[Any, Any]:
     """torch.lstm_cell: (h', c')."""
-    return _lstm_step(_linear(x, w_ih, b_ih), hx, w_hh, b_hh)
+    return _lstm_step(_linear(x, w_ih, b_ih), hx, w_hh, b_hh, _cell_step(namer, *hx))
 
 
-def gru_cell(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:
+def gru_cell(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None,
+             *, namer: Names | None = None) -> Any:
     """torch.gru_cell: h'."""
-    return _gru_step(_linear(x, w_ih, b_ih), h, w_hh, b_hh)
+    return _gru_step(_linear(x, w_ih, b_ih), h, w_hh, b_hh, _cell_step(namer, h))
 
 
 def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequence[Any],
             has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool,
-            batch_first: bool) -> tuple:
+            batch_first: bool, namer: Names | None = None) -> tuple:
     """A stack of recurrent layers over a sequence, as torch.lstm / torch.gru run it: the
     input's share of every step's gates at once, then step after step; each layer's
     outputs (both directions side by side) are the next layer's inputs."""
@@ -81,7 +138,12 @@ def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequ
             state = tuple(h[at] for h in hx) if states > 1 else hx[0][at]
             made: dict[int, Any] = {}
             for t in (range(length - 1, -1, -1) if direction else range(length)):
-                state = step(x_gates.select(time, t), state, w_hh, b_hh)
+                index = None if direction else f"{t + 1}_{layer + 1}" if num_layers > 1 \
+                    else f"{t + 1}"
+                named = _Step(namer, t + 1, index)
+                # (indexed, not select(time, t): drawn as the script would write it, x[t])
+                at_t = x_gates[:, t] if batch_first else x_gates[t]
+                state = step(at_t, state, w_hh, b_hh, named)
                 made[t] = state[0] if states > 1 else state
             outputs.append(torch.stack([made[t] for t in range(length)], dim=time))
             for kept, value in zip(finals, state if states > 1 else (state,), strict=True):
@@ -90,14 +152,16 @@ def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequ
     return (x, *(torch.stack(kept) for kept in finals))
 
 
-def lstm(x: Any, hx: Sequence[Any], params: Sequence[Any], *options: Any) -> tuple:
+def lstm(x: Any, hx: Sequence[Any], params: Sequence[Any], *options: Any,
+         namer: Names | None = None) -> tuple:
     """torch.lstm on a padded batch: (output, h_n, c_n)."""
-    return _layers(_lstm_step, 2, x, hx, params, *options)
+    return _layers(_lstm_step, 2, x, hx, params, *options, namer=namer)
 
 
-def gru(x: Any, hx: Any, params: Sequence[Any], *options: Any) -> tuple:
+def gru(x: Any, hx: Any, params: Sequence[Any], *options: Any,
+        namer: Names | None = None) -> tuple:
     """torch.gru on a padded batch: (output, h_n)."""
-    return _layers(_gru_step, 1, x, (hx,), params, *options)
+    return _layers(_gru_step, 1, x, (hx,), params, *options, namer=namer)
 
 
 def _padded(args: tuple) -> bool:
@@ -111,7 +175,8 @@ def _padded(args: tuple) -> bool:
 
 
 def written_out(func: Any, args: tuple, kwargs: dict) -> Callable | None:
-    """The ops-by-ops version of ``func`` for these arguments, if there is one."""
+    """The ops-by-ops version of ``func`` for these arguments, if there is one: called
+    with the arguments and ``namer=`` the recording's Names."""
     import torch
 
     if kwargs:

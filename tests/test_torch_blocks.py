@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 from test_cli import script, written_graph
+from test_rnn_names import CELL_NAME
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
@@ -103,6 +104,8 @@ def test_every_drawn_number_is_plain_pytorchs(drawn, name):
     named = values(G)
     assert EXPECTED_NAMES[name] <= set(named)
     for label, attrs in named.items():
+        if CELL_NAME.fullmatch(label) and label not in namespace:
+            continue  # a gate or state the written-out cell named: test_rnn_names
         tensor = tensor_named(namespace, label)
         close(attrs["data"], tensor)
         if tensor.grad is None:

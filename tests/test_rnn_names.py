@@ -1,0 +1,175 @@
+"""An LSTM's and a GRU's values are named as PyTorch's equations name them, step by step.
+
+Each script in torch_scripts/ is drawn by the command line. The reference is
+written here from PyTorch's documented equations with plain tensor ops on the
+module's own weights (every value keeping its gradient), and is first checked
+against PyTorch's fused cell: its states must be the module's, so the names
+below are PyTorch's values, not the drawing's.
+"""
+
+from __future__ import annotations
+
+import re
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from test_cli import written_graph
+
+from backpropviz import cli
+from backpropviz.check import disagreements
+
+SCRIPTS = Path(__file__).resolve().parent / "torch_scripts"
+CELL_NAME = re.compile(r"[rzn]\d+(_\d+)?|[ifgoch]\d+(_\d+)?")
+
+
+def drawn(name: str, tmp_path: Path) -> dict:
+    """The script's drawn values by label (with the graph, to check it adds up)."""
+    out = tmp_path / f"{name}.json"
+    assert cli.main(["render", str(SCRIPTS / f"{name}.py"), "-o", str(out)]) == 0
+    G = written_graph(out)
+    assert disagreements(G) == []
+    return {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
+            if attrs["kind"] == "value" and attrs["label"]}
+
+
+def kept(tensor: torch.Tensor) -> torch.Tensor:
+    tensor.retain_grad()
+    return tensor
+
+
+def gru_step(x, h, w_ih, w_hh, b_ih, b_hh, t: str, names: dict) -> torch.Tensor:
+    """torch.nn.GRU's documented equations, each named value kept as ``names[r1]`` ..."""
+    x_r, x_z, x_n = (x @ w_ih.T + b_ih).chunk(3, dim=1)
+    h_r, h_z, h_n = (h @ w_hh.T + b_hh).chunk(3, dim=1)
+    r = names["r" + t] = kept(torch.sigmoid(x_r + h_r))
+    z = names["z" + t] = kept(torch.sigmoid(x_z + h_z))
+    n = names["n" + t] = kept(torch.tanh(x_n + r * h_n))
+    h = names["h" + t] = kept((1 - z) * n + z * h)
+    return h
+
+
+def lstm_step(x, h, c, w_ih, w_hh, b_ih, b_hh, t: str, names: dict):
+    """torch.nn.LSTM's documented equations, named as they name them."""
+    i, f, g, o = (x @ w_ih.T + b_ih + h @ w_hh.T + b_hh).chunk(4, dim=1)
+    i = names["i" + t] = kept(torch.sigmoid(i))
+    f = names["f" + t] = kept(torch.sigmoid(f))
+    g = names["g" + t] = kept(torch.tanh(g))
+    o = names["o" + t] = kept(torch.sigmoid(o))
+    c = names["c" + t] = kept(f * c + i * g)
+    h = names["h" + t] = kept(o * torch.tanh(c))
+    return h, c
+
+
+def weights(module, suffix: str = "") -> list[torch.Tensor]:
+    return [getattr(module, f"{kind}{suffix}") for kind in
+            ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+
+
+def compare(values: dict, names: dict, expected_names: set) -> None:
+    """Every drawn cell name is one of the reference's, with its numbers and gradient."""
+    cell_names = {label for label in values if CELL_NAME.fullmatch(label)}
+    assert cell_names == expected_names
+    for label in cell_names:
+        for key, number in (("data", names[label]), ("grad", names[label].grad)):
+            np.testing.assert_allclose(np.asarray(values[label][key], dtype=np.float64),
+                                       number.detach().double().numpy(),
+                                       rtol=1e-5, atol=1e-6, err_msg=f"{key} of {label}")
+
+
+def test_a_gru_cell_in_the_scripts_loop_names_each_steps_gates(tmp_path):
+    values = drawn("gru_cell", tmp_path)
+    script = runpy.run_path(str(SCRIPTS / "gru_cell.py"))
+    cell, xs = script["cell"], script["xs"]
+    names: dict = {}
+    h = torch.zeros(1, 2)
+    fused = torch.zeros(1, 2)
+    for t, x in enumerate(xs, 1):
+        h = gru_step(x, h, *weights(cell), str(t), names)
+        fused = cell(x, fused)
+        torch.testing.assert_close(h, fused)  # the reference is PyTorch's GRU
+    h.pow(2).sum().backward()
+    # The last state is the script's h: its name wins over h3.
+    compare(values, names, {f"{letter}{t}" for letter in "rzn" for t in (1, 2, 3)} | {"h1", "h2"})
+    np.testing.assert_allclose(values["h"]["data"], names["h3"].detach().numpy(), rtol=1e-6)
+
+
+def test_an_lstm_cell_in_the_scripts_loop_names_its_gates_and_states(tmp_path):
+    values = drawn("lstm_cell", tmp_path)
+    script = runpy.run_path(str(SCRIPTS / "lstm_cell.py"))
+    cell, xs = script["cell"], script["xs"]
+    names: dict = {}
+    h = c = torch.zeros(1, 3)
+    fused = (h, c)
+    for t, x in enumerate(xs, 1):
+        h, c = lstm_step(x, h, c, *weights(cell), str(t), names)
+        fused = cell(x, fused)
+        torch.testing.assert_close((h, c), fused)
+    (h.sum() + c.pow(2).sum()).backward()
+    compare(values, names, {f"{letter}{t}" for letter in "ifgo" for t in (1, 2, 3)}
+            | {"h1", "h2", "c1", "c2"})
+
+
+def test_a_stacked_lstm_indexes_its_values_by_step_and_layer(tmp_path):
+    values = drawn("lstm", tmp_path)
+    script = runpy.run_path(str(SCRIPTS / "lstm.py"))
+    lstm, x = script["lstm"], script["x"]
+    names: dict = {}
+    inputs = list(x.unbind(1))  # batch first: step t is x[:, t]
+    for layer in (1, 2):
+        h = c = torch.zeros(2, 3)
+        outputs = []
+        for t, x_t in enumerate(inputs, 1):
+            h, c = lstm_step(x_t, h, c, *weights(lstm, f"_l{layer - 1}"), f"{t}_{layer}", names)
+            outputs.append(h)
+        inputs = outputs
+    torch.testing.assert_close(torch.stack(outputs, 1), script["out"])
+    loss = (script["head"](h) - script["y"]).pow(2).mean()
+    loss.backward()
+    every = {f"{letter}{t}_{layer}" for letter in "ifgohc" for t in (1, 2, 3)
+             for layer in (1, 2)}
+    # Layer 2's last cell state has no gradient from the loss, and no part drawn here.
+    compare(values, names, every & set(values))
+    assert {"i1_1", "h3_1", "c3_1", "o3_2", "h3_2"} <= set(values)
+
+
+def test_a_bidirectional_gru_names_its_forward_direction_only(tmp_path):
+    values = drawn("gru", tmp_path)
+    script = runpy.run_path(str(SCRIPTS / "gru.py"))
+    gru, x = script["gru"], script["x"].detach()
+    names: dict = {}
+    h = torch.zeros(1, 2)
+    for t, x_t in enumerate(x, 1):
+        h = gru_step(x_t, h, *weights(gru, "_l0"), str(t), names)
+    # Only the forward half of out comes from these: its gradient is 2·out's forward half.
+    torch.testing.assert_close(torch.cat([names[f"h{t}"] for t in (1, 2, 3)]),
+                               script["out"][:, 0, :2])
+    forward = torch.stack([names[f"h{t}"] for t in (1, 2, 3)])
+    (forward.pow(2).sum() + 0 * h.sum()).backward()
+    assert {label for label in values if CELL_NAME.fullmatch(label)} == \
+        {f"{letter}{t}" for letter in "rznh" for t in (1, 2, 3)}
+    for label in ("r1", "z2", "n3", "h1", "h3"):
+        np.testing.assert_allclose(values[label]["data"], names[label].detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    # The reverse direction's gradient reaches h1..h3 only through out's forward half,
+    # where the reference sent its own.
+    for label in ("h3", "r3", "n2"):
+        np.testing.assert_allclose(values[label]["grad"], names[label].grad.numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("script", ["gru_cell", "lstm_cell"])
+def test_no_caption_writes_a_gate_out(script):
+    """With the gates and states named, a step's caption writes each value in a few
+    words (∂loss/∂z2, ∂loss/∂(1 − z2)), not as the nest of ops that made it
+    (∂loss/∂σ(chunk[1](linear(xs[1]) + linear(σ(chunk[3](…)))⊙…)))."""
+    from backpropviz.captions import step_captions, value_names
+    from backpropviz.script import graph_of_script
+
+    G = graph_of_script(SCRIPTS / f"{script}.py", quiet=True)
+    written = [name.text for name in value_names(G).values()]
+    assert not [text for text in written if "σ(" in text or "tanh(chunk" in text]
+    assert max(map(len, written)) <= 50, max(written, key=len)
+    assert all("σ(" not in caption.text for caption in step_captions(G))
