@@ -4,10 +4,12 @@ manim encodes every animation of a scene (each ``play`` and ``wait``) as a
 partial movie of its own, then joins them by copying their packets. Here one
 process, the conductor, runs the scene's story once, skipping every animation
 as manim skips one (for ``--from-animation-number``): played to its end in one
-step, no frame drawn. Before it skips an animation it forks a renderer, which
-starts from that very state, draws and encodes that one animation, and leaves;
-at most ``jobs`` renderers work at once. So the story (the scene's mobjects, its
-texts, every animation's set-up) is built once, not once a process.
+step, no frame drawn. Once an animation has begun (its mobjects copied, its
+targets made) the conductor forks a renderer, which goes on from that very
+state as a render in one process would: it draws and encodes that one
+animation, and leaves. At most ``jobs`` renderers work at once. So the story
+(the scene's mobjects, its texts, every animation's set-up) is built once, not
+once a process.
 
 manim's skip advances the clock by the animation's duration where a render
 advances it a frame at a time, so later cues and frames would drift; the
@@ -64,21 +66,37 @@ def render_shared(make_scene: Callable[..., Any], settings: dict[str, Any], jobs
         with manim.tempconfig(settings):
             scene = make_scene(progress=progress, **options)
             renderer = scene.renderer
-            manims_play = renderer.play
+            manims_play, manims_begin = renderer.play, scene.begin_animations
+
+            def begin_animations() -> None:
+                manims_begin()
+                if renderers.fork():  # the renderer: this animation from here, as drawn
+                    _rendering(scene, start)
 
             def play(*args: Any, **kwargs: Any) -> None:
-                renderers.fork(lambda: _render_one(scene, manims_play, args, kwargs))
-                with _skipped(renderer, scene):
-                    manims_play(*args, **kwargs)
+                nonlocal start
+                start = renderer.time
+                try:
+                    with _skipped(renderer, scene):
+                        manims_play(*args, **kwargs)
+                except BaseException as error:  # any, told to the conductor by a renderer
+                    if renderers.forked:
+                        renderers.leave(("error", f"{type(error).__name__}: {error}"[:1000]))
+                    raise
+                if renderers.forked:
+                    scene.renderer.file_writer.join_all_encode_jobs()
+                    renderers.leave(("movie", scene.renderer.file_writer.partial_movie_files[-1]))
 
-            renderer.play = play
+            start = 0.0
+            renderer.play, scene.begin_animations = play, begin_animations
             scene.render()
             parts = renderers.finish()
             writer = renderer.file_writer
             subtitles = pathlib.Path(writer.movie_file_path).with_suffix(".srt")
             seconds = float(scene.time)
     finally:
-        renderers.stop()
+        if not renderers.forked:
+            renderers.stop()
         gc.unfreeze()
     _join_movies(parts, movie, transparent=bool(settings.get("transparent")))
     if subtitles.exists():
@@ -86,16 +104,21 @@ def render_shared(make_scene: Callable[..., Any], settings: dict[str, Any], jobs
     return seconds
 
 
-def _render_one(scene: Any, manims_play: Callable[..., None], args: tuple,
-                kwargs: dict[str, Any]) -> str:
-    """In a renderer process: draw and encode the animation about to play; its movie."""
+def _rendering(scene: Any, start: float) -> None:
+    """In a renderer, just forked from an animation the conductor has begun to skip: that
+    animation rendered instead, as manim's play goes on (its frames drawn, its partial
+    movie written), the clock back where the conductor's skip found it."""
     scene.progress = False  # the conductor tells the progress
     renderer = scene.renderer
-    number = renderer.num_plays
-    manims_play(*args, **kwargs)
+    for name in ("update_frame", "get_frame", "freeze_current_frame"):
+        del renderer.__dict__[name]  # (the skip's stand-ins)
+    renderer._original_skipping_status = renderer.skip_animations = False
+    renderer.time = start
     writer = renderer.file_writer
-    writer.join_all_encode_jobs()
-    return str(writer.partial_movie_files[number])
+    writer.partial_movie_files.pop()  # the skip's placeholder, for the movie it now writes
+    writer.sections[-1].partial_movie_files.pop()
+    writer.add_partial_movie_file(f"uncached_{renderer.num_plays:05}")
+    writer.begin_animation(True, animation_index=renderer.num_plays)
 
 
 class _Renderers:
@@ -106,8 +129,12 @@ class _Renderers:
         self.jobs = jobs
         self.running: dict[int, tuple[int, int]] = {}  # pid: (animation, pipe to read)
         self.movies: dict[int, str] = {}
+        self.forked = False  # whether this process is a renderer
+        self._told = -1  # a renderer's pipe to the conductor
 
-    def fork(self, work: Callable[[], str]) -> None:
+    def fork(self) -> bool:
+        """Start a renderer once fewer than ``jobs`` run: True in the renderer (which is to
+        render the animation under way and ``leave``), False in the conductor."""
         while len(self.running) >= self.jobs:
             self._reap()
         number = len(self.movies) + len(self.running)
@@ -122,20 +149,23 @@ class _Renderers:
             os.close(write)
             raise AnimateError(f"could not start a process to render part of the clip "
                                f"({error.strerror}); try again with -j 1") from None
-        if pid == 0:  # the renderer: do the work, say how it went, leave at once
+        if pid == 0:
             os.close(read)
-            status = 0
-            try:
-                told: Any = ("movie", work())
-            except BaseException as error:  # any, told to the conductor
-                told, status = ("error", f"{type(error).__name__}: {error}"[:1000]), 1
-            try:
-                with os.fdopen(write, "wb") as pipe:
-                    pickle.dump(told, pipe)
-            finally:
-                os._exit(status)
+            self.forked, self._told = True, write
+            return True
         os.close(write)
         self.running[pid] = (number, read)
+        return False
+
+    def leave(self, told: tuple[str, str]) -> None:
+        """In a renderer: tell the conductor how it went (its movie's path, or its error),
+        and end the process at once."""
+        status = 0 if told[0] == "movie" else 1
+        try:
+            with os.fdopen(self._told, "wb") as pipe:
+                pickle.dump(told, pipe)
+        finally:
+            os._exit(status)
 
     def _reap(self) -> None:
         """Wait for a renderer to tell how it went (its pipe closes as it leaves), and
@@ -183,7 +213,7 @@ def _skipped(renderer: Any, scene: Any) -> Iterator[None]:
         yield
     finally:  # the class's own methods again
         for name in ("update_frame", "get_frame", "freeze_current_frame"):
-            del renderer.__dict__[name]
+            renderer.__dict__.pop(name, None)  # (a renderer forked inside has dropped them)
         renderer._original_skipping_status = renderer.skip_animations = False
     renderer.time = _clock_after(start, scene.duration, frozen, renderer.camera.frame_rate)
 
