@@ -137,10 +137,14 @@ def roll(G: nx.MultiDiGraph, options: Options, fmt: str = "svg") -> nx.MultiDiGr
     if loop is None:
         try:
             if laid_out:
-                check_layout(G)
+                _check_drawn(G, options)
             return G
-        except DrawError:
+        except DrawError as refused:
             loop = None if asked else find_loop(G)
+            if loop is None and G.graph.get("module_groups") and not options.modules \
+                    and options.depth is None:
+                raise DrawError(f"{refused}; or draw each PyTorch module as one op, "
+                                "--modules") from None
             if loop is None:
                 raise
             if kind_of(fmt) == CLIP:
@@ -154,16 +158,30 @@ def roll(G: nx.MultiDiGraph, options: Options, fmt: str = "svg") -> nx.MultiDiGr
                          f"(1 to {loop.count})")
     H = rolled(G, loop, None if repetition is None else repetition - 1)
     if laid_out:
-        check_layout(H)
+        _check_drawn(H, options)
     return H
+
+
+def _check_drawn(G: nx.MultiDiGraph, options: Options) -> None:
+    """check_layout on ``G`` as it is to be drawn: its groups (and modules) closed."""
+    check_layout(drawn_graph(G, **options.view()))
 
 
 def rolled_past_the_limit(refused: GraphTooLargeError, fmt: str,
                           options: Options) -> tuple[nx.MultiDiGraph, Options]:
-    """A graph refused for its size (--max-nodes) that repeats one block: it, and the
-    options that draw it rolled (said in a Note); else the refusal, raised again."""
+    """A graph refused for its size (--max-nodes) that is drawn with few enough nodes
+    (its modules closed, with --modules), or that repeats one block: it, and the options
+    that draw it (rolled, said in a Note); else the refusal, raised again."""
     G = refused.graph
+    if G is not None and refused.limit is not None \
+            and drawn_graph(G, **options.view()).number_of_nodes() <= refused.limit:
+        validated(G)  # (its modules or groups closed, few enough to draw: drawn so)
+        return G, options
     loop = find_loop(G) if G is not None else None
+    if loop is None and G is not None and G.graph.get("module_groups") \
+            and not options.modules and options.depth is None:
+        raise GraphTooLargeError(f"{refused}; or draw each PyTorch module as one op, "
+                                 "--modules") from None
     if loop is None:
         raise refused
     validated(G)  # (built, but refused before the builder's caller validated it)

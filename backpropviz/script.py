@@ -56,9 +56,10 @@ class GraphTooLargeError(ScriptError):
     """A graph of more nodes than ``max_nodes``; ``graph`` is its IR where it was built
     before it was counted (a PyTorch script's), for a loop in it to be drawn rolled."""
 
-    def __init__(self, message: str, graph: nx.MultiDiGraph | None = None) -> None:
+    def __init__(self, message: str, graph: nx.MultiDiGraph | None = None,
+                 limit: float | None = None) -> None:
         super().__init__(message)
-        self.graph = graph
+        self.graph, self.limit = graph, limit
 
 
 class ScriptInterrupted(KeyboardInterrupt):
@@ -621,7 +622,7 @@ class _Producer:
             raise GraphTooLargeError(
                 f"the graph has {nodes} nodes (values and ops), more than --max-nodes "
                 f"{self.max_nodes}; draw fewer: {self.producer.fewer}name a ROOT nearer the "
-                "inputs, or raise --max-nodes", G)
+                "inputs, or raise --max-nodes", G, self.max_nodes)
 
     def backward(self, roots: dict[str, Any]) -> None:
         """Run backward from the roots that have no gradient yet (another engine's

@@ -435,17 +435,21 @@ class _Builder:
                 "shape": tuple(value.shape), "role": role}
 
     def _indexed_name(self, tensor: Any) -> str | None:
-        """An unnamed input that is a row of a named tensor (``xs[t]`` in a loop, a view of
-        ``xs``) as the script indexed it: ``xs[3]``, or ``xs[…]`` for another view."""
+        """An unnamed input that is a slice of a named tensor at one index of one dimension
+        (``xs[t]`` in a loop, ``x[:, t]`` of a batch-first sequence) as the script would
+        index it: ``xs[3]``, ``x[:, 3]``; ``xs[…]`` for another view."""
         base = getattr(tensor, "_base", None)
         name = None if base is None else self.name_of.get(("leaf", id(base)))
         if name is None:
             return None
         offset = tensor.storage_offset() - base.storage_offset()
-        if base.dim() > 0 and tuple(tensor.shape) == tuple(base.shape[1:]) \
-                and tensor.stride() == base.stride()[1:] and base.stride(0) > 0 \
-                and offset % base.stride(0) == 0:
-            return f"{name}[{offset // base.stride(0)}]"
+        for dim in range(base.dim()):
+            rest = [d for d in range(base.dim()) if d != dim]
+            step = base.stride(dim)
+            if tuple(tensor.shape) == tuple(base.shape[d] for d in rest) \
+                    and tensor.stride() == tuple(base.stride(d) for d in rest) \
+                    and step > 0 and offset % step == 0 and offset // step < base.shape[dim]:
+                return f"{name}[{':, ' * dim}{offset // step}]"
         return f"{name}[…]"
 
     def _saves(self, calls: list[_Call]) -> tuple[dict[_Call, dict[Any, int]], dict[_Call, int]]:

@@ -1,22 +1,28 @@
 """PyTorch's recurrent cells written out in torch ops, so that each gate is drawn with its numbers.
 
-``nn.LSTM``, ``nn.GRU`` and their cells run one fused function each
-(``torch.lstm``, ``torch.gru_cell``, ...) whose insides autograd keeps to
-itself: its results come out of several autograd nodes at once, and what
-each sent back cannot be told apart. While a script is recorded, those
-functions run as the equations of PyTorch's documentation instead, op by
-op, inside the module's group (``--modules`` draws the module as one op).
-The numbers are autograd's for these ops; they agree with the fused
-function's to float rounding.
+``nn.RNN``, ``nn.LSTM``, ``nn.GRU`` and their cells run one fused function
+each (``torch.rnn_tanh``, ``torch.lstm``, ``torch.gru_cell``, ...) whose
+insides autograd keeps to itself: a whole sequence's steps are one op, and
+an LSTM's results come out of several autograd nodes at once, what each sent
+back not to be told apart. While a script is recorded, those functions run
+as the equations of PyTorch's documentation instead, op by op, inside the
+module's group (``--modules`` draws the module as one op). The numbers are
+autograd's for these ops; they agree with the fused function's to float
+rounding.
 
 The values PyTorch's equations name are named as they name them, with the
-time step as an index from 1: a GRU's gates r1, z1, its candidate n1 and its
-state h1; an LSTM's gates i1, f1, g1, o1 and its states c1, h1. A cell called
-in the script's own loop counts its steps by the state it is given (a state
-one of its calls made is the next step's). A stack of layers adds the layer as
-a second index (r1_2: step 1 of layer 2); a bidirectional RNN's reverse
-direction is left unnamed, its values written as the expressions they are. A
-name the script gives a value (``h = cell(x, h)``) comes first.
+time step as an index from 1: an RNN's state h1; a GRU's gates r1, z1, its
+candidate n1 and its state h1; an LSTM's gates i1, f1, g1, o1 and its states
+c1, h1. A cell called in the script's own loop counts its steps by the state
+it is given (a state one of its calls made is the next step's). A stack of
+layers adds the layer as a second index (r1_2: step 1 of layer 2); a
+bidirectional RNN's reverse direction is left unnamed, its values written as
+the expressions they are. A name the script gives a value (``h = cell(x,
+h)``) comes first.
+
+A long sequence is not drawn rolled (--roll): every step's state is also one
+of the stacked output's, so no step is a block used only by the next; the
+figure refused for its size says to close the module, --modules.
 """
 
 from __future__ import annotations
@@ -80,6 +86,15 @@ def _lstm_step(x_gates: Any, hx: Sequence[Any], w_hh: Any, b_hh: Any,
     return named("h", named("o", o.sigmoid()) * c_next.tanh()), c_next
 
 
+def _rnn_step(activation: Callable) -> Callable:
+    """One step of nn.RNN with ``activation`` (torch.tanh or torch.relu):
+    h' = act(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh), from the input's share."""
+    def step(x_share: Any, h: Any, w_hh: Any, b_hh: Any, named: _Step) -> Any:
+        return named("h", activation(x_share + _linear(h, w_hh, b_hh)))
+
+    return step
+
+
 def _gru_step(x_gates: Any, h: Any, w_hh: Any, b_hh: Any, named: _Step) -> Any:
     """One GRU step from the input's share of the gates: r, z; n = tanh(x_n + r⊙h_n);
     h' = (1 − z)⊙n + z⊙h."""
@@ -112,6 +127,16 @@ def gru_cell(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any =
     return _gru_step(_linear(x, w_ih, b_ih), h, w_hh, b_hh, _cell_step(namer, h))
 
 
+def rnn_cell(activation: Callable) -> Callable:
+    """torch.rnn_tanh_cell or torch.rnn_relu_cell: h'."""
+    def cell(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None, *,
+             namer: Names | None = None) -> Any:
+        return _rnn_step(activation)(_linear(x, w_ih, b_ih), h, w_hh, b_hh,
+                                     _cell_step(namer, h))
+
+    return cell
+
+
 def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequence[Any],
             has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool,
             batch_first: bool, namer: Names | None = None) -> tuple:
@@ -134,15 +159,15 @@ def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequ
             at = layer * directions + direction
             weights = params[at * per_cell:(at + 1) * per_cell]
             (w_ih, w_hh), (b_ih, b_hh) = weights[:2], weights[2:] or (None, None)
-            x_gates = _linear(x, w_ih, b_ih)
+            x_shares = _linear(x, w_ih, b_ih)  # (the whole sequence's x: one value)
             state = tuple(h[at] for h in hx) if states > 1 else hx[0][at]
             made: dict[int, Any] = {}
             for t in (range(length - 1, -1, -1) if direction else range(length)):
                 index = None if direction else f"{t + 1}_{layer + 1}" if num_layers > 1 \
                     else f"{t + 1}"
                 named = _Step(namer, t + 1, index)
-                # (indexed, not select(time, t): drawn as the script would write it, x[t])
-                at_t = x_gates[:, t] if batch_first else x_gates[t]
+                # (indexed, not select(time, t): drawn as the script would write it)
+                at_t = x_shares[:, t] if batch_first else x_shares[t]
                 state = step(at_t, state, w_hh, b_hh, named)
                 made[t] = state[0] if states > 1 else state
             outputs.append(torch.stack([made[t] for t in range(length)], dim=time))
@@ -162,6 +187,15 @@ def gru(x: Any, hx: Any, params: Sequence[Any], *options: Any,
         namer: Names | None = None) -> tuple:
     """torch.gru on a padded batch: (output, h_n)."""
     return _layers(_gru_step, 1, x, (hx,), params, *options, namer=namer)
+
+
+def rnn(activation: Callable) -> Callable:
+    """torch.rnn_tanh or torch.rnn_relu on a padded batch: (output, h_n)."""
+    def run(x: Any, hx: Any, params: Sequence[Any], *options: Any,
+            namer: Names | None = None) -> tuple:
+        return _layers(_rnn_step(activation), 1, x, (hx,), params, *options, namer=namer)
+
+    return run
 
 
 def _padded(args: tuple) -> bool:
@@ -185,4 +219,10 @@ def written_out(func: Any, args: tuple, kwargs: dict) -> Callable | None:
         return lstm_cell if func is torch.lstm_cell else gru_cell
     if (func is torch.lstm or func is torch.gru) and _padded(args):
         return lstm if func is torch.lstm else gru
+    for cell, sequence, activation in ((torch.rnn_tanh_cell, torch.rnn_tanh, torch.tanh),
+                                       (torch.rnn_relu_cell, torch.rnn_relu, torch.relu)):
+        if func is cell:
+            return rnn_cell(activation)
+        if func is sequence and _padded(args):
+            return rnn(activation)
     return None

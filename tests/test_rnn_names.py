@@ -22,7 +22,7 @@ from backpropviz import cli
 from backpropviz.check import disagreements
 
 SCRIPTS = Path(__file__).resolve().parent / "torch_scripts"
-CELL_NAME = re.compile(r"[rzn]\d+(_\d+)?|[ifgoch]\d+(_\d+)?")
+CELL_NAME = re.compile(r"[rznifgoch]\d+(_\d+)?")
 
 
 def drawn(name: str, tmp_path: Path) -> dict:
@@ -63,14 +63,23 @@ def lstm_step(x, h, c, w_ih, w_hh, b_ih, b_hh, t: str, names: dict):
     return h, c
 
 
+def rnn_step(x, h, w_ih, w_hh, b_ih, b_hh, t: str, names: dict, relu: bool = False):
+    """torch.nn.RNN's documented equation: h' = tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)."""
+    total = x @ w_ih.T + b_ih + h @ w_hh.T + b_hh
+    h = names["h" + t] = kept(torch.relu(total) if relu else torch.tanh(total))
+    return h
+
+
 def weights(module, suffix: str = "") -> list[torch.Tensor]:
     return [getattr(module, f"{kind}{suffix}") for kind in
             ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
 
 
-def compare(values: dict, names: dict, expected_names: set) -> None:
-    """Every drawn cell name is one of the reference's, with its numbers and gradient."""
-    cell_names = {label for label in values if CELL_NAME.fullmatch(label)}
+def compare(values: dict, names: dict, expected_names: set,
+            script_names: set = frozenset()) -> None:
+    """Every drawn cell name (but the script's own) is one of the reference's, with its
+    numbers and gradient."""
+    cell_names = {label for label in values if CELL_NAME.fullmatch(label)} - script_names
     assert cell_names == expected_names
     for label in cell_names:
         for key, number in (("data", names[label]), ("grad", names[label].grad)):
@@ -160,6 +169,36 @@ def test_a_bidirectional_gru_names_its_forward_direction_only(tmp_path):
                                    rtol=1e-5, atol=1e-6)
 
 
+def test_an_rnn_is_drawn_unrolled_its_states_named_by_step(tmp_path):
+    """nn.RNN runs the whole sequence as one fused op; drawn, it is each step's
+    h_t = tanh(...) of the one before, with PyTorch's numbers."""
+    values = drawn("rnn", tmp_path)
+    script = runpy.run_path(str(SCRIPTS / "rnn.py"))
+    rnn, x = script["rnn"], script["x"]
+    names: dict = {}
+    h = torch.zeros(2, 2)
+    for t, x_t in enumerate(x, 1):
+        h = rnn_step(x_t, h, *weights(rnn, "_l0"), str(t), names)
+    out = torch.stack([names[f"h{t}"] for t in (1, 2, 3, 4)])
+    torch.testing.assert_close(out, script["out"])
+    (out[-1].pow(2).sum() + out.mean()).backward()
+    compare(values, names, {"h1", "h2", "h3", "h4"})
+
+
+def test_a_relu_rnn_cell_from_the_scripts_own_first_state(tmp_path):
+    values = drawn("rnn_cell", tmp_path)
+    script = runpy.run_path(str(SCRIPTS / "rnn_cell.py"))
+    cell, xs = script["cell"], script["xs"]
+    names: dict = {}
+    h0 = h = torch.full((1, 3), 0.5, requires_grad=True)
+    for t, x in enumerate(xs, 1):
+        h = rnn_step(x, h, *weights(cell), str(t), names, relu=True)
+        torch.testing.assert_close(h, cell(x, names.get(f"h{t - 1}", h0)))
+    h.sum().backward()
+    compare(values, names, {"h1", "h2"}, {"h0"})  # h3 is the script's h
+    np.testing.assert_allclose(values["h0"]["grad"], h0.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("script", ["gru_cell", "lstm_cell"])
 def test_no_caption_writes_a_gate_out(script):
     """With the gates and states named, a step's caption writes each value in a few
@@ -173,3 +212,37 @@ def test_no_caption_writes_a_gate_out(script):
     assert not [text for text in written if "σ(" in text or "tanh(chunk" in text]
     assert max(map(len, written)) <= 50, max(written, key=len)
     assert all("σ(" not in caption.text for caption in step_captions(G))
+
+
+LONG_SEQUENCE = """
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    rnn = nn.{module}(input_size=2, hidden_size=3)
+    x = torch.randn({steps}, 1, 2)
+    out, _ = rnn(x)
+    loss = out[-1].sum()
+    loss.backward()
+"""
+
+
+@pytest.mark.parametrize(("module", "steps"), [("RNN", 300), ("GRU", 120)])
+def test_a_long_sequence_is_drawn_with_its_module_closed(tmp_path, capsys, module, steps):
+    """Steps written out too many to lay out (an RNN's 300), or past --max-nodes (a GRU's
+    120): the refusal says to close the module, and --modules draws it as one op."""
+    from test_cli import script
+
+    from backpropviz.views import drawn_graph
+
+    path = script(tmp_path, "long.py", LONG_SEQUENCE.format(module=module, steps=steps))
+    assert cli.main(["render", str(path), "-o", str(tmp_path / "unrolled.svg")]) == 1
+    assert capsys.readouterr().err.rstrip().endswith("--modules")
+    assert not (tmp_path / "unrolled.svg").exists()
+    assert cli.main(["render", str(path), "--modules", "-o", str(tmp_path / "closed.svg")]) == 0
+    assert cli.main(["render", str(path), "-o", str(tmp_path / "all.json")]) == 0
+    G = written_graph(tmp_path / "all.json")
+    assert sum(attrs["kind"] == "op" for _, attrs in G.nodes(data=True)) > 1000
+    closed = drawn_graph(G, modules=True)  # what --modules drew: rnn, out[-1], sum
+    ops = {attrs["op"]: attrs for _, attrs in closed.nodes(data=True) if attrs["kind"] == "op"}
+    assert sorted(ops) == ["getitem", "group", "sum"] and ops["group"]["symbol"] == "rnn"

@@ -41,7 +41,7 @@ def tanh_results(G):
     return [result_of(G, op) for op, symbol in G.nodes(data="symbol") if symbol == "tanh"]
 
 
-@pytest.mark.parametrize(("name", "block_ops"), [("hand_rnn", 4), ("rnn_cell_loop", 1),
+@pytest.mark.parametrize(("name", "block_ops"), [("hand_rnn", 4), ("rnn_cell_loop", 4),
                                                  ("scalar_loop", 4), ("micrograd_rnn", 4)])
 def test_the_period_is_found_by_structure(name, block_ops, monkeypatch):
     if name in ("hand_rnn", "rnn_cell_loop"):

@@ -51,12 +51,15 @@ def reference(name: str) -> dict:
 
 def tensor_named(namespace: dict, label: str):
     """``q`` -> the tensor q; ``lstm.weight_ih_l0`` -> that parameter of the module lstm;
-    ``xs[0]`` -> the first row of xs."""
+    ``xs[0]`` -> the first row of xs, ``x[:, 1]`` its second column."""
     if label in namespace:
         return namespace[label]
     indexed = re.fullmatch(r"(\w+)\[(\d+)\]", label)
     if indexed:
         return namespace[indexed.group(1)][int(indexed.group(2))]
+    column = re.fullmatch(r"(\w+)\[:, (\d+)\]", label)  # x[:, t] of a batch-first sequence
+    if column:
+        return namespace[column.group(1)][:, int(column.group(2))]
     module, _, parameter = label.partition(".")
     return namespace[module].get_parameter(parameter)
 
