@@ -22,6 +22,17 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "(skip locally with -m 'not slow'; CI runs it)")
     _take_this_workers_cores()
     _ctrl_c_as_at_a_terminal()
+    _texts_kept_for_the_suite()
+
+
+def _texts_kept_for_the_suite() -> None:
+    """The clips' texts kept (animate/kept_texts.py) in a folder of the suite's own, not
+    the user's cache: shared by its workers and the processes they start, and by the
+    next run on this machine (a text read back is the one made: test_kept_texts)."""
+    import tempfile
+
+    os.environ.setdefault("BACKPROPVIZ_CACHE", str(
+        Path(tempfile.gettempdir()) / f"backpropviz-suite-{os.getuid()}"))
 
 
 def _ctrl_c_as_at_a_terminal() -> None:

@@ -40,6 +40,7 @@ from ..style import (
     symbol_pt,
 )
 from ..typeset import runs
+from .kept_texts import KeptTexts
 
 __all__ = [
     "Z_BADGE",
@@ -107,8 +108,9 @@ class TextStore:
         # of one process (a notebook's, the suite's) show many of the same texts.
         if sum(map(len, _MADE.values())) > _MADE_AT_MOST:
             _MADE.clear()
-        self._made: dict[tuple, bytes] = _MADE.setdefault(
-            (self.font, self.name_font, self._latex), {})
+        faces = (self.font, self.name_font, self._latex)
+        self._made: dict[tuple, bytes] = _MADE.setdefault(faces, {})
+        self._disk = KeptTexts(faces)  # (and what earlier processes made)
 
     def __deepcopy__(self, memo: dict) -> TextStore:
         # Mobjects that keep the store (to make their numbers later) share it
@@ -122,12 +124,12 @@ class TextStore:
         set them (captions.subscripted: W₁, not W1)."""
         content = subscripted(content)
         key = ("text", content, round(em, 5), color, serif, italic)
-        if key not in self._made:
+        if not self._found(key):
             made = _slim(Text(content, font=self.name_font if serif else self.font,
                               font_size=em / EM_PER_FONT_SIZE, color=color,
                               slant=ITALIC if italic else "NORMAL"))
             made.em = em  # (what the clip's tests read the type's size from)
-            self._made[key] = _kept(made)
+            self._keep(key, made)
         return pickle.loads(self._made[key])
 
     def heading(self, heading: Heading, em: float, color: str) -> MarkupText:
@@ -135,7 +137,7 @@ class TextStore:
         italics, an index as a subscript, words and operators upright, in the names'
         serif; ``plain`` keeps its text without markup (for reading it back)."""
         key = ("heading", heading, round(em, 5), color)
-        if key not in self._made:
+        if not self._found(key):
             markup = {"text": escape, "name": lambda part: f"<i>{escape(part)}</i>"
                       if len(part) == 1 else escape(part),
                       "index": lambda part: f"<sub>{escape(part)}</sub>"}
@@ -150,14 +152,14 @@ class TextStore:
                                     color=color))
             made.em = em
             made.plain = "".join(part for _, part in pieces)
-            self._made[key] = _kept(made)
+            self._keep(key, made)
         return pickle.loads(self._made[key])
 
     def math(self, tex: str, fallback: str, em: float, color: str) -> VMobject:
         """``tex`` typeset by LaTeX, or ``fallback`` as plain Unicode text without LaTeX,
         with an em of ``em`` scene units."""
         key = ("math", tex, fallback, round(em, 5), color)
-        if key not in self._made:
+        if not self._found(key):
             self.typeset([(tex, fallback)], em, color)
         return pickle.loads(self._made[key])
 
@@ -170,7 +172,7 @@ class TextStore:
         """
         size = em / EM_PER_FONT_SIZE
         todo = [(tex, text) for tex, text in dict.fromkeys(formulas)
-                if ("math", tex, text, round(em, 5), color) not in self._made]
+                if not self._found(("math", tex, text, round(em, 5), color))]
         parts: list[VMobject | None] = [None] * len(todo)
         if self._latex and todo:
             lines = [piece for tex, _ in todo for piece in (tex, r"\\")][:-1]
@@ -182,7 +184,20 @@ class TextStore:
         for (tex, text), part in zip(todo, parts, strict=True):
             made = part if part is not None and len(part) else Text(
                 subscripted(text), font=self.font, font_size=size, color=color)
-            self._made[("math", tex, text, round(em, 5), color)] = _kept(_slim(made))
+            self._keep(("math", tex, text, round(em, 5), color), _slim(made))
+
+    def _found(self, key: tuple) -> bool:
+        """Whether the text ``key`` was made, here or (kept_texts) by an earlier clip."""
+        if key in self._made:
+            return True
+        kept = self._disk.get(key)
+        if kept is not None:
+            self._made[key] = kept
+        return kept is not None
+
+    def _keep(self, key: tuple, made: VMobject) -> None:
+        self._made[key] = _kept(made)
+        self._disk.put(key, self._made[key])
 
     def _one_formula(self, tex: str, size: float, color: str) -> VMobject | None:
         try:
