@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 
@@ -249,12 +250,13 @@ def rolled(G: nx.MultiDiGraph, loop: Loop, repetition: int | None = None) -> nx.
     H.graph["backward_order"] = list(dict.fromkeys(
         drawn.get(op, op) for op in G.graph.get("backward_order", ())
         if drawn.get(op, op) in H and (op in drawn or op not in block)))
-    if k != last:
+    if k != last:  # (seeded with what entered from beyond: what the later repetitions sent)
         roots = [drawn[end] for end in ends]
+        own = set(loop.repetition(k))
+        seeds = {root: _held_after(G, end, set(G._succ[end]) - own)
+                 for root, end in zip(roots, ends, strict=True)}
         H.graph.update(roots=roots, entered=True,
-                       seeds={root: G._node[end]["grad"] for root, end in zip(roots, ends,
-                                                                                strict=True)
-                              if G._node[end]["grad"] is not None})
+                       seeds={root: seed for root, seed in seeds.items() if seed is not None})
     roots = set(H.graph["roots"])
     for node, attrs in H.nodes(data=True):
         if attrs["kind"] == "value" and (node in roots or attrs["role"] == "output"):
@@ -379,10 +381,36 @@ def _block_nodes(G: nx.MultiDiGraph, loop: Loop, k: int, drawn: dict,
         entered = (first, *loop.slots[source][:-1])  # what entered each repetition
         attrs = dict(G._node[entered[k]])
         name = G._node[loop.slots[source][last]]["label"]
-        attrs.update(role="input", label=name and f"{name}_prev", **_each(G, entered))
+        # Its gradient as the repetition it entered left it: an LSTM's c also goes on
+        # in its own repetition (to h), whose share the drawn block does not send.
+        sent = [_held_after(G, value, set(loop.repetition(t)))
+                for t, value in enumerate(entered)]
+        attrs.update(role="input", label=name and f"{name}_prev", loop_data=[
+            G._node[value]["data"] for value in entered], loop_grad=sent, grad=sent[k])
         attrs.pop("passes", None)
         nodes.append((box, attrs))
     return nodes
+
+
+def _held_after(G: nx.MultiDiGraph, value: Hashable, ops: set) -> Any:
+    """The gradient ``value`` held once the ops ``ops`` had sent it their shares: the
+    running sum at the last of their edges (the engine's own, in its order), when every
+    other op's share came after theirs; its whole gradient when no other op sent one."""
+    grad = G._node[value]["grad"]
+    step_of = {op: step for step, op in enumerate(G.graph.get("backward_order", ()))}
+    theirs, others = [], []
+    for op, keyed in G._succ[value].items():
+        for data in keyed.values():
+            if data.get("grad") is not None:
+                (theirs if op in ops else others).append((step_of.get(op), data))
+    if not theirs or not others:
+        return grad
+    if any(step is None for step, _ in theirs + others):
+        return grad
+    last, data = max(theirs, key=lambda edge: edge[0])
+    if min(step for step, _ in others) < last or "running" not in data:
+        return grad  # (a share came between theirs: no number held theirs alone)
+    return data["running"]
 
 
 def _each(G: nx.MultiDiGraph, values: tuple) -> dict[str, list]:

@@ -387,3 +387,38 @@ def test_the_closing_steps_caption_adds_the_engines_shares_truly(monkeypatch, tm
     assert len(pictures) == len(H.graph["backward_order"]) + 2  # step 0 and the closing
     drawn = pictures[-1].read_text()
     assert all(f">{display_number(want[name])}<" in drawn for name in want)
+
+
+def test_an_lstms_cell_state_entering_a_repetition_holds_what_that_repetition_sent():
+    """An LSTM's c goes on in its own repetition (h = o·tanh(c)) and into the next
+    (f·c): the box c_prev of repetition k holds what repetition k sent back, the running
+    sum autograd held then, not c's whole gradient; and a repetition drawn before the
+    last is entered with what the later ones sent, not c's whole gradient either."""
+    pytest.importorskip("torch")
+    from test_caption_arithmetic import false_arithmetic, view_lines
+
+    G = graph_of_script(pathlib.Path(__file__).parent / "torch_scripts" / "lstm_cell.py",
+                        quiet=True)
+    loop = find_loop(G)
+    assert loop is not None and loop.count == 3
+    for k in range(loop.count):
+        H = rolled(G, loop, k)
+        for node, attrs in H.nodes(data=True):
+            if attrs["kind"] != "value" or attrs.get("grad") is None or not H._succ[node] \
+                    or node in loop.shared:  # (a weight's: every repetition's, by design)
+                continue
+            sent = sum(np.asarray(data["grad"], dtype=np.float64)
+                       for _, _, data in H.out_edges(node, data=True))
+            seed = H.graph.get("seeds", {}).get(node) if k < loop.count - 1 else None
+            entered_too = 0 if seed is None else np.asarray(seed, dtype=np.float64)
+            np.testing.assert_allclose(np.asarray(attrs["grad"], dtype=np.float64),
+                                       sent + entered_too, rtol=1e-5, atol=1e-7,
+                                       err_msg=f"{attrs['label']} at repetition {k + 1}")
+        for view, lines in view_lines(H).items():
+            assert {line: why for line in lines if (why := false_arithmetic(line))} == {}, view
+    # The share is one autograd held: the running sum on the edge of f·c_prev.
+    last = rolled(G, loop)
+    c_prev = by_label(last, "c_prev")
+    (edge,) = last.out_edges(c_prev, data=True)
+    assert last.nodes[c_prev]["grad"] == edge[2]["running"]
+    assert not np.allclose(last.nodes[c_prev]["grad"], G.nodes[by_label(G, "c2")]["grad"])
