@@ -24,6 +24,7 @@ so the last step shows the gradient .grad holds, as the figure does.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -372,15 +373,18 @@ def _block_nodes(G: nx.MultiDiGraph, loop: Loop, k: int, drawn: dict,
         if attrs["kind"] == "op":
             attrs["saves"] = [drawn.get(value, value) for value in attrs.get("saves", ())]
         else:  # (named as its own, x[4], else as the last repetition's: the script
-            # names what the loop left, h)
-            attrs.update(label=attrs.get("label") or G._node[slot[last]]["label"],
-                         **_each(G, slot))
+            # names what the loop left, h; a name each repetition has with its own
+            # number, r1, r2, ..., as what every repetition has, r_t)
+            attrs.update(label=_stepped(G, slot) or attrs.get("label")
+                         or G._node[slot[last]]["label"], **_each(G, slot))
         nodes.append((slot[last], attrs))
     for source, box in entering.items():
         first = next(first for slot, _, _, first in loop.carried if slot == source)
         entered = (first, *loop.slots[source][:-1])  # what entered each repetition
         attrs = dict(G._node[entered[k]])
-        name = G._node[loop.slots[source][last]]["label"]
+        stepped = _stepped(G, loop.slots[source])
+        name = stepped.removesuffix("_t") if stepped \
+            else G._node[loop.slots[source][last]]["label"]
         # Its gradient as the repetition it entered left it: an LSTM's c also goes on
         # in its own repetition (to h), whose share the drawn block does not send.
         sent = [_held_after(G, value, set(loop.repetition(t)))
@@ -390,6 +394,22 @@ def _block_nodes(G: nx.MultiDiGraph, loop: Loop, k: int, drawn: dict,
         attrs.pop("passes", None)
         nodes.append((box, attrs))
     return nodes
+
+
+def _stepped(G: nx.MultiDiGraph, values: tuple) -> str | None:
+    """``r_t`` for values named r1, r2, ... one a repetition (an RNN's gates and
+    states, named by step); the last one's name if only it breaks the run (the script
+    names what the loop left, h); else None."""
+    labels = [G._node[value].get("label") or "" for value in values]
+    found = [_STEPPED.fullmatch(label) for label in labels]
+    for run, last in ((found, None), (found[:-1], labels[-1])):
+        if all(run) and len({match.group(1) for match in run}) == 1 \
+                and [int(match.group(2)) for match in run] == list(range(1, len(run) + 1)):
+            return last or f"{run[0].group(1)}_t"
+    return None
+
+
+_STEPPED = re.compile(r"([A-Za-z]+)([0-9]+)")
 
 
 def _held_after(G: nx.MultiDiGraph, value: Hashable, ops: set) -> Any:

@@ -154,6 +154,7 @@ class _Builder:
         self.name_of: dict[Any, str] = {}
         self.module_name: dict[int, str] = {}  # id(module) -> "model.0"
         self.modules: dict[str, str] = {}  # the groups that are module calls: their classes
+        self._script_names: set[str] | None = None
         module = getattr(sys.modules.get("torch.nn"), "Module", ())
         for name, obj in (names or {}).items():
             if name.startswith("_"):
@@ -422,7 +423,7 @@ class _Builder:
                 record = self.recording._gradients.get(key[1])
                 grad = None if record is None else record.output
             role = "output" if key in root_keys else "intermediate"
-            label = self.name_of.get(key) or self.recording.cell_names.labels.get(key)
+            label = self.name_of.get(key) or self._cell_name(key)
         else:
             leaf = self.recording._leaves[key[1:]]
             role = "param" if leaf.requires_grad else "input"
@@ -433,6 +434,16 @@ class _Builder:
                     "live": (leaf.tensor, _plain)}
         return {"label": label, "data": _plain(value), "grad": _plain(grad),
                 "shape": tuple(value.shape), "role": role}
+
+    def _cell_name(self, key: Any) -> str | None:
+        """The name a written-out cell gave the value (torch_rnn: h1, r2), unless the
+        script names something else so (its own h1)."""
+        label = self.recording.cell_names.labels.get(key)
+        if label is None:
+            return None
+        if self._script_names is None:
+            self._script_names = set(self.name_of.values())
+        return None if label in self._script_names else label
 
     def _indexed_name(self, tensor: Any) -> str | None:
         """An unnamed input that is a slice of a named tensor at one index of one dimension

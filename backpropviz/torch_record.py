@@ -236,7 +236,7 @@ class Recording:
         self._gradients: dict[Any, _Gradients] = {}
         self._variables: dict[tuple, Any] = {}  # ("leaf", id) -> the leaf tensor
         self._counter = itertools.count()
-        self.cell_names = torch_rnn.Names(lambda t: _result_key(t.grad_fn, t.output_nr))
+        self.cell_names = torch_rnn.Names(_result_key)
         self._steps = itertools.count()
         # Each backward pass (autograd's graph task) numbered in the order it ran, and
         # whether it built a graph of the gradient (create_graph=True).

@@ -34,22 +34,40 @@ __all__ = ["Names", "written_out"]
 
 
 class Names:
-    """The names the written-out cells gave their values, by the values' keys (``key``
-    of a tensor: the recording's), and the time step each was made at."""
+    """The names the written-out cells gave their values, by the values' keys (``key`` of
+    an autograd node and its result's number: the recording's), and the time step each
+    was made at."""
 
-    def __init__(self, key: Callable[[Any], Any]) -> None:
+    def __init__(self, key: Callable[[Any, int], Any]) -> None:
         self.key = key
         self.labels: dict[Any, str] = {}
         self._steps: dict[Any, int] = {}
 
     def name(self, tensor: Any, label: str, step: int) -> None:
-        key = self.key(tensor)
+        key = self.key(tensor.grad_fn, tensor.output_nr)
         self.labels.setdefault(key, label)
         self._steps.setdefault(key, step)
 
     def step(self, tensor: Any) -> int:
-        """The time step a state was made at; 0 for one no written-out cell made."""
-        return self._steps.get(self.key(tensor), 0) if tensor.grad_fn is not None else 0
+        """The time step a state was made at; 0 for one no written-out cell made. A
+        cell given one sample (no batch) reads its state with a batch of one added
+        (unsqueeze) and hands it back without (squeeze): the state is the one before."""
+        node, number = tensor.grad_fn, tensor.output_nr
+        for _ in range(_RESHAPES_AT_MOST):
+            if node is None:
+                return 0
+            step = self._steps.get(self.key(node, number))
+            if step is not None:
+                return step
+            if type(node).__name__ not in _RESHAPES or not node.next_functions:
+                return 0
+            node, number = node.next_functions[0]
+        return 0
+
+
+# The autograd nodes of the reshapes nn's cells put around an unbatched sample's state.
+_RESHAPES = ("SqueezeBackward0", "SqueezeBackward1", "UnsqueezeBackward0", "ViewBackward0")
+_RESHAPES_AT_MOST = 3
 
 
 class _Step:

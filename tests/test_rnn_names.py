@@ -246,3 +246,56 @@ def test_a_long_sequence_is_drawn_with_its_module_closed(tmp_path, capsys, modul
     closed = drawn_graph(G, modules=True)  # what --modules drew: rnn, out[-1], sum
     ops = {attrs["op"]: attrs for _, attrs in closed.nodes(data=True) if attrs["kind"] == "op"}
     assert sorted(ops) == ["getitem", "group", "sum"] and ops["group"]["symbol"] == "rnn"
+
+
+def names_drawn(tmp_path: Path, source: str) -> list[str]:
+    """The labels of the values ``source`` (a script) draws, in the order it made them."""
+    from test_cli import script
+
+    out = tmp_path / "drawn.json"
+    assert cli.main(["render", str(script(tmp_path, "script.py", source)), "-o", str(out)]) == 0
+    return [attrs["label"] for _, attrs in written_graph(out).nodes(data=True)
+            if attrs["kind"] == "value" and attrs["label"]]
+
+
+def test_a_cell_given_one_sample_at_a_time_counts_its_steps(tmp_path):
+    """nn.GRUCell on an unbatched x_t adds a batch of one to its state and takes it off
+    again: the steps still count 1, 2, 3 (the last state is the script's h)."""
+    drawn = names_drawn(tmp_path, """
+        import torch
+        torch.manual_seed(7)
+        cell = torch.nn.GRUCell(2, 2)
+        xs = torch.randn(3, 2)
+        h = torch.zeros(2)
+        for x_t in xs:
+            h = cell(x_t, h)
+        h.sum().backward()
+    """)
+    assert [name for name in drawn if CELL_NAME.fullmatch(name)] == [
+        "r1", "z1", "n1", "h1", "r2", "z2", "n2", "h2", "r3", "z3", "n3", "h3"]
+    assert "h" in drawn
+
+
+def test_a_name_the_script_uses_for_something_else_is_not_given(tmp_path):
+    drawn = names_drawn(tmp_path, """
+        import torch, torch.nn as nn
+        torch.manual_seed(0)
+        enc, rnn = nn.Linear(2, 2), nn.RNN(2, 2)
+        x = torch.randn(2, 1, 2)
+        h1 = torch.tanh(enc(x))  # the script's own h1: the encoder's features
+        out, hn = rnn(h1)
+        out.sum().backward()
+    """)
+    assert drawn.count("h1") == 1 and "h2" in drawn
+
+
+def test_a_rolled_cell_names_its_block_by_the_step_t(tmp_path):
+    """Rolled, the block stands for every repetition: r_t, z_t, n_t, and the state that
+    enters it h_prev, whichever repetition's numbers are drawn."""
+    for repetition in ("1", "3"):
+        out = tmp_path / f"rolled{repetition}.json"
+        assert cli.main(["render", str(SCRIPTS / "gru_cell.py"), "--roll", "--repetition",
+                         repetition, "-o", str(out)]) == 0
+        labels = {attrs.get("label") for _, attrs in written_graph(out).nodes(data=True)}
+        assert {"r_t", "z_t", "n_t", "h_prev"} <= labels
+        assert not labels & {"r1", "r3", "h1", "h2", "h3_prev"}
