@@ -132,7 +132,9 @@ def roll(G: nx.MultiDiGraph, options: Options, fmt: str = "svg") -> nx.MultiDiGr
     loop = find_loop(G) if asked else None
     if asked and loop is None:
         warnings.warn("--roll: no loop found (a block of the same ops on the same shared "
-                      "values, each repetition feeding the next), so it is drawn unrolled",
+                      "values, each repetition feeding the next and nothing else: an RNN "
+                      "whose every step's state is also used after the loop, as nn.RNN's "
+                      "output is, is not one), so it is drawn unrolled",
                       Note, stacklevel=3)
     if loop is None:
         try:
@@ -272,15 +274,17 @@ def _diagram(G: nx.MultiDiGraph, options: Options) -> Any:
     from .diagram import draw
 
     diagram = draw(view(G, options), **options.figure())
-    _note_fit(G, diagram.fit, stacklevel=3)
+    _note_fit(G, diagram.fit, options, stacklevel=3)
     return diagram
 
 
-def _note_fit(G: nx.MultiDiGraph, fit: Any, stacklevel: int) -> None:
+def _note_fit(G: nx.MultiDiGraph, fit: Any, options: Options, stacklevel: int) -> None:
     """Say (a Note, from the caller ``stacklevel`` up) that a picture fitted to a frame
     is too small to read there, and what helps."""
     if fit is not None and fit.advice:
         advice = fit.advice
+        if G.graph.get("module_groups") and not options.modules and options.depth is None:
+            advice += ", or --modules (each PyTorch module as one op)"
         loop = None if G.graph.get("loop_count") else find_loop(G)
         if loop is not None:  # (an unrolled loop is best drawn as its one block)
             advice += f", or --roll (it repeats one block {loop.count} times)"
@@ -304,7 +308,7 @@ def write_steps(graph_or_root: Any, directory: str | os.PathLike,
         G = roll(G, options)
         with staged_folder(directory, stale="step-[0-9][0-9][0-9].*") as staging:
             diagrams = step_diagrams(view(G, options), **options.figure())
-            _note_fit(G, diagrams[0].fit, stacklevel=2)
+            _note_fit(G, diagrams[0].fit, options, stacklevel=2)
             written = render_diagrams(diagrams, staging, format=format)
     return [directory / path.name for path in written]
 

@@ -423,11 +423,13 @@ class _Builder:
                 record = self.recording._gradients.get(key[1])
                 grad = None if record is None else record.output
             role = "output" if key in root_keys else "intermediate"
-            label = self.name_of.get(key) or self._cell_name(key)
+            label = self.name_of.get(key) or self._cell_name(
+                self.recording.cell_names.labels.get(key))
         else:
             leaf = self.recording._leaves[key[1:]]
             role = "param" if leaf.requires_grad else "input"
-            label = self.name_of.get(("leaf", key[1])) or self._indexed_name(leaf.tensor)
+            label = self.name_of.get(("leaf", key[1])) or self._indexed_name(leaf.tensor) \
+                or self._cell_name(self.recording.cell_names.leaf_labels.get(key[1]))
             return {"label": label, "data": _plain(value),
                     "grad": None,  # filled in from the edges, which carry torch's numbers
                     "shape": tuple(value.shape), "role": role,
@@ -435,10 +437,9 @@ class _Builder:
         return {"label": label, "data": _plain(value), "grad": _plain(grad),
                 "shape": tuple(value.shape), "role": role}
 
-    def _cell_name(self, key: Any) -> str | None:
-        """The name a written-out cell gave the value (torch_rnn: h1, r2), unless the
-        script names something else so (its own h1)."""
-        label = self.recording.cell_names.labels.get(key)
+    def _cell_name(self, label: str | None) -> str | None:
+        """``label``, a name a written-out cell gave a value (torch_rnn: h1, r2, h0),
+        unless the script names something else so (its own h1)."""
         if label is None:
             return None
         if self._script_names is None:

@@ -41,7 +41,14 @@ class Names:
     def __init__(self, key: Callable[[Any, int], Any]) -> None:
         self.key = key
         self.labels: dict[Any, str] = {}
+        self.leaf_labels: dict[int, str] = {}  # id(a first state the script did not make)
         self._steps: dict[Any, int] = {}
+
+    def first(self, state: Any, label: str) -> None:
+        """Name the state step 1 starts from (h0) if it is a leaf (zeros, as nn makes it),
+        not a value the script computed."""
+        if state.grad_fn is None:
+            self.leaf_labels.setdefault(id(state), label)
 
     def name(self, tensor: Any, label: str, step: int) -> None:
         key = self.key(tensor.grad_fn, tensor.output_nr)
@@ -130,6 +137,9 @@ def _cell_step(namer: Names | None, *states: Any) -> _Step:
     if namer is None:
         return _unnamed()
     step = max(namer.step(state) for state in states) + 1
+    if step == 1:
+        for letter, state in zip("hc", states, strict=False):
+            namer.first(state, f"{letter}0")
     return _Step(namer, step, str(step))
 
 
@@ -179,6 +189,10 @@ def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequ
             (w_ih, w_hh), (b_ih, b_hh) = weights[:2], weights[2:] or (None, None)
             x_shares = _linear(x, w_ih, b_ih)  # (the whole sequence's x: one value)
             state = tuple(h[at] for h in hx) if states > 1 else hx[0][at]
+            if namer is not None and not direction:
+                for letter, first in zip("hc", state if states > 1 else (state,), strict=False):
+                    namer.first(first, f"{letter}0_{layer + 1}" if num_layers > 1
+                                else f"{letter}0")
             made: dict[int, Any] = {}
             for t in (range(length - 1, -1, -1) if direction else range(length)):
                 index = None if direction else f"{t + 1}_{layer + 1}" if num_layers > 1 \

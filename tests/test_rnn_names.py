@@ -23,6 +23,7 @@ from backpropviz.check import disagreements
 
 SCRIPTS = Path(__file__).resolve().parent / "torch_scripts"
 CELL_NAME = re.compile(r"[rznifgoch]\d+(_\d+)?")
+FIRST_STATE = re.compile(r"[hc]0(_\d+)?")
 
 
 def drawn(name: str, tmp_path: Path) -> dict:
@@ -81,6 +82,10 @@ def compare(values: dict, names: dict, expected_names: set,
     numbers and gradient."""
     cell_names = {label for label in values if CELL_NAME.fullmatch(label)} - script_names
     assert cell_names == expected_names
+    for label in {label for label in cell_names if FIRST_STATE.fullmatch(label)}:
+        # the zeros a step 1 starts from, which nn makes (no gradient: not asked for)
+        assert not np.any(values[label]["data"]) and values[label]["grad"] is None
+        cell_names.discard(label)
     for label in cell_names:
         for key, number in (("data", names[label]), ("grad", names[label].grad)):
             np.testing.assert_allclose(np.asarray(values[label][key], dtype=np.float64),
@@ -101,7 +106,8 @@ def test_a_gru_cell_in_the_scripts_loop_names_each_steps_gates(tmp_path):
         torch.testing.assert_close(h, fused)  # the reference is PyTorch's GRU
     h.pow(2).sum().backward()
     # The last state is the script's h: its name wins over h3.
-    compare(values, names, {f"{letter}{t}" for letter in "rzn" for t in (1, 2, 3)} | {"h1", "h2"})
+    compare(values, names, {f"{letter}{t}" for letter in "rzn" for t in (1, 2, 3)}
+            | {"h0", "h1", "h2"})
     np.testing.assert_allclose(values["h"]["data"], names["h3"].detach().numpy(), rtol=1e-6)
 
 
@@ -118,7 +124,7 @@ def test_an_lstm_cell_in_the_scripts_loop_names_its_gates_and_states(tmp_path):
         torch.testing.assert_close((h, c), fused)
     (h.sum() + c.pow(2).sum()).backward()
     compare(values, names, {f"{letter}{t}" for letter in "ifgo" for t in (1, 2, 3)}
-            | {"h1", "h2", "c1", "c2"})
+            | {"h0", "h1", "h2", "c0", "c1", "c2"})
 
 
 def test_a_stacked_lstm_indexes_its_values_by_step_and_layer(tmp_path):
@@ -140,7 +146,7 @@ def test_a_stacked_lstm_indexes_its_values_by_step_and_layer(tmp_path):
     every = {f"{letter}{t}_{layer}" for letter in "ifgohc" for t in (1, 2, 3)
              for layer in (1, 2)}
     # Layer 2's last cell state has no gradient from the loss, and no part drawn here.
-    compare(values, names, every & set(values))
+    compare(values, names, every & set(values) | {"h0_1", "c0_1", "h0_2", "c0_2"})
     assert {"i1_1", "h3_1", "c3_1", "o3_2", "h3_2"} <= set(values)
 
 
@@ -158,7 +164,7 @@ def test_a_bidirectional_gru_names_its_forward_direction_only(tmp_path):
     forward = torch.stack([names[f"h{t}"] for t in (1, 2, 3)])
     (forward.pow(2).sum() + 0 * h.sum()).backward()
     assert {label for label in values if CELL_NAME.fullmatch(label)} == \
-        {f"{letter}{t}" for letter in "rznh" for t in (1, 2, 3)}
+        {f"{letter}{t}" for letter in "rznh" for t in (1, 2, 3)} | {"h0"}
     for label in ("r1", "z2", "n3", "h1", "h3"):
         np.testing.assert_allclose(values[label]["data"], names[label].detach().numpy(),
                                    rtol=1e-5, atol=1e-6)
@@ -182,7 +188,7 @@ def test_an_rnn_is_drawn_unrolled_its_states_named_by_step(tmp_path):
     out = torch.stack([names[f"h{t}"] for t in (1, 2, 3, 4)])
     torch.testing.assert_close(out, script["out"])
     (out[-1].pow(2).sum() + out.mean()).backward()
-    compare(values, names, {"h1", "h2", "h3", "h4"})
+    compare(values, names, {"h0", "h1", "h2", "h3", "h4"})
 
 
 def test_a_relu_rnn_cell_from_the_scripts_own_first_state(tmp_path):
@@ -272,7 +278,7 @@ def test_a_cell_given_one_sample_at_a_time_counts_its_steps(tmp_path):
         h.sum().backward()
     """)
     assert [name for name in drawn if CELL_NAME.fullmatch(name)] == [
-        "r1", "z1", "n1", "h1", "r2", "z2", "n2", "h2", "r3", "z3", "n3", "h3"]
+        "h0", "r1", "z1", "n1", "h1", "r2", "z2", "n2", "h2", "r3", "z3", "n3", "h3"]
     assert "h" in drawn
 
 
@@ -299,3 +305,19 @@ def test_a_rolled_cell_names_its_block_by_the_step_t(tmp_path):
         labels = {attrs.get("label") for _, attrs in written_graph(out).nodes(data=True)}
         assert {"r_t", "z_t", "n_t", "h_prev"} <= labels
         assert not labels & {"r1", "r3", "h1", "h2", "h3_prev"}
+
+
+def test_an_rnn_too_small_to_read_on_a_slide_is_told_to_close_its_module():
+    from backpropviz import render
+    from backpropviz.errors import Note
+    from backpropviz.script import graph_of_script
+
+    G = graph_of_script(SCRIPTS / "lstm.py", quiet=True)
+    with pytest.warns(Note, match=r"or --modules \(each PyTorch module as one op\)"):
+        render(G, "svg", fit="1920x1080")
+    import warnings
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        render(G, "svg", fit="1920x1080", modules=True)
+    assert not [warning for warning in said if "--modules" in str(warning.message)]
