@@ -326,6 +326,12 @@ class Options:
                              "--no-backward leaves out")
         if (self.roll or self.repetition is not None) and kind == CLIP:
             raise UsageError(ROLLED_CLIP)
+        shaping = [f"--{name}" for name in ("modules", "compact", "expand")
+                   if getattr(self, name)] + (["--depth"] if self.depth is not None else [])
+        if shaping and kind == EXPORT and not steps:
+            raise UsageError(f"{', '.join(shaping)}: how the picture draws the graph; {fmt} "
+                             "writes the graph as recorded, every op (the IR); draw it as "
+                             ".svg, .dot or .html")
         refusal = alpha_refusal(self.theme, fmt) if kind == CLIP else None
         if refusal:
             raise UsageError(refusal)

@@ -667,6 +667,8 @@ def test_fit_says_when_a_graph_is_too_big_for_the_frame(tmp_path):
     (["--fit", "1920x1080", "-o", "g.html"], "the page fits itself"),
     (["--symbolic", "-o", "g.html"], "--symbolic draws a figure without numbers"),
     (["--symbolic", "--steps", "steps"], "--symbolic draws a figure without numbers"),
+    (["--modules", "-o", "g.json"], "--modules: how the picture draws the graph; json "),
+    (["--compact", "--depth", "2", "-o", "g.txt"], "--compact, --depth: how the picture"),
 ])
 def test_figure_option_usage_errors(tmp_path, args, message):
     assert message in fails(EXAMPLES / "add_mul.py", *args, cwd=tmp_path, status=2)
