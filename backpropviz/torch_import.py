@@ -159,6 +159,8 @@ class _Builder:
         for name, obj in (names or {}).items():
             if name.startswith("_"):
                 continue
+            if is_torch_tensor(getattr(obj, "data", None)) and hasattr(obj, "batch_sizes"):
+                name, obj = f"{name}.data", obj.data  # a packed sequence's rows
             if is_torch_tensor(obj):
                 key = (_result_key(obj.grad_fn, obj.output_nr) if obj.grad_fn is not None
                        else ("leaf", id(obj)))

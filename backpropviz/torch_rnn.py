@@ -209,35 +209,112 @@ def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequ
     return (x, *(torch.stack(kept) for kept in finals))
 
 
-def lstm(x: Any, hx: Sequence[Any], params: Sequence[Any], *options: Any,
-         namer: Names | None = None) -> tuple:
-    """torch.lstm on a padded batch: (output, h_n, c_n)."""
-    return _layers(_lstm_step, 2, x, hx, params, *options, namer=namer)
+def _packed(step: Callable, states: int, data: Any, batch_sizes: Any, hx: Sequence[Any],
+            params: Sequence[Any], has_biases: bool, num_layers: int, dropout: float,
+            train: bool, bidirectional: bool, namer: Names | None = None) -> tuple:
+    """The same on a packed sequence (pack_padded_sequence): its rows time step after
+    time step, the first ``batch_sizes[t]`` sequences (longest first) still running at
+    step t. A sequence that has ended keeps its last state; going backward in time
+    (the reverse direction), a sequence starts from its first state at its own end."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    sizes = [int(size) for size in batch_sizes]
+    starts = [sum(sizes[:t]) for t in range(len(sizes))]
+    directions = 2 if bidirectional else 1
+    per_cell = 4 if has_biases else 2
+    finals: list[list[Any]] = [[] for _ in range(states)]
+    for layer in range(num_layers):
+        if layer and dropout and train:
+            data = F.dropout(data, dropout, training=True)
+        outputs = []
+        for direction in range(directions):
+            at = layer * directions + direction
+            weights = params[at * per_cell:(at + 1) * per_cell]
+            (w_ih, w_hh), (b_ih, b_hh) = weights[:2], weights[2:] or (None, None)
+            x_shares = _linear(data, w_ih, b_ih)
+            first = tuple(h[at] for h in hx)
+            if namer is not None and not direction:
+                for letter, state in zip("hc", first, strict=False):
+                    namer.first(state, f"{letter}0_{layer + 1}" if num_layers > 1
+                                else f"{letter}0")
+            state, made = first, {}
+            for t in (range(len(sizes) - 1, -1, -1) if direction else range(len(sizes))):
+                size, running = sizes[t], len(state[0])
+                if direction and t == len(sizes) - 1:
+                    state = _rows(state, size)
+                elif direction and size > running:  # (sequences whose end this is start)
+                    state = tuple(torch.cat([now, start[running:size]])
+                                  for now, start in zip(state, first, strict=True))
+                index = None if direction else f"{t + 1}_{layer + 1}" if num_layers > 1 \
+                    else f"{t + 1}"
+                new = step(x_shares[starts[t]:starts[t] + size], _one(_rows(state, size)),
+                           w_hh, b_hh, _Step(namer, t + 1, index))
+                new = new if states > 1 else (new,)
+                made[t] = new[0]
+                state = new if direction or size == running else tuple(
+                    torch.cat([now, before[size:]]) for now, before in zip(new, state,
+                                                                           strict=True))
+            outputs.append(torch.cat([made[t] for t in range(len(sizes))]))
+            for kept, value in zip(finals, state, strict=True):
+                kept.append(value)
+        data = outputs[0] if directions == 1 else torch.cat(outputs, dim=1)
+    return (data, *(torch.stack(kept) for kept in finals))
 
 
-def gru(x: Any, hx: Any, params: Sequence[Any], *options: Any,
-        namer: Names | None = None) -> tuple:
-    """torch.gru on a padded batch: (output, h_n)."""
-    return _layers(_gru_step, 1, x, (hx,), params, *options, namer=namer)
+def _rows(state: tuple, size: int) -> tuple:
+    """The first ``size`` rows of each of a state's tensors (all of them as they are)."""
+    return state if size == len(state[0]) else tuple(part[:size] for part in state)
 
 
-def rnn(activation: Callable) -> Callable:
-    """torch.rnn_tanh or torch.rnn_relu on a padded batch: (output, h_n)."""
-    def run(x: Any, hx: Any, params: Sequence[Any], *options: Any,
-            namer: Names | None = None) -> tuple:
-        return _layers(_rnn_step(activation), 1, x, (hx,), params, *options, namer=namer)
+def _one(state: tuple) -> Any:
+    """A state as a step takes it: an LSTM's (h, c), a GRU's or an RNN's h."""
+    return state if len(state) > 1 else state[0]
+
+
+def _run(step: Callable, states: int) -> Callable:
+    """torch.lstm, torch.gru or torch.rnn_* written out with ``step``: on a padded
+    batch (x, hx, params, ...) -> (output, h_n[, c_n]), or a packed sequence (data,
+    batch_sizes, hx, params, ...) -> (output's data, h_n[, c_n])."""
+    def run(*args: Any, namer: Names | None = None) -> tuple:
+        if _is_packed(args):
+            data, batch_sizes, hx, *rest = args
+            return _packed(step, states, data, batch_sizes, hx if states > 1 else (hx,),
+                           *rest, namer=namer)
+        x, hx, *rest = args
+        return _layers(step, states, x, hx if states > 1 else (hx,), *rest, namer=namer)
 
     return run
 
 
+lstm = _run(_lstm_step, 2)
+gru = _run(_gru_step, 1)
+
+
+def rnn(activation: Callable) -> Callable:
+    """torch.rnn_tanh or torch.rnn_relu: (output, h_n)."""
+    return _run(_rnn_step(activation), 1)
+
+
 def _padded(args: tuple) -> bool:
-    """Whether torch.lstm / torch.gru was called on a padded batch (a packed sequence has
-    its batch sizes second, so its weights come fourth), without projections (proj_size:
-    5 weights a cell)."""
-    if len(args) != 9 or not isinstance(args[3], bool):
+    """Whether torch.lstm / torch.gru was called on a padded batch, or (_is_packed) a
+    packed sequence (its batch sizes second, its weights fourth), either without
+    projections (proj_size: 5 weights a cell)."""
+    if len(args) != 9:
         return False
-    _, _, params, has_biases, num_layers, _, _, bidirectional, _ = args
+    packed = _is_packed(args)
+    if not packed and not isinstance(args[3], bool):
+        return False
+    params, has_biases, num_layers = args[3:6] if packed else args[2:5]
+    bidirectional = args[8] if packed else args[7]
     return len(params) == num_layers * (2 if bidirectional else 1) * (4 if has_biases else 2)
+
+
+def _is_packed(args: tuple) -> bool:
+    import torch
+
+    return isinstance(args[1], torch.Tensor) and not args[1].is_floating_point() \
+        and isinstance(args[4], bool)
 
 
 def written_out(func: Any, args: tuple, kwargs: dict) -> Callable | None:

@@ -321,3 +321,48 @@ def test_an_rnn_too_small_to_read_on_a_slide_is_told_to_close_its_module():
         warnings.simplefilter("always")
         render(G, "svg", fit="1920x1080", modules=True)
     assert not [warning for warning in said if "--modules" in str(warning.message)]
+
+
+PACKED = """
+    import torch
+    from torch import nn
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    torch.manual_seed(0)
+    rnn = nn.{module}(2, 3, num_layers={layers}, bidirectional={both}, batch_first=True)
+    x = torch.randn(3, 4, 2, requires_grad=True)
+    packed = pack_padded_sequence(x, [4, 2, 3], batch_first=True, enforce_sorted=False)
+    out, state = rnn(packed)
+    padded, lengths = pad_packed_sequence(out, batch_first=True)
+    hn = (state[0] if isinstance(state, tuple) else state) * 1.0
+    loss = padded.pow(2).sum() + hn.sum()
+    loss.backward()
+"""
+
+
+@pytest.mark.parametrize(("module", "layers", "both"), [("GRU", 1, False), ("LSTM", 2, True),
+                                                        ("RNN", 1, True)])
+def test_a_packed_sequence_is_written_out_with_pytorchs_numbers(tmp_path, module, layers, both):
+    """Sequences of lengths 4, 2, 3 packed (pack_padded_sequence): drawn step by step,
+    a sequence that has ended keeping its state; every gradient is plain PyTorch's."""
+    from test_cli import script
+
+    source = PACKED.format(module=module, layers=layers, both=both)
+    path = script(tmp_path, "packed.py", source)
+    out = tmp_path / "packed.json"
+    assert cli.main(["render", str(path), "-o", str(out)]) == 0
+    G = written_graph(out)
+    assert disagreements(G) == []
+    values = {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
+              if attrs["kind"] == "value" and attrs["label"]}
+    plain = runpy.run_path(str(path))  # PyTorch's fused function, not recorded
+    for name in ("x", "packed.data", "hn", "loss"):
+        expected = plain["packed"].data if name == "packed.data" else plain[name]
+        np.testing.assert_allclose(values[name]["data"], expected.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(values["x"]["grad"], plain["x"].grad.numpy(), rtol=1e-5,
+                               atol=1e-6)
+    for name, parameter in plain["rnn"].named_parameters():
+        np.testing.assert_allclose(values[f"rnn.{name}"]["grad"], parameter.grad.numpy(),
+                                   rtol=1e-5, atol=1e-6, err_msg=name)
+    assert ({"h0", "h1", "h2", "h4"} if layers == 1 else {"h1_2", "c4_2"}) <= set(values)
