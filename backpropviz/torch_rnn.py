@@ -100,15 +100,16 @@ def _linear(x: Any, weight: Any, bias: Any) -> Any:
     return F.linear(x, weight, bias)
 
 
-def _lstm_step(x_gates: Any, hx: Sequence[Any], w_hh: Any, b_hh: Any,
-               named: _Step) -> tuple[Any, Any]:
+def _lstm_step(x_gates: Any, hx: Sequence[Any], w_hh: Any, b_hh: Any, named: _Step,
+               w_hr: Any = None) -> tuple[Any, Any]:
     """One LSTM step from the input's share of the gates (x W_ihᵀ + b_ih): gates i, f, g, o;
-    c' = f⊙c + i⊙g, h' = o⊙tanh(c')."""
+    c' = f⊙c + i⊙g, h' = o⊙tanh(c') (projected, h' W_hrᵀ, with proj_size)."""
     h, c = hx
     i, f, g, o = (x_gates + _linear(h, w_hh, b_hh)).chunk(4, dim=1)
     kept = named("f", f.sigmoid()) * c  # (in the order of the equation: f⊙c first)
     c_next = named("c", kept + named("i", i.sigmoid()) * named("g", g.tanh()))
-    return named("h", named("o", o.sigmoid()) * c_next.tanh()), c_next
+    h_next = named("o", o.sigmoid()) * c_next.tanh()
+    return named("h", h_next if w_hr is None else _linear(h_next, w_hr, None)), c_next
 
 
 def _rnn_step(activation: Callable) -> Callable:
@@ -175,7 +176,6 @@ def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequ
     import torch.nn.functional as F  # noqa: N812
 
     directions = 2 if bidirectional else 1
-    per_cell = 4 if has_biases else 2
     time = 1 if batch_first else 0
     length = x.shape[time]
     finals: list[list[Any]] = [[] for _ in range(states)]
@@ -185,8 +185,9 @@ def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequ
         outputs = []
         for direction in range(directions):
             at = layer * directions + direction
-            weights = params[at * per_cell:(at + 1) * per_cell]
-            (w_ih, w_hh), (b_ih, b_hh) = weights[:2], weights[2:] or (None, None)
+            w_ih, w_hh, b_ih, b_hh, w_hr = _weights(params, at, num_layers * directions,
+                                                    has_biases)
+            projected = {} if w_hr is None else {"w_hr": w_hr}
             x_shares = _linear(x, w_ih, b_ih)  # (the whole sequence's x: one value)
             state = tuple(h[at] for h in hx) if states > 1 else hx[0][at]
             if namer is not None and not direction:
@@ -200,7 +201,7 @@ def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequ
                 named = _Step(namer, t + 1, index)
                 # (indexed, not select(time, t): drawn as the script would write it)
                 at_t = x_shares[:, t] if batch_first else x_shares[t]
-                state = step(at_t, state, w_hh, b_hh, named)
+                state = step(at_t, state, w_hh, b_hh, named, **projected)
                 made[t] = state[0] if states > 1 else state
             outputs.append(torch.stack([made[t] for t in range(length)], dim=time))
             for kept, value in zip(finals, state if states > 1 else (state,), strict=True):
@@ -222,7 +223,6 @@ def _packed(step: Callable, states: int, data: Any, batch_sizes: Any, hx: Sequen
     sizes = [int(size) for size in batch_sizes]
     starts = [sum(sizes[:t]) for t in range(len(sizes))]
     directions = 2 if bidirectional else 1
-    per_cell = 4 if has_biases else 2
     finals: list[list[Any]] = [[] for _ in range(states)]
     for layer in range(num_layers):
         if layer and dropout and train:
@@ -230,8 +230,9 @@ def _packed(step: Callable, states: int, data: Any, batch_sizes: Any, hx: Sequen
         outputs = []
         for direction in range(directions):
             at = layer * directions + direction
-            weights = params[at * per_cell:(at + 1) * per_cell]
-            (w_ih, w_hh), (b_ih, b_hh) = weights[:2], weights[2:] or (None, None)
+            w_ih, w_hh, b_ih, b_hh, w_hr = _weights(params, at, num_layers * directions,
+                                                    has_biases)
+            projected = {} if w_hr is None else {"w_hr": w_hr}
             x_shares = _linear(data, w_ih, b_ih)
             first = tuple(h[at] for h in hx)
             if namer is not None and not direction:
@@ -249,7 +250,7 @@ def _packed(step: Callable, states: int, data: Any, batch_sizes: Any, hx: Sequen
                 index = None if direction else f"{t + 1}_{layer + 1}" if num_layers > 1 \
                     else f"{t + 1}"
                 new = step(x_shares[starts[t]:starts[t] + size], _one(_rows(state, size)),
-                           w_hh, b_hh, _Step(namer, t + 1, index))
+                           w_hh, b_hh, _Step(namer, t + 1, index), **projected)
                 new = new if states > 1 else (new,)
                 made[t] = new[0]
                 state = new if direction or size == running else tuple(
@@ -260,6 +261,18 @@ def _packed(step: Callable, states: int, data: Any, batch_sizes: Any, hx: Sequen
                 kept.append(value)
         data = outputs[0] if directions == 1 else torch.cat(outputs, dim=1)
     return (data, *(torch.stack(kept) for kept in finals))
+
+
+def _weights(params: Sequence[Any], at: int, cells: int, has_biases: bool) -> tuple:
+    """Cell ``at``'s (w_ih, w_hh, b_ih, b_hh, w_hr) of ``cells`` (layers times directions)
+    from a flat list of every cell's, as torch.lstm takes them: b_ih and b_hh None
+    without biases, w_hr None without proj_size (a fifth weight a cell, or a third)."""
+    per_cell = len(params) // cells
+    weights = list(params[at * per_cell:(at + 1) * per_cell])
+    w_ih, w_hh = weights[:2]
+    b_ih, b_hh = weights[2:4] if has_biases else (None, None)
+    w_hr = weights[-1] if per_cell in (3, 5) else None
+    return w_ih, w_hh, b_ih, b_hh, w_hr
 
 
 def _rows(state: tuple, size: int) -> tuple:
@@ -298,8 +311,8 @@ def rnn(activation: Callable) -> Callable:
 
 def _padded(args: tuple) -> bool:
     """Whether torch.lstm / torch.gru was called on a padded batch, or (_is_packed) a
-    packed sequence (its batch sizes second, its weights fourth), either without
-    projections (proj_size: 5 weights a cell)."""
+    packed sequence (its batch sizes second, its weights fourth), with the weights of
+    every cell (an LSTM's with proj_size: 5 a cell)."""
     if len(args) != 9:
         return False
     packed = _is_packed(args)
@@ -307,7 +320,9 @@ def _padded(args: tuple) -> bool:
         return False
     params, has_biases, num_layers = args[3:6] if packed else args[2:5]
     bidirectional = args[8] if packed else args[7]
-    return len(params) == num_layers * (2 if bidirectional else 1) * (4 if has_biases else 2)
+    cells = num_layers * (2 if bidirectional else 1)
+    return any(len(params) == cells * per_cell for per_cell in
+               ((4, 5) if has_biases else (2, 3)))
 
 
 def _is_packed(args: tuple) -> bool:

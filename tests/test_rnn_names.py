@@ -366,3 +366,33 @@ def test_a_packed_sequence_is_written_out_with_pytorchs_numbers(tmp_path, module
         np.testing.assert_allclose(values[f"rnn.{name}"]["grad"], parameter.grad.numpy(),
                                    rtol=1e-5, atol=1e-6, err_msg=name)
     assert ({"h0", "h1", "h2", "h4"} if layers == 1 else {"h1_2", "c4_2"}) <= set(values)
+
+
+def test_an_lstm_with_projections_is_written_out_with_pytorchs_numbers(tmp_path):
+    """proj_size: each h projected (h W_hrᵀ), its own weight a cell; drawn op by op."""
+    from test_cli import script
+
+    path = script(tmp_path, "projected.py", """
+        import torch
+        from torch import nn
+
+        torch.manual_seed(0)
+        lstm = nn.LSTM(2, 3, proj_size=2, num_layers=2)
+        x = torch.randn(3, 1, 2, requires_grad=True)
+        out, (h, c) = lstm(x)
+        loss = out.pow(2).sum() + c.sum()
+        loss.backward()
+    """)
+    out = tmp_path / "projected.json"
+    assert cli.main(["render", str(path), "-o", str(out)]) == 0
+    G = written_graph(out)
+    assert disagreements(G) == []
+    values = {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
+              if attrs["kind"] == "value" and attrs["label"]}
+    assert {"h3_1", "c3_2", "o1_2"} <= set(values) and np.shape(values["h3_1"]["data"]) == (1, 2)
+    plain = runpy.run_path(str(path))
+    for name, parameter in plain["lstm"].named_parameters():
+        np.testing.assert_allclose(values[f"lstm.{name}"]["grad"], parameter.grad.numpy(),
+                                   rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(values["x"]["grad"], plain["x"].grad.numpy(), rtol=1e-5,
+                               atol=1e-6)
