@@ -38,7 +38,10 @@ def folder() -> pathlib.Path | None:
     if chosen:
         base = pathlib.Path(chosen)
     else:
-        home = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+        try:
+            home = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+        except RuntimeError:  # (no home to be found: nothing kept)
+            return None
         base = pathlib.Path(home) / "backpropviz"
     return base / f"texts-{VERSION}"
 
