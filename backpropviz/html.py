@@ -479,8 +479,8 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 <button type="button" id="fit" title="fit to the window (0); zoom: wheel, pinch; pan: drag">⤢ fit
 </button>
 <button type="button" id="follow" aria-pressed="false"
- title="frame each step's op and its values, the numbers large (C)">⌖ follow</button>
-<button type="button" id="fullscreen" title="full screen (F)">⛶ full screen</button>
+ title="frame each step's op and its values, the numbers large (C)">◎ follow</button>
+<button type="button" id="fullscreen" title="full screen (F)">▣ full screen</button>
 {_MEMORY_TOGGLE if meter["peak"] else ""}</nav>
 <div id="tooltip" role="tooltip" hidden></div>
 </div>

@@ -346,6 +346,11 @@
   var fitted = { x: box.x, y: box.y, w: box.width, h: box.height };
   var view = { x: fitted.x, y: fitted.y, w: fitted.w, h: fitted.h };
   function setView(next) {
+    // (a stage with no room, as a caption taller than the window leaves it, frames
+    // nothing: the view stays as it is, not NaN)
+    if (![next.x, next.y, next.w, next.h].every(isFinite) || next.w <= 0 || next.h <= 0) {
+      return;
+    }
     view = next;
     svg.setAttribute("viewBox", [view.x, view.y, view.w, view.h].map(function (n) {
       return n.toFixed(2);

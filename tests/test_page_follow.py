@@ -112,3 +112,30 @@ def test_a_drawing_readable_whole_is_not_moved(example, open_still):
         page.keyboard.press("ArrowRight")
         assert page.evaluate(READ_VIEW)["viewBox"] == whole["viewBox"]
     assert errors == []
+
+
+def test_a_caption_taller_than_the_window_leaves_the_drawing_its_room(open_still):
+    """An LSTM's linear steps caption columns of twelve numbers: the caption scrolls in
+    at most a third of the window, the drawing keeps the rest, and its view is never
+    lost (before, the stage shrank to nothing, the view went NaN and stayed so)."""
+    from pathlib import Path
+
+    from backpropviz.script import graph_of_script
+
+    G = graph_of_script(Path(__file__).parent / "torch_scripts" / "lstm_cell.py", quiet=True)
+    page, errors = open_still(G, "lstm_cell")
+    tallest = 0
+    # The last steps (the weights' shares) have the tallest captions; then back, and
+    # from the start again.
+    for key in ["End"] + ["ArrowLeft"] * 6 + ["Home"] + ["ArrowRight"] * 3:
+        page.keyboard.press(key)
+        now = page.evaluate(READ_VIEW)
+        caption = page.evaluate("document.getElementById('caption-box').scrollHeight")
+        tallest = max(tallest, caption)
+        step = now["step"]
+        assert now["stage"][3] - now["stage"][1] >= 0.5 * 720, step
+        assert "NaN" not in now["viewBox"] and "Infinity" not in now["viewBox"], step
+        if now["op"] is not None and now["following"]:
+            assert inside(now["op"], now["stage"]), step
+    assert tallest > 0.4 * 720  # (the case: a caption that would not fit)
+    assert errors == []
