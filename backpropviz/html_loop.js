@@ -13,13 +13,16 @@
     if (kind) { td.className = kind; }
     row.appendChild(td);
   }
+  var said = document.getElementById("loop-said");
   function show(t) {
     counter.textContent = t + " / " + data.count;
+    said.textContent = "the drawing shows repetition " + data.shown + " of " + data.count +
+      (t === data.shown ? "" : "; this table, repetition " + t);
     body.textContent = "";
     data.rows.forEach(function (value) {
       var row = document.createElement("tr");
       row.dataset.value = value.id;
-      cell(row, value.name, "name");
+      cell(row, value.names ? value.names[t - 1] : value.name, "name");
       cell(row, value.data[t - 1], "data");
       cell(row, value.grad[t - 1], "grad");
       body.appendChild(row);

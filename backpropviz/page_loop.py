@@ -29,13 +29,16 @@ def _cells(x: Any, precision: int) -> str | None:
 
 def loop_data(G: nx.MultiDiGraph, precision: int = 4) -> dict[str, Any] | None:
     """The panel's data: the loop's ``count``, the repetition drawn (``shown``, 1 the
-    first) and, for each block value, its name and its numbers at each repetition;
+    first) and, for each block value, its name (at each repetition, where each has its
+    own: x[0], x[1]) and its numbers at each repetition;
     None if ``G`` draws no rolled loop."""
     count = G.graph.get("loop_count")
     if count is None:
         return None
     names = value_names(G)
     rows = [{"id": str(node), "name": subscripted(names[node].text),
+             "names": [subscripted(name) for name in attrs["loop_names"]]
+             if attrs.get("loop_names") else None,
              "data": [_cells(x, precision) for x in attrs["loop_data"]],
              "grad": [_cells(x, precision) for x in attrs["loop_grad"]]}
             for node, attrs in G.nodes(data=True) if "loop_data" in attrs]

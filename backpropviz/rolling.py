@@ -377,6 +377,9 @@ def _block_nodes(G: nx.MultiDiGraph, loop: Loop, k: int, drawn: dict,
             # number, r1, r2, ..., as what every repetition has, r_t)
             attrs.update(label=_stepped(G, slot) or attrs.get("label")
                          or G._node[slot[last]]["label"], **_each(G, slot))
+            own = [G._node[value].get("label") for value in slot]
+            if all(own) and len(set(own)) == len(own) and not _stepped(G, slot):
+                attrs["loop_names"] = own  # (each repetition's input its own: x[t])
         nodes.append((slot[last], attrs))
     for source, box in entering.items():
         first = next(first for slot, _, _, first in loop.carried if slot == source)

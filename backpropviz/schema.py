@@ -209,6 +209,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "each repetition, first to last", "rolling"),
     Attribute("loop_grad", VALUE, EACH_NUMBERS, "...and its gradient (None before backward)",
               "rolling"),
+    Attribute("loop_names", VALUE, TEXTS, "...and its name at each repetition, where each has "
+              "its own (x[0], x[1], ...)", "rolling"),
     # ------------------------------------------------------------ operand edges
     Attribute("arg", EDGE, INDEX, "the operand's position (a * a has edges 0 and 1)",
               _PRODUCERS, required=True),

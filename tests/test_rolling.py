@@ -7,6 +7,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import runpy
 import subprocess
 import sys
@@ -422,3 +423,25 @@ def test_an_lstms_cell_state_entering_a_repetition_holds_what_that_repetition_se
     (edge,) = last.out_edges(c_prev, data=True)
     assert last.nodes[c_prev]["grad"] == edge[2]["running"]
     assert not np.allclose(last.nodes[c_prev]["grad"], G.nodes[by_label(G, "c2")]["grad"])
+
+
+def test_the_pages_table_names_each_repetitions_own_input(monkeypatch, tmp_path, browser):
+    """The slider at repetition t lists t's own input, x[t − 1], with its numbers, and
+    says that the drawing still shows the repetition it shows."""
+    pytest.importorskip("torch")
+    G = loop_graph("hand_rnn", 4, monkeypatch)
+    path = tmp_path / "loop.html"
+    path.write_text(to_html(rolled(G, find_loop(G))))
+    page = browser.new_page()
+    page.goto(path.as_uri())
+    for k in (1, 2, 4):
+        page.eval_on_selector("#loop-slider", "(s, k) => { s.value = k; "
+                              "s.dispatchEvent(new Event('input')); }", k)
+        names = page.eval_on_selector_all("#loop-rows td.name", "tds => tds.map(td => "
+                                          "td.textContent)")
+        inputs = [name for name in names if re.fullmatch(r"x\[\d\]", name)]
+        assert inputs == [f"x[{k - 1}]"], k
+        said = page.text_content("#loop-said")
+        assert said.startswith("the drawing shows repetition 4 of 4")
+        assert ("this table, repetition" in said) == (k != 4)
+    page.close()

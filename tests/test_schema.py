@@ -90,8 +90,8 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
     u, v, h = Value(0.5, label="u"), Value(0.25, label="v"), Value(1.0, label="h0")
     w = v * 2  # made before the loop: loop_after
     w.label = "w"
-    for x in (1.0, -2.0, 0.5):  # a loop, rolled: its count, step, back edge, numbers
-        h = (w * h + u * x).tanh()
+    for t, x in enumerate((1.0, -2.0, 0.5)):  # a loop, rolled: its count, step, back edge,
+        h = (w * h + u * Value(x, label=f"x[{t}]")).tanh()  # numbers, inputs' own names
     h.backward()
     graphs.append(rolled(to_networkx(h), find_loop(to_networkx(h)), 0))  # (and loop_before)
     # (and, drawn at a later repetition, the closing step's loop_rest and shares)
