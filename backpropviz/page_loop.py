@@ -49,7 +49,8 @@ def loop_panel(data: dict[str, Any]) -> str:
     """The panel's HTML (its numbers are filled in by html_loop.js)."""
     count, shown = data["count"], data["shown"]
     return f"""<section id="loop" aria-label="the loop's repetitions">
-<style>#loop{{padding:0.3em 1em;font-size:0.95em;flex:0 1 auto;max-height:28vh;overflow-y:auto}}#loop table{{border-collapse:collapse}}
+<style>#loop{{padding:0.3em 1em;font-size:0.95em;flex:0 1 auto;max-height:28vh;overflow-y:auto}}
+#loop table{{border-collapse:collapse}}
 #loop td,#loop th{{padding:0.1em 0.8em;text-align:left;font-variant-numeric:tabular-nums}}
 #loop .grad{{color:var(--grad)}}#loop input{{width:min(40em,60vw);vertical-align:middle}}</style>
 <label for="loop-slider">the loop's numbers at repetition t =</label>

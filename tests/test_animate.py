@@ -596,3 +596,20 @@ def test_a_constant_gets_no_gradient_in_the_clip_as_in_the_pictures(d2l_mlp, d2l
     assert constants and not constants & set(scene.grad_labels)
     assert {node for node in G if G.nodes[node].get("kind") == "value"
             and G.nodes[node]["role"] != "const"} <= set(scene.grad_labels)
+
+
+@pytest.mark.parametrize(("script", "words"), [
+    ("examples/d2l_mlp.py", "the loss L = "), ("tests/torch_scripts/rnn.py", "loss = ")])
+def test_the_title_card_says_the_loss_once(script, words):
+    """'the loss L = 0.83', but 'loss = 0.83', not 'the loss loss = 0.83'."""
+    from pathlib import Path
+
+    from backpropviz.animate.cards import title_card
+    from backpropviz.animate.mobjects import TextStore
+    from backpropviz.script import graph_of_script
+    from backpropviz.style import THEMES
+
+    G = graph_of_script(Path(__file__).resolve().parent.parent / script, quiet=True)
+    _, cue = title_card(G, TextStore(), THEMES["light"], 4, backward=True)
+    said = cue.splitlines()[1]
+    assert said.startswith(words) and "loss loss" not in cue

@@ -50,8 +50,10 @@ def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: 
     parameters = [names[node].text for node, role in G.nodes(data="role") if role == "param"]
     if backward:
         wanted = ", ".join(parameters) if parameters else "every input"
-        lines = [f"{'the loss ' if parameters else ''}{number}: its gradient with respect "
-                 f"to {wanted}, by the chain rule"]
+        # ("the loss L = 0.8", but "loss = 0.8", not "the loss loss = 0.8")
+        named_so = "loss" in names[G.graph["roots"][0]].text.lower()
+        lines = [f"{'the loss ' if parameters and not named_so else ''}{number}: its gradient "
+                 f"with respect to {wanted}, by the chain rule"]
     else:
         lines = [f"{number}, each value from its inputs"]
     card = VGroup(store.text(computed, HEADLINE_EM, palette.text))
