@@ -43,6 +43,7 @@ class Names:
         self.labels: dict[Any, str] = {}
         self.leaf_labels: dict[int, str] = {}  # id(a first state the script did not make)
         self._steps: dict[Any, int] = {}
+        self._states: dict[Any, Any] = {}  # the states the cells made, by key
 
     def first(self, state: Any, label: str) -> None:
         """Name the state step 1 starts from (h0) if it is a leaf (zeros, as nn makes it),
@@ -54,6 +55,22 @@ class Names:
         key = self.key(tensor.grad_fn, tensor.output_nr)
         self.labels.setdefault(key, label)
         self._steps.setdefault(key, step)
+        if label[0] in "hc":
+            self._states.setdefault(key, tensor)
+
+    def unreshaped(self, state: Any) -> Any:
+        """The state a cell made, where ``state`` is it with its batch of one taken off
+        and put back (squeeze, then unsqueeze: nn's cells on one sample); else ``state``.
+        The same numbers, so every step reads the one before as a batch's cell does, and
+        --roll finds the loop."""
+        node = state.grad_fn
+        if node is None or type(node).__name__ != "UnsqueezeBackward0":
+            return state
+        inner, _ = node.next_functions[0]
+        if inner is None or not type(inner).__name__.startswith("SqueezeBackward"):
+            return state
+        made = self._states.get(self.key(*inner.next_functions[0]))
+        return made if made is not None and made.shape == state.shape else state
 
     def step(self, tensor: Any) -> int:
         """The time step a state was made at; 0 for one no written-out cell made. A
@@ -147,12 +164,14 @@ def _cell_step(namer: Names | None, *states: Any) -> _Step:
 def lstm_cell(x: Any, hx: Sequence[Any], w_ih: Any, w_hh: Any, b_ih: Any = None,
               b_hh: Any = None, *, namer: Names | None = None) -> tuple[Any, Any]:
     """torch.lstm_cell: (h', c')."""
+    hx = hx if namer is None else tuple(map(namer.unreshaped, hx))
     return _lstm_step(_linear(x, w_ih, b_ih), hx, w_hh, b_hh, _cell_step(namer, *hx))
 
 
 def gru_cell(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None,
              *, namer: Names | None = None) -> Any:
     """torch.gru_cell: h'."""
+    h = h if namer is None else namer.unreshaped(h)
     return _gru_step(_linear(x, w_ih, b_ih), h, w_hh, b_hh, _cell_step(namer, h))
 
 
@@ -160,6 +179,7 @@ def rnn_cell(activation: Callable) -> Callable:
     """torch.rnn_tanh_cell or torch.rnn_relu_cell: h'."""
     def cell(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None, *,
              namer: Names | None = None) -> Any:
+        h = h if namer is None else namer.unreshaped(h)
         return _rnn_step(activation)(_linear(x, w_ih, b_ih), h, w_hh, b_hh,
                                      _cell_step(namer, h))
 

@@ -396,3 +396,33 @@ def test_an_lstm_with_projections_is_written_out_with_pytorchs_numbers(tmp_path)
                                    rtol=1e-5, atol=1e-6, err_msg=name)
     np.testing.assert_allclose(values["x"]["grad"], plain["x"].grad.numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+def test_a_cell_given_one_sample_at_a_time_rolls_with_pytorchs_gradients(tmp_path):
+    """nn's cells take the batch of one off each state and put it back on the next
+    step (squeeze, unsqueeze): each step reads the state the one before made, so the
+    loop is found, and the weights' gradients are still plain PyTorch's."""
+    from test_cli import script
+
+    from backpropviz.rolling import find_loop
+    from backpropviz.script import graph_of_script
+
+    path = script(tmp_path, "one_sample.py", """
+        import torch
+        torch.manual_seed(7)
+        cell = torch.nn.LSTMCell(2, 2)
+        xs = torch.randn(3, 2)
+        h, c = torch.zeros(2), torch.zeros(2)
+        for x_t in xs:
+            h, c = cell(x_t, (h, c))
+        (h.sum() + c.pow(2).sum()).backward()
+    """)
+    G = graph_of_script(path, quiet=True)
+    assert disagreements(G) == []
+    loop = find_loop(G)
+    assert loop is not None and loop.count == 3
+    plain = runpy.run_path(str(path))
+    drawn = {attrs["label"]: attrs for _, attrs in G.nodes(data=True) if attrs.get("label")}
+    for name, parameter in plain["cell"].named_parameters():
+        np.testing.assert_allclose(drawn[f"cell.{name}"]["grad"], parameter.grad.numpy(),
+                                   rtol=1e-5, atol=1e-6, err_msg=name)
