@@ -457,11 +457,14 @@ class _Builder:
         if name is None:
             return None
         offset = tensor.storage_offset() - base.storage_offset()
+        shape, stride = tuple(tensor.shape), tuple(tensor.stride())
+        if len(shape) == base.dim() and shape[:1] == (1,):  # (a row with nn's batch of one)
+            shape, stride = shape[1:], stride[1:]
         for dim in range(base.dim()):
             rest = [d for d in range(base.dim()) if d != dim]
             step = base.stride(dim)
-            if tuple(tensor.shape) == tuple(base.shape[d] for d in rest) \
-                    and tensor.stride() == tuple(base.stride(d) for d in rest) \
+            if shape == tuple(base.shape[d] for d in rest) \
+                    and stride == tuple(base.stride(d) for d in rest) \
                     and step > 0 and offset % step == 0 and offset // step < base.shape[dim]:
                 return f"{name}[{':, ' * dim}{offset // step}]"
         return f"{name}[…]"

@@ -280,6 +280,8 @@ def test_a_cell_given_one_sample_at_a_time_counts_its_steps(tmp_path):
     assert [name for name in drawn if CELL_NAME.fullmatch(name)] == [
         "h0", "r1", "z1", "n1", "h1", "r2", "z2", "n2", "h2", "r3", "z3", "n3", "h3"]
     assert "h" in drawn
+    # each step's input is the script's row, with the batch of one nn put on it
+    assert {"xs[0]", "xs[1]", "xs[2]"} <= set(drawn)
 
 
 def test_a_name_the_script_uses_for_something_else_is_not_given(tmp_path):
