@@ -143,8 +143,7 @@ def roll(G: nx.MultiDiGraph, options: Options, fmt: str = "svg") -> nx.MultiDiGr
             return G
         except DrawError as refused:
             loop = None if asked else find_loop(G)
-            if loop is None and G.graph.get("module_groups") and not options.modules \
-                    and options.depth is None:
+            if loop is None and _modules_would_help(G, options):
                 raise DrawError(f"{refused}; or draw each PyTorch module as one op, "
                                 "--modules") from None
             if loop is None:
@@ -164,6 +163,11 @@ def roll(G: nx.MultiDiGraph, options: Options, fmt: str = "svg") -> nx.MultiDiGr
     return H
 
 
+def _modules_would_help(G: nx.MultiDiGraph, options: Options) -> bool:
+    """Whether ``G`` has PyTorch modules drawn op by op, which --modules would close."""
+    return bool(G.graph.get("module_groups")) and not options.modules and options.depth is None
+
+
 def _check_drawn(G: nx.MultiDiGraph, options: Options) -> None:
     """check_layout on ``G`` as it is to be drawn: its groups (and modules) closed."""
     check_layout(drawn_graph(G, **options.view()))
@@ -180,8 +184,7 @@ def rolled_past_the_limit(refused: GraphTooLargeError, fmt: str,
         validated(G)  # (its modules or groups closed, few enough to draw: drawn so)
         return G, options
     loop = find_loop(G) if G is not None else None
-    if loop is None and G is not None and G.graph.get("module_groups") \
-            and not options.modules and options.depth is None:
+    if loop is None and G is not None and _modules_would_help(G, options):
         raise GraphTooLargeError(f"{refused}; or draw each PyTorch module as one op, "
                                  "--modules") from None
     if loop is None:
@@ -283,7 +286,7 @@ def _note_fit(G: nx.MultiDiGraph, fit: Any, options: Options, stacklevel: int) -
     is too small to read there, and what helps."""
     if fit is not None and fit.advice:
         advice = fit.advice
-        if G.graph.get("module_groups") and not options.modules and options.depth is None:
+        if _modules_would_help(G, options):
             advice += ", or --modules (each PyTorch module as one op)"
         loop = None if G.graph.get("loop_count") else find_loop(G)
         if loop is not None:  # (an unrolled loop is best drawn as its one block)

@@ -254,7 +254,7 @@ def rolled(G: nx.MultiDiGraph, loop: Loop, repetition: int | None = None) -> nx.
     if k != last:  # (seeded with what entered from beyond: what the later repetitions sent)
         roots = [drawn[end] for end in ends]
         own = set(loop.repetition(k))
-        seeds = {root: _held_after(G, end, set(G._succ[end]) - own)
+        seeds = {root: _held_after(G, end, set(G._succ[end]) - own, _steps_of(G))
                  for root, end in zip(roots, ends, strict=True)}
         H.graph.update(roots=roots, entered=True,
                        seeds={root: seed for root, seed in seeds.items() if seed is not None})
@@ -390,7 +390,8 @@ def _block_nodes(G: nx.MultiDiGraph, loop: Loop, k: int, drawn: dict,
             else G._node[loop.slots[source][last]]["label"]
         # Its gradient as the repetition it entered left it: an LSTM's c also goes on
         # in its own repetition (to h), whose share the drawn block does not send.
-        sent = [_held_after(G, value, set(loop.repetition(t)))
+        step_of = _steps_of(G)
+        sent = [_held_after(G, value, set(loop.repetition(t)), step_of)
                 for t, value in enumerate(entered)]
         attrs.update(role="input", label=name and f"{name}_prev", loop_data=[
             G._node[value]["data"] for value in entered], loop_grad=sent, grad=sent[k])
@@ -415,12 +416,17 @@ def _stepped(G: nx.MultiDiGraph, values: tuple) -> str | None:
 _STEPPED = re.compile(r"([A-Za-z]+)([0-9]+)")
 
 
-def _held_after(G: nx.MultiDiGraph, value: Hashable, ops: set) -> Any:
+def _steps_of(G: nx.MultiDiGraph) -> dict:
+    """Each op's place in the backward order."""
+    return {op: step for step, op in enumerate(G.graph.get("backward_order", ()))}
+
+
+def _held_after(G: nx.MultiDiGraph, value: Hashable, ops: set, step_of: dict) -> Any:
     """The gradient ``value`` held once the ops ``ops`` had sent it their shares: the
-    running sum at the last of their edges (the engine's own, in its order), when every
-    other op's share came after theirs; its whole gradient when no other op sent one."""
+    running sum at the last of their edges (the engine's own, in its order: ``step_of``,
+    each op's place in the backward order), when every other op's share came after
+    theirs; its whole gradient when no other op sent one."""
     grad = G._node[value]["grad"]
-    step_of = {op: step for step, op in enumerate(G.graph.get("backward_order", ()))}
     theirs, others = [], []
     for op, keyed in G._succ[value].items():
         for data in keyed.values():

@@ -73,25 +73,11 @@ class Names:
         return made if made is not None and made.shape == state.shape else state
 
     def step(self, tensor: Any) -> int:
-        """The time step a state was made at; 0 for one no written-out cell made. A
-        cell given one sample (no batch) reads its state with a batch of one added
-        (unsqueeze) and hands it back without (squeeze): the state is the one before."""
-        node, number = tensor.grad_fn, tensor.output_nr
-        for _ in range(_RESHAPES_AT_MOST):
-            if node is None:
-                return 0
-            step = self._steps.get(self.key(node, number))
-            if step is not None:
-                return step
-            if type(node).__name__ not in _RESHAPES or not node.next_functions:
-                return 0
-            node, number = node.next_functions[0]
-        return 0
-
-
-# The autograd nodes of the reshapes nn's cells put around an unbatched sample's state.
-_RESHAPES = ("SqueezeBackward0", "SqueezeBackward1", "UnsqueezeBackward0", "ViewBackward0")
-_RESHAPES_AT_MOST = 3
+        """The time step a state was made at (read after ``unreshaped``); 0 for one no
+        written-out cell made."""
+        if tensor.grad_fn is None:
+            return 0
+        return self._steps.get(self.key(tensor.grad_fn, tensor.output_nr), 0)
 
 
 class _Step:
@@ -205,23 +191,14 @@ def _layers(step: Callable, states: int, x: Any, hx: Sequence[Any], params: Sequ
         outputs = []
         for direction in range(directions):
             at = layer * directions + direction
-            w_ih, w_hh, b_ih, b_hh, w_hr = _weights(params, at, num_layers * directions,
-                                                    has_biases)
-            projected = {} if w_hr is None else {"w_hr": w_hr}
-            x_shares = _linear(x, w_ih, b_ih)  # (the whole sequence's x: one value)
-            state = tuple(h[at] for h in hx) if states > 1 else hx[0][at]
-            if namer is not None and not direction:
-                for letter, first in zip("hc", state if states > 1 else (state,), strict=False):
-                    namer.first(first, f"{letter}0_{layer + 1}" if num_layers > 1
-                                else f"{letter}0")
+            cell = _Cell(params, at, num_layers, directions, has_biases, hx, namer)
+            x_shares = _linear(x, cell.w_ih, cell.b_ih)  # (the whole sequence's x: one value)
+            state = _one(cell.first)
             made: dict[int, Any] = {}
             for t in (range(length - 1, -1, -1) if direction else range(length)):
-                index = None if direction else f"{t + 1}_{layer + 1}" if num_layers > 1 \
-                    else f"{t + 1}"
-                named = _Step(namer, t + 1, index)
                 # (indexed, not select(time, t): drawn as the script would write it)
                 at_t = x_shares[:, t] if batch_first else x_shares[t]
-                state = step(at_t, state, w_hh, b_hh, named, **projected)
+                state = step(at_t, state, cell.w_hh, cell.b_hh, cell.named(t), **cell.projected)
                 made[t] = state[0] if states > 1 else state
             outputs.append(torch.stack([made[t] for t in range(length)], dim=time))
             for kept, value in zip(finals, state if states > 1 else (state,), strict=True):
@@ -250,15 +227,9 @@ def _packed(step: Callable, states: int, data: Any, batch_sizes: Any, hx: Sequen
         outputs = []
         for direction in range(directions):
             at = layer * directions + direction
-            w_ih, w_hh, b_ih, b_hh, w_hr = _weights(params, at, num_layers * directions,
-                                                    has_biases)
-            projected = {} if w_hr is None else {"w_hr": w_hr}
-            x_shares = _linear(data, w_ih, b_ih)
-            first = tuple(h[at] for h in hx)
-            if namer is not None and not direction:
-                for letter, state in zip("hc", first, strict=False):
-                    namer.first(state, f"{letter}0_{layer + 1}" if num_layers > 1
-                                else f"{letter}0")
+            cell = _Cell(params, at, num_layers, directions, has_biases, hx, namer)
+            x_shares = _linear(data, cell.w_ih, cell.b_ih)
+            first = cell.first
             state, made = first, {}
             for t in (range(len(sizes) - 1, -1, -1) if direction else range(len(sizes))):
                 size, running = sizes[t], len(state[0])
@@ -267,10 +238,8 @@ def _packed(step: Callable, states: int, data: Any, batch_sizes: Any, hx: Sequen
                 elif direction and size > running:  # (sequences whose end this is start)
                     state = tuple(torch.cat([now, start[running:size]])
                                   for now, start in zip(state, first, strict=True))
-                index = None if direction else f"{t + 1}_{layer + 1}" if num_layers > 1 \
-                    else f"{t + 1}"
                 new = step(x_shares[starts[t]:starts[t] + size], _one(_rows(state, size)),
-                           w_hh, b_hh, _Step(namer, t + 1, index), **projected)
+                           cell.w_hh, cell.b_hh, cell.named(t), **cell.projected)
                 new = new if states > 1 else (new,)
                 made[t] = new[0]
                 state = new if direction or size == running else tuple(
@@ -283,16 +252,29 @@ def _packed(step: Callable, states: int, data: Any, batch_sizes: Any, hx: Sequen
     return (data, *(torch.stack(kept) for kept in finals))
 
 
-def _weights(params: Sequence[Any], at: int, cells: int, has_biases: bool) -> tuple:
-    """Cell ``at``'s (w_ih, w_hh, b_ih, b_hh, w_hr) of ``cells`` (layers times directions)
-    from a flat list of every cell's, as torch.lstm takes them: b_ih and b_hh None
-    without biases, w_hr None without proj_size (a fifth weight a cell, or a third)."""
-    per_cell = len(params) // cells
-    weights = list(params[at * per_cell:(at + 1) * per_cell])
-    w_ih, w_hh = weights[:2]
-    b_ih, b_hh = weights[2:4] if has_biases else (None, None)
-    w_hr = weights[-1] if per_cell in (3, 5) else None
-    return w_ih, w_hh, b_ih, b_hh, w_hr
+class _Cell:
+    """Layer and direction ``at``'s cell of a stack (``layers`` of ``directions``): its
+    weights from the flat list torch.lstm takes (b_ih and b_hh None without biases;
+    ``projected`` holds an LSTM's w_hr, with proj_size: a fifth weight a cell, or a
+    third), the state its first step starts from (h0, c0: named so going forward), and
+    the names of step t's values (``named``; the reverse direction's left unnamed)."""
+
+    def __init__(self, params: Sequence[Any], at: int, layers: int, directions: int,
+                 has_biases: bool, hx: Sequence[Any], namer: Names | None) -> None:
+        per_cell = len(params) // (layers * directions)
+        weights = list(params[at * per_cell:(at + 1) * per_cell])
+        self.w_ih, self.w_hh = weights[:2]
+        self.b_ih, self.b_hh = weights[2:4] if has_biases else (None, None)
+        self.projected = {"w_hr": weights[-1]} if per_cell in (3, 5) else {}
+        self.layer = "" if layers == 1 else f"_{at // directions + 1}"
+        self.forward, self.namer = at % directions == 0, namer
+        self.first = tuple(h[at] for h in hx)
+        if namer is not None and self.forward:
+            for letter, state in zip("hc", self.first, strict=False):
+                namer.first(state, f"{letter}0{self.layer}")
+
+    def named(self, t: int) -> _Step:
+        return _Step(self.namer, t + 1, f"{t + 1}{self.layer}" if self.forward else None)
 
 
 def _rows(state: tuple, size: int) -> tuple:

@@ -26,14 +26,24 @@ CELL_NAME = re.compile(r"[rznifgoch]\d+(_\d+)?")
 FIRST_STATE = re.compile(r"[hc]0(_\d+)?")
 
 
-def drawn(name: str, tmp_path: Path) -> dict:
-    """The script's drawn values by label (with the graph, to check it adds up)."""
-    out = tmp_path / f"{name}.json"
-    assert cli.main(["render", str(SCRIPTS / f"{name}.py"), "-o", str(out)]) == 0
+def drawn(name: str | Path, tmp_path: Path) -> dict:
+    """The drawn values by label of the script ``name`` (in torch_scripts/, or a path),
+    having checked that its picture adds up."""
+    script = name if isinstance(name, Path) else SCRIPTS / f"{name}.py"
+    out = tmp_path / f"{script.stem}.json"
+    assert cli.main(["render", str(script), "-o", str(out)]) == 0
     G = written_graph(out)
     assert disagreements(G) == []
     return {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
             if attrs["kind"] == "value" and attrs["label"]}
+
+
+def gradients_are_plain(values: dict, module: torch.nn.Module, name: str) -> None:
+    """Each drawn parameter of ``module`` (the script's ``name``) has the gradient plain
+    PyTorch's fused function gave it."""
+    for path, parameter in module.named_parameters():
+        np.testing.assert_allclose(values[f"{name}.{path}"]["grad"], parameter.grad.numpy(),
+                                   rtol=1e-5, atol=1e-6, err_msg=path)
 
 
 def kept(tensor: torch.Tensor) -> torch.Tensor:
@@ -351,12 +361,7 @@ def test_a_packed_sequence_is_written_out_with_pytorchs_numbers(tmp_path, module
 
     source = PACKED.format(module=module, layers=layers, both=both)
     path = script(tmp_path, "packed.py", source)
-    out = tmp_path / "packed.json"
-    assert cli.main(["render", str(path), "-o", str(out)]) == 0
-    G = written_graph(out)
-    assert disagreements(G) == []
-    values = {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
-              if attrs["kind"] == "value" and attrs["label"]}
+    values = drawn(path, tmp_path)
     plain = runpy.run_path(str(path))  # PyTorch's fused function, not recorded
     for name in ("x", "packed.data", "hn", "loss"):
         expected = plain["packed"].data if name == "packed.data" else plain[name]
@@ -364,9 +369,7 @@ def test_a_packed_sequence_is_written_out_with_pytorchs_numbers(tmp_path, module
                                    rtol=1e-5, atol=1e-6, err_msg=name)
     np.testing.assert_allclose(values["x"]["grad"], plain["x"].grad.numpy(), rtol=1e-5,
                                atol=1e-6)
-    for name, parameter in plain["rnn"].named_parameters():
-        np.testing.assert_allclose(values[f"rnn.{name}"]["grad"], parameter.grad.numpy(),
-                                   rtol=1e-5, atol=1e-6, err_msg=name)
+    gradients_are_plain(values, plain["rnn"], "rnn")
     assert ({"h0", "h1", "h2", "h4"} if layers == 1 else {"h1_2", "c4_2"}) <= set(values)
 
 
@@ -385,17 +388,10 @@ def test_an_lstm_with_projections_is_written_out_with_pytorchs_numbers(tmp_path)
         loss = out.pow(2).sum() + c.sum()
         loss.backward()
     """)
-    out = tmp_path / "projected.json"
-    assert cli.main(["render", str(path), "-o", str(out)]) == 0
-    G = written_graph(out)
-    assert disagreements(G) == []
-    values = {attrs["label"]: attrs for _, attrs in G.nodes(data=True)
-              if attrs["kind"] == "value" and attrs["label"]}
+    values = drawn(path, tmp_path)
     assert {"h3_1", "c3_2", "o1_2"} <= set(values) and np.shape(values["h3_1"]["data"]) == (1, 2)
     plain = runpy.run_path(str(path))
-    for name, parameter in plain["lstm"].named_parameters():
-        np.testing.assert_allclose(values[f"lstm.{name}"]["grad"], parameter.grad.numpy(),
-                                   rtol=1e-5, atol=1e-6, err_msg=name)
+    gradients_are_plain(values, plain["lstm"], "lstm")
     np.testing.assert_allclose(values["x"]["grad"], plain["x"].grad.numpy(), rtol=1e-5,
                                atol=1e-6)
 
@@ -424,7 +420,19 @@ def test_a_cell_given_one_sample_at_a_time_rolls_with_pytorchs_gradients(tmp_pat
     loop = find_loop(G)
     assert loop is not None and loop.count == 3
     plain = runpy.run_path(str(path))
-    drawn = {attrs["label"]: attrs for _, attrs in G.nodes(data=True) if attrs.get("label")}
-    for name, parameter in plain["cell"].named_parameters():
-        np.testing.assert_allclose(drawn[f"cell.{name}"]["grad"], parameter.grad.numpy(),
-                                   rtol=1e-5, atol=1e-6, err_msg=name)
+    values = {attrs["label"]: attrs for _, attrs in G.nodes(data=True) if attrs.get("label")}
+    gradients_are_plain(values, plain["cell"], "cell")
+
+
+@pytest.mark.parametrize("script", ["gru_cell", "lstm_cell", "rnn", "rnn_cell"])
+def test_every_caption_with_the_cells_names_is_true_arithmetic(script):
+    """Each line every view prints (worked captions, subtitles) is arithmetic true as
+    written, with the gates' and states' names in it."""
+    from test_caption_arithmetic import false_arithmetic, view_lines
+
+    from backpropviz.script import graph_of_script
+
+    G = graph_of_script(SCRIPTS / f"{script}.py", quiet=True)
+    for view, lines in view_lines(G).items():
+        assert lines, view
+        assert {line: why for line in lines if (why := false_arithmetic(line))} == {}, view
