@@ -349,3 +349,75 @@ def test_every_cue_lasts_as_long_as_its_words_take_to_read(mlp_told):
         seconds = (subtitle.end - subtitle.start).total_seconds()
         assert subtitle.start.total_seconds() == pytest.approx(start, abs=1e-3)
         assert seconds >= pacing.reading_time(text) - 1e-3 >= pacing.HOLD_FLOOR - 1e-3, text
+
+
+# ---------------------------------------------------------------- pages
+
+
+def test_caption_pages_keep_each_share_whole_and_fit_the_band():
+    from backpropviz.animate.story import caption_pages
+
+    a, b, c = ("a", "s", 0), ("b", "s", 0), ("c", "s", 0)
+    lines = [(a, 2), ((a, "total"), 2), (b, 1), (c, 3), ((c, "total"), 4)]
+    # Under a rule of one row, in 6: a's two lines and b's (5 rows), then c's 7 rows
+    # alone, taller than the band, rather than parted.
+    assert caption_pages(1, lines, 6) == [[0, 1, 2], [3, 4]]
+    assert caption_pages(1, lines, None) == [[0, 1, 2, 3, 4]]
+    assert caption_pages(0, [(a, 2), (b, 2), (c, 2)], 4) == [[0, 1], [2]]
+
+
+WIDE_STACK = """
+import torch
+readings = [torch.tensor([0.5 * k, -0.25 * k], requires_grad=True) for k in range(1, 10)]
+r1, r2, r3, r4, r5, r6, r7, r8, r9 = readings
+stacked = torch.stack([r1, r2, r3, r4, r5, r6, r7, r8, r9])
+loss = (stacked * stacked).sum()
+loss.backward()
+"""
+
+
+def wide_stack(tmp_path):
+    """Nine readings stacked: one step whose caption has nine lines, a share each."""
+    from backpropviz.script import graph_of_script
+
+    script = tmp_path / "stack_nine.py"
+    script.write_text(WIDE_STACK)
+    return graph_of_script(script, quiet=True)
+
+
+def test_a_caption_taller_than_the_band_is_shown_a_page_at_a_time(tmp_path):
+    from backpropviz.animate.screen import PAGE_ROWS
+
+    G = wide_stack(tmp_path)
+    scene = story(G)
+    assert scene.caption_rows <= PAGE_ROWS
+    paged = [r for r in scene.record if isinstance(r["caption"], StepCaption)
+             and len(r["caption"].pages) > 1]
+    assert paged, "the sum's caption has more lines than the band has rows"
+    caption = paged[0]["caption"]
+    records = [r for r in scene.record if r["caption"] is caption]
+    page_of = {line: number for number, page in enumerate(caption.pages) for line in page}
+    shown_on: dict[int, list[float]] = {}
+    for record in records:
+        # The terms on screen belong to one page, never to two at once.
+        on = {page_of[line] for line, shown in enumerate(record["lines"]) if shown}
+        assert len(on) <= 1, on
+        for page in on:
+            shown_on.setdefault(page, []).append(record["time"])
+    # Every line was written out in full, the pages in turn ...
+    assert sorted(shown_on) == list(range(len(caption.pages)))
+    full = [i for i, terms in enumerate(caption.line_terms)
+            if any(len(r["lines"][i]) == len(terms) for r in records)]
+    assert full == list(range(len(caption.line_terms)))
+    # ... each with a subtitle of its own, its words as on screen, that lasts until it
+    # could be read.
+    pages = []
+    for page in range(len(caption.pages)):
+        caption.page = page
+        pages.append(caption.page_text())
+    cues = [*scene.cues, (scene.time, "")]
+    held = {text: after - start for (start, text), (after, _) in itertools.pairwise(cues)}
+    assert all(text in held for text in pages)
+    assert caption.rule_text in pages[0] and caption.rule_text not in pages[1]
+    for text in pages:
+        assert held[text] >= pacing.reading_time(text) - 1e-3, text

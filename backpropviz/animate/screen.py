@@ -13,9 +13,9 @@ from ..metrics import text_width
 from ..style import Theme
 from .mobjects import Table, TextStore
 
-__all__ = ["CAPTION_WIDTH", "ROW_PITCH", "TEXT_EM", "caption_top", "graph_room", "meter_block",
-           "note_line", "parameter_results", "result_table", "results_text", "title_block",
-           "wrapped", "wrapped_words"]
+__all__ = ["CAPTION_WIDTH", "PAGE_ROWS", "ROW_PITCH", "TEXT_EM", "caption_top", "graph_room",
+           "meter_block", "note_line", "parameter_results", "result_table", "results_text",
+           "title_block", "wrapped", "wrapped_words"]
 
 # Where the words go (screen units; the frame is 14.2 x 8): a title line on top,
 # the caption in a band at the bottom, rows of it ROW_PITCH apart, the graph in
@@ -33,6 +33,10 @@ CAPTION_WIDTH = 14.2 - 2 * SIDE_MARGIN
 RULE_Y, CAPTION_Y = -2.65, -3.3
 TITLE_EM, RULE_EM, WORKED_EM, CAPTION_EM = TEXT_EM, TEXT_EM, TEXT_EM, 1.2 * TEXT_EM
 CAPTION_HEIGHT = 4 * ROW_PITCH
+# A step's caption shows at most PAGE_ROWS rows at a time (its rule and a page of its
+# shares' lines, story.caption_pages), so that the graph keeps the larger part of the
+# frame: 6 rows are 2.5 of its 8 units.
+PAGE_ROWS = 6
 # The closing recap's results: their numbers set at RESULT_EM, at most RESULTS_HEIGHT
 # of the frame's 8 units, RESULT_GAP under the graph.
 RESULT_EM, RESULTS_HEIGHT, RESULT_GAP = 1.1 * TEXT_EM, 4.2, 0.45

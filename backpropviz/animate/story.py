@@ -52,8 +52,8 @@ from .pacing import Pace, durations, factor_sources
 from .screen import ROW_PITCH, RULE_EM, WORKED_EM, wrapped, wrapped_words
 
 __all__ = ["ENGINE_NOTES", "PHASES", "StepCaption", "Term", "add_share", "caption_lines",
-           "caption_rows", "gate_stop", "line_terms", "seed_story", "share_story", "step_caption",
-           "sum_terms"]
+           "caption_pages", "caption_rows", "gate_stop", "line_terms", "seed_story",
+           "share_story", "step_caption", "sum_terms"]
 
 # When a term appears: as the upstream gradient sets off (the equation itself), as it
 # meets the local derivative (the numbers put in), as the product lands (the share),
@@ -162,10 +162,14 @@ def sum_terms(line: str) -> list[Term]:
 class StepCaption(VGroup):
     """A step's caption: its rule line (if any) over its worked lines, whose terms are
     hidden until ``reveal`` shows them. ``terms[edge]`` are the (Term, glyphs) of the
-    lines of that operand edge, in order; ``shown`` the texts revealed so far."""
+    lines of that operand edge, in order; ``shown`` the texts revealed so far.
+
+    A caption taller than ``most`` rows is shown a page at a time: the rule stays, and
+    under it the lines of as many whole shares as fit (caption_pages); ``turn`` clears
+    the page shown for the next, in the same rows."""
 
     def __init__(self, store: TextStore, palette: Theme, rule: str,
-                 lines: Sequence[tuple[Any, Sequence[Term]]]) -> None:
+                 lines: Sequence[tuple[Any, Sequence[Term]]], most: int | None = None) -> None:
         super().__init__()
         colours = {"gradient": palette.grad, "upstream": palette.grad, "local": palette.saved,
                    "operator": palette.muted, "note": palette.dead_text}
@@ -179,7 +183,9 @@ class StepCaption(VGroup):
         self.line_terms: list[list[tuple[Term, VGroup]]] = []
         self.terms: dict[Any, list[tuple[Term, VGroup]]] = {}
         rows: list[VMobject] = list(self.rule or [])
+        line_rows: list[list[VMobject]] = []
         for key, terms in lines:
+            line_rows.append([])
             self.line_texts.append(" ".join(term.text for term in terms))
             self.line_terms.append([])
             parts = VGroup()
@@ -200,16 +206,45 @@ class StepCaption(VGroup):
                     row_parts.add(part)
                     self.terms.setdefault(key, []).append((term, part))
                     self.line_terms[-1].append((term, part))
-                rows.append(row_parts)
+                line_rows[-1].append(row_parts)
             self.lines.append(parts)
-        self.rows = rows
-        self.add(*rows)
+        # The pages: each a run of lines, set in the rows under the rule.
+        self.pages = caption_pages(len(rows), [(key, len(cut)) for (key, _), cut
+                                               in zip(lines, line_rows, strict=True)], most)
+        self.page_of = {lines[i][0]: number for number, page in enumerate(self.pages)
+                        for i in page}
+        self.page = 0
+        self.page_rows: list[list[VMobject]] = []
+        for page in self.pages:
+            self.page_rows.append([row for i in page for row in line_rows[i]])
+            for number, row in enumerate(self.page_rows[-1]):
+                row.move_to([0, -(len(rows) + number) * ROW_PITCH, 0])
         for number, row in enumerate(rows):  # rows evenly spaced, centred
             row.move_to([0, -number * ROW_PITCH, 0])
+        rows.extend(row for page in self.page_rows for row in page)
+        self.rows = rows
+        self.add(*rows)
         for parts in self.terms.values():
             for _, part in parts:
                 part.set_fill(opacity=0).set_stroke(opacity=0)
         self.shown: list[str] = []
+
+    def turn(self, key: Any) -> list:
+        """The animations that clear the page shown if ``key``'s lines are on another
+        (none if they are on this one); that page is the one shown after."""
+        page = self.page_of.get(key, self.page)
+        if page == self.page:
+            return []
+        cleared = [row for row in self.page_rows[self.page]]
+        self.page = page
+        return [row.animate.set_fill(opacity=0).set_stroke(opacity=0) for row in cleared]
+
+    def page_text(self) -> str:
+        """The words of the page shown, as on screen when all is shown (the rule with
+        the first page: it has been read by the next)."""
+        lines = [self.line_texts[i] for i in self.pages[self.page]] if self.pages else []
+        rule = [self.rule_text] if self.rule and self.page == 0 else []
+        return "\n".join([*rule, *lines])
 
     def reveal(self, key: Any, phase: str) -> list:
         """The animations that show the terms of ``key``'s lines that appear at ``phase``."""
@@ -229,10 +264,41 @@ class StepCaption(VGroup):
 
 
 def step_caption(G: Any, step: Any, caption: Caption, rule: str, store: TextStore,
-                 palette: Theme, precision: int) -> StepCaption:
+                 palette: Theme, precision: int, most: int | None = None) -> StepCaption:
     """The caption of backward ``step`` with its terms split: each share's line keyed by
-    its edge, then its sum line keyed by ``(edge, "total")``; the seed's lines by "seed"."""
-    return StepCaption(store, palette, rule, caption_lines(G, step, caption, precision))
+    its edge, then its sum line keyed by ``(edge, "total")``; the seed's lines by "seed";
+    shown ``most`` rows at a time."""
+    return StepCaption(store, palette, rule, caption_lines(G, step, caption, precision), most)
+
+
+def caption_pages(rule_rows: int, lines: Sequence[tuple[Any, int]],
+                  most: int | None) -> list[list[int]]:
+    """The pages of a caption whose rule takes ``rule_rows`` and whose ``lines`` are
+    (key, rows): each page the indices of a run of lines that fits under the rule in
+    ``most`` rows (None: one page), a share's lines (its line and its sum line) never
+    parted; a share taller than that alone on a page."""
+    shares: list[list[int]] = []
+    for index, (key, _) in enumerate(lines):
+        if shares and _share_of(lines[shares[-1][0]][0]) == _share_of(key):
+            shares[-1].append(index)
+        else:
+            shares.append([index])
+    pages: list[list[int]] = []
+    used = 0
+    for share in shares:
+        rows = sum(lines[i][1] for i in share)
+        if pages and (most is None or rule_rows + used + rows <= most):
+            pages[-1].extend(share)
+            used += rows
+        else:
+            pages.append(list(share))
+            used = rows
+    return pages
+
+
+def _share_of(key: Any) -> Any:
+    """The share a line keyed ``key`` belongs to: its edge (a sum line's too)."""
+    return key[0] if isinstance(key, tuple) and key[1:] == ("total",) else key
 
 
 def caption_lines(G: Any, step: Any, caption: Caption,
@@ -267,14 +333,18 @@ def _subscripted(lines: list[tuple[Any, Sequence[Term]]]) -> list[tuple[Any, Seq
             for key, terms in lines]
 
 
-def caption_rows(rule: str, lines: Sequence[tuple[Any, Sequence[Term]]]) -> int:
-    """How many rows a caption of ``rule`` and ``lines`` takes (as StepCaption sets it)."""
-    rows = len(wrapped_words(rule, RULE_EM)) if rule else 0
-    for _, terms in lines:
+def caption_rows(rule: str, lines: Sequence[tuple[Any, Sequence[Term]]],
+                 most: int | None = None) -> int:
+    """How many rows a caption of ``rule`` and ``lines`` takes, shown ``most`` rows at
+    a time (as StepCaption sets it): its rule's and its tallest page's."""
+    rule_rows = len(wrapped_words(rule, RULE_EM)) if rule else 0
+    counted = []
+    for key, terms in lines:
         cuts = [term.role == "note" or (term.role == "operator" and term.text in ("=", "≈"))
                 for term in terms]
-        rows += len(wrapped([term.text for term in terms], cuts, WORKED_EM))
-    return rows
+        counted.append((key, len(wrapped([term.text for term in terms], cuts, WORKED_EM))))
+    pages = caption_pages(rule_rows, counted, most)
+    return rule_rows + max((sum(counted[i][1] for i in page) for page in pages), default=0)
 
 
 def _joined(*paths: VMobject) -> VMobject:
@@ -303,6 +373,7 @@ def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, *, stop: bool,
     so the share stays written on its edge too. The caption's terms appear as the
     motion reaches them."""
     G, diagram, palette = scene.graph, scene.diagram, scene.palette
+    scene.turn_page(edge)
     caption: StepCaption = scene.caption
     seconds = durations(pace, scene.speed)
     u = edge[0]

@@ -61,6 +61,7 @@ from .pacing import (
 )
 from .screen import (
     CAPTION_EM,
+    PAGE_ROWS,
     ROW_PITCH,
     SIDE_MARGIN,
     TEXT_EM,
@@ -73,7 +74,15 @@ from .screen import (
     results_text,
     title_block,
 )
-from .story import caption_lines, caption_rows, gate_stop, seed_story, share_story, step_caption
+from .story import (
+    StepCaption,
+    caption_lines,
+    caption_rows,
+    gate_stop,
+    seed_story,
+    share_story,
+    step_caption,
+)
 
 __all__ = ["BackpropScene", "parameter_results"]
 
@@ -181,6 +190,7 @@ class BackpropScene(MovingCameraScene):
         # a note added to it during the beat (a dead unit).
         self.caption_text = ""
         self.cue_notes: list[str] = []
+        self.page_start = 0.0  # when the caption's page shown came on screen
         self.rules_read: set[str] = set()
         # Every cue as the clip shows it: (start, text), in order.
         self.cues: list[tuple[float, str]] = []
@@ -246,12 +256,13 @@ class BackpropScene(MovingCameraScene):
         if not self.backward:
             return 2
         rows, seen = [caption_rows(self.captions[0].rule, caption_lines(
-            self.graph, None, self.captions[0], self.precision))], set()
+            self.graph, None, self.captions[0], self.precision), PAGE_ROWS)], set()
         for step in self.steps:
             pace = pace_of(self.graph, step, seen, last=step is self.steps[-1])
             caption = self.captions[step.index]
             rows.append(caption_rows(shown_rule(self.graph, step, caption, pace),
-                                     caption_lines(self.graph, step, caption, self.precision)))
+                                     caption_lines(self.graph, step, caption, self.precision),
+                                     PAGE_ROWS))
         return max(2, *rows)
 
     def show_title_card(self) -> None:
@@ -501,7 +512,7 @@ class BackpropScene(MovingCameraScene):
     def play_step(self, step: Any) -> None:
         """One op of the backward pass, paced by what it means (pacing.py): the op lit,
         then each share moving along its edges as the caption's terms appear (story.py)."""
-        start = self.time
+        start = self.page_start = self.time  # (a paged caption's first page from here)
         self.timeline.append(("step", step.op, start))
         self.pace = pace_of(self.graph, step, self.rules_read,
                             last=bool(self.steps) and step is self.steps[-1])
@@ -514,16 +525,44 @@ class BackpropScene(MovingCameraScene):
         self.send_gradients(step)
         self.show_meter(self.memory.backward[step.index - 1])
         self.hold(start)
-        self.cue("\n".join([self.caption_text, *self.cue_notes]), start)
+        self.cue(self.shown_text(), self.page_start)
         self._tick()
 
     def hold(self, start: float) -> None:
         """Wait until the words shown since ``start`` (and their notes) can be read
-        (pacing.reading_time), and longer on a held beat, at the scene's speed."""
-        text = "\n".join([self.caption_text, *self.cue_notes])
+        (pacing.reading_time), and longer on a held beat, at the scene's speed; of a
+        caption shown a page at a time, the last page since it was turned to."""
+        text = self.shown_text()
+        if text != "\n".join([self.caption_text, *self.cue_notes]):  # (a page of it)
+            start = max(start, self.page_start)
         pace: Pace | None = self.__dict__.get("pace")  # (set by the seed and each step)
         needed = self.t(reading_time(text) + (pace.extra if pace is not None else 0.0))
         self.wait(frames_up(max(self.t(0.3), needed - (self.time - start)), config.frame_rate))
+
+    def turn_page(self, key: Any) -> None:
+        """Before the share of ``key`` plays: if its lines are on the caption's next page,
+        wait until the page shown has been read, then clear it (StepCaption.turn)."""
+        caption = self.caption
+        if not isinstance(caption, StepCaption):
+            return
+        text = self.shown_text()
+        read = self.t(reading_time(text)) - (self.time - self.page_start)
+        clearing = caption.turn(key)
+        if not clearing:
+            return
+        if read > 0:
+            self.wait(frames_up(read, config.frame_rate))
+        self.cue(text, self.page_start)  # (the page's own subtitle)
+        self.play(*clearing, run_time=self.t(0.3))
+        self.page_start = self.time
+
+    def shown_text(self) -> str:
+        """The words of the caption as shown, with the notes added since: of a caption
+        shown a page at a time, its page."""
+        caption = self.caption
+        if isinstance(caption, StepCaption) and len(caption.pages) > 1:
+            return "\n".join([caption.page_text(), *self.cue_notes])
+        return "\n".join([self.caption_text, *self.cue_notes])
 
     def cue(self, text: str, start: float) -> None:
         """The subtitle of the beat since ``start``: ``text``, the words on screen (its
@@ -585,7 +624,7 @@ class BackpropScene(MovingCameraScene):
         rule = caption.rule if step is None else shown_rule(self.graph, step, caption,
                                                            self.pace)
         new = step_caption(self.graph, step, caption, rule, self.store, self.palette,
-                           self.precision)
+                           self.precision, PAGE_ROWS)
         self.place_rows(new, new.rows[0])
         # The .srt cue is the caption's very lines, as shown.
         self.caption_text = new.text()
