@@ -21,7 +21,7 @@ from backpropviz.animate import pacing
 from backpropviz.animate.motion import Along
 from backpropviz.animate.story import PHASES, StepCaption, line_terms, sum_terms
 from backpropviz.animate.sweep import BackpropScene
-from backpropviz.captions import step_captions
+from backpropviz.captions import step_captions, subscripted
 from backpropviz.formatting import MAX_ITEMS, format_array
 from backpropviz.ir import to_networkx
 from backpropviz.steps import backward_steps
@@ -421,3 +421,31 @@ def test_a_caption_taller_than_the_band_is_shown_a_page_at_a_time(tmp_path):
     assert caption.rule_text in pages[0] and caption.rule_text not in pages[1]
     for text in pages:
         assert held[text] >= pacing.reading_time(text) - 1e-3, text
+
+
+@pytest.mark.parametrize("script", ["lstm_cell", "attention_split", "resnet_small"])
+def test_every_caption_row_fits_the_frame_and_reads_as_the_caption(script):
+    """Tensors' captions run to three frames' width on one line: cut before "=", then
+    before other operators, a matrix between its rows; only a row of one term (a long
+    name) is set smaller, never cut at the frame's edge."""
+    from pathlib import Path
+
+    from backpropviz.animate.mobjects import TextStore
+    from backpropviz.animate.screen import CAPTION_WIDTH
+    from backpropviz.animate.story import step_caption
+    from backpropviz.script import graph_of_script
+    from backpropviz.views import drawn_graph
+
+    path = Path(__file__).parent / "torch_scripts" / f"{script}.py"
+    G = drawn_graph(graph_of_script(path, quiet=True))
+    captions, store = step_captions(G), TextStore()
+    cut_matrices = 0
+    for step in backward_steps(G):
+        caption = step_caption(G, step, captions[step.index], captions[step.index].rule,
+                               store, LIGHT, 4)
+        assert caption.line_texts == [subscripted(line) for line in captions[step.index].worked]
+        assert all(row.width <= CAPTION_WIDTH + 1e-6 for row in caption.rows)
+        # A matrix's pieces: its rows, each ending in ";" (a row's entries in ",").
+        cut_matrices += sum(term.text.endswith((";", ",")) for terms in caption.line_terms
+                            for term, _ in terms)
+    assert cut_matrices > 0 or script == "resnet_small"

@@ -45,15 +45,16 @@ from ..captions import (
     value_names,
 )
 from ..formatting import MAX_ITEMS, format_array
+from ..metrics import text_width
 from ..style import Theme
 from .mobjects import Z_FLYING, Z_MARK, Table, TextStore
 from .motion import Along, flash, stop_bar
 from .pacing import Pace, durations, factor_sources
-from .screen import ROW_PITCH, RULE_EM, WORKED_EM, wrapped, wrapped_words
+from .screen import CAPTION_WIDTH, ROW_PITCH, RULE_EM, WORKED_EM, wrapped, wrapped_words
 
 __all__ = ["ENGINE_NOTES", "PHASES", "StepCaption", "Term", "add_share", "caption_lines",
-           "caption_pages", "caption_rows", "gate_stop", "line_terms", "seed_story",
-           "share_story", "step_caption", "sum_terms"]
+           "caption_pages", "caption_rows", "gate_stop", "line_rows_of", "line_terms",
+           "seed_story", "share_story", "spaced", "step_caption", "sum_terms"]
 
 # When a term appears: as the upstream gradient sets off (the equation itself), as it
 # meets the local derivative (the numbers put in), as the product lands (the share),
@@ -186,14 +187,14 @@ class StepCaption(VGroup):
         line_rows: list[list[VMobject]] = []
         for key, terms in lines:
             line_rows.append([])
-            self.line_texts.append(" ".join(term.text for term in terms))
+            self.line_texts.append(spaced([term.text for term in terms]))
             self.line_terms.append([])
             parts = VGroup()
-            cuts = [term.role == "note" or (term.role == "operator" and term.text in ("=", "≈"))
-                    for term in terms]
-            for row in wrapped([term.text for term in terms], cuts, WORKED_EM):
-                line = store.text(" ".join(terms[i].text for i in row), WORKED_EM,
+            for row in line_rows_of(terms):
+                line = store.text(spaced([terms[i].text for i in row]), WORKED_EM,
                                   palette.text)
+                if line.width > CAPTION_WIDTH:  # (one term wider than the frame: shrunk)
+                    line.scale(CAPTION_WIDTH / line.width)
                 glyphs, at = list(line.submobjects), 0
                 # The row is drawn as its terms (each a group of the text's glyphs), so
                 # that every term is part of the caption when it is revealed.
@@ -328,9 +329,33 @@ def caption_lines(G: Any, step: Any, caption: Caption,
 
 
 def _subscripted(lines: list[tuple[Any, Sequence[Term]]]) -> list[tuple[Any, Sequence[Term]]]:
-    """The terms written as the store sets them (W₁, not W1: one glyph a character)."""
-    return [(key, [replace(term, text=subscripted(term.text)) for term in terms])
+    """The terms written as the store sets them (W₁, not W1: one glyph a character), a
+    matrix wider than the caption in pieces of whole rows (_matrix_pieces)."""
+    return [(key, [piece for term in terms
+                   for piece in _matrix_pieces(replace(term, text=subscripted(term.text)))])
             for key, terms in lines]
+
+
+def _matrix_pieces(term: Term) -> list[Term]:
+    """``term`` as pieces no wider than the caption (after an "="), if it is a matrix wider
+    than that ([a, b; c, d; …]): cut after the "; " between its rows (a single row's ", "
+    between its entries), each piece ending in the mark but the last, so that the pieces
+    joined by spaces are the term as written."""
+    text = term.text
+    room = CAPTION_WIDTH - text_width("≈ ", WORKED_EM)  # (a row may start with its "=")
+    if not text.lstrip("(−").startswith("[") or text_width(text, WORKED_EM) <= room:
+        return [term]
+    mark = ";" if "; " in text else ","
+    pieces = [""]
+    for part in text.split(mark + " "):
+        joined = f"{pieces[-1]} {part}" if pieces[-1] else part
+        if pieces[-1] and text_width(joined + mark, WORKED_EM) > room:
+            pieces.append(part)
+        else:
+            pieces[-1] = joined
+        pieces[-1] += mark
+    pieces[-1] = pieces[-1][:-1]
+    return [replace(term, text=piece) for piece in pieces]
 
 
 def caption_rows(rule: str, lines: Sequence[tuple[Any, Sequence[Term]]],
@@ -340,11 +365,38 @@ def caption_rows(rule: str, lines: Sequence[tuple[Any, Sequence[Term]]],
     rule_rows = len(wrapped_words(rule, RULE_EM)) if rule else 0
     counted = []
     for key, terms in lines:
-        cuts = [term.role == "note" or (term.role == "operator" and term.text in ("=", "≈"))
-                for term in terms]
-        counted.append((key, len(wrapped([term.text for term in terms], cuts, WORKED_EM))))
+        counted.append((key, len(line_rows_of(terms))))
     pages = caption_pages(rule_rows, counted, most)
     return rule_rows + max((sum(counted[i][1] for i in page) for page in pages), default=0)
+
+
+def spaced(texts: Sequence[str]) -> str:
+    """Terms written in a row: a space between two, none inside a bracket the line's
+    terms open and close (``(∂loss/∂(kᵀ))ᵀ``, as the caption writes it)."""
+    out = ""
+    for text in texts:
+        out += text if not out or out.endswith("(") or text.startswith(")") else " " + text
+    return out
+
+
+def line_rows_of(terms: Sequence[Term]) -> list[list[int]]:
+    """A worked line's rows, as the indices of their terms: cut before an "=" or "≈" (or
+    a note) where the line is wider than the caption; a row still too wide cut again
+    before its other operators (· ⊙ +); terms are never cut."""
+    texts = [term.text for term in terms]
+    cuts = [term.role == "note" or (term.role == "operator" and term.text in ("=", "≈"))
+            for term in terms]
+    rows: list[list[int]] = []
+    for row in wrapped(texts, cuts, WORKED_EM):
+        if text_width(spaced([texts[i] for i in row]), WORKED_EM) <= CAPTION_WIDTH:
+            rows.append(row)
+            continue
+        finer = [k > 0 and (terms[i].role in ("operator", "note")
+                            or texts[i - 1].endswith((";", ",")))  # (a matrix's piece)
+                 for k, i in enumerate(row)]
+        rows.extend([row[k] for k in part]
+                    for part in wrapped([texts[i] for i in row], finer, WORKED_EM))
+    return rows
 
 
 def _joined(*paths: VMobject) -> VMobject:
