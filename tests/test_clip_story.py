@@ -359,9 +359,10 @@ def test_caption_pages_keep_each_share_whole_and_fit_the_band():
 
     a, b, c = ("a", "s", 0), ("b", "s", 0), ("c", "s", 0)
     lines = [(a, 2), ((a, "total"), 2), (b, 1), (c, 3), ((c, "total"), 4)]
-    # Under a rule of one row, in 6: a's two lines and b's (5 rows), then c's 7 rows
-    # alone, taller than the band, rather than parted.
-    assert caption_pages(1, lines, 6) == [[0, 1, 2], [3, 4]]
+    # Under a rule of one row, in 6: a's two lines and b's (5 rows), then c's, whose
+    # 7 rows are taller than the band, a line a page.
+    assert caption_pages(1, lines, 6) == [[0, 1, 2], [3], [4]]
+    assert caption_pages(1, lines, 8) == [[0, 1, 2], [3, 4]]
     assert caption_pages(1, lines, None) == [[0, 1, 2, 3, 4]]
     assert caption_pages(0, [(a, 2), (b, 2), (c, 2)], 4) == [[0, 1], [2]]
 

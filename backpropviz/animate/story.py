@@ -276,14 +276,18 @@ def caption_pages(rule_rows: int, lines: Sequence[tuple[Any, int]],
                   most: int | None) -> list[list[int]]:
     """The pages of a caption whose rule takes ``rule_rows`` and whose ``lines`` are
     (key, rows): each page the indices of a run of lines that fits under the rule in
-    ``most`` rows (None: one page), a share's lines (its line and its sum line) never
-    parted; a share taller than that alone on a page."""
+    ``most`` rows (None: one page), a share's lines (its line and its sum line) not
+    parted unless together they are taller than that; a line taller alone on a page."""
     shares: list[list[int]] = []
     for index, (key, _) in enumerate(lines):
         if shares and _share_of(lines[shares[-1][0]][0]) == _share_of(key):
             shares[-1].append(index)
         else:
             shares.append([index])
+    if most is not None:  # (a share too tall for a page: its lines, one by one)
+        shares = [part for share in shares for part in (
+            [share] if rule_rows + sum(lines[i][1] for i in share) <= most
+            else [[i] for i in share])]
     pages: list[list[int]] = []
     used = 0
     for share in shares:
@@ -515,6 +519,7 @@ def add_share(scene: Any, u: Any, edge: tuple, share: Table, seconds: dict) -> N
     become the running sum the IR recorded after it (``12``)."""
     box, palette = scene.diagram.values[u], scene.palette
     old = scene.grad_labels[u]
+    scene.turn_page((edge, "total"))  # (a share too tall for a page has its sum on the next)
     caption: StepCaption = scene.caption
     plus = scene.store.text("+", box.em, palette.grad)
     row = VGroup(old.copy(), plus, share.copy()).arrange(RIGHT, buff=0.25 * box.em)
