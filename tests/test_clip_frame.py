@@ -186,6 +186,34 @@ def test_type_is_40px_at_1080p_and_no_box_is_cut_in_every_step(stepped, example_
     assert TEXT_EM / manim.config.frame_height * 1080 >= 40
 
 
+def test_a_tensor_graphs_steps_are_read_at_40px_though_one_box_is_tall():
+    """nn.Sequential on a batch: its weight and input boxes are taller than the rest,
+    and wider than the frame the graph is. Each step is shown at full size, the camera
+    as high as the columns it shows (not as the tallest box), no box cut; an input that
+    needs no gradient has its matrix centred in its box, inside it."""
+    from pathlib import Path
+
+    from backpropviz.script import graph_of_script
+
+    G = graph_of_script(Path(__file__).parent / "torch_scripts" / "sequential.py", quiet=True)
+    scene = dry_run(G, speed=SPEED)
+    # The steps by the loss at full size; those of the first layer, whose column holds
+    # X, the weight and the bias one over the other, as large as that column allows:
+    # each half as large again as the whole graph's view would set it.
+    least = 40 / 1080 * 480
+    sizes = [smallest for _, smallest in scene.noted]
+    assert scene.noted[0][0] and scene.noted[1][0] and min(sizes[:2]) >= least - 0.05
+    whole = scene.noted[0][1] * scene.most_zoom / scene.whole.zoom
+    assert scene.whole.zoom > 2 * scene.most_zoom and min(sizes) > 1.5 * whole
+    assert scene.__dict__.get("cut", []) == []
+    (x,) = [node for node, label in scene.graph.nodes(data="label") if label == "X"]
+    box = scene.diagram.values[x]
+    label = box.data_label()
+    assert not box.has_gradient_slot
+    assert np.allclose(label.get_center()[0], box.frame.get_center()[0])
+    assert label.width < box.frame.width
+
+
 def _figure_headings(G) -> dict:
     """The text heading each value box in the figure's DOT: its label's first row, when
     that is not the box's numbers, without tags or the saved mark."""

@@ -4,9 +4,11 @@ Pure geometry, no manim: a graph laid out left to right is a row of columns
 (boxes and circles whose extents overlap across the flow), parted by the
 rank gaps. A view shows a run of whole columns in the graph's room on screen,
 and keeps every other column wholly outside the frame, so that no box is cut
-at the frame's edge; the graph's full height is always in view (an edge never
-runs into the title or the caption). The view zooms in, never out past the
-point where the smallest text is smaller than the clip allows.
+at the frame's edge; the full height of what lies across its columns and the
+gaps beside them is in view (an edge never runs into the title or the caption),
+so a view of columns under a tall one need not shrink to that one's height.
+The view zooms in, never out past the point where the smallest text is smaller
+than the clip allows.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Room", "View", "columns", "view_of", "whole_view"]
+__all__ = ["Room", "View", "column_heights", "columns", "view_of", "whole_view"]
 
 
 @dataclass(frozen=True)
@@ -59,11 +61,28 @@ def columns(extents: Sequence[tuple[float, float]]) -> list[tuple[float, float]]
     return [(left, right) for left, right in merged]
 
 
-def _view(cols: Sequence[tuple[float, float]], first: int, last: int, bottom: float,
-          top: float, room: Room, frame_width: float, least: float) -> View | None:
+def column_heights(cols: Sequence[tuple[float, float]],
+                   points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """How far the drawing reaches up and down across each column and the gaps beside
+    it (bottom, top): of its ``points`` (x, y: the corners of its boxes, the points of
+    its edges) those from the column before's right to the column after's left."""
+    heights = []
+    for index in range(len(cols)):
+        low = cols[index - 1][1] if index > 0 else float("-inf")
+        high = cols[index + 1][0] if index + 1 < len(cols) else float("inf")
+        ys = [y for x, y in points if low <= x <= high]
+        heights.append((min(ys), max(ys)) if ys else (0.0, 0.0))
+    return heights
+
+
+def _view(cols: Sequence[tuple[float, float]], first: int, last: int,
+          heights: Sequence[tuple[float, float]], room: Room, frame_width: float,
+          least: float) -> View | None:
     """The view of columns ``first`` to ``last`` at the least zoom that holds them and
-    the graph's height (``bottom`` to ``top``) in ``room``, the others wholly outside
-    the frame; None if there is none."""
+    what reaches across them (``heights``, column_heights) in ``room``, the others
+    wholly outside the frame; None if there is none."""
+    bottom = min(heights[i][0] for i in range(first, last + 1))
+    top = max(heights[i][1] for i in range(first, last + 1))
     left, right = cols[first][0], cols[last][1]
     zoom = max((right - left) / room.width, (top - bottom) / room.height, least)
     half = zoom * frame_width / 2
@@ -82,17 +101,17 @@ def _view(cols: Sequence[tuple[float, float]], first: int, last: int, bottom: fl
     return View(x, y, zoom, first, last)
 
 
-def whole_view(cols: Sequence[tuple[float, float]], bottom: float, top: float, room: Room,
-               frame_width: float) -> View:
+def whole_view(cols: Sequence[tuple[float, float]], heights: Sequence[tuple[float, float]],
+               room: Room, frame_width: float) -> View:
     """The view of the whole graph in the room."""
-    view = _view(cols, 0, len(cols) - 1, bottom, top, room, frame_width, 0.0)
+    view = _view(cols, 0, len(cols) - 1, heights, room, frame_width, 0.0)
     assert view is not None  # (no column is outside: it always exists)
     return view
 
 
-def view_of(cols: Sequence[tuple[float, float]], wanted: tuple[int, int], bottom: float,
-            top: float, room: Room, frame_width: float, most: float, least: float,
-            now: View | None) -> View:
+def view_of(cols: Sequence[tuple[float, float]], wanted: tuple[int, int],
+            heights: Sequence[tuple[float, float]], room: Room, frame_width: float,
+            most: float, least: float, now: View | None) -> View:
     """The view that shows columns ``wanted`` (first, last): ``now`` if it does, else the
     one with the most columns (nearest to ``now`` among those) at a zoom of at most
     ``most`` and at least ``least``; if none is that small, the one of the least zoom."""
@@ -100,7 +119,7 @@ def view_of(cols: Sequence[tuple[float, float]], wanted: tuple[int, int], bottom
     if now is not None and now.first <= a and b <= now.last and now.zoom <= most + 1e-9:
         return now
     found = [view for first in range(a + 1) for last in range(b, len(cols))
-             if (view := _view(cols, first, last, bottom, top, room, frame_width, least))]
+             if (view := _view(cols, first, last, heights, room, frame_width, least))]
     small = [view for view in found if view.zoom <= most + 1e-9]
     if not small:
         return min(found, key=lambda view: view.zoom)

@@ -346,10 +346,11 @@ class ValueNode(VGroup):
         grad_tables = [Table(format_array(g, precision, MAX_ITEMS), store, self.em, theme.grad,
                              bracketed=self.bracketed) for g in grads]
         self.grad_widths = _widest_columns(grad_tables)
-        grad_width = max((t.width for t in grad_tables), default=data.width)
+        # A value that never shows a gradient (an input that needs none) has no slot for
+        # one, as the figure sizes its box: its value is centred in it.
+        gradient_slot = self.has_gradient_slot = gradient_slot and bool(grad_tables)
+        grad_width = max((t.width for t in grad_tables), default=0.0)
         gap = (ARRAY_GAP if self.bracketed else NUMBER_GAP) * self.em if gradient_slot else 0.0
-        if not gradient_slot:
-            grad_width = 0.0
         content_width = data_width + gap + grad_width
         header = self._header_height() if heading is not None else 0.0
         body_y = center[1] - height / 2 + (height - header) / 2 if heading else center[1]
@@ -505,10 +506,11 @@ class GraphMobject(VGroup):
         self.layout = layout
         self.theme = theme
         self.store = store
-        # Fit the rectangle, but no smaller than min_scale (wider than the
-        # rectangle if need be: the camera pans) and never taller than it.
+        # Fit the rectangle, but no smaller than min_scale (wider or taller than the
+        # rectangle if need be: the camera shows a run of its columns at a time, as
+        # high as what lies across them, and zooms out for a column taller than that).
         self.scale_factor = min(max(max_width / layout.width, min_scale),
-                                max_height / layout.height, max_scale)
+                                max(max_height / layout.height, min_scale), max_scale)
         self.origin = np.array(center, dtype=float)
         s = self.scale_factor
         grads, others, names, plain = grads or {}, others or {}, names or {}, set(plain)

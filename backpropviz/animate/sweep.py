@@ -11,8 +11,10 @@ from typing import Any
 import networkx as nx
 import numpy as np
 from manim import (
+    DL,
     DOWN,
     UP,
+    UR,
     AnimationGroup,
     Create,
     FadeIn,
@@ -36,7 +38,7 @@ from ..script import graph_of_script
 from ..steps import backward_steps, dead_masks, gradient_history, plain_constants
 from ..style import EXPRESSION_PT, THEMES
 from ..views import drawn_graph
-from .camera import Room, View, columns, view_of, whole_view
+from .camera import Room, View, column_heights, columns, view_of, whole_view
 from .cards import recap_card, title_card
 from .formats import AnimateError
 from .mobjects import (
@@ -179,8 +181,11 @@ class BackpropScene(MovingCameraScene):
                  *(op.circle for op in diagram.ops.values())]
         self.columns = columns([(p.get_left()[0], p.get_right()[0]) for p in parts])
         self.room = room
-        self.whole = whole_view(self.columns, diagram.get_bottom()[1], diagram.get_top()[1],
-                                room, config.frame_width)
+        corners = [(x, y) for p in parts for x, y, _ in (p.get_corner(DL), p.get_corner(UR))]
+        curves = [(x, y) for edge in diagram.edges.values()
+                  for x, y, _ in edge.get_all_points()]
+        self.heights = column_heights(self.columns, corners + curves)
+        self.whole = whole_view(self.columns, self.heights, room, config.frame_width)
         self.overview = self.whole.zoom if self.whole.zoom > 1 + 1e-6 else 1.0
         # The zoom at which the graph's smallest text (13 pt) is TEXT_EM on screen.
         self.most_zoom = diagram.scale_factor * EXPRESSION_PT / TEXT_EM
@@ -393,10 +398,8 @@ class BackpropScene(MovingCameraScene):
                     if any(a < high and b > low for a, b in spans))
         last = max(i for i, (low, high) in enumerate(self.columns)
                    if any(a < high and b > low for a, b in spans))
-        diagram = self.diagram
-        view = view_of(self.columns, (first, last), diagram.get_bottom()[1],
-                       diagram.get_top()[1], self.room, config.frame_width, self.most_zoom,
-                       ZOOM_IN, self.view)
+        view = view_of(self.columns, (first, last), self.heights, self.room,
+                       config.frame_width, self.most_zoom, ZOOM_IN, self.view)
         self.move_camera(view, seconds=seconds)
 
     def move_camera(self, view: View, *, seconds: float = 0.6, animate: bool = True) -> None:
