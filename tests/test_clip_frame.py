@@ -282,6 +282,49 @@ def test_the_recaps_lessons_are_read_from_the_graph(example):
     assert taught(to_networkx(w)) == {chain.split(":")[0]}
 
 
+BATCH_RELU = """
+import torch
+from torch import nn
+x = torch.tensor([[1.0, -0.5], [0.2, 0.8], [-1.0, 0.3]])
+layer = nn.Linear(2, 3)
+with torch.no_grad():
+    layer.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 1.0]]))
+    layer.bias.zero_()
+loss = torch.relu(layer(x)).sum()
+loss.backward()
+"""
+
+
+def test_on_a_batch_a_dead_relu_is_said_as_it_is(tmp_path):
+    """A batch of three whose examples die at different units: the weights get gradient
+    from the examples where the unit lived, so no row is zeroed, and the recap must not
+    say one is; the note under the ReLU says which example's units are dead."""
+    from backpropviz.animate.cards import lessons
+    from backpropviz.animate.motion import dead_where
+    from backpropviz.script import graph_of_script
+
+    script = tmp_path / "batch_relu.py"
+    script.write_text(BATCH_RELU)
+    G = graph_of_script(script, quiet=True)
+    (weight,) = [attrs["grad"] for _, attrs in G.nodes(data=True)
+                 if attrs.get("label") == "layer.weight"]
+    assert np.all(np.abs(weight).sum(axis=1) > 0)  # (every row learns: none zeroed)
+    said = " ".join(lessons(G))
+    assert "zeros a row" not in said and "still learns from the others" in said
+    (dead,) = [np.asarray(attrs["dead"], dtype=bool) for _, attrs in G.nodes(data=True)
+               if attrs.get("kind") == "op" and np.any(attrs.get("dead", False))]
+    # x W^T: [1, −0.5, −1.5], [0.2, 0.8, 0.6], [−1, 0.3, 1.3]: dead where ≤ 0.
+    assert dead.tolist() == [[False, True, True], [False, False, False],
+                             [True, False, False]]
+    assert dead_where(dead) == "dead example 1: unit 2, 3; example 3: unit 1"
+    assert dead_where(np.array([[True, False], [True, False]])) == \
+        "dead unit 1 for every example"
+    assert dead_where(np.array([False, True, True])) == "dead unit 2, 3"
+    many = np.zeros((5, 2), dtype=bool)
+    many[:4, 0] = True
+    assert dead_where(many) == "dead in 4 of 10 entries"
+
+
 
 @pytest.mark.parametrize("args", [("add_mul", "e"), ("d2l_mlp",)])
 def test_the_recap_fills_the_frame_in_type_of_40px_and_more(example, args):

@@ -87,11 +87,17 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
             lesson += (f"; this engine did not add them, so the gradients of "
                        f"{' and '.join(wrong)} are wrong")
         found.append(lesson)
-    dead = [op for op, attrs in G.nodes(data=True) if attrs.get("kind") == "op"
-            and np.any(np.asarray(attrs.get("dead", False)))]
-    if dead:
+    dead = [np.asarray(attrs["dead"], dtype=bool) for _, attrs in G.nodes(data=True)
+            if attrs.get("kind") == "op" and np.any(np.asarray(attrs.get("dead", False)))]
+    # A unit dead for the whole batch (every unit, without one) zeros the weights' row
+    # that feeds it; on a batch whose examples die at different units, none is zeroed.
+    if any(mask.ndim <= 1 or mask.reshape(-1, mask.shape[-1]).all(axis=0).any()
+           for mask in dead):
         found.append("a dead ReLU zeros a row: a unit whose input was ≤ 0 passes no "
                      "gradient back, so the weights that feed it get none")
+    elif dead:
+        found.append("a ReLU passes no gradient back where its input was ≤ 0: a unit "
+                     "dead for one example still learns from the others")
     return found
 
 

@@ -76,9 +76,7 @@ def dead_unit_note(op: OpNode, boxes: Sequence[VMobject], palette: Theme, store:
                    scale: float) -> tuple[str, VMobject]:
     """Under a ReLU with some dead units, which units pass no gradient: the words, and
     them set beneath the op, or above it, as near as they are clear of every box."""
-    dead = np.asarray(op.attrs["dead"], dtype=bool)
-    units = ", ".join(str(i + 1) for i in np.flatnonzero(dead.ravel()))
-    words = f"dead unit {units}: gradient stops"
+    words = f"{dead_where(np.asarray(op.attrs['dead'], dtype=bool))}: gradient stops"
     note = store.text(words, EXPRESSION_PT * scale, palette.dead_text)
     for away in range(16):
         side = DOWN if away % 2 == 0 else UP
@@ -86,6 +84,25 @@ def dead_unit_note(op: OpNode, boxes: Sequence[VMobject], palette: Theme, store:
         if not any(overlap(note, box) for box in boxes):
             break
     return words, note.set_z_index(Z_BADGE)
+
+
+def dead_where(dead: np.ndarray) -> str:
+    """Where a ReLU is dead, in words: its units (``dead unit 1, 3``); of a batch, each
+    example's (``example 1: unit 1, 3``) or a unit dead for every example; of more than
+    three examples, or more axes, how many entries."""
+    if dead.ndim <= 1:
+        return "dead unit " + ", ".join(str(i + 1) for i in np.flatnonzero(dead.ravel()))
+    if dead.ndim == 2:
+        always = np.flatnonzero(dead.all(axis=0))
+        if len(always) and not (dead & ~dead.all(axis=0)).any():
+            units = ", ".join(str(i + 1) for i in always)
+            return f"dead unit {units} for every example"
+        rows = [r for r in range(dead.shape[0]) if dead[r].any()]
+        if len(rows) <= 3:
+            return "dead " + "; ".join(
+                f"example {r + 1}: unit " + ", ".join(str(i + 1) for i in np.flatnonzero(dead[r]))
+                for r in rows)
+    return f"dead in {int(dead.sum())} of {dead.size} entries"
 
 
 class _Travel(Animation):
