@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 __all__ = ["Room", "View", "column_heights", "columns", "view_of", "whole_view"]
 
 
@@ -66,12 +68,16 @@ def column_heights(cols: Sequence[tuple[float, float]],
     """How far the drawing reaches up and down across each column and the gaps beside
     it (bottom, top): of its ``points`` (x, y: the corners of its boxes, the points of
     its edges) those from the column before's right to the column after's left."""
+    xy = np.asarray(points, dtype=float).reshape(-1, 2)
+    order = np.argsort(xy[:, 0], kind="stable")
+    xs, ys = xy[order, 0], xy[order, 1]
     heights = []
     for index in range(len(cols)):
-        low = cols[index - 1][1] if index > 0 else float("-inf")
-        high = cols[index + 1][0] if index + 1 < len(cols) else float("inf")
-        ys = [y for x, y in points if low <= x <= high]
-        heights.append((min(ys), max(ys)) if ys else (0.0, 0.0))
+        low = cols[index - 1][1] if index > 0 else -np.inf
+        high = cols[index + 1][0] if index + 1 < len(cols) else np.inf
+        within = ys[np.searchsorted(xs, low, "left"):np.searchsorted(xs, high, "right")]
+        heights.append((float(within.min()), float(within.max())) if within.size
+                       else (0.0, 0.0))
     return heights
 
 

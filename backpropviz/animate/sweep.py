@@ -181,10 +181,10 @@ class BackpropScene(MovingCameraScene):
                  *(op.circle for op in diagram.ops.values())]
         self.columns = columns([(p.get_left()[0], p.get_right()[0]) for p in parts])
         self.room = room
-        corners = [(x, y) for p in parts for x, y, _ in (p.get_corner(DL), p.get_corner(UR))]
-        curves = [(x, y) for edge in diagram.edges.values()
-                  for x, y, _ in edge.get_all_points()]
-        self.heights = column_heights(self.columns, corners + curves)
+        corners = [corner[:2] for p in parts for corner in (p.get_corner(DL), p.get_corner(UR))]
+        curves = [edge.get_all_points()[:, :2] for edge in diagram.edges.values()]
+        self.heights = column_heights(self.columns, np.vstack([np.reshape(corners, (-1, 2)),
+                                                               *curves]))
         self.whole = whole_view(self.columns, self.heights, room, config.frame_width)
         self.overview = self.whole.zoom if self.whole.zoom > 1 + 1e-6 else 1.0
         # The zoom at which the graph's smallest text (13 pt) is TEXT_EM on screen.
