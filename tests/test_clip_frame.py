@@ -22,7 +22,7 @@ import manim  # noqa: E402
 
 from backpropviz.animate import render_video  # noqa: E402
 from backpropviz.animate.screen import TEXT_EM, caption_top  # noqa: E402
-from backpropviz.animate.sweep import BackpropScene, _curve_points  # noqa: E402
+from backpropviz.animate.sweep import BackpropScene  # noqa: E402
 from backpropviz.captions import headings  # noqa: E402
 from backpropviz.figure import to_dot  # noqa: E402
 from backpropviz.steps import plain_constants  # noqa: E402
@@ -73,15 +73,6 @@ class Steps(BackpropScene):
         smallest = min(sizes) / frame.height * 480  # (px at 480p, as on screen now)
         self.__dict__.setdefault("noted", []).append((self.view.zoom <= self.most_zoom + 1e-9,
                                                       smallest))
-        # The points of edges on screen that run into the title's or the caption's band.
-        zoom = frame.width / manim.config.frame_width
-        centre = frame.get_center()[:2]
-        for edge in self.diagram.edges.values():
-            x, y = ((_curve_points(edge.path) - centre) / zoom).T
-            on = np.abs(x) <= manim.config.frame_width / 2
-            self.__dict__.setdefault("into_bands", []).extend(
-                (edge.key, float(v)) for v in y[on]
-                if v > self.room.top + 1e-6 or v < self.room.bottom - 1e-6)
         # The boxes and circles the frame's edges cut.
         left, right = frame.get_left()[0], frame.get_right()[0]
         bottom, top = frame.get_bottom()[1], frame.get_top()[1]
@@ -183,10 +174,8 @@ def difference(one: np.ndarray, other: np.ndarray) -> float:
 def test_type_is_40px_at_1080p_and_no_box_is_cut_in_every_step(stepped, example_args):
     scene = stepped(example_args)
     assert scene.noted
-    # Each box is in the frame whole, or not at all, at the middle of every step; no
-    # edge runs under the title or the caption.
+    # Each box is in the frame whole, or not at all, at the middle of every step.
     assert scene.__dict__.get("cut", []) == []
-    assert scene.__dict__.get("into_bands", []) == []
     least = 40 / 1080 * 480
     # Every step whose boxes fit one view at that size shows its type at least that large;
     # only a step whose operand lies far from its op (forked_neuron's x, used at both ends
@@ -217,7 +206,6 @@ def test_a_tensor_graphs_steps_are_read_at_40px_though_one_box_is_tall():
     whole = scene.noted[0][1] * scene.most_zoom / scene.whole.zoom
     assert scene.whole.zoom > 2 * scene.most_zoom and min(sizes) > 1.5 * whole
     assert scene.__dict__.get("cut", []) == []
-    assert scene.__dict__.get("into_bands", []) == []
     (x,) = [node for node, label in scene.graph.nodes(data="label") if label == "X"]
     box = scene.diagram.values[x]
     label = box.data_label()
@@ -354,24 +342,3 @@ def test_the_recap_fills_the_frame_in_type_of_40px_and_more(example, args):
     rows = [part for part in card[-1].get_family() if isinstance(part, manim.Text)
             and part.text.strip() != "•"]
     assert rows and min(row.height for row in rows) / frame.height * 1080 >= 40
-
-
-def test_a_long_edge_counts_in_the_height_of_every_column_it_crosses():
-    """An RNN's state edge arcs above the whole strip, its control points at its ends:
-    the views of the columns in between must be as high as it, or it runs under the
-    title (the frames showed it crossing the caption)."""
-    from backpropviz.animate.camera import column_heights
-
-    cols = [(0.0, 1.0), (20.0, 21.0), (40.0, 41.0), (60.0, 61.0), (99.0, 100.0)]
-    boxes = [(x, y) for left, right in cols for x in (left, right) for y in (-1.0, 1.0)]
-    arc = manim.VMobject()
-    arc.start_new_path(np.array([0.5, 1.0, 0.0]))
-    arc.add_cubic_bezier_curve_to(np.array([0.5, 14.0, 0.0]), np.array([99.5, 14.0, 0.0]),
-                                  np.array([99.5, 1.0, 0.0]))
-    heights = column_heights(cols, np.vstack([np.array(boxes), _curve_points(arc)]))
-    top = 1.0 + 0.75 * 13.0  # (the arc's height at its middle)
-    assert heights[2][1] == pytest.approx(top, abs=0.05)
-    assert all(high > 5.0 for _, high in heights[1:4])
-    # Its control points alone lie at its ends: the middle column would not know it.
-    assert column_heights(cols, np.vstack([np.array(boxes), arc.points[:, :2]]))[2] == \
-        (-1.0, 1.0)

@@ -101,16 +101,6 @@ FORWARD_PACE = 0.6
 CARD_EXTRA = 0.5
 
 
-def _curve_points(path: VMobject, samples: int = 48) -> np.ndarray:
-    """Points along ``path``'s cubic pieces (x, y), so close that a view across any part
-    of a long edge holds some of them (its control points may lie far outside it)."""
-    pieces = path.points.reshape(-1, 4, 3)[:, :, :2]
-    t = np.linspace(0.0, 1.0, samples)[None, :, None]
-    a, b, c, d = (pieces[:, i][:, None, :] for i in range(4))
-    u = 1 - t
-    return (u**3 * a + 3 * u**2 * t * b + 3 * u * t**2 * c + t**3 * d).reshape(-1, 2)
-
-
 class BackpropScene(MovingCameraScene):
     """A clip of the forward and backward passes of an IR graph.
 
@@ -192,8 +182,7 @@ class BackpropScene(MovingCameraScene):
         self.columns = columns([(p.get_left()[0], p.get_right()[0]) for p in parts])
         self.room = room
         corners = [corner[:2] for p in parts for corner in (p.get_corner(DL), p.get_corner(UR))]
-        curves = [*(_curve_points(edge.path) for edge in diagram.edges.values()),
-                  *(edge.get_all_points()[:, :2] for edge in diagram.edges.values())]
+        curves = [edge.get_all_points()[:, :2] for edge in diagram.edges.values()]
         self.heights = column_heights(self.columns, np.vstack([np.reshape(corners, (-1, 2)),
                                                                *curves]))
         self.whole = whole_view(self.columns, self.heights, room, config.frame_width)
