@@ -450,3 +450,24 @@ def test_every_caption_row_fits_the_frame_and_reads_as_the_caption(script):
         cut_matrices += sum(term.text.endswith((";", ",")) for terms in caption.line_terms
                             for term, _ in terms)
     assert cut_matrices > 0 or script == "resnet_small"
+
+
+def test_the_caption_and_title_lie_on_a_plate_that_hides_the_edges_behind(add_mul_told,
+                                                                            example):
+    """The camera is as high as the columns it shows; a long edge from far away may run
+    past the graph's room, and passes under the words, never through them."""
+    _, scene = add_mul_told
+    captions = [r["caption"] for r in scene.record if isinstance(r["caption"], StepCaption)]
+    assert captions
+    for caption in {id(c): c for c in captions}.values():
+        plate = caption.submobjects[0]
+        assert isinstance(plate, manim.BackgroundRectangle)
+        assert plate.get_fill_color().to_hex().lower() == LIGHT.background.lower()
+        assert plate.get_fill_opacity() == 1
+        words = manim.VGroup(*caption.rows)
+        assert plate.width >= words.width and plate.height >= words.height
+    # On a transparent theme the slide's own colour shows: no plate.
+    clear = story(example("add_mul", "e"), theme="transparent", phase="backward")
+    shown = [r["caption"] for r in clear.record if isinstance(r["caption"], StepCaption)]
+    assert shown and not any(isinstance(c.submobjects[0], manim.BackgroundRectangle)
+                             for c in shown)

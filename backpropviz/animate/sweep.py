@@ -16,6 +16,7 @@ from manim import (
     UP,
     UR,
     AnimationGroup,
+    BackgroundRectangle,
     Create,
     FadeIn,
     FadeOut,
@@ -431,6 +432,17 @@ class BackpropScene(MovingCameraScene):
         """An op with its operands and its result: what one beat of the story shows."""
         return [*self.graph.predecessors(op), op, *self.graph.successors(op)]
 
+    def on_plate(self, words: VMobject) -> None:
+        """Put a plate of the background's colour behind ``words`` placed in a band, so
+        that a long edge that runs past the graph's room (the camera is only as high as
+        the columns it shows) passes under them; none on a transparent theme."""
+        if self.palette.text_fill is None:
+            return
+        zoom = self.camera.frame.width / config.frame_width
+        words.add_to_back(BackgroundRectangle(words, color=self.palette.background,
+                                              fill_opacity=1, stroke_width=0,
+                                              buff=0.06 * zoom))
+
     def place(self, mobject: VMobject, x: float, y: float) -> VMobject:
         """Put ``mobject`` at (x, y) of the screen, as if the camera had not moved:
         scaled with the camera's zoom and shifted with its pans."""
@@ -598,6 +610,7 @@ class BackpropScene(MovingCameraScene):
         title = title_block(self.store, self.palette, text)
         self.place(title, -config.frame_width / 2 + SIDE_MARGIN + title.width / 2,
                    TITLE_Y - title.height / 2 + title[0].height / 2)
+        self.on_plate(title)
         if self.title is not None:
             self.remove(self.title)
         self.title = title
@@ -629,6 +642,7 @@ class BackpropScene(MovingCameraScene):
         new = step_caption(self.graph, step, caption, rule, self.store, self.palette,
                            self.precision, PAGE_ROWS)
         self.place_rows(new, new.rows[0])
+        self.on_plate(new)
         # The .srt cue is the caption's very lines, as shown.
         self.caption_text = new.text()
         if self.caption is not None:
