@@ -182,7 +182,14 @@ class BackpropScene(MovingCameraScene):
                  *(op.circle for op in diagram.ops.values())]
         self.columns = columns([(p.get_left()[0], p.get_right()[0]) for p in parts])
         self.room = room
-        corners = [corner[:2] for p in parts for corner in (p.get_corner(DL), p.get_corner(UR))]
+        # What the views must hold across each column: its boxes and circles, the
+        # contributions the sweep will write on edges (made now, as it will show them)
+        # and the edges' points; a long edge passes under the words' plates (on_plate).
+        written = [self.edge_label(edge) for edge in G.edges(keys=True)
+                   if G.edges[edge].get("grad") is not None and self._is_fork(edge[0])
+                   and G.nodes[edge[0]].get("role") != "const"]
+        corners = [corner[:2] for p in [*parts, *written]
+                   for corner in (p.get_corner(DL), p.get_corner(UR))]
         curves = [edge.get_all_points()[:, :2] for edge in diagram.edges.values()]
         self.heights = column_heights(self.columns, np.vstack([np.reshape(corners, (-1, 2)),
                                                                *curves]))
