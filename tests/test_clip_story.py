@@ -18,6 +18,7 @@ import manim
 
 from backpropviz import Value
 from backpropviz.animate import pacing
+from backpropviz.animate.mobjects import Z_FLYING
 from backpropviz.animate.motion import Along
 from backpropviz.animate.story import PHASES, StepCaption, line_terms, sum_terms
 from backpropviz.animate.sweep import BackpropScene
@@ -466,6 +467,8 @@ def test_the_caption_and_title_lie_on_a_plate_that_hides_the_edges_behind(add_mu
         assert plate.get_fill_opacity() == 1
         words = manim.VGroup(*caption.rows)
         assert plate.width >= words.width and plate.height >= words.height
+        # Over the numbers written on the graph (a contribution on its edge) too.
+        assert min(part.z_index for part in caption.get_family()) > Z_FLYING
     # On a transparent theme the slide's own colour shows: no plate.
     clear = story(example("add_mul", "e"), theme="transparent", phase="backward")
     shown = [r["caption"] for r in clear.record if isinstance(r["caption"], StepCaption)]

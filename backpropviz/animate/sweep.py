@@ -46,6 +46,7 @@ from .mobjects import (
     Z_BADGE,
     Z_MARK,
     Z_NUMBER,
+    Z_PULSE,
     GraphMobject,
     OpNode,
     Table,
@@ -449,6 +450,7 @@ class BackpropScene(MovingCameraScene):
         words.add_to_back(BackgroundRectangle(words, color=self.palette.background,
                                               fill_opacity=1, stroke_width=0,
                                               buff=0.06 * zoom))
+        words.set_z_index(Z_PULSE + 1)  # (over the graph's numbers and what moves on it)
 
     def place(self, mobject: VMobject, x: float, y: float) -> VMobject:
         """Put ``mobject`` at (x, y) of the screen, as if the camera had not moved:
