@@ -89,10 +89,10 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
         found.append(lesson)
     dead = [np.asarray(attrs["dead"], dtype=bool) for _, attrs in G.nodes(data=True)
             if attrs.get("kind") == "op" and np.any(np.asarray(attrs.get("dead", False)))]
-    # A unit dead for the whole batch (every unit, without one) zeros the weights' row
-    # that feeds it; on a batch whose examples die at different units, none is zeroed.
-    if any(mask.ndim <= 1 or mask.reshape(-1, mask.shape[-1]).all(axis=0).any()
-           for mask in dead):
+    # A unit dead for the whole batch (examples × units) zeros the weights' row that
+    # feeds it; on a batch whose examples die at different units, or on a feature map,
+    # no row is said to be zeroed.
+    if any(mask.ndim <= 1 or (mask.ndim == 2 and mask.all(axis=0).any()) for mask in dead):
         found.append("a dead ReLU zeros a row: a unit whose input was ≤ 0 passes no "
                      "gradient back, so the weights that feed it get none")
     elif dead:

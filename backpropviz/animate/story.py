@@ -236,8 +236,7 @@ class StepCaption(VGroup):
         page = self.page_of.get(key, self.page)
         if page == self.page:
             return []
-        cleared = [row for row in self.page_rows[self.page]]
-        self.page = page
+        cleared, self.page = self.page_rows[self.page], page
         return [row.animate.set_fill(opacity=0).set_stroke(opacity=0) for row in cleared]
 
     def page_text(self) -> str:
