@@ -248,6 +248,13 @@ def test_every_box_is_named_as_in_the_figure_and_constants_have_no_slot(example,
     for node, box in boxes.items():
         assert box.has_gradient_slot == (node not in constants)
         assert (box.rule is None) or node not in constants
+        # ... and centred in its box, though the engine gave it a gradient; every
+        # value's numbers inside its box.
+        label = box.data_label()
+        if node in constants:
+            assert np.isclose(label.get_center()[0], box.frame.get_center()[0])
+        assert box.frame.get_left()[0] < label.get_left()[0]
+        assert label.get_right()[0] < box.frame.get_right()[0]
 
 
 def test_no_memory_meter_unless_asked(example, stepped):

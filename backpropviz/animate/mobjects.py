@@ -349,7 +349,7 @@ class ValueNode(VGroup):
         # A value that never shows a gradient (an input that needs none) has no slot for
         # one, as the figure sizes its box: its value is centred in it.
         gradient_slot = self.has_gradient_slot = gradient_slot and bool(grad_tables)
-        grad_width = max((t.width for t in grad_tables), default=0.0)
+        grad_width = max((t.width for t in grad_tables), default=0.0) if gradient_slot else 0.0
         gap = (ARRAY_GAP if self.bracketed else NUMBER_GAP) * self.em if gradient_slot else 0.0
         content_width = data_width + gap + grad_width
         header = self._header_height() if heading is not None else 0.0
