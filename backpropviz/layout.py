@@ -37,7 +37,9 @@ class EdgePath:
     ``arrow_start`` (the spline's last point) to its tip ``arrow_end``.
     ``label`` is the centre of the edge's label, if it has one; ``badge``: the
     label is a contribution's badge that the edge runs through (two curves joined by
-    a straight run across it).
+    a straight run across it); ``loop``: a rolled loop's back edge, dashed, from the
+    block's output to the box that value enters the next repetition as, ``label`` its
+    count.
     """
 
     points: list[tuple[float, float]]
@@ -45,6 +47,7 @@ class EdgePath:
     arrow_end: tuple[float, float] | None
     label: tuple[float, float] | None = None
     badge: bool = False
+    loop: bool = False
 
 
 @dataclass
@@ -69,14 +72,20 @@ def _point(text: str) -> tuple[float, float]:
 
 
 def _edge_path(pos: str) -> tuple[list, tuple | None, tuple | None]:
-    """Parse graphviz's ``pos`` of an edge: ``e,x,y s,x,y x1,y1 x2,y2 ...``."""
-    end = None
+    """Parse graphviz's ``pos`` of an edge: ``e,x,y s,x,y x1,y1 x2,y2 ...``. An edge
+    whose arrow is at its tail (dir=back: a rolled loop's back edge) comes reversed,
+    running the way its arrow points."""
+    end = start = None
     points = []
     for part in pos.split():
         if part.startswith("e,"):
             end = _point(part[2:])
-        elif not part.startswith("s,"):  # we draw no arrow tails (dir=forward)
+        elif part.startswith("s,"):
+            start = _point(part[2:])
+        else:
             points.append(_point(part))
+    if start is not None and end is None:
+        points, end = points[::-1], start
     return points, (points[-1] if end is not None else None), end
 
 
@@ -112,6 +121,8 @@ def parse_layout(data: dict) -> Layout:
             continue  # (what untangling.py told dot, not an edge of the graph)
         points, arrow_start, arrow_end = _edge_path(edge["pos"])
         u, v = names[edge["tail"]], names[edge["head"]]
+        if edge.get("dir") == "back":  # (its path reversed: from the head to the tail)
+            u, v = v, u
         if v in badges:  # the first piece of an edge through a badge
             into[v] = points
         else:
@@ -130,7 +141,8 @@ def parse_layout(data: dict) -> Layout:
             u = edge_id.split("->", 1)[0]
         key = _edge_key(edge_id) if "#" in edge_id else 0
         result.edges[(u, v, key)] = EdgePath(points, arrow_start, arrow_end, label,
-                                             badge=edge_id in badges)
+                                             badge=edge_id in badges,
+                                             loop="loop" in edge.get("class", "").split())
     return result
 
 

@@ -25,7 +25,6 @@ __all__ = [
     "PAGE",
     "PHASES",
     "QUALITIES",
-    "ROLLED_CLIP",
     "TRAINING_FORMATS",
     "Options",
     "add_arguments",
@@ -324,8 +323,6 @@ class Options:
         if self.forward_only and self.phase not in (None, "forward"):
             raise UsageError(f"--phase {self.phase} animates the backward pass, which "
                              "--no-backward leaves out")
-        if (self.roll or self.repetition is not None) and kind == CLIP:
-            raise UsageError(ROLLED_CLIP)
         shaping = [f"--{name}" for name in ("modules", "compact", "expand")
                    if getattr(self, name)] + (["--depth"] if self.depth is not None else [])
         if shaping and kind == EXPORT and not steps:
@@ -362,11 +359,6 @@ class Options:
         if (self.training or self.iteration is not None) and self.forward_only:
             raise UsageError("--iterations and --iteration record backward passes, which "
                              "--no-backward leaves out")
-
-
-# Why a rolled loop is not animated (the clip replays every step of one drawing).
-ROLLED_CLIP = ("a clip of a rolled loop is not made yet: draw it rolled as a figure, --steps or "
-               ".html, or animate fewer steps of the loop unrolled")
 
 
 def alpha_refusal(theme: str, fmt: str) -> str | None:

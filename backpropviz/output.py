@@ -36,7 +36,6 @@ from .options import (
     KINDS,
     MEMORY_FORMATS,
     PAGE,
-    ROLLED_CLIP,
     TRAINING_FORMATS,
     Options,
     format_of,
@@ -148,9 +147,6 @@ def roll(G: nx.MultiDiGraph, options: Options, fmt: str = "svg") -> nx.MultiDiGr
                                 "--modules") from None
             if loop is None:
                 raise
-            if kind_of(fmt) == CLIP:
-                raise DrawError(f"this graph repeats one block {loop.count} times, too many "
-                                f"to lay out unrolled; {ROLLED_CLIP}") from None
         warnings.warn(f"the graph repeats one block {loop.count} times, too long to lay out "
                       "unrolled: drawn rolled, as with --roll", Note, stacklevel=3)
     repetition = options.repetition
@@ -190,9 +186,6 @@ def rolled_past_the_limit(refused: GraphTooLargeError, fmt: str,
     if loop is None:
         raise refused
     validated(G)  # (built, but refused before the builder's caller validated it)
-    if kind_of(fmt) == CLIP:
-        raise DrawError(f"this graph repeats one block {loop.count} times, too many to "
-                        f"draw unrolled; {ROLLED_CLIP}") from None
     warnings.warn(f"the graph repeats one block {loop.count} times, past --max-nodes "
                   "unrolled: drawn rolled, as with --roll", Note, stacklevel=2)
     return G, options.replace(roll=True)

@@ -56,6 +56,10 @@ def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: 
                  f"with respect to {wanted}, by the chain rule"]
     else:
         lines = [f"{number}, each value from its inputs"]
+    count = G.graph.get("loop_count")
+    if count:  # a rolled loop (rolling.py): what its one block stands for
+        lines.append(f"a loop repeated {count} times, drawn once (the dashed edge ⟲ ×{count}): "
+                     f"its numbers are repetition {G.graph['loop_step'] + 1}'s")
     card = VGroup(store.text(computed, HEADLINE_EM, palette.text))
     for line in lines:
         card.add(*(store.text(row, LINE_EM, palette.muted)

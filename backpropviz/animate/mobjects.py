@@ -16,6 +16,7 @@ from manim import (
     TAU,
     Arc,
     Circle,
+    DashedVMobject,
     Line,
     MarkupText,
     MathTex,
@@ -29,6 +30,7 @@ from manim import (
 from ..captions import IDENTIFIER, Heading, name_parts, subscripted
 from ..formatting import MAX_ITEMS, dead_cells, format_array
 from ..style import (
+    CURRENT_EDGE_PEN,
     DEAD_PEN,
     EDGE_PEN,
     EXPRESSION_PT,
@@ -50,6 +52,7 @@ __all__ = [
     "Z_PULSE",
     "EdgeArrow",
     "GraphMobject",
+    "LoopArrow",
     "OpNode",
     "Table",
     "TextStore",
@@ -476,6 +479,23 @@ class EdgeArrow(VGroup):
         return forward
 
 
+class LoopArrow(EdgeArrow):
+    """A rolled loop's back edge (rolling.py), as the figure draws it: dashed, from the
+    block's output to the box it enters the next repetition as, with ``mark`` (its
+    count, ``⟲ ×3``) where graphviz put the label. ``path`` is its whole curve, along
+    which motion runs; the dashes are what is drawn."""
+
+    def __init__(self, key: tuple, points: Sequence[np.ndarray],
+                 head: Sequence[np.ndarray] | None, color: str, width: float,
+                 mark: VMobject, dash: float) -> None:
+        super().__init__(key, points, head, color, width)
+        self.remove(self.path)
+        count = max(6, round(self.path.get_arc_length() / dash))
+        self.dashes = DashedVMobject(self.path, num_dashes=count, dashed_ratio=0.55)
+        self.mark = mark
+        self.add(self.dashes, mark)
+
+
 def _prepend_line(path: VMobject, start: np.ndarray) -> VMobject:
     """``path`` with a straight piece from ``start`` to its first point in front."""
     joined = VMobject()
@@ -517,6 +537,7 @@ class GraphMobject(VGroup):
         self.values: dict[Any, ValueNode] = {}
         self.ops: dict[Any, OpNode] = {}
         self.edges: dict[tuple, EdgeArrow] = {}
+        self.loops: dict[tuple, LoopArrow] = {}  # a rolled loop's back edges
         edge_width = pen_width(EDGE_PEN, s)
         for key, edge in layout.edges.items():
             # An edge the figure runs through its badge is one smooth curve here: the
@@ -524,6 +545,13 @@ class GraphMobject(VGroup):
             points = [self.point(*p) for p in (_smooth(edge.points) if edge.badge
                                                  else edge.points)]
             head = [self.point(*p) for p in _arrowhead(edge)] if edge.arrow_end else None
+            if edge.loop:
+                mark = store.text(f"⟲ ×{G.graph.get('loop_count')}", NAME_PT * s, theme.text)
+                if edge.label is not None:
+                    mark.move_to(self.point(*edge.label))
+                self.loops[key] = LoopArrow(key, points, head, theme.text,
+                                            pen_width(CURRENT_EDGE_PEN, s), mark, 8 * s)
+                continue
             self.edges[key] = EdgeArrow(key, points, head, theme.edge, edge_width)
         for node, attrs in G.nodes(data=True):
             box = layout.nodes[node]
@@ -537,7 +565,8 @@ class GraphMobject(VGroup):
             else:
                 self.ops[node] = OpNode(node, attrs, center_point, box.width * s / 2, s,
                                         theme, store)
-        self.add(*self.edges.values(), *self.values.values(), *self.ops.values())
+        self.add(*self.edges.values(), *self.loops.values(), *self.values.values(),
+                 *self.ops.values())
 
     def point(self, x: float, y: float) -> np.ndarray:
         """Scene coordinates of the layout point (x, y) (graphviz points, y up)."""

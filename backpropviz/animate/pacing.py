@@ -114,7 +114,13 @@ def _brief(G: nx.MultiDiGraph, step: Any) -> bool:
 
 def pace_of(G: nx.MultiDiGraph, step: Any, rules_seen: set[str], last: bool) -> Pace:
     """The pace of backward ``step`` (one of ``backward_steps(G)``), given the rules the
-    viewer has seen (by op name; this step's is added) and whether it is the last step."""
+    viewer has seen (by op name; this step's is added) and whether it is the last step.
+    A rolled loop's closing step (no op: the repetitions not drawn send their shares) is
+    held, as a fork is."""
+    if step.op is None:
+        seen = "loop" in rules_seen
+        rules_seen.add("loop")
+        return _pace("held", seen)
     name = G.nodes[step.op]["op"]
     seen = name in rules_seen
     rules_seen.add(name)
@@ -136,7 +142,9 @@ def seed_pace() -> Pace:
 def shown_rule(G: nx.MultiDiGraph, step: Any, caption: Caption, pace: Pace) -> str:
     """The rule line a step shows: the whole rule the first time; for a rule seen before
     only what is new about this step (a fork's +=, the dead units); for a brief step
-    its rule if it is short. "" for none."""
+    its rule if it is short. "" for none. A rolled loop's closing step says its whole."""
+    if step.op is None:
+        return caption.rule
     rule = ops.get(G.nodes[step.op]["op"]).rule
     notes = caption.rule[len(rule):].lstrip("; ") if caption.rule.startswith(rule) else ""
     if pace.seen or (pace.kind == "brief" and len(caption.rule) > SHORT_RULE):

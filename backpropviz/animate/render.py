@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import pathlib
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..files import make_folder, move_into_place
@@ -131,20 +133,41 @@ def _render_in(scratch: str, make_scene: Callable[..., Any], suffix: str, *, qua
         # pixel one shade apart, so two renders of a clip could differ.
         "video_encoder_options": {"threads": "1"},
     }
-    if jobs > 1:
-        movie = pathlib.Path(scratch) / f"clip{encoded}"
-        seconds = render_shared(make_scene, settings, jobs, options, movie, progress)
-    else:
-        with manim.tempconfig(settings):
-            scene = make_scene(progress=progress, **options)
-            scene.render()
-            movie = pathlib.Path(scene.renderer.file_writer.movie_file_path)
-            seconds = float(scene.time)
+    with _quiet_about_short_animations():
+        if jobs > 1:
+            movie = pathlib.Path(scratch) / f"clip{encoded}"
+            seconds = render_shared(make_scene, settings, jobs, options, movie, progress)
+        else:
+            with manim.tempconfig(settings):
+                scene = make_scene(progress=progress, **options)
+                scene.render()
+                movie = pathlib.Path(scene.renderer.file_writer.movie_file_path)
+                seconds = float(scene.time)
     if suffix == ".gif":
         gif = movie.with_suffix(".gif")
         _to_gif(movie, gif)
         movie = gif
     return movie, seconds
+
+
+class _ShorterThanAFrame(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "is too short for the current frame rate" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _quiet_about_short_animations() -> Iterator[None]:
+    """manim's warning for an animation shorter than a frame, which it then shows for a
+    frame, left unsaid: at --speed 3 and more a quick beat is that short, as meant (it
+    wrote a dozen warnings of six lines each under a clip rendered fine)."""
+    from manim import logger
+
+    quiet = _ShorterThanAFrame()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def _to_gif(source: pathlib.Path, target: pathlib.Path) -> None:

@@ -44,17 +44,18 @@ from ..captions import (
     subscripted,
     value_names,
 )
+from ..closing import repetitions
 from ..formatting import MAX_ITEMS, format_array
 from ..metrics import text_width
 from ..style import Theme
 from .mobjects import Z_FLYING, Z_MARK, Table, TextStore
 from .motion import Along, flash, stop_bar
-from .pacing import Pace, durations, factor_sources
+from .pacing import Pace, durations, factor_sources, share_pace
 from .screen import CAPTION_WIDTH, ROW_PITCH, RULE_EM, WORKED_EM, wrapped, wrapped_words
 
 __all__ = ["ENGINE_NOTES", "PHASES", "StepCaption", "Term", "add_share", "caption_lines",
-           "caption_pages", "caption_rows", "gate_stop", "line_rows_of", "line_terms",
-           "seed_story", "share_story", "spaced", "step_caption", "sum_terms"]
+           "caption_pages", "caption_rows", "closing_story", "gate_stop", "line_rows_of",
+           "line_terms", "seed_story", "share_story", "spaced", "step_caption", "sum_terms"]
 
 # When a term appears: as the upstream gradient sets off (the equation itself), as it
 # meets the local derivative (the numbers put in), as the product lands (the share),
@@ -147,16 +148,18 @@ def line_terms(line: str, upstream: Sequence[str], g_first: bool,
 
 def sum_terms(line: str) -> list[Term]:
     """The terms of a fork's sum line (``∂c/∂b = 6 + 6 = 12``): all but the sum as the
-    share arrives beside the gradient so far, the sum as it replaces them."""
+    share arrives beside the gradient so far, the sum as it replaces them. A rolled
+    loop's closing line adds several shares (``= a + b + c ≈ s``), each a term."""
     left, sign, rest = line.partition(" = ")
     *parts, equals, total = _EQUALS.split(rest) if sign else ["", "", ""]
     terms_ = "".join(parts)
     if not sign or not terms_ or " + " not in terms_:
         return [Term(line, "note", "total")]  # what an engine did instead of adding
-    before, _, share = terms_.partition(" + ")
+    before, *shares = terms_.split(" + ")
+    added = [term for share in shares
+             for term in (Term("+", "operator", "share"), Term(share, "upstream", "share"))]
     return [Term(left, "gradient", "share"), Term("=", "operator", "share"),
-            Term(before, "gradient", "share"), Term("+", "operator", "share"),
-            Term(share, "upstream", "share"), Term(equals, "operator", "total"),
+            Term(before, "gradient", "share"), *added, Term(equals, "operator", "total"),
             Term(total, "gradient", "total")]
 
 
@@ -312,6 +315,9 @@ def caption_lines(G: Any, step: Any, caption: Caption,
     if step is None:
         return _subscripted([("seed", [Term(line, "gradient", "travel")])
                              for line in caption.worked])
+    if step.op is None:  # a rolled loop's closing step: a sum line for each shared value
+        return _subscripted([(("closing", value), sum_terms(line))
+                             for value, line in zip(step.updated, caption.worked, strict=True)])
     names = value_names(G)
     upstream_name = partial_name(differentiated(G, names), names[step.result]).text
     upstream = step.grads.get(step.result)
@@ -516,9 +522,18 @@ def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, *, stop: bool,
 def add_share(scene: Any, u: Any, edge: tuple, share: Table, seconds: dict) -> None:
     """A fork: ``share`` goes beside the gradient so far (``6 + 6``), then the two
     become the running sum the IR recorded after it (``12``)."""
+    _sum_in(scene, u, share, (edge, "total"), scene.graph.edges[edge]["running"], seconds,
+            ("share", edge))
+
+
+def _sum_in(scene: Any, u: Any, share: VMobject, key: Any, total: Any, seconds: dict,
+            moment: tuple) -> None:
+    """``share`` goes beside ``u``'s gradient so far, with a plus, as the caption's line
+    ``key`` shows the terms added; then they become ``total``, the engine's sum, as the
+    line shows it. ``moment`` goes in the scene's timeline as the share arrives."""
     box, palette = scene.diagram.values[u], scene.palette
     old = scene.grad_labels[u]
-    scene.turn_page((edge, "total"))  # (a share too tall for a page has its sum on the next)
+    scene.turn_page(key)  # (a share too tall for a page has its sum on the next)
     caption: StepCaption = scene.caption
     plus = scene.store.text("+", box.em, palette.grad)
     row = VGroup(old.copy(), plus, share.copy()).arrange(RIGHT, buff=0.25 * box.em)
@@ -534,15 +549,43 @@ def add_share(scene: Any, u: Any, edge: tuple, share: Table, seconds: dict) -> N
     scene.bring_to_front(old)
     scene.play(FadeIn(plate), old.animate.move_to(row[0]).scale(row[0].width / old.width),
                FadeIn(plus), share.animate.move_to(row[2]).scale(row[2].width / share.width),
-               *caption.reveal((edge, "total"), "share"), run_time=seconds["total"])
-    scene.timeline.append(("share", edge, scene.time))
+               *caption.reveal(key, "share"), run_time=seconds["total"])
+    scene.timeline.append((*moment, scene.time))
     scene.wait(seconds["total"] / 2)
-    new = box.grad_label(scene.graph.edges[edge]["running"], scene.dead_values.get(u))
+    new = box.grad_label(total, scene.dead_values.get(u))
     parts = VGroup(old, plus, share).set_z_index(Z_FLYING)
     scene.play(ReplacementTransform(parts, new), FadeOut(plate), scene.mark_value(u, new),
-               *caption.reveal((edge, "total"), "total"), run_time=seconds["total"])
+               *caption.reveal(key, "total"), run_time=seconds["total"])
     scene.marks.remove(plate)
     _land(scene, u, new)
+
+
+def closing_story(scene: Any, step: Any, pace: Pace) -> None:
+    """A rolled loop's closing step (closing.py): the loop's back edge lit, the shares
+    of the repetitions not drawn come round it, as words (the caption writes their
+    numbers), to each shared value in turn, whose gradient becomes the engine's sum."""
+    shares = scene.graph.graph.get("loop_shares", {})
+    loops = list(scene.diagram.loops.values())
+    for index, value in enumerate(step.updated):
+        if value not in scene.diagram.values:
+            continue
+        seconds = durations(share_pace(pace, index), scene.speed)
+        box = scene.diagram.values[value]
+        said = repetitions(shares.get(value, ())) or "the other repetitions"
+        words = scene.store.text(f"⟲ {said}", box.em, scene.palette.grad).set_z_index(Z_FLYING)
+        words.move_to(loops[0].mark if loops else box.grad_slot)
+        if value not in scene.grad_labels:  # (no share of the drawn repetition: all new)
+            new = box.grad_label(step.grads[value], scene.dead_values.get(value))
+            scene.play(FadeIn(words), run_time=seconds["travel"])
+            scene.play(ReplacementTransform(words, new), scene.mark_value(value, new),
+                       *scene.caption.reveal(("closing", value), "share"),
+                       *scene.caption.reveal(("closing", value), "total"),
+                       run_time=seconds["total"])
+            _land(scene, value, new)
+            continue
+        scene.play(FadeIn(words), run_time=seconds["travel"])
+        _sum_in(scene, value, words, ("closing", value), step.grads[value], seconds,
+                ("loop", value))
 
 
 def _land(scene: Any, u: Any, label: Table) -> None:
@@ -563,7 +606,10 @@ def seed_story(scene: Any, seconds: float, queued: Sequence[Any]) -> None:
     ``queued`` animations: the caption coming in)."""
     caption: StepCaption = scene.caption
     labels = []
-    for value, seed in scene.graph.graph.get("seeds", {}).items():
+    # (and a rolled loop's shared values, drawn at an earlier repetition: the shares
+    # of the later ones, which backward reached first)
+    known = {**scene.graph.graph.get("seeds", {}), **scene.graph.graph.get("loop_before", {})}
+    for value, seed in known.items():
         label = scene.diagram.values[value].grad_label(seed)
         scene.grad_labels[value] = label
         labels.extend([scene.mark_value(value, label), FadeIn(label, scale=1.6)])

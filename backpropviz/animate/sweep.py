@@ -22,6 +22,7 @@ from manim import (
     FadeOut,
     LaggedStart,
     MovingCameraScene,
+    ReplacementTransform,
     RoundedRectangle,
     Succession,
     SurroundingRectangle,
@@ -82,6 +83,7 @@ from .story import (
     StepCaption,
     caption_lines,
     caption_rows,
+    closing_story,
     gate_stop,
     seed_story,
     share_story,
@@ -185,7 +187,9 @@ class BackpropScene(MovingCameraScene):
         self.room = room
         # What the views must hold across each column: its boxes and circles, the
         # contributions the sweep will write on edges (made now, as it will show them)
-        # and the edges' points; a long edge passes under the words' plates (on_plate).
+        # and the edges' points; a long edge passes under the words' plates (on_plate),
+        # as does a rolled loop's back edge, which arcs over the whole block (counted, it
+        # set every view at the whole graph's height).
         written = [self.edge_label(edge) for edge in G.edges(keys=True)
                    if G.edges[edge].get("grad") is not None and self._is_fork(edge[0])
                    and G.nodes[edge[0]].get("role") != "const"]
@@ -252,16 +256,16 @@ class BackpropScene(MovingCameraScene):
         card, if shown, fading out), the whole graph in view."""
         diagram = self.diagram
         boxes = [*diagram.values.values(), *diagram.ops.values()]
+        edges = [*diagram.edges.values(), *diagram.loops.values()]
         card = [FadeOut(self.card)] if self.__dict__.get("card") is not None else []
         self.move_camera(self.whole, animate=False)
         self.play(*card, LaggedStart(*(FadeIn(box) for box in boxes), lag_ratio=0.05),
-                  LaggedStart(*(Create(edge) for edge in diagram.edges.values()),
-                              lag_ratio=0.05),
+                  LaggedStart(*(Create(edge) for edge in edges), lag_ratio=0.05),
                   run_time=self.t(1.2))
         self.card = None
         # Re-add as one static layer: edges under boxes, as in the SVG.
-        self.remove(*boxes, *diagram.edges.values())
-        self.add(*diagram.edges.values(), *boxes)
+        self.remove(*boxes, *edges)
+        self.add(*edges, *boxes)
         self._tick()
 
     def rows_needed(self) -> int:
@@ -542,15 +546,41 @@ class BackpropScene(MovingCameraScene):
                             last=bool(self.steps) and step is self.steps[-1])
         self.__dict__.setdefault("paces", {})[step.index] = self.pace  # (by step, for reading)
         self.clear_marks()
-        self.focus(self._around(step.op))
+        closing = step.op is None  # (a rolled loop's closing step: story.closing_story)
+        self.focus(list(step.updated) if closing else self._around(step.op))
         self.set_caption(step.index, step)
-        self.highlight_op(step.op)
+        if closing:
+            self.highlight_loop()
+        else:
+            self.highlight_op(step.op)
         self.play(*self._pending(), run_time=self.t(0.5) * self.pace.motion)
-        self.send_gradients(step)
-        self.show_meter(self.memory.backward[step.index - 1])
+        if closing:
+            closing_story(self, step, self.pace)
+        else:
+            self.loop_sums(step)
+            self.send_gradients(step)
+            self.show_meter(self.memory.backward[self.steps_before(step)])
         self.hold(start)
         self.cue(self.shown_text(), self.page_start)
         self._tick()
+
+    def steps_before(self, step: Any) -> int:
+        """How many ops' steps come before ``step``'s (not a rolled loop's closing step)."""
+        return sum(1 for done in self.steps[:step.index - 1] if done.op is not None)
+
+    def loop_sums(self, step: Any) -> None:
+        """A rolled loop's shared value that ``step``'s op made before the loop: its
+        gradient as the step reads it, every repetition's share in (rolling.py)."""
+        after = self.graph.graph.get("loop_after", {})
+        for value in self.graph.successors(step.op):
+            if value in after and value in self.grad_labels:
+                old = self.grad_labels[value]
+                new = self.diagram.values[value].grad_label(after[value],
+                                                            self.dead_values.get(value))
+                self.play(ReplacementTransform(old, new), self.mark_value(value, new),
+                          run_time=self.t(0.5) * self.pace.motion)
+                self.grad_labels[value] = new
+                self.timeline.append(("gradient", value, self.time))
 
     def hold(self, start: float) -> None:
         """Wait until the words shown since ``start`` (and their notes) can be read
@@ -679,6 +709,14 @@ class BackpropScene(MovingCameraScene):
         edge.path.set_stroke(width=edge.path.get_stroke_width() * 1.8)
         self.marks.extend([edge.set_z_index(Z_MARK), ring.set_z_index(Z_MARK)])
         self._queue(FadeIn(edge), FadeIn(ring, scale=1.3))
+
+    def highlight_loop(self) -> None:
+        """Queue the highlight of a rolled loop's back edges: the repetitions not drawn
+        send their shares round them (the closing step)."""
+        for loop in self.diagram.loops.values():
+            lit = loop.copy().set_color(self.palette.highlight_line).set_z_index(Z_MARK)
+            self.marks.append(lit)
+            self._queue(FadeIn(lit))
 
     def mark_value(self, value: Any, label: VMobject) -> FadeIn:
         """The highlight behind a gradient this step changed (as in the SVG's step

@@ -1,0 +1,170 @@
+"""A rolled loop's clip: the block swept once, the loop's back edge drawn with its count,
+and a closing step in which the repetitions not drawn send their shares to the shared
+weights, whose gradients end as .grad holds them.
+
+The reference is the scalar recurrence of tests/loop_scripts/scalar_loop.py worked
+backward by hand below, share by share, in plain Python.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+
+import pytest
+
+pytest.importorskip("manim")
+
+from in_process import run_cli  # noqa: E402
+from test_caption_arithmetic import false_arithmetic  # noqa: E402
+from test_clip_story import Recorded, dry_played, table_cells, visible_text  # noqa: E402
+
+from backpropviz.formatting import display_number  # noqa: E402
+from backpropviz.rolling import find_loop, rolled  # noqa: E402
+from backpropviz.script import graph_of_script  # noqa: E402
+from backpropviz.views import drawn_graph  # noqa: E402
+
+LOOPS = pathlib.Path(__file__).resolve().parent / "loop_scripts"
+BENCH_SCRIPTS = pathlib.Path(__file__).resolve().parent.parent / "bench" / "scripts"
+W, U, XS = 0.8, -0.6, [0.5, -1.0, 2.0, 0.25, -0.5]  # as scalar_loop.py has them
+
+
+def shares() -> tuple[list[float], list[float]]:
+    """Each repetition's share of ∂loss/∂w and ∂loss/∂u (repetition 1 first), by the
+    chain rule worked here: h_t = tanh(w h_{t-1} + u x_t), loss = h_T²."""
+    hs = [0.0]
+    for x in XS:
+        hs.append(math.tanh(W * hs[-1] + U * x))
+    g = 2 * hs[-1]
+    to_w, to_u = [0.0] * len(XS), [0.0] * len(XS)
+    for t in range(len(XS), 0, -1):
+        pre = g * (1 - hs[t] ** 2)
+        to_w[t - 1], to_u[t - 1] = pre * hs[t - 1], pre * XS[t - 1]
+        g = pre * W
+    return to_w, to_u
+
+
+def number(table) -> float:
+    (cell,) = [c for row in table_cells(table) for c in row if c]
+    return float(cell.replace("−", "-"))
+
+
+def close(shown: float, want: float) -> bool:
+    """``shown`` is ``want`` as a box writes it (4 significant digits)."""
+    return display_number(want).replace("−", "-") == f"{shown:g}" or \
+        math.isclose(shown, want, rel_tol=6e-4, abs_tol=1e-9)
+
+
+def told(repetition: int | None = None) -> Recorded:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("STEPS", "5")
+        G = graph_of_script(LOOPS / "scalar_loop.py", quiet=True)
+    H = drawn_graph(rolled(G, find_loop(G), repetition))
+    return dry_played(Recorded, H, speed=3.0)
+
+
+@pytest.fixture(scope="module")
+def last():
+    return told()
+
+
+def by_label(scene, label):
+    return next(node for node, name in scene.graph.nodes(data="label") if name == label)
+
+
+def test_the_loops_back_edge_is_drawn_dashed_with_its_count(last):
+    (loop,) = last.diagram.loops.values()
+    assert visible_text(loop.mark) == "⟲×5"
+    assert len(loop.dashes.submobjects) >= 6
+    # from the block's output h to the box it enters the next repetition as, h_prev
+    h, h_prev = (last.diagram.values[by_label(last, name)].frame for name in ("h", "h_prev"))
+    start, end = loop.path.get_start(), loop.path.get_end()
+    assert abs(start[0] - h.get_center()[0]) < h.width / 2 + 0.1
+    assert abs(end[0] - h_prev.get_center()[0]) < h_prev.width / 2 + 0.1
+
+
+def test_the_closing_step_adds_the_other_repetitions_shares_to_w_and_u(last):
+    to_w, to_u = shares()
+    w, u = by_label(last, "w"), by_label(last, "u")
+    # What w's and u's gradients became, in order: the drawn repetition's share (the
+    # last), then, in the closing step, every repetition's sum: .grad.
+    became = {}
+    for entry in last.record:
+        for kind, cells in entry["moved"]:
+            if kind == "becomes":
+                became.setdefault(entry["step"], []).append(cells)
+    closing = max(became)
+    assert last.steps[-1].op is None and last.steps[-1].index == closing
+    for node, parts in ((w, to_w), (u, to_u)):
+        label = number(last.grad_labels[node])
+        assert close(label, sum(parts))
+    finals = {float(c.replace("−", "-")) for cells in became[closing] for row in cells
+              for c in row if c}
+    assert any(close(x, sum(to_w)) for x in finals) and any(close(x, sum(to_u)) for x in finals)
+    drawn_share = [float(c.replace("−", "-")) for step, tables in became.items()
+                   if step != closing for cells in tables for row in cells for c in row if c]
+    assert any(close(x, to_w[-1]) for x in drawn_share)
+    # the closing step's caption: true as written, every term shown by its end
+    caption = last.record[-1]["caption"] if last.record[-1]["step"] == closing else next(
+        entry["caption"] for entry in reversed(last.record) if entry["step"] == closing)
+    worked = [line for line in caption.text().splitlines() if line.startswith("∂loss/∂")]
+    assert len(worked) == 2 and all(false_arithmetic(line) is None for line in worked)
+    shown = next(entry["lines"] for entry in reversed(last.record) if entry["step"] == closing)
+    assert all(len(terms) == len(line_terms)
+               for terms, line_terms in zip(shown, caption.line_terms, strict=True))
+    assert [kind for kind, *_ in last.timeline].count("loop") == 2
+
+
+def test_an_earlier_repetition_starts_with_what_the_later_ones_sent():
+    """Drawn at repetition 2: backward reached repetitions 5 to 3 first, so w's and u's
+    gradients enter the sweep with their shares, and the closing step adds repetition
+    1's."""
+    scene = told(1)
+    to_w, to_u = shares()
+    seed = scene.captions[0]
+    assert "repetitions 5 to 3, which backward reached first" in seed.rule
+    started = scene.record[0]
+    w, u = by_label(scene, "w"), by_label(scene, "u")
+    first = next(entry["screen"] for entry in scene.record if entry["step"] is None
+                 and display_number(sum(to_w[2:])) in entry["screen"])
+    assert display_number(sum(to_u[2:])) in first and started is not None
+    assert close(number(scene.grad_labels[w]), sum(to_w))
+    assert close(number(scene.grad_labels[u]), sum(to_u))
+
+
+def test_a_rolled_loop_is_made_into_a_clip(tmp_path, caplog):
+    """... at --speed 4, whose quick beats are shorter than a frame: manim shows them
+    for a frame, and its warning of that is not passed on."""
+    out = tmp_path / "loop.mp4"
+    done = run_cli("render", LOOPS / "scalar_loop.py", "--roll", "--speed", "4", "-o", out,
+                   env={**os.environ, "STEPS": "3"}, text=True)
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_size > 0
+    subtitles = out.with_suffix(".srt").read_text()
+    assert "a loop repeated 3 times, drawn once" in subtitles
+    assert "Repetitions 2 and 1, which backward reaches after the drawn one" in subtitles
+    assert not [record for record in caplog.records if record.name == "manim"]
+
+
+def test_a_loop_too_long_to_draw_unrolled_is_animated_rolled(tmp_path, monkeypatch):
+    """400 steps, past the clip's --max-nodes unrolled: its clip is of the loop rolled
+    (said in a note), not refused."""
+    pytest.importorskip("torch")
+    import backpropviz.animate as animate
+
+    given = []
+
+    def recorded(G, path, **options):
+        given.append(G)
+        pathlib.Path(path).write_bytes(b"clip")
+        return pathlib.Path(path)
+
+    monkeypatch.setattr(animate, "render_video", recorded)
+    out = tmp_path / "rnn.mp4"
+    done = run_cli("render", BENCH_SCRIPTS / "rnn_unrolled.py", "-o", out,
+                   env={**os.environ, "STEPS": "400"}, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "repeats one block 400 times" in done.stderr and "drawn rolled" in done.stderr
+    (G,) = given
+    assert G.graph["loop_count"] == 400 and out.read_bytes() == b"clip"
