@@ -349,3 +349,30 @@ def test_the_recap_fills_the_frame_in_type_of_40px_and_more(example, args):
     rows = [part for part in card[-1].get_family() if isinstance(part, manim.Text)
             and part.text.strip() != "•"]
     assert rows and min(row.height for row in rows) / frame.height * 1080 >= 40
+
+
+def test_a_recap_too_tall_for_the_cards_type_is_set_smaller_not_cut():
+    """Four 6×2 weights' gradients and two lessons (a GRU cell's recap) are taller than
+    the frame in the cards' type: the recap is set smaller, whole inside the frame."""
+    from backpropviz import Tensor
+    from backpropviz.ir import to_networkx
+
+    rng = np.random.default_rng(0)
+    x = Tensor(rng.normal(size=(2, 1)), label="x")
+    weights = [Tensor(rng.normal(size=(6, 2)), label=f"W{i}", requires_grad=True)
+               for i in range(4)]
+    h = (weights[0] @ x).relu()
+    for w in weights[1:]:
+        h = h + (w @ x).relu()
+    loss = (h * h).sum()
+    loss.backward()
+    from backpropviz.animate.cards import recap_card
+
+    with manim.tempconfig({"quality": "low_quality", "verbosity": "WARNING"}):
+        scene = BackpropScene(to_networkx(loss))
+        scene.setup()
+        card, _, _ = recap_card(scene.graph, scene.store, scene.palette, scene.results,
+                                scene.precision, scene.dead_values)
+        # (placed at the frame's centre, in screen units)
+        assert card.height <= manim.config.frame_height
+        assert card.width <= manim.config.frame_width

@@ -125,6 +125,9 @@ def recap_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme,
         # the cards' type, though)
         card.scale(max(1.0 / grown, min(1.0, RECAP_HEIGHT / card.height,
                                          CAPTION_WIDTH / card.width)))
+    # A recap still too big for the frame (a GRU's four weights, six rows each) is set
+    # smaller than the cards' type rather than cut at the frame's edges.
+    card.scale(min(1.0, RECAP_HEIGHT / card.height, CAPTION_WIDTH / card.width))
     words = ["Recap", *([results_text(G, results, precision)] if results else []),
              *lessons(G)]
     return card, "\n".join(words), table
