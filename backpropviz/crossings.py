@@ -9,8 +9,10 @@ badge), points close to that node do not count: they meet there by design.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from itertools import combinations, pairwise
+from itertools import combinations
 from typing import Any
+
+import numpy as np
 
 __all__ = ["count_crossings", "crossing_edges"]
 
@@ -29,13 +31,14 @@ def count_crossings(layout: Mapping[str, Any]) -> int:
 def crossing_edges(layout: Mapping[str, Any]) -> list[tuple[str, str, Point]]:
     """Each crossing of ``layout``: the two edges' ids (or tail->head) and where."""
     boxes = {obj["_gvid"]: _box(obj) for obj in layout.get("objects", []) if "pos" in obj}
-    edges = [(edge, _polyline(edge)) for edge in layout.get("edges", [])]
+    edges = [(edge, line, _bounds(line))
+             for edge in layout.get("edges", []) for line in [_polyline(edge)]]
     found = []
-    for (a, line_a), (b, line_b) in combinations(edges, 2):
+    for (a, line_a, bounds_a), (b, line_b, bounds_b) in combinations(edges, 2):
+        if not _overlap(bounds_a, bounds_b):
+            continue
         shared = {a["tail"], a["head"]} & {b["tail"], b["head"]}
         near = [boxes[node] for node in shared if node in boxes]
-        if not _overlap(_bounds(line_a), _bounds(line_b)):
-            continue
         for point in _intersections(line_a, line_b):
             if not any(_inside(point, box, _NEAR_NODE) for box in near):
                 found.append((_edge_name(a), _edge_name(b), point))
@@ -99,19 +102,34 @@ def _intersections(a: list[Point], b: list[Point]) -> Iterable[Point]:
     knot) are counted once there, and only if one goes from one side of the
     other to its other side; a polyline's first point is where its edge ends."""
     hits: list[Point] = []
-    for i, (p, q) in enumerate(pairwise(a)):
-        for j, (r, s) in enumerate(pairwise(b)):
-            found = _segment_cross(p, q, r, s, i > 0, j > 0)
-            if found is None:
-                continue
-            point, t, u = found
-            if (t == 0.0 or u == 0.0) and not _through(
-                    _before(a, i) if t == 0.0 else p, point, q,
-                    _before(b, j) if u == 0.0 else r, s):
-                continue  # they touch at a knot and part on the side they came from
-            if not any(abs(point[0] - h[0]) + abs(point[1] - h[1]) < 1.0 for h in hits):
-                hits.append(point)
+    # Only the pairs of segments whose boxes meet can cross (in the order of a loop
+    # over a's segments, then b's).
+    for i, j in zip(*np.nonzero(_boxes_meet(a, b)), strict=True):
+        i, j = int(i), int(j)
+        (p, q), (r, s) = a[i:i + 2], b[j:j + 2]
+        found = _segment_cross(p, q, r, s, i > 0, j > 0)
+        if found is None:
+            continue
+        point, t, u = found
+        if (t == 0.0 or u == 0.0) and not _through(
+                _before(a, i) if t == 0.0 else p, point, q,
+                _before(b, j) if u == 0.0 else r, s):
+            continue  # they touch at a knot and part on the side they came from
+        if not any(abs(point[0] - h[0]) + abs(point[1] - h[1]) < 1.0 for h in hits):
+            hits.append(point)
     return hits
+
+
+def _boxes_meet(a: list[Point], b: list[Point]) -> np.ndarray:
+    """Whether the box of each segment of ``a`` meets that of each of ``b`` (len(a) - 1
+    by len(b) - 1)."""
+    if len(a) < 2 or len(b) < 2:
+        return np.zeros((0, 0), dtype=bool)
+    pa, pb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    low_a, high_a = np.minimum(pa[:-1], pa[1:]), np.maximum(pa[:-1], pa[1:])
+    low_b, high_b = np.minimum(pb[:-1], pb[1:]), np.maximum(pb[:-1], pb[1:])
+    return np.all((low_a[:, None, :] <= high_b[None, :, :])
+                  & (low_b[None, :, :] <= high_a[:, None, :]), axis=-1)
 
 
 def _before(line: list[Point], index: int) -> Point:
