@@ -775,7 +775,9 @@ def _closing_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name, step
     worked = [closing_line(lefts[value].text, running.get(value), shares.get(value, ()),
                            step.grads[value], precision) for value in step.updated]
     rule = closing_rule({value: shares.get(value, ()) for value in step.updated},
-                        G.graph.get("loop_count"), [names[value].text for value in step.updated])
+                        G.graph.get("loop_count"),
+                        [names[value].text for value in step.updated],
+                        bool(G.graph.get("loop_mixed")))
     texs = [rf"{lefts[value].tex} \mathrel{{+}}= \text{{the other repetitions' shares}}"
             for value in step.updated]
     return Caption(",  ".join(texts), r",\quad ".join(texs), rule, tuple(worked))

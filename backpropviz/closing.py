@@ -74,16 +74,19 @@ def closing_line(left: str, before: Any, shares: Sequence[Sequence[Any]], after:
 
 
 def closing_rule(shares: Mapping[Any, Sequence[Sequence[Any]]], count: int | None,
-                 named: Sequence[str]) -> str:
+                 named: Sequence[str], mixed: bool = False) -> str:
     """The closing step's rule in words: whose shares add to the shared values' gradients
-    (``shares`` of each, ``named`` as the caption names them), and what they are then."""
+    (``shares`` of each, ``named`` as the caption names them), and what they are then;
+    ``mixed``: backward sent some of them while it swept the drawn repetition."""
     sources = sorted({t for pairs in shares.values() for t, _ in pairs if t}, reverse=True)
     outside = max((sum(1 for t, _ in pairs if not t) for pairs in shares.values()), default=0)
     said = repetitions([[t, None] for t in sources] + [[0, None]] * outside)
     one = len(sources) + outside == 1
     names = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
     every = f"all {count} repetitions'" if count else "every repetition's"
-    return (f"{said[0].upper()}{said[1:]}, which backward reaches after the drawn one, "
+    when = ("reached while it swept the drawn one or after it" if mixed
+            else "reaches after the drawn one")
+    return (f"{said[0].upper()}{said[1:]}, which backward {when}, "
             f"add{'s its share' if one else ' their shares'} to the "
             f"gradient{'s' if len(named) > 1 else ''} of {names} (+=): now "
             f"{'each holds' if len(named) > 1 else 'it holds'} {every} shares, as .grad does")

@@ -267,8 +267,11 @@ def rolled(G: nx.MultiDiGraph, loop: Loop, repetition: int | None = None) -> nx.
         H.graph["loop_before"] = before
     closing = _closing(G, H, loop, k, source_of)
     if closing is not None:
-        H.graph.update(zip(("loop_rest_after", "loop_rest", "loop_shares"), closing,
+        *closing_step, mixed = closing
+        H.graph.update(zip(("loop_rest_after", "loop_rest", "loop_shares"), closing_step,
                            strict=True))
+        if mixed:
+            H.graph["loop_mixed"] = True
     # A shared value an op made before the loop: that op's step reads it with every
     # repetition's share in, its gradient as the engine ended with it.
     after = {value: G._node[value]["grad"] for value in loop.shared
@@ -284,13 +287,14 @@ def rolled(G: nx.MultiDiGraph, loop: Loop, repetition: int | None = None) -> nx.
 
 
 def _closing(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop, k: int,
-             source_of: dict) -> tuple[Hashable, dict, dict] | None:
+             source_of: dict) -> tuple[Hashable, dict, dict, bool] | None:
     """The closing step of the drawn repetition ``k``'s sweep: the op it follows (the
     repetition's last, as drawn), and for each shared value that backward reached
-    again after it (the earlier repetitions, and a use outside the loop not drawn,
-    until a drawn one), its gradient then as the engine held it (.grad, if no share
-    came later) and those shares, each with its repetition (1 the first, 0 none).
-    None if no shared value has a share to come."""
+    again after its drawn share (the earlier repetitions, and a use outside the loop
+    not drawn, until a drawn one), its gradient then as the engine held it (.grad, if
+    no share came later) and those shares, each with its repetition (1 the first, 0
+    none); and whether some came before the repetition's last op (an order that mixes
+    repetitions). None if no shared value has a share to come."""
     step_of = {op: step for step, op in enumerate(G.graph.get("backward_order", ()))}
     swept = [op for op in loop.repetition(k) if op in step_of]
     if not swept:
@@ -299,20 +303,25 @@ def _closing(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop, k: int,
     end = step_of[last]
     repetition_of = {node: t + 1 for t in range(loop.count) for node in loop.repetition(t)}
     drawn_ops = {source_of.get(op, op) for op, kind in H.nodes(data="kind") if kind == "op"}
-    rest, shares = {}, {}
+    rest, shares, mixed = {}, {}, False
     for value in loop.shared:
         if G._node[value].get("grad") is None:
             continue
         edges = sorted((step_of[op], op, key) for op, keyed in G._succ[value].items()
                        for key, data in keyed.items()
                        if op in step_of and data["grad"] is not None)
+        # After its last share the drawn sweep shows: an engine whose order mixes the
+        # repetitions (a children set's) may send the others' shares while it sweeps
+        # the drawn one, after that share, not only once the drawn one is done.
+        own = max((at for at, op, _ in edges if op in drawn_ops and at <= end), default=end)
         later = []
         for at, op, key in edges:
-            if at <= end:
+            if at <= own:
                 continue
             if op in drawn_ops:  # (its own step adds it)
                 break
             later.append((op, key))
+            mixed = mixed or at < end
         if not later:
             continue
         op, key = later[-1]
@@ -325,7 +334,7 @@ def _closing(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop, k: int,
                          for op, key in later]
     if not rest:
         return None
-    return loop.slots[loop.repetition(k).index(last)][-1], rest, shares
+    return loop.slots[loop.repetition(k).index(last)][-1], rest, shares, mixed
 
 
 def _sums_before(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop,

@@ -260,6 +260,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("loop_shares", GRAPH, SHARES, "a rolled loop: the shares the closing step adds "
               "to each shared value, in the order backward sent them, each with its "
               "repetition (1 the first; 0 a use outside the loop)", "rolling"),
+    Attribute("loop_mixed", GRAPH, FLAG, "a rolled loop: some shares the closing step "
+              "adds came while backward swept the drawn repetition (an engine whose order "
+              "mixes repetitions, as a children set's does), not after it", "rolling"),
     Attribute("loop_back", GRAPH, IDS, "a rolled loop's back edges, in pairs: the block's "
               "output, then the box it enters the next repetition as", "rolling"),
 )

@@ -437,3 +437,38 @@ def test_the_pages_table_names_each_repetitions_own_input(monkeypatch, tmp_path,
         assert said.startswith("the drawing shows repetition 4 of 4")
         assert ("this table, repetition" in said) == (k != 4)
     page.close()
+
+
+def test_an_engine_whose_order_mixes_the_repetitions_still_ends_on_its_grad():
+    """A student's engine that sorts with a stack sends repetitions 3 to 1's shares of w
+    while it sweeps repetition 4's block (after w's share, before u's): the closing step
+    adds them, said as such, and the last step holds w's and u's gradients by finite
+    differences (before, w was left at repetition 4's share, and jumped in the recap)."""
+    from test_caption_arithmetic import false_arithmetic
+
+    from backpropviz.captions import step_captions, value_names
+    from backpropviz.steps import backward_steps
+
+    def loss(w, u):
+        h = 0.0
+        for x in [1.0, -0.5, 0.8, 0.3]:
+            h = math.tanh(w * h + u * x)
+        return h * h
+
+    step = 1e-6
+    want = {"w": (loss(0.5 + step, -1.2) - loss(0.5 - step, -1.2)) / (2 * step),
+            "u": (loss(0.5, -1.2 + step) - loss(0.5, -1.2 - step)) / (2 * step)}
+    G = graph_of_script(LOOPS / "stack_engine_rnn.py", quiet=True)
+    H = rolled(G, find_loop(G))
+    assert H.graph["loop_mixed"] is True
+    closing = step_captions(H)[-1]
+    assert closing.rule.startswith("Repetitions 3 to 1, which backward reached while it "
+                                   "swept the drawn one or after it")
+    (line,) = closing.worked
+    assert line.startswith("∂loss/∂w = ") and false_arithmetic(line) is None
+    named = {name.text: node for node, name in value_names(H).items()}
+    last = backward_steps(H)[-1]
+    assert last.op is None and list(last.updated) == [named["w"]]
+    assert math.isclose(last.grads[named["w"]], want["w"], rel_tol=1e-6)
+    # u's last share is the drawn repetition's own: its step ends on u's gradient
+    assert math.isclose(H.nodes[named["u"]]["grad"], want["u"], rel_tol=1e-6)

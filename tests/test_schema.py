@@ -96,6 +96,9 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
     graphs.append(rolled(to_networkx(h), find_loop(to_networkx(h)), 0))  # (and loop_before)
     # (and, drawn at a later repetition, the closing step's loop_rest and shares)
     graphs.append(rolled(to_networkx(h), find_loop(to_networkx(h)), 1))
+    # (an engine whose order mixes the repetitions: loop_mixed)
+    mixed = graph_of_script(ROOT / "tests" / "loop_scripts" / "stack_engine_rnn.py", quiet=True)
+    graphs.append(rolled(mixed, find_loop(mixed)))
     if "torch" in sys.modules or _has_torch():
         graphs.append(graph_of_script(ROOT / "tests" / "torch_scripts" / "sequential.py",
                                       quiet=True))
