@@ -16,14 +16,14 @@ import pytest
 
 pytest.importorskip("manim")
 
-from in_process import run_cli  # noqa: E402
-from test_caption_arithmetic import false_arithmetic  # noqa: E402
-from test_clip_story import Recorded, dry_played, table_cells, visible_text  # noqa: E402
+from in_process import run_cli
+from test_caption_arithmetic import false_arithmetic
+from test_clip_story import Recorded, dry_played, table_cells, visible_text
 
-from backpropviz.formatting import display_number  # noqa: E402
-from backpropviz.rolling import find_loop, rolled  # noqa: E402
-from backpropviz.script import graph_of_script  # noqa: E402
-from backpropviz.views import drawn_graph  # noqa: E402
+from backpropviz.formatting import display_number
+from backpropviz.rolling import find_loop, rolled
+from backpropviz.script import graph_of_script
+from backpropviz.views import drawn_graph
 
 LOOPS = pathlib.Path(__file__).resolve().parent / "loop_scripts"
 BENCH_SCRIPTS = pathlib.Path(__file__).resolve().parent.parent / "bench" / "scripts"
