@@ -179,12 +179,15 @@ def read_graph(*roots: Any, names: Mapping[str, Any] | None = None,
                        and OBSERVED.made_by_op(node)}
     ordered = {node for node in children if _ordered(node)}
     places = _parameters(names or {}, set(children))
-    graph.order = _stable_order(graph, children, rank_of, ordered, places)
+    graph.order, rank = _stable_order(graph, children, rank_of, ordered, places)
     index = graph.index()
     for node in graph.order:
         if children[node]:
-            kids = children[node] if node in ordered else sorted(children[node],
-                                                                key=index.__getitem__)
+            # (by their earliest named descendant, then where the graph first reached
+            # them: a loop's repetitions then take their operands alike, w·h before u·x
+            # before b, though the first repetition reached b before the others' w·h)
+            kids = children[node] if node in ordered else sorted(
+                children[node], key=lambda kid: (rank[kid], index[kid]))
             _read_op(graph, node, kids, ordered=node in ordered)
     graph.params = set(places) | {node for node in nodes if not children[node]
                                   and id(node) in kept and node not in graph.constants}
@@ -203,8 +206,9 @@ def _ordered(node: Any) -> bool:
 
 def _stable_order(graph: ForeignGraph, children: dict[Any, list[Any]],
                   rank_of: dict[int, int], ordered: set,
-                  places: Mapping[Any, str]) -> list[Any]:
-    """Operands before results, in an order read from the graph alone.
+                  places: Mapping[Any, str]) -> tuple[list[Any], dict[Any, float]]:
+    """Operands before results, in an order read from the graph alone; and each node's
+    rank, the script's place of its earliest named descendant.
 
     Children kept in a tuple or list go in their order; those in a set by
     the script's order of names (a node without one: its earliest named
@@ -225,7 +229,7 @@ def _stable_order(graph: ForeignGraph, children: dict[Any, list[Any]],
 
     def key(node: Any) -> tuple:
         return rank[node], digest[node], full[node]
-    return postorder(graph.roots, children, key=key, ordered=ordered)
+    return postorder(graph.roots, children, key=key, ordered=ordered), rank
 
 
 def _parameters(names: Mapping[str, Any], nodes: set) -> dict[Any, str]:

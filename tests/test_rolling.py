@@ -472,3 +472,37 @@ def test_an_engine_whose_order_mixes_the_repetitions_still_ends_on_its_grad():
     assert math.isclose(last.grads[named["w"]], want["w"], rel_tol=1e-6)
     # u's last share is the drawn repetition's own: its step ends on u's gradient
     assert math.isclose(H.nodes[named["u"]]["grad"], want["u"], rel_tol=1e-6)
+
+
+def test_a_loop_in_an_engine_with_children_sets_is_found_with_its_bias():
+    """h = tanh(w·h + u·x + b) in the lecture's class: a set keeps the sum's operands,
+    read in the order of what each is (its earliest named descendant, then where the
+    graph reached it), so every repetition takes them alike; before, the first took b
+    last and the others first, and no loop was found (found by a trial user). The
+    rolled picture ends on w's, u's and b's gradients by finite differences."""
+    from backpropviz.captions import value_names
+    from backpropviz.steps import backward_steps
+
+    def loss(w, u, b):
+        h = 0.0
+        for x in [1.0, -0.5, 0.8, 0.3]:
+            h = math.tanh(w * h + u * x + b)
+        return h * h
+
+    at, step = (0.5, -1.2, 0.1), 1e-6
+    want = {}
+    for i, name in enumerate("wub"):
+        up, down = list(at), list(at)
+        up[i] += step
+        down[i] -= step
+        want[name] = (loss(*up) - loss(*down)) / (2 * step)
+    G = graph_of_script(LOOPS / "lecture_rnn_bias.py", quiet=True)
+    loop = find_loop(G)
+    assert loop is not None and loop.count == 4
+    H = rolled(G, loop)
+    named = {name.text: node for node, name in value_names(H).items()}
+    final = {}
+    for done in backward_steps(H):
+        final.update(done.grads)
+    for name in "wub":
+        assert math.isclose(final[named[name]], want[name], rel_tol=1e-6), name
