@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "engines"))
-from lecture import Value  # noqa: E402
+from lecture import Value
 
 w = Value(0.5)
 u = Value(-1.2)
