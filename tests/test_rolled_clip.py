@@ -131,6 +131,15 @@ def test_an_earlier_repetition_starts_with_what_the_later_ones_sent():
     assert display_number(sum(to_u[2:])) in first and started is not None
     assert close(number(scene.grad_labels[w]), sum(to_w))
     assert close(number(scene.grad_labels[u]), sum(to_u))
+    # Its title card: what is drawn is repetition 2's h, which is not the loss.
+    from backpropviz.animate.cards import title_card
+    from backpropviz.animate.mobjects import TextStore
+    from backpropviz.style import THEMES
+
+    _, said = title_card(scene.graph, TextStore(), THEMES["light"], 4, backward=True)
+    h2 = math.tanh(W * math.tanh(U * XS[0]) + U * XS[1])
+    assert f"h = {display_number(h2)}: the backward pass started at a later value" in said
+    assert "loss" not in said
 
 
 def test_a_rolled_loop_is_made_into_a_clip(tmp_path, caplog):
