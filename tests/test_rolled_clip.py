@@ -61,7 +61,7 @@ def told(repetition: int | None = None) -> Recorded:
         patch.setenv("STEPS", "5")
         G = graph_of_script(LOOPS / "scalar_loop.py", quiet=True)
     H = drawn_graph(rolled(G, find_loop(G), repetition))
-    return dry_played(Recorded, H, speed=3.0)
+    return dry_played(Recorded, H, speed=3.0, phase="backward")
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,8 @@ def test_a_rolled_loop_is_made_into_a_clip(tmp_path, caplog):
     """... at --speed 4, whose quick beats are shorter than a frame: manim shows them
     for a frame, and its warning of that is not passed on."""
     out = tmp_path / "loop.mp4"
-    done = run_cli("render", LOOPS / "scalar_loop.py", "--roll", "--speed", "4", "-o", out,
+    done = run_cli("render", LOOPS / "scalar_loop.py", "--roll", "--speed", "4", "--phase",
+                   "backward", "-o", out,
                    env={**os.environ, "STEPS": "3"}, text=True)
     assert done.returncode == 0, done.stderr
     assert out.stat().st_size > 0
