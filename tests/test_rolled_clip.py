@@ -178,3 +178,47 @@ def test_a_loop_too_long_to_draw_unrolled_is_animated_rolled(tmp_path, monkeypat
     assert "repeats one block 400 times" in done.stderr and "drawn rolled" in done.stderr
     (G,) = given
     assert G.graph["loop_count"] == 400 and out.read_bytes() == b"clip"
+
+
+def test_the_back_edge_arcs_just_over_the_block_its_count_on_no_box(monkeypatch):
+    """dot routes an RNN's back edge high over the whole block (a third of its figure's
+    height): the clip lowers it to just over the boxes it spans, its count over it,
+    on no box."""
+    pytest.importorskip("torch")
+    import manim
+
+    from backpropviz.animate.mobjects import LOOP_CLEARANCE
+    from backpropviz.animate.sweep import BackpropScene
+    from backpropviz.layout import layout
+
+    monkeypatch.setenv("STEPS", "3")
+    G = graph_of_script(BENCH_SCRIPTS / "rnn_unrolled.py", quiet=True)
+    H = drawn_graph(rolled(G, find_loop(G)))
+    with manim.tempconfig({"quality": "low_quality", "verbosity": "WARNING"}):
+        scene = BackpropScene(H)
+        scene.setup()
+    (loop,) = scene.diagram.loops.values()
+    boxes = [box.frame for box in scene.diagram.values.values()]
+    spanned = [box for box in boxes
+               if box.get_right()[0] >= loop.path.get_left()[0]
+               and box.get_left()[0] <= loop.path.get_right()[0]]
+    highest = max(box.get_top()[1] for box in spanned)
+    scale = scene.diagram.scale_factor
+    as_dot = max(y for _, y in layout(H).edges[next(iter(scene.diagram.loops))].points)
+    assert scene.diagram.point(0, as_dot)[1] > highest + 3 * LOOP_CLEARANCE * scale
+    assert highest < loop.path.get_top()[1] <= highest + 1.5 * LOOP_CLEARANCE * scale
+    mark = loop.mark
+    assert not any(mark.get_left()[0] < box.get_right()[0]
+                   and box.get_left()[0] < mark.get_right()[0]
+                   and mark.get_bottom()[1] < box.get_top()[1]
+                   and box.get_bottom()[1] < mark.get_top()[1] for box in boxes)
+
+
+def test_the_loops_count_gives_way_to_the_words_of_the_shares(last):
+    """In the closing step the words of the shares come where the count is written, the
+    count hidden meanwhile (the two were written over each other)."""
+    closing = last.steps[-1].index
+    screens = [entry["screen"] for entry in last.record if entry["step"] == closing]
+    flying = [screen for screen in screens if "⟲repetitions4to1" in screen]
+    assert flying and not any("⟲×5" in screen for screen in flying)
+    assert "⟲×5" in screens[-1]

@@ -6,6 +6,7 @@ import functools
 import pickle
 import shutil
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from html import escape
 from typing import Any
 
@@ -29,6 +30,7 @@ from manim import (
 
 from ..captions import IDENTIFIER, Heading, name_parts, subscripted
 from ..formatting import MAX_ITEMS, dead_cells, format_array
+from ..layout import EdgePath, Layout
 from ..style import (
     CURRENT_EDGE_PEN,
     DEAD_PEN,
@@ -540,6 +542,8 @@ class GraphMobject(VGroup):
         self.loops: dict[tuple, LoopArrow] = {}  # a rolled loop's back edges
         edge_width = pen_width(EDGE_PEN, s)
         for key, edge in layout.edges.items():
+            if edge.loop:
+                edge = _lowered(edge, layout)
             # An edge the figure runs through its badge is one smooth curve here: the
             # contribution moves along it rather than sitting in a kink.
             points = [self.point(*p) for p in (_smooth(edge.points) if edge.badge
@@ -593,6 +597,49 @@ def _smooth(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
         smooth[i + 1] = start + heading(smooth[i - 1], start) * reach
         smooth[i + 2] = end - heading(end, smooth[i + 4]) * reach
     return [tuple(p) for p in smooth]
+
+
+# How far (points) over the boxes it spans a loop's back edge is drawn in a clip.
+LOOP_CLEARANCE = 24.0
+
+
+def _lowered(edge: EdgePath, layout: Layout) -> EdgePath:
+    """A rolled loop's back edge brought down to arc just over the boxes it spans.
+
+    dot routes it high over the whole block (a third of the figure's height on an
+    RNN): counted in the camera's views, it set every step at the whole graph's size;
+    left out, it ran off the frame with its count. Its rise over its higher end is
+    scaled down, its ends and the boxes where dot put them."""
+    points = list(edge.points)
+    low, high = min(x for x, _ in points), max(x for x, _ in points)
+    base = max(points[0][1], points[-1][1], edge.arrow_end[1] if edge.arrow_end else -np.inf)
+    peak = _curve_top(points)  # (the curve's, below its control points')
+    top = max((box.y + box.height / 2 for box in layout.nodes.values()
+               if box.x + box.width / 2 >= low and box.x - box.width / 2 <= high),
+              default=base)
+    wanted = max(top, base) + LOOP_CLEARANCE
+    if peak <= wanted:
+        return edge
+    factor = (wanted - base) / (peak - base)
+
+    def lower(point: tuple[float, float] | None) -> tuple[float, float] | None:
+        if point is None or point[1] <= base:
+            return point
+        return point[0], base + (point[1] - base) * factor
+
+    # (its count as far over the arc's top as dot set it)
+    lowered = [lower(p) for p in points]
+    label = edge.label and (edge.label[0], _curve_top(lowered) + edge.label[1] - peak)
+    return replace(edge, points=lowered, arrow_start=lower(edge.arrow_start), label=label)
+
+
+def _curve_top(points: Sequence[tuple[float, float]]) -> float:
+    """The highest y of the cubic Bezier curve through ``points`` (1 + 3n of them)."""
+    t = np.linspace(0.0, 1.0, 17)[:, None]
+    ys = [((1 - t) ** 3 * a + 3 * (1 - t) ** 2 * t * b + 3 * (1 - t) * t ** 2 * c + t ** 3 * d)
+          for a, b, c, d in (np.array(points[i:i + 4])[:, 1]
+                             for i in range(0, len(points) - 3, 3))]
+    return float(max(np.max(y) for y in ys)) if ys else max(y for _, y in points)
 
 
 def _arrowhead(edge: Any) -> list[tuple[float, float]]:

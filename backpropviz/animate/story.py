@@ -566,6 +566,9 @@ def closing_story(scene: Any, step: Any, pace: Pace) -> None:
     numbers), to each shared value in turn, whose gradient becomes the engine's sum."""
     shares = scene.graph.graph.get("loop_shares", {})
     loops = list(scene.diagram.loops.values())
+    # The words come where the loop's count is written: it gives way to them meanwhile.
+    mark = loops[0].mark if loops else None
+    hidden = [mark.animate.set_fill(opacity=0)] if mark is not None else []
     for index, value in enumerate(step.updated):
         if value not in scene.diagram.values:
             continue
@@ -573,19 +576,23 @@ def closing_story(scene: Any, step: Any, pace: Pace) -> None:
         box = scene.diagram.values[value]
         said = repetitions(shares.get(value, ())) or "the other repetitions"
         words = scene.store.text(f"⟲ {said}", box.em, scene.palette.grad).set_z_index(Z_FLYING)
-        words.move_to(loops[0].mark if loops else box.grad_slot)
+        words.move_to(mark if mark is not None else box.grad_slot)
         if value not in scene.grad_labels:  # (no share of the drawn repetition: all new)
             new = box.grad_label(step.grads[value], scene.dead_values.get(value))
-            scene.play(FadeIn(words), run_time=seconds["travel"])
+            scene.play(FadeIn(words), *hidden, run_time=seconds["travel"])
+            hidden = []
             scene.play(ReplacementTransform(words, new), scene.mark_value(value, new),
                        *scene.caption.reveal(("closing", value), "share"),
                        *scene.caption.reveal(("closing", value), "total"),
                        run_time=seconds["total"])
             _land(scene, value, new)
             continue
-        scene.play(FadeIn(words), run_time=seconds["travel"])
+        scene.play(FadeIn(words), *hidden, run_time=seconds["travel"])
+        hidden = []
         _sum_in(scene, value, words, ("closing", value), step.grads[value], seconds,
                 ("loop", value))
+    if mark is not None:
+        scene.play(mark.animate.set_fill(opacity=1), run_time=scene.t(0.3))
 
 
 def _land(scene: Any, u: Any, label: Table) -> None:

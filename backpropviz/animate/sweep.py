@@ -187,15 +187,16 @@ class BackpropScene(MovingCameraScene):
         self.room = room
         # What the views must hold across each column: its boxes and circles, the
         # contributions the sweep will write on edges (made now, as it will show them)
-        # and the edges' points; a long edge passes under the words' plates (on_plate),
-        # as does a rolled loop's back edge, which arcs over the whole block (counted, it
-        # set every view at the whole graph's height).
+        # and the edges' points (a rolled loop's back edge, lowered to just over the
+        # boxes, with its count); a long edge passes under the words' plates (on_plate).
         written = [self.edge_label(edge) for edge in G.edges(keys=True)
                    if G.edges[edge].get("grad") is not None and self._is_fork(edge[0])
                    and G.nodes[edge[0]].get("role") != "const"]
         corners = [corner[:2] for p in [*parts, *written]
                    for corner in (p.get_corner(DL), p.get_corner(UR))]
-        curves = [edge.get_all_points()[:, :2] for edge in diagram.edges.values()]
+        curves = [edge.get_all_points()[:, :2] for edge in diagram.edges.values()] + [
+            part.get_all_points()[:, :2] for loop in diagram.loops.values()
+            for part in (loop.path, loop.mark)]
         self.heights = column_heights(self.columns, np.vstack([np.reshape(corners, (-1, 2)),
                                                                *curves]))
         self.whole = whole_view(self.columns, self.heights, room, config.frame_width)
@@ -714,7 +715,10 @@ class BackpropScene(MovingCameraScene):
         """Queue the highlight of a rolled loop's back edges: the repetitions not drawn
         send their shares round them (the closing step)."""
         for loop in self.diagram.loops.values():
-            lit = loop.copy().set_color(self.palette.highlight_line).set_z_index(Z_MARK)
+            # (its dashes and head, not its count, which gives way to the shares' words)
+            drawn = [loop.dashes, *([loop.head] if hasattr(loop, "head") else [])]
+            lit = VGroup(*(part.copy() for part in drawn))
+            lit.set_color(self.palette.highlight_line).set_z_index(Z_MARK)
             self.marks.append(lit)
             self._queue(FadeIn(lit))
 
