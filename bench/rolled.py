@@ -12,7 +12,11 @@ Measured in one run, each a median of ``--repeats`` wall times:
 (b) in the library, the IR already built: finding the loop (``find_loop``) and
     rolling it, drawing the rolled SVG, and bare ``dot -Tsvg`` on its DOT, the
     floor of any graphviz drawing of it;
-(c) the step-through page of the rolled loop (``-o .html``) against its SVG.
+(c) the step-through page of the rolled loop (``-o .html``) against its SVG;
+(d) the clip of the rolled loop (``-o .mp4``, 480p, once), in seconds of rendering per
+    second of clip, against the clip of the loop unrolled over 3 steps (which is drawn
+    as it is): the rolled clip sweeps one block and a closing step, so it should cost
+    what any clip of its length does.
 
 The issue's target (issue 25): the 300-step RNN drawn in at most 10 s.
 """
@@ -52,6 +56,14 @@ def cli(out: Path, steps: int, *flags: str) -> Callable[[], None]:
     return run
 
 
+def clip_length(path: Path) -> float:
+    """A clip's length in seconds, read from the file."""
+    import av
+
+    with av.open(str(path)) as movie:
+        return movie.duration / av.time_base
+
+
 def bare_dot(source: str) -> None:
     subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True, check=True)
 
@@ -75,6 +87,10 @@ def main() -> None:
         asked_cli = wall(cli(out / "asked.svg", steps, "--roll"), repeats)
         short_cli = wall(cli(out / "short.svg", 10), repeats)
         page_cli = wall(cli(out / "rolled.html", steps), repeats)
+        clips = {}
+        for name, count in (("rolled", steps), ("unrolled", 3)):
+            clips[name] = wall(cli(out / f"{name}.mp4", count), 1), clip_length(
+                out / f"{name}.mp4")
         os.environ["STEPS"] = str(steps)
         G = graph_of_script(SCRIPT, quiet=True)
         found = wall(lambda: rolled(G, find_loop(G)), repeats)
@@ -91,6 +107,11 @@ def main() -> None:
           f"{drawing:.2f} s; bare dot on its DOT {floor:.2f} s: ratio {drawing / floor:.2f}x")
     print(f"(c) the rolled page, CLI: {page_cli:.2f} s; its SVG {rolled_cli:.2f} s: "
           f"ratio {page_cli / rolled_cli:.2f}x")
+    (rolled_s, rolled_len), (short_s, short_len) = clips["rolled"], clips["unrolled"]
+    print(f"(d) the rolled clip, CLI, 480p: {rolled_s:.1f} s for {rolled_len:.1f} s of clip "
+          f"({rolled_s / rolled_len:.2f} s/s); the 3-step loop unrolled {short_s:.1f} s for "
+          f"{short_len:.1f} s ({short_s / short_len:.2f} s/s): ratio "
+          f"{(rolled_s / rolled_len) / (short_s / short_len):.2f}x")
 
 
 if __name__ == "__main__":
