@@ -577,20 +577,19 @@ def closing_story(scene: Any, step: Any, pace: Pace) -> None:
         said = repetitions(shares.get(value, ())) or "the other repetitions"
         words = scene.store.text(f"⟲ {said}", box.em, scene.palette.grad).set_z_index(Z_FLYING)
         words.move_to(mark if mark is not None else box.grad_slot)
-        if value not in scene.grad_labels:  # (no share of the drawn repetition: all new)
-            new = box.grad_label(step.grads[value], scene.dead_values.get(value))
-            scene.play(FadeIn(words), *hidden, run_time=seconds["travel"])
-            hidden = []
-            scene.play(ReplacementTransform(words, new), scene.mark_value(value, new),
-                       *scene.caption.reveal(("closing", value), "share"),
-                       *scene.caption.reveal(("closing", value), "total"),
-                       run_time=seconds["total"])
-            _land(scene, value, new)
-            continue
         scene.play(FadeIn(words), *hidden, run_time=seconds["travel"])
         hidden = []
-        _sum_in(scene, value, words, ("closing", value), step.grads[value], seconds,
-                ("loop", value))
+        if value in scene.grad_labels:
+            _sum_in(scene, value, words, ("closing", value), step.grads[value], seconds,
+                    ("loop", value))
+            continue
+        # (no share of the drawn repetition: the words become its gradient)
+        new = box.grad_label(step.grads[value], scene.dead_values.get(value))
+        scene.play(ReplacementTransform(words, new), scene.mark_value(value, new),
+                   *scene.caption.reveal(("closing", value), "share"),
+                   *scene.caption.reveal(("closing", value), "total"),
+                   run_time=seconds["total"])
+        _land(scene, value, new)
     if mark is not None:
         scene.play(mark.animate.set_fill(opacity=1), run_time=scene.t(0.3))
 
