@@ -18,7 +18,7 @@ from .formatting import MAX_ITEMS, format_array, number_text, superscript
 from .ir import operand_edges
 from .metrics import text_width
 from .ops import ATOM, POSTFIX
-from .steps import backward_steps
+from .steps import backward_steps, loop_sums_known
 from .style import EXPRESSION_PT, VALUE_PT
 from .worked import as_written, exactly, plus, rule_shares, same, written_exactly, zero
 
@@ -433,14 +433,14 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
                  for root, seed in seeds.items()]
         texs = [rf"{partial_name(top, names[root]).tex} = \text{{given}}" for root in seeds]
         rule = "the backward pass started at a later value; its gradient enters the drawing here"
-        if G.graph.get("loop_before"):  # (a rolled loop drawn at an earlier repetition)
+        if loop_sums_known(G):  # (a rolled loop drawn at an earlier repetition)
             later = range(G.graph["loop_step"] + 2, G.graph["loop_count"] + 1)
             which = (f"repetition {later[0]}" if len(later) == 1 else
                      f"repetitions {later[-1]} and {later[0]}" if len(later) == 2 else
                      f"repetitions {later[-1]} to {later[0]}")
             rule += (f"; {which}, which backward reached first, sent "
                      f"{'its' if len(later) == 1 else 'their'} shares to "
-                     f"{_listed([names[v].text for v in G.graph['loop_before']])} already")
+                     f"{_listed([names[v].text for v in loop_sums_known(G)])} already")
         return _plain(",  ".join(texts) + " (from beyond the drawing)", r",\quad ".join(texs),
                       rule)
     texts, texs = [], []
@@ -754,6 +754,11 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
                      "; each repetition of the loop adds its share to the weight's gradient "
                      "(+=)" if any(u in looped for u, _, _ in step.edges) else
                      "; backward passes add to the gradient already there (+=)")
+        arrived = [u for u, _, _ in step.edges if u in G.graph.get("loop_arrived", ())]
+        if arrived:  # (the sum so far came while this repetition was swept: say whence)
+            rule += (f"; {_listed([names[u].text for u in dict.fromkeys(arrived)])} held "
+                     "the other repetitions' shares already, which this engine sent while "
+                     "it swept this one (its order mixes the repetitions)")
         if step.result in G.graph.get("loop_after", {}):
             rule += (f"; by now {names[step.result].text} holds the shares of all "
                      f"{G.graph.get('loop_count')} repetitions of the loop")

@@ -30,7 +30,7 @@ from .practice import practice_questions
 from .schema import validated_once
 from .script import as_graph
 from .step_drawing import StepDrawing
-from .steps import backward_steps, closing_step, dead_masks, start_grads
+from .steps import backward_steps, closing_step, dead_masks, loop_sums_known, start_grads
 from .style import THEMES
 from .typeset import caption_runs
 from .views import drawn_graph
@@ -144,7 +144,7 @@ def value_details(G: nx.MultiDiGraph) -> dict[str, dict[str, Any]]:
     seeds = G.graph.get("seeds", {})
     details = {str(node): {"grads": [], "sources": []}
                for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
-    for node, before in G.graph.get("loop_before", {}).items():  # (not a share drawn)
+    for node, before in loop_sums_known(G).items():  # (not a share drawn)
         details[str(node)]["grads"].append([0, _exact(before)])
         details[str(node)]["sources"].append({
             "edge": None, "op": None, "operand": None, "step": 0, "share": _exact(before),

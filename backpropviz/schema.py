@@ -248,6 +248,10 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("loop_before", GRAPH, SEEDS, "a rolled loop: each shared value's gradient "
               "when the drawn repetition's backward began (the later repetitions' shares), "
               "as the engine held it", "rolling"),
+    Attribute("loop_arrived", GRAPH, IDS, "a rolled loop: the shared values whose "
+              "loop_before reached them while backward swept the drawn repetition (an order "
+              "that mixes repetitions), so known at their drawn share's step, not before",
+              "rolling"),
     Attribute("loop_after", GRAPH, SEEDS, "a rolled loop: each shared value made by an "
               "op before the loop, and its gradient once every repetition had sent its share "
               "(what that op's step reads)", "rolling"),

@@ -14,8 +14,8 @@ from . import ops
 from .ir import IRError, operand_edges, result_of
 
 __all__ = ["Step", "StepState", "backward_steps", "changed_between", "closing_step", "dead_masks",
-           "fork_edges", "gradient_history", "plain_constants", "start_grads", "state_at",
-           "step_count"]
+           "fork_edges", "gradient_history", "loop_sums_known", "plain_constants",
+           "start_grads", "state_at", "step_count"]
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,17 @@ def gradient_history(G: nx.MultiDiGraph) -> dict[Any, list]:
 
 def start_grads(G: nx.MultiDiGraph) -> dict[Any, Any]:
     """The gradients known before the first backward step: the seeds, and in a rolled
-    loop (rolling.py) what the later repetitions had sent the shared weights already."""
-    return {**G.graph.get("seeds", {}), **G.graph.get("loop_before", {})}
+    loop (rolling.py) what the later repetitions had sent the shared weights already
+    (not what reached one while the drawn repetition was swept: ``loop_arrived``)."""
+    return {**G.graph.get("seeds", {}), **loop_sums_known(G)}
+
+
+def loop_sums_known(G: nx.MultiDiGraph) -> dict[Any, Any]:
+    """A rolled loop's shared values' gradients from the later repetitions, known when
+    the drawn repetition's sweep begins (rolling.py)."""
+    arrived = set(G.graph.get("loop_arrived", ()))
+    return {value: grad for value, grad in G.graph.get("loop_before", {}).items()
+            if value not in arrived}
 
 
 def _replay(G: nx.MultiDiGraph) -> Iterator[tuple[Any, list, list, list, dict]]:

@@ -222,3 +222,24 @@ def test_the_loops_count_gives_way_to_the_words_of_the_shares(last):
     flying = [screen for screen in screens if "⟲repetitions4to1" in screen]
     assert flying and not any("⟲×5" in screen for screen in flying)
     assert "⟲×5" in screens[-1]
+
+
+def test_a_share_that_came_while_the_block_was_swept_is_shown_when_it_is_added():
+    """A student's stack-sorted engine sends repetitions 3 to 1's shares of u while it
+    sweeps repetition 4's block: u has no gradient on screen until its step, where its
+    sum so far comes in, then the drawn share is added to it, the whole sum line shown
+    (it showed u's sum so far from the start, and then the line never appeared)."""
+    G = graph_of_script(LOOPS / "stack_engine_rnn.py", quiet=True)
+    H = drawn_graph(rolled(G, find_loop(G)))
+    scene = dry_played(Recorded, H, speed=3.0, phase="backward")
+    (u,) = H.graph["loop_arrived"]
+    so_far = display_number(H.graph["loop_before"][u])
+    (step,) = [done for done in scene.steps if u in done.updated]
+    before = [entry["screen"].split(" | ")[0] for entry in scene.record
+              if entry["step"] is None or entry["step"] < step.index]
+    assert before and not any(so_far in screen for screen in before)
+    last = [entry for entry in scene.record if entry["step"] == step.index][-1]
+    caption = last["caption"]
+    (line,) = [i for i, text in enumerate(caption.line_texts)
+               if text.startswith(f"∂loss/∂u = {so_far} + ")]
+    assert len(last["lines"][line]) == len(caption.line_terms[line])

@@ -447,7 +447,7 @@ def test_an_engine_whose_order_mixes_the_repetitions_still_ends_on_its_grad():
     from test_caption_arithmetic import false_arithmetic
 
     from backpropviz.captions import step_captions, value_names
-    from backpropviz.steps import backward_steps
+    from backpropviz.steps import backward_steps, start_grads
 
     def loss(w, u):
         h = 0.0
@@ -470,8 +470,15 @@ def test_an_engine_whose_order_mixes_the_repetitions_still_ends_on_its_grad():
     last = backward_steps(H)[-1]
     assert last.op is None and list(last.updated) == [named["w"]]
     assert math.isclose(last.grads[named["w"]], want["w"], rel_tol=1e-6)
-    # u's last share is the drawn repetition's own: its step ends on u's gradient
+    # u's last share is the drawn repetition's own: its step ends on u's gradient. The
+    # other repetitions' shares reached u while repetition 4 was swept, not before: u has
+    # no gradient when the sweep begins, and its step says whence its sum so far came.
     assert math.isclose(H.nodes[named["u"]]["grad"], want["u"], rel_tol=1e-6)
+    assert H.graph["loop_arrived"] == [named["u"]] and named["u"] not in start_grads(H)
+    (adds,) = [done for done in backward_steps(H) if named["u"] in done.updated]
+    assert math.isclose(adds.grads[named["u"]], want["u"], rel_tol=1e-6)
+    assert "u held the other repetitions' shares already, which this engine sent while " \
+        "it swept this one" in step_captions(H)[adds.index].rule
 
 
 def test_a_loop_in_an_engine_with_children_sets_is_found_with_its_bias():

@@ -47,6 +47,7 @@ from ..captions import (
 from ..closing import repetitions
 from ..formatting import MAX_ITEMS, format_array
 from ..metrics import text_width
+from ..steps import start_grads
 from ..style import Theme
 from .mobjects import Z_FLYING, Z_MARK, Table, TextStore
 from .motion import Along, flash, stop_bar
@@ -492,6 +493,13 @@ def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, *, stop: bool,
     product.move_to(meeting).set_z_index(Z_FLYING)
     on_edge = [FadeIn(scene.edge_label(edge), scale=1.3)] if fork else []
     old = scene.grad_labels.get(u)
+    if old is None and u in G.graph.get("loop_arrived", ()) and caption.adds(edge):
+        # A rolled loop's weight that the other repetitions reached while this one was
+        # swept (an order that mixes them): its sum so far comes in now, then this share.
+        old = box.grad_label(G.graph["loop_before"][u], scene.dead_values.get(u))
+        scene.play(FadeIn(old, scale=1.3), scene.mark_value(u, old),
+                   run_time=seconds["land"] * 0.5)
+        _land(scene, u, old)
     if old is None:
         label = box.grad_label(G.edges[edge]["running"], scene.dead_values.get(u))
         scene.play(Succession(ReplacementTransform(flying, product,
@@ -614,8 +622,7 @@ def seed_story(scene: Any, seconds: float, queued: Sequence[Any]) -> None:
     labels = []
     # (and a rolled loop's shared values, drawn at an earlier repetition: the shares
     # of the later ones, which backward reached first)
-    known = {**scene.graph.graph.get("seeds", {}), **scene.graph.graph.get("loop_before", {})}
-    for value, seed in known.items():
+    for value, seed in start_grads(scene.graph).items():
         label = scene.diagram.values[value].grad_label(seed)
         scene.grad_labels[value] = label
         labels.extend([scene.mark_value(value, label), FadeIn(label, scale=1.6)])
