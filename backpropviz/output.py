@@ -186,8 +186,9 @@ def rolled_past_the_limit(refused: GraphTooLargeError, fmt: str,
     if loop is None:
         raise refused
     validated(G)  # (built, but refused before the builder's caller validated it)
-    warnings.warn(f"the graph repeats one block {loop.count} times, past --max-nodes "
-                  "unrolled: drawn rolled, as with --roll", Note, stacklevel=2)
+    if not (options.roll or options.repetition is not None):  # (else as asked: unsaid)
+        warnings.warn(f"the graph repeats one block {loop.count} times, past --max-nodes "
+                      "unrolled: drawn rolled, as with --roll", Note, stacklevel=2)
     return G, options.replace(roll=True)
 
 

@@ -161,12 +161,23 @@ def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
     producer.check_size(chosen)
     if backward:
         producer.backward(chosen)
-    G = producer.graph(chosen)
+    try:
+        G = producer.graph(chosen)
+    except GraphTooLargeError as refused:
+        if refused.graph is not None:  # (as it is drawn, for its loop to be drawn rolled)
+            refused.graph = _finished(refused.graph, namespace, tree, fold)
+        raise
     validate(G)
-    name_constants(G, number_names(namespace, tree))
-    if fold:
-        G = fold_chains(G)
+    G = _finished(G, namespace, tree, fold)
     return G if backward else without_gradients(G)
+
+
+def _finished(G: nx.MultiDiGraph, namespace: dict[str, Any], tree: Any,
+              fold: bool) -> nx.MultiDiGraph:
+    """``G`` with its constants named after the script's numbers, its chains of +
+    folded (unless not ``fold``)."""
+    name_constants(G, number_names(namespace, tree))
+    return fold_chains(G) if fold else G
 
 
 def find_roots(namespace: dict[str, Any], names: Sequence[str] = (),

@@ -243,3 +243,33 @@ def test_a_share_that_came_while_the_block_was_swept_is_shown_when_it_is_added()
     (line,) = [i for i, text in enumerate(caption.line_texts)
                if text.startswith(f"∂loss/∂u = {so_far} + ")]
     assert len(last["lines"][line]) == len(caption.line_terms[line])
+
+
+def test_a_loop_asked_rolled_past_the_clips_limit_is_the_figures_loop(tmp_path, monkeypatch):
+    """--roll on a loop past --max-nodes unrolled: the clip's graph is the figure's (its
+    chain of + folded into one, its constants named), and no note says it was rolled
+    by itself, as it was asked (found by a trial user: the clip's + chain was not folded,
+    and a note said 'drawn rolled, as with --roll' to one who had given --roll)."""
+    import backpropviz.animate as animate
+
+    given = []
+
+    def recorded(G, path, **options):
+        given.append(G)
+        pathlib.Path(path).write_bytes(b"clip")
+        return pathlib.Path(path)
+
+    monkeypatch.setattr(animate, "render_video", recorded)
+    script = LOOPS / "lecture_rnn_bias.py"
+    done = run_cli("render", script, "--roll", "--max-nodes", "30", "-o", tmp_path / "x.mp4",
+                   text=True)
+    assert done.returncode == 0, done.stderr
+    assert "drawn rolled" not in done.stderr
+    (clip,) = given
+    G = graph_of_script(script, quiet=True)
+    figure = drawn_graph(rolled(G, find_loop(G)))
+    ops = sorted((attrs["op"], clip.in_degree(node)) for node, attrs in clip.nodes(data=True)
+                 if attrs["kind"] == "op")
+    assert ("add", 3) in ops
+    assert ops == sorted((attrs["op"], figure.in_degree(node))
+                         for node, attrs in figure.nodes(data=True) if attrs["kind"] == "op")
