@@ -184,22 +184,22 @@ def test_a_long_loop_is_rolled_by_itself(tmp_path):
 
 
 def test_a_loop_past_max_nodes_is_drawn_rolled(tmp_path):
-    """400 steps: past --max-nodes unrolled (refused before the layout is even tried),
+    """500 steps: past --max-nodes unrolled (refused before the layout is even tried),
     drawn rolled, with the repetition count (its clip: test_rolled_clip.py)."""
     pytest.importorskip("torch")
     from in_process import run_cli
 
     script = BENCH_SCRIPTS / "rnn_unrolled.py"
-    env = {**os.environ, "STEPS": "400"}
+    env = {**os.environ, "STEPS": "500"}
     out = tmp_path / "rnn.svg"
     done = run_cli("render", script, "-o", out, env=env, text=True)
     assert done.returncode == 0, done.stderr
-    assert "repeats one block 400 times, past --max-nodes" in done.stderr
-    assert "⟲ ×400" in out.read_text()
+    assert "repeats one block 500 times, past --max-nodes" in done.stderr
+    assert "⟲ ×500" in out.read_text()
     # (its export, which --max-nodes does not bound, is the whole loop unrolled)
     G = from_node_link(json.loads(run_cli("render", script, "-o", "-", "--format", "json",
                                           env=env).stdout))
-    assert find_loop(G).count == 400
+    assert find_loop(G).count == 500
 
 
 def test_repetition_out_of_range_and_no_loop_are_said(tmp_path, capsys):
