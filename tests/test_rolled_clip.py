@@ -219,7 +219,7 @@ def test_the_loops_count_gives_way_to_the_words_of_the_shares(last):
     count hidden meanwhile (the two were written over each other)."""
     closing = last.steps[-1].index
     screens = [entry["screen"] for entry in last.record if entry["step"] == closing]
-    flying = [screen for screen in screens if "⟲repetitions4to1" in screen]
+    flying = [screen for screen in screens if "⟲4shares" in screen]
     assert flying and not any("⟲×5" in screen for screen in flying)
     assert "⟲×5" in screens[-1]
 

@@ -44,7 +44,6 @@ from ..captions import (
     subscripted,
     value_names,
 )
-from ..closing import repetitions
 from ..formatting import MAX_ITEMS, format_array
 from ..metrics import text_width
 from ..steps import start_grads
@@ -582,8 +581,10 @@ def closing_story(scene: Any, step: Any, pace: Pace) -> None:
             continue
         seconds = durations(share_pace(pace, index), scene.speed)
         box = scene.diagram.values[value]
-        said = repetitions(shares.get(value, ())) or "the other repetitions"
-        words = scene.store.text(f"⟲ {said}", box.em, scene.palette.grad).set_z_index(Z_FLYING)
+        # (as short as the count it stands in for: the caption says whose they are)
+        count = len(shares.get(value, ()))
+        said = f"⟲ {count} share{'s' if count != 1 else ''}" if count else "⟲ the others'"
+        words = scene.store.text(said, box.em, scene.palette.grad).set_z_index(Z_FLYING)
         words.move_to(mark if mark is not None else box.grad_slot)
         scene.play(FadeIn(words), *hidden, run_time=seconds["travel"])
         hidden = []
