@@ -396,6 +396,13 @@ def _block_nodes(G: nx.MultiDiGraph, loop: Loop, k: int, drawn: dict,
             own = [G._node[value].get("label") for value in slot]
             if all(own) and len(set(own)) == len(own) and not _stepped(G, slot):
                 attrs["loop_names"] = own  # (each repetition's input its own: x[t])
+            elif not any(own) and not G._pred[slot[k]] and len(
+                    {G._node[value]["data"] for value in slot
+                     if isinstance(G._node[value]["data"], (int, float))}) > 1:
+                # (an unnamed number each repetition has its own of, named by it as the
+                # drawing names the drawn one's: 1, −0.5, …, not the drawn −1.2 at each)
+                names = value_names(G.subgraph(slot))
+                attrs["loop_names"] = [names[value].text for value in slot]
         nodes.append((slot[last], attrs))
     for source, box in entering.items():
         first = next(first for slot, _, _, first in loop.carried if slot == source)

@@ -513,3 +513,15 @@ def test_a_loop_in_an_engine_with_children_sets_is_found_with_its_bias():
         final.update(done.grads)
     for name in "wub":
         assert math.isclose(final[named[name]], want[name], rel_tol=1e-6), name
+
+
+def test_an_unnamed_input_of_each_repetition_is_named_by_its_own_number_on_the_slider():
+    """x wrapped in a Value at each step has no name: the drawing names it by the drawn
+    repetition's number (0.3); the page's slider names it at each repetition by that
+    repetition's own (it read "0.3 | 1" at t = 1; found by a trial user)."""
+    from backpropviz.page_loop import loop_data
+
+    G = graph_of_script(LOOPS / "lecture_rnn_bias.py", quiet=True)
+    rows = loop_data(rolled(G, find_loop(G)))["rows"]
+    (x,) = [row for row in rows if row["name"] == "0.3"]
+    assert x["names"] == ["1", "−0.5", "0.8", "0.3"] == x["data"]
