@@ -69,6 +69,23 @@ def last():
     return told()
 
 
+@pytest.fixture
+def given(monkeypatch):
+    """The graphs handed to render_video, which writes a stand-in file instead (for
+    what the command line animates, not how)."""
+    import backpropviz.animate as animate
+
+    graphs = []
+
+    def recorded(G, path, **options):
+        graphs.append(G)
+        pathlib.Path(path).write_bytes(b"clip")
+        return pathlib.Path(path)
+
+    monkeypatch.setattr(animate, "render_video", recorded)
+    return graphs
+
+
 def by_label(scene, label):
     return next(node for node, name in scene.graph.nodes(data="label") if name == label)
 
@@ -157,20 +174,10 @@ def test_a_rolled_loop_is_made_into_a_clip(tmp_path, caplog):
     assert not [record for record in caplog.records if record.name == "manim"]
 
 
-def test_a_loop_too_long_to_draw_unrolled_is_animated_rolled(tmp_path, monkeypatch):
+def test_a_loop_too_long_to_draw_unrolled_is_animated_rolled(tmp_path, given):
     """400 steps, past the clip's --max-nodes unrolled: its clip is of the loop rolled
     (said in a note), not refused."""
     pytest.importorskip("torch")
-    import backpropviz.animate as animate
-
-    given = []
-
-    def recorded(G, path, **options):
-        given.append(G)
-        pathlib.Path(path).write_bytes(b"clip")
-        return pathlib.Path(path)
-
-    monkeypatch.setattr(animate, "render_video", recorded)
     out = tmp_path / "rnn.mp4"
     done = run_cli("render", BENCH_SCRIPTS / "rnn_unrolled.py", "-o", out,
                    env={**os.environ, "STEPS": "400"}, text=True)
@@ -245,21 +252,11 @@ def test_a_share_that_came_while_the_block_was_swept_is_shown_when_it_is_added()
     assert len(last["lines"][line]) == len(caption.line_terms[line])
 
 
-def test_a_loop_asked_rolled_past_the_clips_limit_is_the_figures_loop(tmp_path, monkeypatch):
+def test_a_loop_asked_rolled_past_the_clips_limit_is_the_figures_loop(tmp_path, given):
     """--roll on a loop past --max-nodes unrolled: the clip's graph is the figure's (its
     chain of + folded into one, its constants named), and no note says it was rolled
     by itself, as it was asked (found by a trial user: the clip's + chain was not folded,
     and a note said 'drawn rolled, as with --roll' to one who had given --roll)."""
-    import backpropviz.animate as animate
-
-    given = []
-
-    def recorded(G, path, **options):
-        given.append(G)
-        pathlib.Path(path).write_bytes(b"clip")
-        return pathlib.Path(path)
-
-    monkeypatch.setattr(animate, "render_video", recorded)
     script = LOOPS / "lecture_rnn_bias.py"
     done = run_cli("render", script, "--roll", "--max-nodes", "30", "-o", tmp_path / "x.mp4",
                    text=True)
