@@ -133,7 +133,13 @@ def _render_in(scratch: str, make_scene: Callable[..., Any], suffix: str, *, qua
         # pixel one shade apart, so two renders of a clip could differ.
         "video_encoder_options": {"threads": "1"},
     }
-    with _quiet_about_short_animations():
+    if encoded == ".webm":
+        # libvpx's VP9 at its default speed made a clip's WebM take 4.5 times its MP4's
+        # time (the D2L MLP at 480p: 65 s, not 15); at cpu-used 5, some 44 s, the file a
+        # fifth larger. (Its "realtime" mode, at 15 s, left the see-through background's
+        # alpha at 1 of 255, not 0.)
+        settings["video_encoder_options"] |= {"deadline": "good", "cpu-used": "5"}
+    with _unsaid_warnings():
         if jobs > 1:
             movie = pathlib.Path(scratch) / f"clip{encoded}"
             seconds = render_shared(make_scene, settings, jobs, options, movie, progress)
@@ -150,19 +156,24 @@ def _render_in(scratch: str, make_scene: Callable[..., Any], suffix: str, *, qua
     return movie, seconds
 
 
-class _ShorterThanAFrame(logging.Filter):
+class _Unsaid(logging.Filter):
+    """manim's warnings of what the clip means to do: an animation shorter than a frame,
+    which it shows for a frame (at --speed 3 and more a quick beat is that short, as
+    meant: a dozen warnings of six lines each under a clip rendered fine), and WebM,
+    "slower than other formats", asked for."""
+
+    MEANT = ("is too short for the current frame rate", "this can be slower than other")
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return "is too short for the current frame rate" not in record.getMessage()
+        return not any(text in record.getMessage() for text in self.MEANT)
 
 
 @contextlib.contextmanager
-def _quiet_about_short_animations() -> Iterator[None]:
-    """manim's warning for an animation shorter than a frame, which it then shows for a
-    frame, left unsaid: at --speed 3 and more a quick beat is that short, as meant (it
-    wrote a dozen warnings of six lines each under a clip rendered fine)."""
+def _unsaid_warnings() -> Iterator[None]:
+    """manim's warnings of what the clip means to do (_Unsaid) left unsaid."""
     from manim import logger
 
-    quiet = _ShorterThanAFrame()
+    quiet = _Unsaid()
     logger.addFilter(quiet)
     try:
         yield
