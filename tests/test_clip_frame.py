@@ -376,3 +376,18 @@ def test_a_recap_too_tall_for_the_cards_type_is_set_smaller_not_cut():
         # (placed at the frame's centre, in screen units)
         assert card.height <= manim.config.frame_height
         assert card.width <= manim.config.frame_width
+
+
+def test_the_recap_of_a_hand_written_engine_lists_its_named_inputs_not_its_numbers():
+    """A student's engine has no parameters, only inputs: the numbers it wrapped in its
+    Value (x, h0) are inputs too. The recap lists the named ones, w, u and b, not
+    ∂loss/∂0.3 (found by a trial user)."""
+    from pathlib import Path
+
+    from backpropviz.animate.screen import parameter_results
+    from backpropviz.script import graph_of_script
+
+    G = graph_of_script(Path(__file__).parent / "loop_scripts" / "lecture_rnn_bias.py",
+                        quiet=True)
+    assert [text for _, _, text in parameter_results(G)] == \
+        ["∂loss/∂w =", "∂loss/∂u =", "∂loss/∂b ="]

@@ -147,15 +147,17 @@ def note_line(store: TextStore, palette: Theme, text: str, *,
 
 def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
     """The parameters whose gradients the recap sums up (in a graph without any, the
-    inputs), each with its "∂L/∂W1 =" in TeX and in Unicode (L: the differentiated
-    root, named as the captions name it)."""
+    inputs: the named ones, if any is), each with its "∂L/∂W1 =" in TeX and in Unicode
+    (L: the differentiated root, named as the captions name it)."""
     names = value_names(G)
     top = differentiated(G, names)
     found = [node for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"
              and attrs["role"] == "param" and attrs["grad"] is not None]
-    if not found:  # a graph without parameters: its inputs' gradients
-        found = [node for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"
-                 and attrs["role"] == "input" and attrs["grad"] is not None]
+    if not found:  # a graph without parameters: its inputs' gradients, of those named
+        # if some are (a hand-written engine's w, u, b, not the numbers it wrapped: 0.3)
+        inputs = [node for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"
+                  and attrs["role"] == "input" and attrs["grad"] is not None]
+        found = [node for node in inputs if G.nodes[node].get("label")] or inputs
     results = []
     for node in found:
         name = partial_name(top, names[node])
