@@ -433,14 +433,15 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
                  for root, seed in seeds.items()]
         texs = [rf"{partial_name(top, names[root]).tex} = \text{{given}}" for root in seeds]
         rule = "the backward pass started at a later value; its gradient enters the drawing here"
-        if loop_sums_known(G):  # (a rolled loop drawn at an earlier repetition)
+        known = loop_sums_known(G)
+        if known:  # (a rolled loop drawn at an earlier repetition)
             later = range(G.graph["loop_step"] + 2, G.graph["loop_count"] + 1)
             which = (f"repetition {later[0]}" if len(later) == 1 else
                      f"repetitions {later[-1]} and {later[0]}" if len(later) == 2 else
                      f"repetitions {later[-1]} to {later[0]}")
             rule += (f"; {which}, which backward reached first, sent "
                      f"{'its' if len(later) == 1 else 'their'} shares to "
-                     f"{_listed([names[v].text for v in loop_sums_known(G)])} already")
+                     f"{_listed([names[v].text for v in known])} already")
         return _plain(",  ".join(texts) + " (from beyond the drawing)", r",\quad ".join(texs),
                       rule)
     texts, texs = [], []

@@ -48,15 +48,14 @@ def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: 
     computed, number = what_is_computed(G, precision)
     names = value_names(G)
     parameters = [names[node].text for node, role in G.nodes(data="role") if role == "param"]
+    wanted = ", ".join(parameters) if parameters else "every input"
     if backward and G.graph.get("entered"):
         # (backward started beyond the drawing: a rolled loop's earlier repetition, a
         # value a later one was made from; what is drawn is not the loss)
-        wanted = ", ".join(parameters) if parameters else "every input"
         lines = [f"{number}: the backward pass started at a later value, beyond the "
                  f"drawing; its gradient enters here and goes back to {wanted}, by the "
                  f"chain rule"]
     elif backward:
-        wanted = ", ".join(parameters) if parameters else "every input"
         # ("the loss L = 0.8", but "loss = 0.8", not "the loss loss = 0.8")
         named_so = "loss" in names[G.graph["roots"][0]].text.lower()
         lines = [f"{'the loss ' if parameters and not named_so else ''}{number}: its gradient "
