@@ -45,6 +45,7 @@ from ..style import (
 )
 from ..typeset import runs
 from .kept_texts import KeptTexts
+from .quick_text import QuickText
 
 __all__ = [
     "Z_BADGE",
@@ -130,7 +131,7 @@ class TextStore:
         content = subscripted(content)
         key = ("text", content, round(em, 5), color, serif, italic)
         if not self._found(key):
-            made = _slim(Text(content, font=self.name_font if serif else self.font,
+            made = _slim(QuickText(content, font=self.name_font if serif else self.font,
                               font_size=em / EM_PER_FONT_SIZE, color=color,
                               slant=ITALIC if italic else "NORMAL"))
             made.em = em  # (what the clip's tests read the type's size from)
@@ -187,7 +188,7 @@ class TextStore:
             except Exception:  # manim raises several kinds for a LaTeX failure
                 parts = [self._one_formula(tex, size, color) for tex, _ in todo]
         for (tex, text), part in zip(todo, parts, strict=True):
-            made = part if part is not None and len(part) else Text(
+            made = part if part is not None and len(part) else QuickText(
                 subscripted(text), font=self.font, font_size=size, color=color)
             self._keep(("math", tex, text, round(em, 5), color), _slim(made))
 

@@ -1,0 +1,153 @@
+"""manim's Text, its SVG read a glyph at a time rather than as a whole document.
+
+manim makes a Text by having Pango write an SVG (a few milliseconds) and then
+parsing that SVG with svgelements into one mobject per glyph (20-100 ms for a
+caption's line: nine tenths of the text's cost). Pango's SVG is plain: each
+glyph's outline once, as a ``<symbol>``, then a ``<use x= y=>`` for each time
+it is set, inside groups that give the fill. QuickText reads that document
+with the standard library's XML parser, has manim's own parser make each
+distinct glyph (with its fill) once a process, from a small SVG of the same
+frame that sets it at the origin, and sets a copy of it at each of its places.
+Everything else is manim's Text (the Pango call, the glyphs' closed outlines,
+the scale, the centring). The points agree with manim's own to rounding
+(tests/test_quick_text.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import numpy as np
+from manim import ORIGIN, RIGHT, Text, VMobject
+from manim.mobject.svg.svg_mobject import SVGMobject
+
+__all__ = ["QuickText"]
+
+SVG = "{http://www.w3.org/2000/svg}"
+HREF = "{http://www.w3.org/1999/xlink}href"
+FILL = ("fill", "fill-opacity", "style")  # what a group gives the glyphs inside it
+
+# The glyphs made: (the document's frame, the fill, the outline) -> a glyph at the
+# origin (None for one with no outline, a space's), shared by every QuickText.
+_GLYPHS: dict[tuple, VMobject | None] = {}
+_SCALES: dict[tuple, float] = {}  # the frame -> how much manim's parser scales it
+_AT_MOST = 20_000
+_IMMUTABLE = (int, float, str, bool, type(None), enum.Enum)
+ET.register_namespace("", SVG[1:-1])
+ET.register_namespace("xlink", HREF[1:HREF.index("}")])
+
+
+class QuickText(Text):
+    """A Text (the same arguments, the same mobject) made faster."""
+
+    def generate_mobject(self) -> QuickText:
+        if not self.should_center:  # (the place of the glyphs flipped below is the text's)
+            return super().generate_mobject()
+        path = self.get_file_path()
+        root = ET.parse(path).getroot()
+        frame = tuple(sorted((k, v) for k, v in root.attrib.items() if "}" not in k))
+        outlines = {symbol.get("id"): ET.tostring(symbol, encoding="unicode")
+                    for symbol in root.iter(f"{SVG}symbol")}
+        if len(_GLYPHS) > _AT_MOST:
+            _GLYPHS.clear()
+        scale = _scale(self, frame)
+        made: list[VMobject] = []
+        for use, fill in _uses(root, ()):
+            key = (frame, fill, outlines.get(use.get(HREF, "")[1:], ""))
+            if key not in _GLYPHS:
+                _GLYPHS[key] = _glyph(self, frame, fill, key[2])
+            glyph = _GLYPHS[key]
+            if glyph is None:
+                continue
+            made.append(_placed(glyph, float(use.get("x", 0)) * scale,
+                                -float(use.get("y", 0)) * scale))
+        self.add(*made)
+        self.id_to_vgroup_dict = {}
+        self.rotate_sheen_direction(np.pi, RIGHT, family=False)  # (as the flip turns it)
+        return self
+
+
+def _placed(glyph: VMobject, x: float, y: float) -> VMobject:
+    """A copy of ``glyph`` moved by (x, y): its arrays its own, what else it holds
+    shared when it cannot change in place (Mobject.copy deep-copies it all, a third
+    of the text's time)."""
+    placed = glyph.__class__.__new__(glyph.__class__)
+    for name, value in glyph.__dict__.items():
+        if isinstance(value, np.ndarray):
+            value = value + np.array([x, y, 0.0]) if name == "points" else value.copy()
+        elif isinstance(value, list):
+            value = list(value)
+        elif not isinstance(value, _IMMUTABLE):
+            value = copy.deepcopy(value)
+        placed.__dict__[name] = value
+    return placed
+
+
+def _uses(element: ET.Element, fill: tuple) -> Any:
+    """Each ``<use>`` below ``element`` in document order, with the fill of the groups
+    around it (their fill attributes, outermost first)."""
+    for child in element:
+        if child.tag == f"{SVG}defs":
+            continue
+        if child.tag == f"{SVG}use":
+            yield child, fill
+        elif child.tag == f"{SVG}g":
+            own = tuple((k, v) for k, v in child.attrib.items() if k in FILL)
+            yield from _uses(child, fill + (own,) if own else fill)
+
+
+def _document(frame: tuple, fill: tuple, body: str) -> str:
+    attributes = "".join(f' {k}="{v}"' for k, v in frame)
+    opened = "".join("<g" + "".join(f' {k}="{v}"' for k, v in own) + ">" for own in fill)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" '
+            f'xmlns:xlink="http://www.w3.org/1999/xlink"{attributes}>'
+            f"{opened}{body}{'</g>' * len(fill)}</svg>")
+
+
+def _parsed(text: Text, document: str) -> list[VMobject]:
+    """The mobjects manim's parser makes of ``document``, styled as ``text``'s own."""
+    import pathlib
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        file = pathlib.Path(folder) / "glyph.svg"
+        file.write_text(document, encoding="utf-8")
+        parser = SVGMobject.__new__(SVGMobject)
+        parser.svg_default, parser.path_string_config = text.svg_default, text.path_string_config
+        parser.file_name = file
+        tree = parser.modify_xml_tree(ET.parse(file))
+        import svgelements as se
+
+        modified = file.with_name("modified.svg")
+        tree.write(modified)
+        mobjects, _ = parser.get_mobjects_from(se.SVG.parse(modified))
+    return mobjects
+
+
+def _glyph(text: Text, frame: tuple, fill: tuple, outline: str) -> VMobject | None:
+    """The glyph ``outline`` (its ``<symbol>``) set at the origin, with ``fill``, as
+    manim's parser makes it in a document with ``frame``."""
+    body = f'<defs>{outline}</defs><use xlink:href="#g" x="0" y="0"/>'.replace(
+        'id="', 'data-id="').replace("<symbol ", '<symbol id="g" ', 1)
+    mobjects = _parsed(text, _document(frame, fill, body))
+    if not mobjects:
+        return None
+    glyph = mobjects[0]
+    glyph.path_obj = None
+    # y runs down the page in SVG and up in manim, which flips the whole text about its
+    # centre; each glyph is flipped here about the origin instead, once, which differs
+    # from that by a shift (of all the glyphs alike), and the text is centred after.
+    return glyph.flip(RIGHT, about_point=ORIGIN)
+
+
+def _scale(text: Text, frame: tuple) -> float:
+    """How much manim's parser scales a document with ``frame`` (its width in pt over
+    its view box, read from a line 1000 long)."""
+    if frame not in _SCALES:
+        line = _parsed(text, _document(frame, (), '<path d="M 0 0 L 1000 0" '
+                                       'style="fill:none;stroke:rgb(0%,0%,0%);"/>'))
+        _SCALES[frame] = line[0].width / 1000 if line else 1.0
+    return _SCALES[frame]

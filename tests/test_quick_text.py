@@ -1,0 +1,68 @@
+"""QuickText is manim's Text, made from each glyph once: the same mobject, to rounding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+manim = pytest.importorskip("manim")
+
+from backpropviz.animate.quick_text import QuickText  # noqa: E402
+
+# What only says how the mobject was made (and the file Pango wrote, whose name is
+# hashed from the class's own name).
+MAKING = {"path_obj", "original_id", "id_to_vgroup_dict", "submobjects", "name", "file_name"}
+
+
+def assert_same(ours: manim.Mobject, manims: manim.Mobject, where: str) -> None:
+    """Every attribute of ``ours`` and its family is manim's (numbers to 1e-12)."""
+    assert type(manims).__name__ in ("Text", type(ours).__name__), where
+    assert set(vars(ours)) - MAKING == set(vars(manims)) - MAKING, where
+    for name in set(vars(ours)) - MAKING - {"chars"}:
+        a, b = vars(ours)[name], vars(manims)[name]
+        if isinstance(a, np.ndarray):
+            assert a.shape == b.shape and np.allclose(a, b, rtol=0, atol=1e-12), (where, name)
+        elif isinstance(a, float):
+            assert a == pytest.approx(b, abs=1e-12), (where, name)
+        elif isinstance(a, (int, str, bool, type(None))):
+            assert a == b, (where, name)
+        else:
+            assert type(a) is type(b), (where, name)
+    if isinstance(ours, manim.Text):
+        assert len(ours.chars) == len(manims.chars), where
+    assert len(ours.submobjects) == len(manims.submobjects), where
+    for i, (a, b) in enumerate(zip(ours.submobjects, manims.submobjects, strict=True)):
+        assert_same(a, b, f"{where}[{i}]")
+
+
+@pytest.mark.parametrize("content", [
+    "x",
+    "  a b",  # spaces lead and part words: a space is set, but has no outline
+    "∂loss/∂W₁ = 0.25 · (−1.5) = −0.375",
+    "fi ffl: ligatures join two glyphs into one",
+    "the sum of the shares: [0.1, −2.3; 4.5, 6.7] ⊙ σ′(z)",
+])
+@pytest.mark.parametrize("style", [
+    {"font": "DejaVu Sans", "font_size": 20, "color": "#1f4e9c"},
+    {"font": "DejaVu Serif", "font_size": 33.3, "color": "#ffffff", "slant": "ITALIC"},
+])
+def test_a_quick_text_is_manims_text(content, style, tmp_path):
+    with manim.tempconfig({"media_dir": str(tmp_path)}):
+        manims = manim.Text(content, **style)
+        ours = QuickText(content, **style)
+        again = QuickText(content, **style)  # its glyphs now made before
+    assert len(ours.family_members_with_points()) == len(content.replace(" ", "")) or \
+        "fi" in content
+    assert_same(ours, manims, content)
+    assert_same(again, manims, content)
+    # Each glyph's arrays are its own: a change to one leaves the next text's alone.
+    ours[0].points[:] = 0
+    ours[0].set_fill("#ff0000")
+    assert_same(QuickText(content, **style), manims, content)
+
+
+def test_a_text_not_centred_is_left_where_manim_sets_it(tmp_path):
+    with manim.tempconfig({"media_dir": str(tmp_path)}):
+        manims = manim.Text("W₁ · x", should_center=False, font_size=20)
+        ours = QuickText("W₁ · x", should_center=False, font_size=20)
+    assert_same(ours, manims, "not centred")
