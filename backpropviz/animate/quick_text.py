@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import copy
 import enum
+import pathlib
+import tempfile
 import xml.etree.ElementTree as ET
 from typing import Any
 
 import numpy as np
+import svgelements as se
 from manim import ORIGIN, RIGHT, Text, VMobject
 from manim.mobject.svg.svg_mobject import SVGMobject
 
@@ -44,10 +47,11 @@ class QuickText(Text):
     """A Text (the same arguments, the same mobject) made faster."""
 
     def generate_mobject(self) -> QuickText:
-        if not self.should_center:  # (the place of the glyphs flipped below is the text's)
+        root = ET.parse(self.get_file_path()).getroot()
+        # Anything but glyphs set in groups (a line Pango draws, an underline's) is read
+        # by manim's parser, as is a text not centred (the glyphs are flipped in place).
+        if not self.should_center or not _only_glyphs(root):
             return super().generate_mobject()
-        path = self.get_file_path()
-        root = ET.parse(path).getroot()
         frame = tuple(sorted((k, v) for k, v in root.attrib.items() if "}" not in k))
         outlines = {symbol.get("id"): ET.tostring(symbol, encoding="unicode")
                     for symbol in root.iter(f"{SVG}symbol")}
@@ -56,7 +60,8 @@ class QuickText(Text):
         scale = _scale(self, frame)
         made: list[VMobject] = []
         for use, fill in _uses(root, ()):
-            key = (frame, fill, outlines.get(use.get(HREF, "")[1:], ""))
+            key = (frame, fill, outlines.get(use.get(HREF, "")[1:], ""),
+                   repr(self.svg_default), repr(self.path_string_config))
             if key not in _GLYPHS:
                 _GLYPHS[key] = _glyph(self, frame, fill, key[2])
             glyph = _GLYPHS[key]
@@ -86,6 +91,12 @@ def _placed(glyph: VMobject, x: float, y: float) -> VMobject:
     return placed
 
 
+def _only_glyphs(root: ET.Element) -> bool:
+    """Whether the document sets nothing but glyphs (``<use>``) in groups."""
+    return all(child.tag == f"{SVG}defs" or (child.tag in (f"{SVG}g", f"{SVG}use") and
+                                              _only_glyphs(child)) for child in root)
+
+
 def _uses(element: ET.Element, fill: tuple) -> Any:
     """Each ``<use>`` below ``element`` in document order, with the fill of the groups
     around it (their fill attributes, outermost first)."""
@@ -96,7 +107,7 @@ def _uses(element: ET.Element, fill: tuple) -> Any:
             yield child, fill
         elif child.tag == f"{SVG}g":
             own = tuple((k, v) for k, v in child.attrib.items() if k in FILL)
-            yield from _uses(child, fill + (own,) if own else fill)
+            yield from _uses(child, (*fill, own) if own else fill)
 
 
 def _document(frame: tuple, fill: tuple, body: str) -> str:
@@ -109,9 +120,6 @@ def _document(frame: tuple, fill: tuple, body: str) -> str:
 
 def _parsed(text: Text, document: str) -> list[VMobject]:
     """The mobjects manim's parser makes of ``document``, styled as ``text``'s own."""
-    import pathlib
-    import tempfile
-
     with tempfile.TemporaryDirectory() as folder:
         file = pathlib.Path(folder) / "glyph.svg"
         file.write_text(document, encoding="utf-8")
@@ -119,8 +127,6 @@ def _parsed(text: Text, document: str) -> list[VMobject]:
         parser.svg_default, parser.path_string_config = text.svg_default, text.path_string_config
         parser.file_name = file
         tree = parser.modify_xml_tree(ET.parse(file))
-        import svgelements as se
-
         modified = file.with_name("modified.svg")
         tree.write(modified)
         mobjects, _ = parser.get_mobjects_from(se.SVG.parse(modified))
