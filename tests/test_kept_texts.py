@@ -60,12 +60,12 @@ def test_another_size_colour_or_face_is_another_text(fresh, monkeypatch):
     first.text("0.5", 0.25, "#000000")
     later = fresh()
     calls = []
-    real = mobjects.Text
+    real = mobjects.QuickText
 
     def counted(*args, **kwargs):
         calls.append(kwargs)
         return real(*args, **kwargs)
-    monkeypatch.setattr(mobjects, "Text", counted)
+    monkeypatch.setattr(mobjects, "QuickText", counted)
     later.text("0.5", 0.3, "#000000")
     later.text("0.5", 0.25, "#ffffff")
     later.text("0.5", 0.25, "#000000", serif=True)
