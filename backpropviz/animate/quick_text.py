@@ -20,6 +20,7 @@ import enum
 import pathlib
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -58,17 +59,16 @@ class QuickText(Text):
         if len(_GLYPHS) > _AT_MOST:
             _GLYPHS.clear()
         scale = _scale(self, frame)
+        settings = (repr(self.svg_default), repr(self.path_string_config))
+        placed = [((frame, fill, outlines.get(use.get(HREF, "")[1:], ""), *settings), use)
+                  for use, fill in _uses(root, ())]
+        _make(self, [key for key, _ in placed if key not in _GLYPHS])
         made: list[VMobject] = []
-        for use, fill in _uses(root, ()):
-            key = (frame, fill, outlines.get(use.get(HREF, "")[1:], ""),
-                   repr(self.svg_default), repr(self.path_string_config))
-            if key not in _GLYPHS:
-                _GLYPHS[key] = _glyph(self, frame, fill, key[2])
+        for key, use in placed:
             glyph = _GLYPHS[key]
-            if glyph is None:
-                continue
-            made.append(_placed(glyph, float(use.get("x", 0)) * scale,
-                                -float(use.get("y", 0)) * scale))
+            if glyph is not None:
+                made.append(_placed(glyph, float(use.get("x", 0)) * scale,
+                                    -float(use.get("y", 0)) * scale))
         self.add(*made)
         self.id_to_vgroup_dict = {}
         self.rotate_sheen_direction(np.pi, RIGHT, family=False)  # (as the flip turns it)
@@ -133,19 +133,44 @@ def _parsed(text: Text, document: str) -> list[VMobject]:
     return mobjects
 
 
-def _glyph(text: Text, frame: tuple, fill: tuple, outline: str) -> VMobject | None:
-    """The glyph ``outline`` (its ``<symbol>``) set at the origin, with ``fill``, as
-    manim's parser makes it in a document with ``frame``."""
-    body = f'<defs>{outline}</defs><use xlink:href="#g" x="0" y="0"/>'.replace(
-        'id="', 'data-id="').replace("<symbol ", '<symbol id="g" ', 1)
-    mobjects = _parsed(text, _document(frame, fill, body))
-    if not mobjects:
-        return None
-    glyph = mobjects[0]
+def _make(text: Text, keys: list[tuple]) -> None:
+    """Make the glyphs of ``keys`` (frame, fill, outline, settings), each set at the
+    origin as manim's parser makes it: those of one fill from one document, whose
+    ``<use>`` each make one mobject, a glyph with an outline (a space has none)."""
+    by_fill: dict[tuple, list[tuple]] = {}
+    for key in dict.fromkeys(keys):
+        paths = ET.fromstring(key[2]).iter(f"{SVG}path") if key[2] else ()
+        if any(path.get("d", "").strip() for path in paths):
+            by_fill.setdefault(key[:2], []).append(key)
+        else:
+            _GLYPHS[key] = None
+    for (frame, fill), todo in by_fill.items():
+        mobjects = _parsed(text, _document(frame, fill, _setting(key[2] for key in todo)))
+        if len(mobjects) != len(todo):  # (not one mobject a glyph: each read alone)
+            mobjects = [(_parsed(text, _document(frame, fill, _setting([key[2]]))) or [None])[0]
+                        for key in todo]
+        for key, glyph in zip(todo, mobjects, strict=True):
+            _GLYPHS[key] = glyph if glyph is None else _upright(glyph)
+
+
+def _setting(outlines: Iterable[str]) -> str:
+    """A document's body that sets each glyph of ``outlines`` (their ``<symbol>``s) once,
+    at the origin."""
+    symbols, uses = [], []
+    for number, outline in enumerate(outlines):
+        symbol = ET.fromstring(outline)
+        symbol.set("id", f"g{number}")
+        symbols.append(ET.tostring(symbol, encoding="unicode"))
+        uses.append(f'<use xlink:href="#g{number}" x="0" y="0"/>')
+    return f"<defs>{''.join(symbols)}</defs>{''.join(uses)}"
+
+
+def _upright(glyph: VMobject) -> VMobject:
+    """A glyph as parsed, turned up: y runs down the page in SVG and up in manim, which
+    flips the whole text about its centre. Each glyph is flipped here about the origin
+    instead, once, which differs from that by a shift (of all the glyphs alike), and
+    the text is centred after."""
     glyph.path_obj = None
-    # y runs down the page in SVG and up in manim, which flips the whole text about its
-    # centre; each glyph is flipped here about the origin instead, once, which differs
-    # from that by a shift (of all the glyphs alike), and the text is centred after.
     return glyph.flip(RIGHT, about_point=ORIGIN)
 
 
