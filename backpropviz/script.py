@@ -281,10 +281,39 @@ def _termination_said(path: str) -> Iterator[None]:
         os.kill(os.getpid(), signum)
 
     previous = signal.signal(signal.SIGTERM, on_term)
+    _SAYING.append(on_term)
     try:
         yield
     finally:
+        _SAYING.remove(on_term)
         _put_back(signal.SIGTERM, previous)
+
+
+# A process the script forks is forked with SIGTERM's default action, not the handler
+# above. A Python handler only notes a signal, to run between two steps of Python, and
+# a child drops what it noted before it has set itself up after the fork: a pool's
+# worker stopped that early (a busy machine starts it late, and the pool, its work done
+# by the other workers, stops it at once) lived on, and the script waited for it
+# forever. The parent takes its handler back once the fork is done.
+_SAYING: list[Callable[..., None]] = []  # the handler of the script running, if any
+_SET_ASIDE: list[Callable[..., None]] = []  # that handler, while a fork is under way
+
+
+def _default_while_forking() -> None:
+    if _SAYING and signal.getsignal(signal.SIGTERM) is _SAYING[-1]:
+        with contextlib.suppress(ValueError):  # (a fork from a thread of the script's)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _SET_ASIDE.append(_SAYING[-1])
+
+
+def _handler_after_forking() -> None:
+    if _SET_ASIDE:
+        signal.signal(signal.SIGTERM, _SET_ASIDE.pop())
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_default_while_forking, after_in_parent=_handler_after_forking,
+                        after_in_child=_SET_ASIDE.clear)
 
 
 def _put_back(signum: int, handler: Any) -> None:

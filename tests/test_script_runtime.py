@@ -204,6 +204,27 @@ def test_ctrl_c_is_still_a_keyboard_interrupt_for_python_callers(tmp_path):
 # ---------------------------------------------------------------- how a script ends
 
 
+def test_a_process_the_script_forks_is_stopped_by_sigterm_as_python_stops_it(tmp_path):
+    """The handler that says where the script was stopped is the script's process's only:
+    a child is forked with SIGTERM's default action. (With a Python handler, a pool's
+    worker stopped before it had set itself up after the fork lived on and the script
+    waited for it forever: 1 run in 20 or so of the test below on a busy machine.)"""
+    forking = script(tmp_path, "forking.py", """\
+        import os, signal
+        handler = signal.getsignal(signal.SIGTERM)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else 3)
+        _, status = os.waitpid(pid, 0)
+        child_default = os.waitstatus_to_exitcode(status) == 0
+        parent_kept = signal.getsignal(signal.SIGTERM) is handler
+        """)
+    names = run_script(forking)
+    assert names["child_default"] and names["parent_kept"]
+    assert callable(names["handler"])  # (the handler that speaks, in the script's process)
+    assert signal.getsignal(signal.SIGTERM) is not names["handler"]  # and only while it runs
+
+
 def test_os_exit_is_one_clear_error_and_a_forked_worker_still_exits(tmp_path):
     script(tmp_path, "hard_exit.py", """\
         import multiprocessing
