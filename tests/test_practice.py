@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import backpropviz
 from backpropviz.errors import UsageError
 from backpropviz.html import render_html, to_html
 from backpropviz.options import Options
@@ -127,22 +129,35 @@ READY = """() => (!document.getElementById('practice-form').hidden &&
   !document.getElementById('practice-score').hidden"""
 
 
+# The page holds a finished step drawn whole for PRACTICE_PAUSE ms before it asks the
+# next; the tests' clock passes that at once rather than wait it out.
+PAUSE_MS = int(re.search(r"PRACTICE_PAUSE = (\d+);", (Path(backpropviz.__file__).parent
+                                                     / "html_page.js").read_text())[1])
+
+
 def open_practice(browser, path, width=1280, height=720):
     page = browser.new_page(viewport={"width": width, "height": height})
+    page.clock.install()
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(path.as_uri())
     return page, errors
 
 
+def wait_for(page, condition: str) -> None:
+    """Wait until ``condition`` holds, the page's pause between steps passed first."""
+    page.clock.run_for(PAUSE_MS)
+    page.wait_for_function(condition)
+
+
 def prompt(page) -> str:
-    page.wait_for_function(READY)
+    wait_for(page, READY)
     return page.text_content("#practice-prompt")
 
 
 def type_answer(page, text: str) -> None:
     """Types into the field that has the focus, and Enter: the keyboard only."""
-    page.wait_for_function(READY)
+    wait_for(page, READY)
     assert page.evaluate("() => document.activeElement.id") == "answer"
     page.keyboard.type(text)
     page.keyboard.press("Enter")
@@ -175,7 +190,7 @@ def test_the_mlp_answered_right_from_the_keyboard(example, browser, tmp_path):
     page.keyboard.press("End")
     assert page.evaluate(STEP) == 1
     page.keyboard.press("Enter")
-    page.wait_for_function(READY)
+    wait_for(page, READY)
     assert "v9" in read_state(page)["grads"]  # the answer appears in its slot
     seen = ["∂L/∂(Σ(o − y)²) ="]
     while True:
@@ -230,7 +245,7 @@ def test_a_wrong_answer_gets_the_rule_then_the_worked_line(browser, tmp_path):
     assert prompt(page) == "∂o/∂x = ?"
     type_answer(page, "−1.5")  # w · 0.5, with a true minus sign
     type_answer(page, "1")  # x · 0.5
-    page.wait_for_function("() => !document.getElementById('practice-score').hidden")
+    wait_for(page, "() => !document.getElementById('practice-score').hidden")
     assert page.text_content("#practice-score") == (
         "Done: 3 of 5 right at the first try, 0 after a hint, 2 shown. Rules to review: "
         "tanh multiplies the gradient by 1 − tanh²; addition passes the gradient on unchanged.")
@@ -257,11 +272,11 @@ def test_the_fork_asks_each_share_then_the_sum(example, browser, tmp_path):
         "Not quite. Hint: a value used twice adds up its gradients (+=): ∂c/∂b = 6 + 6 = ?")
     page.keyboard.press("Control+A")
     type_answer(page, "12")
-    page.wait_for_function(f"() => ({STEP})() === 2")
+    wait_for(page, f"() => ({STEP})() === 2")
     assert read_state(page)["grads"]["v1"] == ["12"]
     for answer in ("12", "12", "24"):
         type_answer(page, answer)
-    page.wait_for_function("() => !document.getElementById('practice-score').hidden")
+    wait_for(page, "() => !document.getElementById('practice-score').hidden")
     assert page.text_content("#practice-score").startswith(
         "Done: 5 of 6 right at the first try, 1 after a hint, 0 shown. Rules to review: "
         "a value used twice adds up")
@@ -298,7 +313,7 @@ def test_a_matrix_answer_in_either_form_and_the_dead_relus_question(example, bro
     assert state["grads"]["v3"] == ["0", "2"]
     type_answer(page, "[0, 0; 2, 4]")
     type_answer(page, "[[0], [2]]")
-    page.wait_for_function("() => !document.getElementById('practice-score').hidden")
+    wait_for(page, "() => !document.getElementById('practice-score').hidden")
     assert page.text_content("#practice-score") == (
         "Done: 4 of 10 right at the first try, 1 after a hint, 5 shown. Rules to review: "
         "a / b sends the gradient / b to a, and −gradient · a / b² to b; sum copies the "
