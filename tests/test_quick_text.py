@@ -16,7 +16,7 @@ MAKING = {"path_obj", "original_id", "id_to_vgroup_dict", "submobjects", "name",
 
 def assert_same(ours: manim.Mobject, manims: manim.Mobject, where: str) -> None:
     """Every attribute of ``ours`` and its family is manim's (numbers to 1e-12)."""
-    assert type(manims).__name__ in ("Text", type(ours).__name__), where
+    assert isinstance(ours, type(manims)), where
     assert set(vars(ours)) - MAKING == set(vars(manims)) - MAKING, where
     for name in set(vars(ours)) - MAKING - {"chars"}:
         a, b = vars(ours)[name], vars(manims)[name]
@@ -55,6 +55,12 @@ def test_a_quick_text_is_manims_text(content, style, tmp_path):
         "fi" in content
     assert_same(ours, manims, content)
     assert_same(again, manims, content)
+    # A copy (as a Transform makes) is the same mobject too, and its own.
+    copied = ours.copy()
+    assert_same(copied, manims, content)
+    copied[0].points[:] = 0
+    copied[0].set_fill("#ff0000")
+    assert_same(ours, manims, content)
     # Each glyph's arrays are its own: a change to one leaves the next text's alone.
     ours[0].points[:] = 0
     ours[0].set_fill("#ff0000")

@@ -26,7 +26,7 @@ from typing import Any
 __all__ = ["KeptTexts"]
 
 # The layout of an entry: bump it when what TextStore pickles changes.
-VERSION = 1
+VERSION = 2
 MOST = 3000  # (a text takes some 30 KB: about 100 MB at most)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import svgelements as se
 from manim import ORIGIN, RIGHT, Text, VMobject
-from manim.mobject.svg.svg_mobject import SVGMobject
+from manim.mobject.svg.svg_mobject import SVGMobject, VMobjectFromSVGPath
 
 __all__ = ["QuickText"]
 
@@ -75,20 +75,32 @@ class QuickText(Text):
         return self
 
 
-def _placed(glyph: VMobject, x: float, y: float) -> VMobject:
-    """A copy of ``glyph`` moved by (x, y): its arrays its own, what else it holds
-    shared when it cannot change in place (Mobject.copy deep-copies it all, a third
-    of the text's time)."""
-    placed = glyph.__class__.__new__(glyph.__class__)
-    for name, value in glyph.__dict__.items():
-        if isinstance(value, np.ndarray):
-            value = value + np.array([x, y, 0.0]) if name == "points" else value.copy()
-        elif isinstance(value, list):
-            value = list(value)
-        elif not isinstance(value, _IMMUTABLE):
-            value = copy.deepcopy(value)
-        placed.__dict__[name] = value
+def _placed(glyph: Glyph, x: float, y: float) -> Glyph:
+    """A copy of ``glyph`` moved by (x, y)."""
+    placed = copy.deepcopy(glyph)
+    placed.points += np.array([x, y, 0.0])
     return placed
+
+
+class Glyph(VMobjectFromSVGPath):
+    """A glyph of a QuickText, which copies itself quickly: its arrays its own, what
+    else it holds shared when it cannot change in place. (manim's deep copy of every
+    attribute took a third of a text's making, and much of a clip's story, whose
+    every Transform copies its texts and their targets.)"""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Glyph:
+        copied = self.__class__.__new__(self.__class__)
+        memo[id(self)] = copied
+        for name, value in self.__dict__.items():
+            if isinstance(value, np.ndarray):
+                value = value.copy()
+            elif isinstance(value, list) and not value:
+                value = []
+            elif not isinstance(value, _IMMUTABLE):
+                value = copy.deepcopy(value, memo)
+            copied.__dict__[name] = value
+        copied.original_id = str(id(self))
+        return copied
 
 
 def _only_glyphs(root: ET.Element) -> bool:
@@ -171,6 +183,7 @@ def _upright(glyph: VMobject) -> VMobject:
     instead, once, which differs from that by a shift (of all the glyphs alike), and
     the text is centred after."""
     glyph.path_obj = None
+    glyph.__class__ = Glyph
     return glyph.flip(RIGHT, about_point=ORIGIN)
 
 
