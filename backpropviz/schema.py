@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import operator
@@ -58,7 +59,17 @@ def _nested(x: Any, leaf: Callable[[Any], bool]) -> bool:
         array = np.array(x, dtype=object)
     except ValueError:  # ragged
         return False
-    return array.dtype == object and all(map(leaf, array.ravel())) and array.ndim > 0
+    if array.dtype != object or array.ndim == 0:
+        return False
+    if leaf is _is_real:  # (by type: a tensor's thousands of numbers are of one or two)
+        return all(map(_is_real_type, set(map(type, array.ravel()))))
+    return all(map(leaf, array.ravel()))
+
+
+@functools.cache
+def _is_real_type(kind: type) -> bool:
+    """Whether every object of type ``kind`` is ``_is_real``."""
+    return issubclass(kind, (int, float)) and not issubclass(kind, bool)
 
 
 def _is_flag(x: Any) -> bool:
@@ -470,8 +481,10 @@ def _shape_of(x: Any) -> tuple[int, ...]:
         return x.shape
     if not isinstance(x, list):
         raise TypeError
-    array = np.array(x)  # ragged raises; None, a string or a list among numbers is no number
-    if array.dtype.kind not in "if":
+    # Each entry by its type: np.array(x) would read [1.0, True] as floats; ragged lists
+    # are an array of lists here, and a list is no number.
+    array = np.array(x, dtype=object)
+    if array.ndim == 0 or not all(map(_is_real_type, set(map(type, array.ravel())))):
         raise TypeError
     return array.shape
 

@@ -235,7 +235,8 @@ MUTATIONS = {
 }
 
 
-@pytest.mark.parametrize("entries", [[None], ["1.5"], [True], [1.0, [2.0]]])
+@pytest.mark.parametrize("entries", [[None], ["1.5"], [True], [1.0, [2.0]], [1.0, 2, False],
+                                     [2.5, np.float32(1.5)]])
 def test_a_tensors_numbers_that_are_no_numbers_are_refused(entries):
     # np.array(..., float) would read None as nan, "1.5" as 1.5 and True as 1.0.
     t = Tensor([1.0] * len(entries), label="t")
