@@ -28,9 +28,10 @@ def frames(path) -> list[np.ndarray]:
 def assert_same_clip(one, two) -> None:
     first, second = frames(one), frames(two)
     assert len(first) == len(second) > 0
-    different = [k for k, (a, b) in enumerate(zip(first, second, strict=True))
-                 if not np.array_equal(a, b)]
-    assert different == []
+    different = {k: (int(np.abs(a.astype(int) - b).max()), int((a != b).any(axis=2).sum()))
+                 for k, (a, b) in enumerate(zip(first, second, strict=True))
+                 if not np.array_equal(a, b)}
+    assert different == {}, "frame: (most levels apart, pixels apart)"
     assert one.with_suffix(".srt").read_text() == two.with_suffix(".srt").read_text()
 
 
