@@ -72,3 +72,28 @@ def test_a_text_not_centred_is_left_where_manim_sets_it(tmp_path):
         manims = manim.Text("W₁ · x", should_center=False, font_size=20)
         ours = QuickText("W₁ · x", should_center=False, font_size=20)
     assert_same(ours, manims, "not centred")
+
+
+def test_a_quick_text_morphs_into_another_as_manims_text_does(tmp_path):
+    """A Transform aligns the two texts' glyphs, each split into its outlines (subpaths):
+    QuickText's glyphs split theirs as manim's do, so the morph is manim's, point for
+    point. (Glyphs of several outlines: i, %, ∂, 8, the bar of ₁.)"""
+    with manim.tempconfig({"media_dir": str(tmp_path)}):
+        texts = ["∂L/∂W₁ = 0.25", "−1.375 · i% + 8"]
+        ours, manims = [QuickText(t, font_size=24) for t in texts], \
+            [manim.Text(t, font_size=24) for t in texts]
+    outlines = 0
+    for mine, theirs in zip(ours, manims, strict=True):
+        for a, b in zip(mine.family_members_with_points(), theirs.family_members_with_points(),
+                        strict=True):
+            got = a.get_subpaths()
+            want = manim.VMobject.get_subpaths_from_points(b, b.points)
+            assert len(got) == len(want)
+            assert all(np.allclose(g, w, rtol=0, atol=1e-12)
+                       for g, w in zip(got, want, strict=True))
+            outlines += len(got) > 1
+    assert outlines >= 5
+    ours[0].align_data(ours[1])
+    manims[0].align_data(manims[1])
+    for mine, theirs in zip(ours, manims, strict=True):
+        assert_same(mine, theirs, "aligned")

@@ -112,6 +112,11 @@ def _rendering(scene: Any, start: float) -> None:
     renderer = scene.renderer
     for name in ("update_frame", "get_frame", "freeze_current_frame"):
         del renderer.__dict__[name]  # (the skip's stand-ins)
+    del scene.__dict__["get_moving_and_static_mobjects"]
+    # What moves and what stands still, as manim's begin_animations sorts them out just
+    # where this process was forked: the skip did not, drawing nothing.
+    scene.moving_mobjects, scene.static_mobjects = \
+        scene.get_moving_and_static_mobjects(scene.animations)
     renderer._original_skipping_status = renderer.skip_animations = False
     renderer.time = start
     writer = renderer.file_writer
@@ -203,17 +208,22 @@ class _Renderers:
 @contextlib.contextmanager
 def _skipped(renderer: Any, scene: Any) -> Iterator[None]:
     """While an animation plays: played to its end in one step, as manim skips one,
-    no frame drawn, none encoded, no partial movie; then the clock as a render leaves it."""
+    no frame drawn, none encoded, no partial movie; then the clock as a render leaves it.
+    Nor are the scene's mobjects sorted into those that move and those that stand still
+    (for the frames' still background): a walk of every mobject's family on screen, a
+    sixth of a skip's time, left to a renderer forked to draw the animation."""
     start, frozen = renderer.time, []
     renderer.update_frame = lambda *args, **kwargs: None
     renderer.get_frame = lambda: None
     renderer.freeze_current_frame = frozen.append
     renderer._original_skipping_status = True
+    scene.get_moving_and_static_mobjects = lambda animations: ([], [])
     try:
         yield
     finally:  # the class's own methods again
         for name in ("update_frame", "get_frame", "freeze_current_frame"):
             renderer.__dict__.pop(name, None)  # (a renderer forked inside has dropped them)
+        scene.__dict__.pop("get_moving_and_static_mobjects", None)
         renderer._original_skipping_status = renderer.skip_animations = False
     renderer.time = _clock_after(start, scene.duration, frozen, renderer.camera.frame_rate)
 
