@@ -257,13 +257,21 @@ def test_controls_keyboard_and_slider(example, browser, tmp_path):
     page.fill("#slider", "4")
     assert step() == 4
     assert page.text_content("#counter") == f"4 / {last}"
-    # Space plays (after a click, the focus is back on the page), and pauses.
+    # Space plays (after a click, the focus is back on the page): a step each 1.5 s,
+    # passed on the browser's clock (playwright's) rather than waited out; and pauses.
+    page.clock.install()
     page.keyboard.press("Space")
     assert "playing" in page.get_attribute("#bpv", "class")
-    page.wait_for_function("Number(document.getElementById('bpv').dataset.step) > 4",
-                           timeout=5000)
+    page.clock.run_for(1400)
+    assert step() == 4
+    page.clock.run_for(200)
+    assert step() == 5
+    page.clock.run_for(1500)
+    assert step() == 6
     page.keyboard.press("Space")
     assert "playing" not in (page.get_attribute("#bpv", "class") or "")
+    page.clock.run_for(3000)
+    assert step() == 6
     assert errors == []
     page.close()
 
