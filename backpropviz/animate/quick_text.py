@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 import svgelements as se
-from manim import ORIGIN, RIGHT, Text, VMobject
+from manim import ORIGIN, RIGHT, ManimColor, Text, VMobject
 from manim.mobject.svg.svg_mobject import SVGMobject, VMobjectFromSVGPath
 
 __all__ = ["QuickText"]
@@ -96,6 +96,8 @@ class Glyph(VMobjectFromSVGPath):
                 value = value.copy()
             elif isinstance(value, list) and not value:
                 value = []
+            elif type(value) is ManimColor:  # (its value an array; a third of the time)
+                value = memo.get(id(value)) or _copied_colour(value, memo)
             elif not isinstance(value, _IMMUTABLE):
                 value = copy.deepcopy(value, memo)
             copied.__dict__[name] = value
@@ -110,6 +112,15 @@ class Glyph(VMobjectFromSVGPath):
         nppcc = self.n_points_per_cubic_curve
         return [points[start:end] for start, end
                 in self.get_subpath_split_indices_from_points(points) if end - start >= nppcc]
+
+
+def _copied_colour(colour: ManimColor, memo: dict[int, Any]) -> ManimColor:
+    """A deep copy of a manim colour (which holds an array), made directly."""
+    copied = memo[id(colour)] = ManimColor.__new__(ManimColor)
+    copied.__dict__.update((name, value.copy() if isinstance(value, np.ndarray)
+                            else copy.deepcopy(value, memo))
+                           for name, value in vars(colour).items())
+    return copied
 
 
 def _only_glyphs(root: ET.Element) -> bool:
