@@ -626,3 +626,40 @@ def test_the_title_card_says_the_loss_once(script, words):
     _, cue = title_card(G, TextStore(), THEMES["light"], 4, backward=True)
     said = cue.splitlines()[1]
     assert said.startswith(words) and "loss loss" not in cue
+
+
+
+# Two processors' flags as /proc/cpuinfo lists them: this machine's Xeon (AVX-512), and
+# one with AVX2 only.
+XEON = ("flags\t\t: fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c abm bmi1 avx2 bmi2 "
+        "avx512f avx512dq avx512cd avx512bw avx512vl avx512vnni")
+AVX2_ONLY = "flags\t\t: fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c abm bmi1 avx2 bmi2"
+
+
+def test_x264_is_kept_off_avx512_where_it_encoded_the_same_frames_differently(tmp_path):
+    """x264 as PyAV ships it encoded the same frames differently now and then on a
+    processor with AVX-512 (this machine's: some frames 40-60 levels apart), so two renders
+    of a clip, or one by one process and one by two, differed; kept to AVX2 it gave one
+    stream every time. Elsewhere x264 chooses; and this machine's options are ones x264
+    takes."""
+    from backpropviz.animate.render import steady_x264
+
+    assert steady_x264(XEON) == {"x264-params": "asm=AVX2"}
+    assert steady_x264(AVX2_ONLY) == {} and steady_x264("") == {}
+    assert steady_x264(XEON.replace(" avx2", "")) == {}  # (AVX-512 without AVX2: none)
+    frames = [np.full((480, 854, 4), 255, np.uint8) for _ in range(3)]
+    for frame, x in zip(frames, (100, 300, 500), strict=True):
+        frame[200:260, x:x + 80, :3] = (31, 78, 156)
+    # This machine's options (on a processor without AVX2, asm=AVX2 would stop x264).
+    cpuinfo = Path("/proc/cpuinfo")
+    here = steady_x264(cpuinfo.read_text()) if cpuinfo.exists() else {}
+    with av.open(str(tmp_path / "steady.mp4"), "w") as movie:
+        stream = movie.add_stream("libx264", rate=15, options={"threads": "1", **here})
+        stream.width, stream.height, stream.pix_fmt = 854, 480, "yuv420p"
+        for frame in frames:
+            movie.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgba")))
+        movie.mux(stream.encode())
+    with av.open(str(tmp_path / "steady.mp4")) as movie:
+        decoded = [frame.to_ndarray(format="rgb24") for frame in movie.decode(video=0)]
+    assert len(decoded) == 3
+    assert np.abs(decoded[1][230, 340].astype(int) - (31, 78, 156)).max() < 12

@@ -64,12 +64,11 @@ def test_a_scene_shared_out_between_processes_is_the_scene_rendered_by_one(tmp_p
         ["serial.mp4", "serial.srt", "shared.mp4", "shared.srt"])  # no parts left over
 
 
-# Rendered in a process of their own, as the command line renders a clip. Known, not
-# found yet: a few clips (torch_mlp's forward pass, mlp3, a training clip) are not the
-# same to the pixel even rendered twice in one process each, -j 1 both times (a handful
-# of frames, a few levels apart, in a lossless .mov too), though every mobject, the
-# camera and the static image are the same bytes at each frame; so those cannot be
-# compared here. add_mul's clip is the same run after run.
+# Rendered in a process of their own, as the command line renders a clip. (Clips such
+# as mlp3's were not the same to the pixel rendered twice, -j 1 both times, though every
+# frame drawn was the same bytes: x264's AVX-512 code encoded the same frames
+# differently now and then. Kept off it, mlp3's backward clip is the same by -j 1 twice
+# and by -j 2; this test and its suite's share of cores keep to add_mul's.)
 _BOTH = """
 import sys
 from backpropviz.animate import render_video

@@ -18,8 +18,8 @@ added up the same way, to the last bit. (No mobject of a clip moves by an
 updater, whose motion would depend on the time steps.) The partial movies are
 joined in order, packet by packet, as manim joins its own, so the clip has the
 frames of a render in one process (tests/test_parallel_clip.py compares them;
-a few clips differ from it by a few shades in a handful of frames, as two
-renders in one process each do, not explained yet); the subtitles are the
+the encoder is kept off x264's AVX-512 code, which encoded the same frames
+differently now and then: render.steady_x264); the subtitles are the
 conductor's, which told the whole story.
 """
 

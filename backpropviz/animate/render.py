@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import pathlib
@@ -131,11 +132,10 @@ def _render_in(scratch: str, make_scene: Callable[..., Any], suffix: str, *, qua
         # Each encoder on one thread (several run at once anyway): an encoder
         # sharing its frames among threads on a busy machine now and then set a
         # pixel one shade apart, so two renders of a clip could differ.
-        # (x264's quicker presets are not for this: below subme 7, "veryfast" and
-        # "faster" among them, it encodes the same frames differently run to run even
-        # on one thread, and saved a fifth of a clip's CPU time at most.)
         "video_encoder_options": {"threads": "1"},
     }
+    if encoded in (".mp4", ".gif"):  # (x264's)
+        settings["video_encoder_options"] |= _x264_steady()
     if encoded == ".webm":
         # libvpx's VP9 at its default speed made a clip's WebM take 4.5 times its MP4's
         # time (the D2L MLP at 480p: 65 s, not 15); at cpu-used 5, some 44 s, the file a
@@ -157,6 +157,31 @@ def _render_in(scratch: str, make_scene: Callable[..., Any], suffix: str, *, qua
         _to_gif(movie, gif)
         movie = gif
     return movie, seconds
+
+
+@functools.cache
+def _x264_steady() -> dict[str, str]:
+    """x264's options for this processor (read from /proc/cpuinfo): steady_x264's."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            return steady_x264(info.read())
+    except OSError:
+        return {}
+
+
+def steady_x264(cpuinfo: str) -> dict[str, str]:
+    """x264's options that keep it off its AVX-512 code on a processor that has it (its
+    flags as /proc/cpuinfo lists them). There (this machine's Xeon, with the x264 PyAV
+    ships) the same frames encoded twice came out different now and then, some frames of
+    a clip 40-60 levels apart on thousands of pixels: a clip rendered twice, or by one
+    process and by two (animate/parallel.py), differed from itself though every frame
+    drawn was the same to the bit. Kept to AVX2 (and what x264 counts with it), it gave
+    one stream every time, as quickly. On a processor without AVX-512, x264 chooses."""
+    flags = set(next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines()
+                      if line.startswith("flags") and ":" in line), []))
+    if "avx512f" not in flags or not {"avx2", "fma", "bmi1", "bmi2", "abm"} <= flags:
+        return {}
+    return {"x264-params": "asm=AVX2"}
 
 
 class _Unsaid(logging.Filter):
