@@ -47,6 +47,7 @@ from manim import (
 
 from backpropviz.animate import render_video
 from backpropviz.animate.mobjects import GraphMobject, Table, TextStore, pen_width
+from backpropviz.animate.render import encoder_options
 from backpropviz.animate.screen import CAPTION_EM, RESULT_EM, parameter_results
 from backpropviz.animate.sweep import MIN_SCALE
 from backpropviz.captions import step_captions
@@ -191,7 +192,10 @@ def time_bare(G: nx.MultiDiGraph, quality: str, folder: str) -> tuple[float, flo
     """Seconds to render the bare scene to an mp4, and the clip's length."""
     settings = {"quality": QUALITIES[quality], "format": "mp4", "media_dir": folder,
                 "output_file": "bare", "disable_caching": True, "progress_bar": "none",
-                "verbosity": "WARNING", "max_inflight_encoders": 4}
+                "verbosity": "WARNING", "max_inflight_encoders": 4,
+                # the clip's own encoder settings (x264's preset among them), so that
+                # the two differ in what is drawn only
+                "video_encoder_options": encoder_options(".mp4")}
     start = time.perf_counter()
     with manim.tempconfig(settings):
         scene = BareSweep(G)
