@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -167,6 +168,29 @@ def test_a_name_written_as_an_expression_is_typeset_alike_in_every_view():
     name = value_names(G)["v1"]
     assert (name.text, name.tex) == ("λ/2", r"\mathrm{\lambda /2}")
     assert "<I>λ</I>/2" in to_dot(G) and "lambd" not in to_dot(G)
+
+
+def test_a_name_written_as_a_sum_or_product_is_parenthesised_where_it_is_an_operand():
+    # micrograd's lecture names its neuron's values by what they are ('x1*w1 + x2*w2'):
+    # written bare, ∂o/∂x1*w1 reads as ∂o/∂x1 times w1 and the caption as false.
+    x1, w1 = Value(2.0, label="x1"), Value(-3.0, label="w1")
+    x2, w2 = Value(0.0, label="x2"), Value(1.0, label="w2")
+    x1w1, x2w2 = x1 * w1, x2 * w2
+    x1w1.label, x2w2.label = "x1*w1", "x2*w2"
+    s = x1w1 + x2w2
+    s.label = "x1*w1 + x2*w2"
+    n = s + Value(6.8813735870195432, label="b")
+    n.label = "n"
+    o = n.tanh()
+    o.label = "o"
+    o.backward()
+    captions = step_captions(to_networkx(o))
+    worked = [line for caption in captions for line in caption.worked]
+    assert "∂o/∂(x1*w1 + x2*w2) = ∂o/∂n = 0.5" in worked
+    assert "∂o/∂(x1*w1) = ∂o/∂(x1*w1 + x2*w2) = 0.5" in worked
+    assert "∂o/∂x1 = w1 · ∂o/∂(x1*w1) = (−3) · 0.5 = −1.5" in worked
+    assert not any(re.search(r"∂x\d\*", line) for line in worked)
+    assert any(r"\partial \left(\mathrm{x1*w1}\right)" in caption.tex for caption in captions)
 
 
 
