@@ -69,13 +69,15 @@ def test_a_scene_shared_out_between_processes_is_the_scene_rendered_by_one(tmp_p
 # frame drawn was the same bytes: x264's AVX-512 code encoded the same frames
 # differently now and then. Kept off it, mlp3's backward clip is the same by -j 1 twice
 # and by -j 2; this test and its suite's share of cores keep to add_mul's.)
+# (At triple speed: its quick beats shorter than a frame, whose clock the conductor
+# keeps as a render's frames would.)
 _BOTH = """
 import sys
 from backpropviz.animate import render_video
 from backpropviz.script import graph_of_script
 G = graph_of_script(sys.argv[1], quiet=True)
-render_video(G, sys.argv[2], phase="backward", speed=2.0, progress=False, jobs=1)
-render_video(G, sys.argv[3], phase="backward", speed=2.0, progress=False, jobs=2)
+render_video(G, sys.argv[2], phase="backward", speed=3.0, progress=False, jobs=1)
+render_video(G, sys.argv[3], phase="backward", speed=3.0, progress=False, jobs=2)
 """
 
 
