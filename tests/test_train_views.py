@@ -475,7 +475,7 @@ def _cells(cells: list[list[str]]) -> np.ndarray:
     return np.array([[float(c.replace("\u2212", "-")) for c in row] for row in cells])
 
 
-def four_parameter_run(passes: int = 3, rate: float = 0.05) -> Run:
+def four_parameter_run(passes: int = 2, rate: float = 0.05) -> Run:
     """A layer with a bias, ReLU, a layer with a bias: four parameters, 6 + 3 + 3 + 1
     numbers, trained by SGD on one point."""
     W1 = Tensor([[1.0, -1.0], [0.5, 1.0], [-0.5, 0.25]], label="W1", requires_grad=True)
