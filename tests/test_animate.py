@@ -628,7 +628,6 @@ def test_the_title_card_says_the_loss_once(script, words):
     assert said.startswith(words) and "loss loss" not in cue
 
 
-
 # Two processors' flags as /proc/cpuinfo lists them: this machine's Xeon (AVX-512), and
 # one with AVX2 only.
 XEON = ("flags\t\t: fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c abm bmi1 avx2 bmi2 "
@@ -642,7 +641,7 @@ def test_x264_is_kept_off_avx512_where_it_encoded_the_same_frames_differently(tm
     of a clip, or one by one process and one by two, differed; kept to AVX2 it gave one
     stream every time. Elsewhere x264 chooses; and this machine's options are ones x264
     takes."""
-    from backpropviz.animate.render import steady_x264
+    from backpropviz.animate.render import encoder_options, steady_x264
 
     assert steady_x264(XEON) == {"x264-params": "asm=AVX2"}
     assert steady_x264(AVX2_ONLY) == {} and steady_x264("") == {}
@@ -650,11 +649,10 @@ def test_x264_is_kept_off_avx512_where_it_encoded_the_same_frames_differently(tm
     frames = [np.full((480, 854, 4), 255, np.uint8) for _ in range(3)]
     for frame, x in zip(frames, (100, 300, 500), strict=True):
         frame[200:260, x:x + 80, :3] = (31, 78, 156)
-    # This machine's options (on a processor without AVX2, asm=AVX2 would stop x264).
-    cpuinfo = Path("/proc/cpuinfo")
-    here = steady_x264(cpuinfo.read_text()) if cpuinfo.exists() else {}
+    # The clip's own options on this machine (on a processor without AVX2, asm=AVX2 would
+    # stop x264: they are this processor's).
     with av.open(str(tmp_path / "steady.mp4"), "w") as movie:
-        stream = movie.add_stream("libx264", rate=15, options={"threads": "1", **here})
+        stream = movie.add_stream("libx264", rate=15, options=encoder_options(".mp4"))
         stream.width, stream.height, stream.pix_fmt = 854, 480, "yuv420p"
         for frame in frames:
             movie.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgba")))

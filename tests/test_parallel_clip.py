@@ -68,9 +68,9 @@ def test_a_scene_shared_out_between_processes_is_the_scene_rendered_by_one(tmp_p
 # as mlp3's were not the same to the pixel rendered twice, -j 1 both times, though every
 # frame drawn was the same bytes: x264's AVX-512 code encoded the same frames
 # differently now and then. Kept off it, mlp3's backward clip is the same by -j 1 twice
-# and by -j 2; this test and its suite's share of cores keep to add_mul's.)
-# (At triple speed: its quick beats shorter than a frame, whose clock the conductor
-# keeps as a render's frames would.)
+# and by -j 2; this test and its suite's share of cores keep to add_mul's.) At triple
+# speed: its quick beats are shorter than a frame, whose clock the conductor keeps as a
+# render's frames would.
 _BOTH = """
 import sys
 from backpropviz.animate import render_video
