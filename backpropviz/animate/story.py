@@ -24,8 +24,6 @@ from typing import Any
 import numpy as np
 from manim import (
     RIGHT,
-    FadeIn,
-    FadeOut,
     ReplacementTransform,
     RoundedRectangle,
     Succession,
@@ -48,6 +46,7 @@ from ..formatting import MAX_ITEMS, format_array
 from ..metrics import text_width
 from ..steps import start_grads
 from ..style import Theme
+from .fades import FadeIn, FadeOut
 from .mobjects import Z_FLYING, Z_MARK, Table, TextStore
 from .motion import Along, flash, stop_bar
 from .pacing import Pace, durations, factor_sources, share_pace

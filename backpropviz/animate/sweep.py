@@ -18,8 +18,6 @@ from manim import (
     AnimationGroup,
     BackgroundRectangle,
     Create,
-    FadeIn,
-    FadeOut,
     LaggedStart,
     MovingCameraScene,
     ReplacementTransform,
@@ -42,6 +40,7 @@ from ..style import EXPRESSION_PT, THEMES
 from ..views import drawn_graph
 from .camera import Room, View, column_heights, columns, view_of, whole_view
 from .cards import recap_card, title_card
+from .fades import FadeIn, FadeOut, Moved
 from .formats import AnimateError
 from .mobjects import (
     Z_BADGE,
@@ -438,7 +437,7 @@ class BackpropScene(MovingCameraScene):
             frame.set(width=view.zoom * config.frame_width).move_to(center)
             return
         self.play(frame.animate.set(width=view.zoom * config.frame_width).move_to(center),
-                  *(m.animate.move_to(moved(m)).scale(ratio) for m in overlay),
+                  *(Moved(m, moved(m), ratio) for m in overlay),
                   run_time=self.t(seconds))
 
     def _around(self, op: Any) -> list:

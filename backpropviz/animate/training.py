@@ -30,8 +30,6 @@ from manim import (
     Circle,
     Create,
     Dot,
-    FadeIn,
-    FadeOut,
     LaggedStart,
     Line,
     ReplacementTransform,
@@ -50,6 +48,7 @@ from ..train_figure import Curve, loss_curve, parameter_curves, require_passes
 from ..training import Run
 from ..updates import parameter_nodes, start_line, update_line
 from ..views import drawn_graph
+from .fades import FadeIn, FadeOut
 from .formats import MAX_NODES, AnimateError, check_format, check_size, check_video
 from .mobjects import Z_BADGE, Z_MARK, ValueNode
 from .pacing import HOLD_FLOOR, READING_CPS
