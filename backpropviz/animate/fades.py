@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 from manim import ORIGIN, Animation, Mobject
 
+from .redraw import Box, box
+
 __all__ = ["FadeIn", "FadeOut", "Moved"]
 
 # The colour arrays of a VMobject whose opacity a fade changes (manim's fade(1) sets
@@ -57,6 +59,14 @@ class _Blend(Animation):
 
     def _ends(self, points: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(p, p) for p in points]
+
+    def reach(self) -> list[Box] | None:
+        """A box that holds every point of the parts from start to end (redraw.py);
+        None before the animation begins."""
+        if not hasattr(self, "_points"):
+            return None
+        ends = [p for pair in self._points for p in pair if len(p)]
+        return [box(np.vstack(ends))] if ends else []
 
     def get_all_mobjects(self) -> Sequence[Mobject]:
         return [self.mobject]  # (no starting copy to update)

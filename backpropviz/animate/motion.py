@@ -22,6 +22,7 @@ from manim import (
 
 from ..style import EXPRESSION_PT, Theme
 from .mobjects import Z_BADGE, Z_MARK, Z_PULSE, OpNode, TextStore, pen_width
+from .redraw import Box, family_box
 
 __all__ = ["Along", "dead_unit_note", "flash", "overlap", "parallel", "pulse", "ring_over",
            "stop_bar"]
@@ -112,6 +113,9 @@ class _Travel(Animation):
         super().__init__(dot, remover=True, **kwargs)
         self.path = path
 
+    def reach(self) -> list[Box] | None:
+        return _carried(self.mobject, self.path)
+
     def interpolate_mobject(self, alpha: float) -> None:
         where = self.rate_func(alpha)
         self.mobject.move_to(self.path.point_from_proportion(where))
@@ -129,6 +133,9 @@ class Along(Animation):
         super().__init__(mobject, **kwargs)
         self.path = path
 
+    def reach(self) -> list[Box] | None:
+        return _carried(self.mobject, self.path)
+
     def create_starting_mobject(self) -> VMobject:
         starting = super().create_starting_mobject()
         self.start = starting.get_center()
@@ -139,6 +146,16 @@ class Along(Animation):
         for moved, start in zip(self.mobject.get_family(), self.starting_mobject.get_family(),
                                 strict=True):
             moved.points = start.points + shift
+
+
+def _carried(mobject: VMobject, path: VMobject) -> list[Box] | None:
+    """Boxes that hold ``mobject`` wherever along ``path`` it is carried (redraw.py)."""
+    now, along = family_box(mobject), family_box(path)
+    if now is None or along is None:
+        return None
+    half_width, half_height = (now[2] - now[0]) / 2, (now[3] - now[1]) / 2
+    return [now, (along[0] - half_width, along[1] - half_height,
+                  along[2] + half_width, along[3] + half_height)]
 
 
 def overlap(a: VMobject, b: VMobject) -> bool:
