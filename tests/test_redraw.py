@@ -9,7 +9,7 @@ import pytest
 manim = pytest.importorskip("manim")
 
 from backpropviz.animate import fades  # noqa: E402
-from backpropviz.animate.redraw import drawn_again  # noqa: E402
+from backpropviz.animate.redraw import parts_drawn_again  # noqa: E402
 
 PIXEL = 0.02
 
@@ -21,7 +21,7 @@ def square(x: float, y: float = 0.0, side: float = 1.0) -> manim.Square:
 def chosen(order, animations, moving=None) -> list:
     for animation in animations:
         animation.begin()
-    return drawn_again(order, animations, PIXEL, list(order) if moving is None else moving)
+    return parts_drawn_again(order, animations, PIXEL, list(order) if moving is None else moving)
 
 
 def test_what_moves_and_what_is_drawn_after_it_where_it_goes_and_nothing_else():

@@ -27,12 +27,15 @@ from manim import (
     AnimationGroup,
     Create,
     Mobject,
+    MovingCameraScene,
     ShowPassingFlash,
     Transform,
     Wait,
 )
+from manim.utils.family import extract_mobject_family_members
+from manim.utils.iterables import list_update
 
-__all__ = ["Box", "box", "drawn_again", "family_box"]
+__all__ = ["Box", "RedrawingWhatMoves", "box", "drawn_again", "family_box", "parts_drawn_again"]
 
 Box = tuple[float, float, float, float]  # left, bottom, right, top (scene units)
 
@@ -43,17 +46,39 @@ MITRE = 10
 EDGE_PIXELS = 3
 
 
-def drawn_again(order: Sequence[Mobject], animations: Iterable[Any], pixel: float,
+class RedrawingWhatMoves(MovingCameraScene):
+    """A scene whose frames draw again what moves and what lies over it (drawn_again)."""
+
+    def get_moving_mobjects(self, *animations: Any) -> list[Mobject]:
+        return drawn_again(self, animations, super().get_moving_mobjects(*animations))
+
+
+def drawn_again(scene: MovingCameraScene, animations: Iterable[Any],
                 moving: Sequence[Mobject]) -> list[Mobject]:
+    """The parts of ``scene`` to draw every frame of ``animations`` (its
+    get_moving_mobjects): those they animate, and each part drawn after one of these
+    whose ink meets it. ``moving`` (manim's choice: every part from the first animated
+    one on) when the camera moves, or the reach of an animation cannot be told."""
+    animations = list(animations)
+    frame = scene.camera.frame
+    if any(frame in animation.mobject.get_family() for animation in animations):
+        return list(moving)
+    order = extract_mobject_family_members(  # (in the order the frame draws them)
+        list_update(scene.mobjects, scene.foreground_mobjects),
+        use_z_index=scene.camera.use_z_index, only_those_with_points=True)
+    return parts_drawn_again(order, animations, frame.width / scene.camera.pixel_width,
+                             moving)
+
+
+def parts_drawn_again(order: Sequence[Mobject], animations: Sequence[Any], pixel: float,
+                      moving: Sequence[Mobject]) -> list[Mobject]:
     """The parts to draw every frame of ``animations``, of the picture's parts drawn in
     ``order``: those they animate, and each part drawn after one of these whose ink
-    meets it (``pixel``: a pixel's width in scene units). ``moving`` (manim's choice:
-    every part from the first animated one on) if the reach of an animation cannot be
-    told.
+    meets it (``pixel``: a pixel's width in scene units); ``moving`` if the reach of an
+    animation cannot be told.
 
     Every other part can be drawn once, under them all: it lies under every part of
     those it meets that is drawn every frame, as the picture draws them."""
-    animations = list(animations)
     reaches = []
     for animation in animations:
         reach = _reach(animation)

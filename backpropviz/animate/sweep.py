@@ -19,7 +19,6 @@ from manim import (
     BackgroundRectangle,
     Create,
     LaggedStart,
-    MovingCameraScene,
     ReplacementTransform,
     RoundedRectangle,
     Succession,
@@ -29,8 +28,6 @@ from manim import (
     config,
     rate_functions,
 )
-from manim.utils.family import extract_mobject_family_members
-from manim.utils.iterables import list_update
 
 from ..captions import headings, step_captions, subscripted, value_names
 from ..formatting import MAX_ITEMS, format_array
@@ -65,7 +62,7 @@ from .pacing import (
     share_pace,
     shown_rule,
 )
-from .redraw import drawn_again
+from .redraw import RedrawingWhatMoves
 from .screen import (
     CAPTION_EM,
     PAGE_ROWS,
@@ -107,7 +104,7 @@ FORWARD_PACE = 0.6
 CARD_EXTRA = 0.5
 
 
-class BackpropScene(MovingCameraScene):
+class BackpropScene(RedrawingWhatMoves):
     """A clip of the forward and backward passes of an IR graph.
 
     Subclass it with ``example`` (a script path, run by the script front end,
@@ -241,18 +238,6 @@ class BackpropScene(MovingCameraScene):
         return seconds / self.speed
 
     # ------------------------------------------------------------ the story
-
-    def get_moving_mobjects(self, *animations: Any) -> list:
-        """What each frame of ``animations`` draws over the still background: what they
-        move and what lies over it (redraw.py); everything when the camera moves."""
-        moving = super().get_moving_mobjects(*animations)
-        frame = self.camera.frame
-        if any(frame in animation.mobject.get_family() for animation in animations):
-            return moving
-        order = extract_mobject_family_members(  # (in the order the frame draws them)
-            list_update(self.mobjects, self.foreground_mobjects),
-            use_z_index=self.camera.use_z_index, only_those_with_points=True)
-        return drawn_again(order, animations, frame.width / self.camera.pixel_width, moving)
 
     def construct(self) -> None:
         self.show_title_card()
