@@ -54,8 +54,14 @@ class Moves(manim.MovingCameraScene):
         self.wait(0.41)
 
 
-@pytest.mark.parametrize("jobs", [2, 3])
-def test_a_scene_shared_out_between_processes_is_the_scene_rendered_by_one(tmp_path, jobs):
+@pytest.mark.parametrize(("jobs", "run"), [(2, 0.4), (3, 1.0)])
+def test_a_scene_shared_out_between_processes_is_the_scene_rendered_by_one(tmp_path, jobs, run,
+                                                                          monkeypatch):
+    """... each renderer drawing a run of animations, here short ones (a clip's are some
+    5 s): a run each move or two, many taken over, by two or three at once."""
+    from backpropviz.animate import parallel
+
+    monkeypatch.setattr(parallel, "RUN_SECONDS", run)
     serial, shared = tmp_path / "serial.mp4", tmp_path / "shared.mp4"
     render_scene(Moves, serial, quality="l", transparent=False, progress=False, jobs=1)
     render_scene(Moves, shared, quality="l", transparent=False, progress=False, jobs=jobs)
