@@ -90,43 +90,47 @@ class _Blend(Animation):
                 setattr(part, name, rgbas)
 
 
-class FadeIn(_Blend):
-    """``mobject`` faded in (added to the scene as it begins), from ``shift`` back of
-    where it is and ``scale`` times its size about its centre, as manim's FadeIn."""
+class _Fade(_Blend):
+    """A fade that moves ``shift`` and scales ``scale`` times about the centre between
+    its mobject as it is and the faded end (``towards``: -1 the start, 1 the end)."""
 
-    opaque = (False, True)
+    towards = 1
 
     def __init__(self, mobject: Mobject, shift: np.ndarray | None = None, scale: float = 1,
                  **kwargs: Any) -> None:
-        super().__init__(mobject, introducer=True, **kwargs)
+        super().__init__(mobject, **kwargs)
         self.shift = ORIGIN if shift is None else np.asarray(shift, dtype=float)
         self.factor = scale
 
     def _ends(self, points: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         if self.factor == 1 and not self.shift.any():
             return [(p, p) for p in points]
-        centre = self.mobject.get_center() - self.shift
-        return [((p - self.shift - centre) * self.factor + centre, p) for p in points]
+        shift = self.towards * self.shift
+        centre = self.mobject.get_center() + shift
+        ends = [(p, (p + shift - centre) * self.factor + centre) for p in points]
+        return [(faded, p) for p, faded in ends] if self.towards < 0 else ends
 
 
-class FadeOut(_Blend):
+class FadeIn(_Fade):
+    """``mobject`` faded in (added to the scene as it begins), from ``shift`` back of
+    where it is and ``scale`` times its size about its centre, as manim's FadeIn."""
+
+    opaque = (False, True)
+    towards = -1
+
+    def __init__(self, mobject: Mobject, **kwargs: Any) -> None:
+        super().__init__(mobject, introducer=True, **kwargs)
+
+
+class FadeOut(_Fade):
     """``mobject`` faded out (removed from the scene as it ends), moving ``shift`` and
     growing ``scale`` times about its centre as it goes; then, off the screen, as it was
     (as manim's FadeOut leaves it)."""
 
     opaque = (True, False)
 
-    def __init__(self, mobject: Mobject, shift: np.ndarray | None = None, scale: float = 1,
-                 **kwargs: Any) -> None:
+    def __init__(self, mobject: Mobject, **kwargs: Any) -> None:
         super().__init__(mobject, remover=True, **kwargs)
-        self.shift = ORIGIN if shift is None else np.asarray(shift, dtype=float)
-        self.factor = scale
-
-    def _ends(self, points: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
-        if self.factor == 1 and not self.shift.any():
-            return [(p, p) for p in points]
-        centre = self.mobject.get_center() + self.shift
-        return [(p, (p + self.shift - centre) * self.factor + centre) for p in points]
 
     def clean_up_from_scene(self, scene: Any) -> None:
         super().clean_up_from_scene(scene)
