@@ -95,7 +95,8 @@ def parts_drawn_again(order: Sequence[Mobject], animations: Sequence[Any], pixel
     ink: list[Box] = []  # where what is drawn every frame so far may leave ink
     swept: set[int] = set()  # the animations whose reach is in it
     kept: dict[int, Mobject] = {}
-    for part in order:
+    place = {id(part): number for number, part in enumerate(order)}
+    for here, part in enumerate(order):
         if id(part) in kept:
             continue
         number = animated.get(id(part))
@@ -108,6 +109,8 @@ def parts_drawn_again(order: Sequence[Mobject], animations: Sequence[Any], pixel
             continue
         for member in part.get_family():  # (what a part drawn every frame takes with it)
             if member.has_points() and id(member) not in kept:
+                if place.get(id(member), here) < here:  # (drawn under what is passed)
+                    return list(moving)
                 kept[id(member)] = member
                 left, bottom, right, top = box(member.points)
                 reach = _ink(member) + edge
