@@ -197,3 +197,16 @@ def test_a_renderer_that_fails_is_one_clear_error_and_leaves_no_file(tmp_path):
     with pytest.raises(AnimateError, match=r"failed \(ValueError: no such frame\).*-j 1"):
         render_scene(Failing, target, quality="l", transparent=False, progress=False, jobs=2)
     assert list(tmp_path.iterdir()) == []
+
+
+class Unmade(manim.Scene):
+    def __init__(self, progress: bool = False, **options) -> None:
+        raise ValueError("no such scene")
+
+
+def test_a_scene_that_cannot_be_made_is_its_own_error_and_leaves_no_file(tmp_path):
+    """An error in making the scene, before any renderer starts, is told as itself."""
+    with pytest.raises(ValueError, match="no such scene"):
+        render_scene(Unmade, tmp_path / "clip.mp4", quality="l", transparent=False,
+                     progress=False, jobs=2)
+    assert list(tmp_path.iterdir()) == []

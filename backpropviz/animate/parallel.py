@@ -67,7 +67,7 @@ def render_shared(make_scene: Callable[..., Any], settings: dict[str, Any], jobs
     seconds. ``settings`` are manim's, as for a render in one process."""
     import manim
 
-    renderers = _Renderers(jobs)
+    renderers, run = _Renderers(jobs), _Run()
     # manim prunes its partial movies to the newest 100 as a scene ends: here the
     # conductor's scene ends before the renderers' movies are joined.
     settings = {**settings, "max_files_cached": -1}
@@ -76,18 +76,17 @@ def render_shared(make_scene: Callable[..., Any], settings: dict[str, Any], jobs
             scene = make_scene(progress=progress, **options)
             renderer = scene.renderer
             manims_play, manims_begin = renderer.play, scene.begin_animations
-            run = _Run(renderer)
 
             def begin_animations() -> None:
                 manims_begin()
                 if not renderers.forked and run.starts and renderers.fork():  # a renderer
-                    _rendering(scene, start, lambda: renderers.leave(run.movies()))
+                    _rendering(scene, start, lambda: renderers.leave(run.movies(renderer)))
 
             def play(*args: Any, **kwargs: Any) -> None:
                 nonlocal start
                 if renderers.forked:  # (a renderer: its run drawn, up to the next's start)
                     if run.ended(renderer.num_plays):
-                        renderers.leave(run.movies())
+                        renderers.leave(run.movies(renderer))
                     played(manims_play, args, kwargs)
                     return
                 start = renderer.time
@@ -97,14 +96,14 @@ def render_shared(make_scene: Callable[..., Any], settings: dict[str, Any], jobs
                         manims_play(*args, **kwargs)
                 except BaseException as error:  # any, told to the conductor by a renderer
                     if renderers.forked:
-                        renderers.leave(("error", f"{type(error).__name__}: {error}"[:1000]))
+                        renderers.fail(error)
                     raise
 
             def played(play: Callable[..., Any], args: Any, kwargs: Any) -> None:
                 try:
                     play(*args, **kwargs)
                 except BaseException as error:  # any, told to the conductor
-                    renderers.leave(("error", f"{type(error).__name__}: {error}"[:1000]))
+                    renderers.fail(error)
 
             start = 0.0
             renderer.play, scene.begin_animations = play, begin_animations
@@ -159,8 +158,7 @@ class _Run:
 
     SIZE = 1 << 20  # animations a clip may have (a byte each)
 
-    def __init__(self, renderer: Any) -> None:
-        self.renderer = renderer
+    def __init__(self) -> None:
         self.shared = mmap.mmap(-1, 8 + self.SIZE)  # (how far decided, then a flag each)
         self.began = 0.0  # when the current run began (clip seconds)
         self.starts = False  # whether the animation under way starts a run
@@ -189,9 +187,9 @@ class _Run:
             time.sleep(0.001)
         return number > self.first and bool(self.shared[8 + number])
 
-    def movies(self) -> tuple[str, list[str]]:
+    def movies(self, renderer: Any) -> tuple[str, list[str]]:
         """In a renderer, finished: what to tell the conductor (its movies, in order)."""
-        writer = self.renderer.file_writer
+        writer = renderer.file_writer
         writer.join_all_encode_jobs()
         return ("movies", [str(movie) for movie in writer.partial_movie_files[self.first:]
                            if movie is not None])
@@ -245,6 +243,10 @@ class _Renderers:
                 pickle.dump(told, pipe)
         finally:
             os._exit(status)
+
+    def fail(self, error: BaseException) -> None:
+        """In a renderer: tell the conductor ``error`` (in a line), and end the process."""
+        self.leave(("error", f"{type(error).__name__}: {error}"[:1000]))
 
     def _reap(self) -> None:
         """Wait for a renderer to tell how it went (its pipe closes as it leaves), and
