@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -18,6 +20,7 @@ from typing import Any
 import networkx as nx
 
 from .errors import DrawError
+from .kept import Kept
 from .options import DEFAULT_DOT_TIMEOUT
 
 __all__ = [
@@ -35,6 +38,14 @@ __all__ = [
     "run_dot",
 ]
 
+
+# The folder of what dot and neato wrote (kept.Kept): bump it when what is kept changes.
+KEPT_KIND = "graphviz-1"
+
+# Folders written again when a font is installed (fontconfig's caches, a user's fonts):
+# what dot measures text with.
+FONT_FOLDERS = ("/var/cache/fontconfig", "~/.cache/fontconfig", "~/.fonts",
+                "~/.local/share/fonts")
 
 # The graphviz output formats we offer (all in every graphviz build with cairo).
 FORMATS = ("bmp", "canon", "dot", "gif", "gv", "jpeg", "jpg", "json", "pdf", "plain",
@@ -103,13 +114,54 @@ def require_dot() -> None:
 
 
 def run_dot(source: str, format: str = "svg") -> bytes:
-    """Lay out and render DOT text with the ``dot`` executable, within the time limit.
+    """Lay out and render DOT text with the ``dot`` executable, within the time limit;
+    what it wrote for the same DOT and format before, with the same graphviz and
+    fonts, is read back (kept.Kept) rather than laid out again.
 
     On a terminal, a run that takes more than a few seconds says how long it
     has been going; one that reaches the limit is stopped (DrawError).
     """
     if format not in FORMATS:
         raise DrawError(f"unknown format: {format!r} (must be one of {list(FORMATS)})")
+    # A folded picture has its places in the DOT: neato -n2 keeps them.
+    command = ["neato", "-n2"] if 'layout="neato"' in source[:2000] else ["dot"]
+    command.append(f"-T{format}")
+    kept = _kept_layouts(command[0])
+    key = f"{' '.join(command)}\n{source}"
+    drawn = kept.get(key) if kept is not None else None
+    if drawn is None:
+        drawn = _run(command, source)
+        if kept is not None:
+            kept.put(key, drawn)
+    return drawn
+
+
+def _kept_layouts(program: str) -> Kept | None:
+    """Where what ``program`` (dot, neato) wrote is kept, for the graphviz installed
+    now and the fonts it measures text with; None when it is not to be found."""
+    found = shutil.which(program)
+    return None if found is None else _kept_for(os.path.realpath(found))
+
+
+@lru_cache(maxsize=4)
+def _kept_for(program: str) -> Kept:
+    # What shapes graphviz's output besides its input: its program and plugins (their
+    # config file is written again when either changes) and the fonts fontconfig knows.
+    shaping = [program, *glob.glob(os.path.join(
+        os.path.dirname(program), "..", "lib", "*", "graphviz", "config*")),
+        *map(os.path.expanduser, FONT_FOLDERS)]
+    stamps = []
+    for path in shaping:
+        try:
+            stamp = os.stat(path)
+        except OSError:
+            continue
+        stamps.append(f"{os.path.normpath(path)} {stamp.st_size} {stamp.st_mtime_ns}")
+    return Kept(KEPT_KIND, "\n".join(stamps), most=5000, most_bytes=300_000_000)
+
+
+def _run(command: list[str], source: str) -> bytes:
+    """What ``command`` (dot or neato with its format) writes for ``source``."""
     limit = _dot_timeout.get()
     # The DOT and the picture pass through unnamed files, not pipes: dot reads its
     # input and writes its output without waiting for us, and we wait without
@@ -125,9 +177,7 @@ def run_dot(source: str, format: str = "svg") -> bytes:
             raise DrawError(f"cannot write the temporary files dot reads and writes "
                             f"({error.strerror}); set TMPDIR to a folder with room") from None
         try:
-            # A folded picture has its places in the DOT: neato -n2 keeps them.
-            command = ["neato", "-n2"] if 'layout="neato"' in source[:2000] else ["dot"]
-            process = subprocess.Popen([*command, f"-T{format}"], stdin=given, stdout=drawn,
+            process = subprocess.Popen(command, stdin=given, stdout=drawn,
                                        stderr=subprocess.PIPE)
         except FileNotFoundError:
             raise DrawError(_NO_DOT) from None

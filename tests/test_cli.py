@@ -439,8 +439,10 @@ def test_dot_missing(tmp_path):
     assert done.returncode == 0, done.stderr.decode()
 
 
-def test_no_room_for_dots_files_is_one_clear_error(monkeypatch):
+def test_no_room_for_dots_files_is_one_clear_error(monkeypatch, tmp_path):
     import tempfile
+
+    monkeypatch.setenv("BACKPROPVIZ_CACHE", str(tmp_path))  # (none kept: dot runs)
 
     from backpropviz.errors import DrawError
     from backpropviz.graphviz import run_dot

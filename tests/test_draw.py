@@ -222,7 +222,7 @@ def test_dot_and_svg_are_byte_identical_across_processes():
     code = _TWICE.format(script=str(ROOT / "examples" / "d2l_objective.py"))
     runs = []
     for seed in ("1", "2"):
-        env = {**os.environ, "PYTHONHASHSEED": seed}
+        env = {**os.environ, "PYTHONHASHSEED": seed, "BACKPROPVIZ_CACHE": ""}  # (dot runs)
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               env=env, cwd=ROOT, check=True)
         runs.append(done.stdout)

@@ -41,7 +41,7 @@ def test_a_later_process_reads_back_what_an_earlier_made(fresh, monkeypatch):
                                                                    serif=True),
             first.heading(Heading("W1", True), 0.3, "#000000")]
     files = list(kept_texts.folder().iterdir())
-    assert len(files) == 3 and all(file.suffix == ".pickle" for file in files)
+    assert len(files) == 3 and all(file.suffix == ".kept" for file in files)
     never_made(monkeypatch)
     later = fresh()
     again = [later.text("0.3052", 0.25, "#1f4e9c"), later.text("∂L/∂W1", 0.3, "#000000",
@@ -86,16 +86,3 @@ def test_a_torn_file_is_made_again_and_none_kept_when_told(fresh, monkeypatch, t
     TextStore().text("7.5", 0.25, "#000000")
     assert kept_texts.folder() is None and [kept] == list(kept.parent.iterdir())
 
-
-def test_past_its_most_the_older_half_goes(tmp_path, monkeypatch):
-    monkeypatch.setenv("BACKPROPVIZ_CACHE", str(tmp_path))
-    monkeypatch.setattr(kept_texts, "MOST", 4)
-    first = kept_texts.KeptTexts("faces")
-    for k in range(6):
-        first.put(("text", k), b"x")
-    (kept_texts.folder() / "left.part").write_bytes(b"torn")
-    later = kept_texts.KeptTexts("faces")
-    later.put(("text", 6), b"y")
-    names = {path.name for path in kept_texts.folder().iterdir()}
-    assert len(names) == 3 + 1 and not any(name.endswith(".part") for name in names)
-    assert later._path(("text", 6)).name in names
