@@ -14,6 +14,7 @@ from .builder import Builder, Producer, attribute_names
 from .engine import Node, topological_order
 from .formatting import changed_note
 from .groups import numbered
+from .json_text import json_text
 from .schema import (
     ROLES,
     IRError,
@@ -319,7 +320,7 @@ def to_node_link(G: nx.MultiDiGraph) -> dict:
 
 def to_json(G: nx.MultiDiGraph) -> str:
     """The IR as strict JSON text: ``to_node_link``'s data (what ``-o graph.json`` writes)."""
-    return json.dumps(to_node_link(G), indent=1, allow_nan=False)
+    return json_text(to_node_link(G), depth=2)  # (a node or an edge a line)
 
 
 def from_node_link(data: Mapping | str | bytes) -> nx.MultiDiGraph:

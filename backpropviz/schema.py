@@ -683,11 +683,16 @@ def _finite_or_named(x: Any) -> Any:
             return x
         return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
     if isinstance(x, list):
+        try:  # (numbers at any depth, all finite, as most are: checked in C)
+            if np.isfinite(np.asarray(x, dtype=float)).all():
+                return x
+        except (TypeError, ValueError, OverflowError):  # (not numbers, ragged, or huge)
+            pass
         return [_finite_or_named(item) for item in x]
     if isinstance(x, dict):
         return {key: _finite_or_named(item) for key, item in x.items()}
     if isinstance(x, np.ndarray):  # a large tensor's numbers, as nested lists
-        return _finite_or_named(x.tolist())
+        return x.tolist() if np.isfinite(x).all() else _finite_or_named(x.tolist())
     return x
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .ir import IRError, from_node_link, to_node_link
+from .json_text import json_text
 from .schema import decode_json, encode_json
 from .training import Iteration, Run, Update
 
@@ -39,7 +40,7 @@ def to_training_data(run: Run) -> dict[str, Any]:
 
 def to_json(run: Run) -> str:
     """The run as strict JSON text (what ``-o train.json`` writes)."""
-    return json.dumps(to_training_data(run), indent=1, allow_nan=False) + "\n"
+    return json_text(to_training_data(run), depth=5) + "\n"  # (a node or an edge a line)
 
 
 def from_training_data(data: Mapping[str, Any]) -> Run:
