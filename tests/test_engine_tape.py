@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import random
 import struct
@@ -153,7 +154,9 @@ def _state(pool: list[Value], root: Value, start: tuple[int, int]) -> str:
                   tuple(position[operand] for operand in node.operands))
         lines.append(" ".join(_bits(field) for field in fields))
     G = to_networkx(root)
-    return "\n".join([*lines, to_json(G), to_text(G)])
+    # (the JSON's data, as written when the digests were recorded: every number a line)
+    written = json.dumps(json.loads(to_json(G)), indent=1, allow_nan=False)
+    return "\n".join([*lines, written, to_text(G)])
 
 
 def digest(seed: int) -> str:
