@@ -99,15 +99,18 @@
 
   /* A contribution on an edge of the current op that draw leaves unlabelled
    * (draw labels a fork's edges only): a small table on the edge, where it covers
-   * no box and no other label (placeLabel). Draw's layout kept no room for it. */
-  function addLabel(group, entry, taken) {
+   * no box and no other label (placeLabel). Draw's layout kept no room for it.
+   * A step's labels are made in three passes, so that the browser lays the drawing
+   * out once for them, not once for each number measured or label placed: every
+   * label's texts are added (makeLabel), then all are measured and placed, reading
+   * only (placeMadeLabel), then written where they go (writeLabel). */
+  function makeLabel(group, entry) {
     var path = group.querySelector("path");
-    if (!path) { return; }
+    if (!path) { return null; }
     var label = svgElement("g", { "class": "overlay-label" });
     var box = svgElement("rect", { rx: 3 });
     label.appendChild(box);
     group.appendChild(label);
-    var widths = [];
     var placed = [];
     entry.cells.forEach(function (row, r) {
       row.forEach(function (cell, c) {
@@ -119,36 +122,53 @@
         });
         text.textContent = cell;
         label.appendChild(text);
-        widths[c] = Math.max(widths[c] || 0, text.getComputedTextLength());
         placed.push({ text: text, row: r, column: c });
       });
     });
-    var pad = 3, gap = 6, line = data.theme.labelPt + 2;
-    var width = widths.reduce(function (a, b) { return a + b; }, 0) +
-      gap * (widths.length - 1) + 2 * pad;
-    var height = entry.cells.length * line + 2 * pad;
-    var spot = placeLabel(path, width, height, taken);
-    var left = spot.x - width / 2, top = spot.y - height / 2;
-    taken.push({ left: left, top: top, right: left + width, bottom: top + height });
-    if (spot.from) {  // off its edge: a thin line from the label to the edge
-      var end = nearestOnBox(spot.from, taken[taken.length - 1]);
-      label.insertBefore(svgElement("path", {
+    return { path: path, label: label, box: box, placed: placed, rows: entry.cells.length };
+  }
+
+  var LABEL_PAD = 3, LABEL_GAP = 6;
+
+  function placeMadeLabel(made, taken) {
+    var widths = made.widths = [];
+    made.placed.forEach(function (item) {
+      widths[item.column] = Math.max(widths[item.column] || 0,
+        item.text.getComputedTextLength());
+    });
+    made.line = data.theme.labelPt + 2;
+    made.width = widths.reduce(function (a, b) { return a + b; }, 0) +
+      LABEL_GAP * (widths.length - 1) + 2 * LABEL_PAD;
+    made.height = made.rows * made.line + 2 * LABEL_PAD;
+    made.spot = placeLabel(made.path, made.width, made.height, taken);
+    made.left = made.spot.x - made.width / 2;
+    made.top = made.spot.y - made.height / 2;
+    taken.push({ left: made.left, top: made.top, right: made.left + made.width,
+                 bottom: made.top + made.height });
+    made.taken = taken[taken.length - 1];
+  }
+
+  function writeLabel(made) {
+    var left = made.left, top = made.top;
+    if (made.spot.from) {  // off its edge: a thin line from the label to the edge
+      var end = nearestOnBox(made.spot.from, made.taken);
+      made.label.insertBefore(svgElement("path", {
         "class": "overlay-leader", fill: "none", stroke: data.theme.grad,
         "stroke-width": 1, "stroke-dasharray": "2 2",
-        d: "M" + spot.from.x.toFixed(2) + "," + spot.from.y.toFixed(2) +
+        d: "M" + made.spot.from.x.toFixed(2) + "," + made.spot.from.y.toFixed(2) +
           "L" + end.x.toFixed(2) + "," + end.y.toFixed(2)
-      }), box);
+      }), made.box);
     }
-    placed.forEach(function (item) {
-      var right = left + pad;
-      for (var c = 0; c <= item.column; c++) { right += widths[c] + (c ? gap : 0); }
+    made.placed.forEach(function (item) {
+      var right = left + LABEL_PAD;
+      for (var c = 0; c <= item.column; c++) { right += made.widths[c] + (c ? LABEL_GAP : 0); }
       item.text.setAttribute("x", right.toFixed(2));
-      item.text.setAttribute("y", (top + pad + (item.row + 1) * line - 3).toFixed(2));
+      item.text.setAttribute("y", (top + LABEL_PAD + (item.row + 1) * made.line - 3).toFixed(2));
     });
-    box.setAttribute("x", left.toFixed(2));
-    box.setAttribute("y", top.toFixed(2));
-    box.setAttribute("width", width.toFixed(2));
-    box.setAttribute("height", height.toFixed(2));
+    made.box.setAttribute("x", left.toFixed(2));
+    made.box.setAttribute("y", top.toFixed(2));
+    made.box.setAttribute("width", made.width.toFixed(2));
+    made.box.setAttribute("height", made.height.toFixed(2));
   }
 
   /* The boxes a label must not cover: every node's outline (boxes, ops, the badges
@@ -212,14 +232,18 @@
 
   function showContributions(now) {
     svg.querySelectorAll(".overlay-label").forEach(function (label) { label.remove(); });
-    var taken = obstacles();
+    var made = [];
     steps[now].edges.forEach(function (id) {
       var group = byId(id);
       var entry = data.contributions[id];
       var labelled = group.classList.contains("contribution") ||
         group.classList.contains("pending-contribution");
-      if (entry && !labelled) { addLabel(group, entry, taken); }
+      var label = entry && !labelled ? makeLabel(group, entry) : null;
+      if (label) { made.push(label); }
     });
+    var taken = obstacles();  // (the labels are on edges: none is a node's outline)
+    made.forEach(function (label) { placeMadeLabel(label, taken); });
+    made.forEach(writeLabel);
   }
 
   function showCaption(now) {
@@ -651,8 +675,10 @@
 
   /* A dead entry on the page's own labels framed too, as draw frames its own. */
   function frameDeadLabels() {
-    svg.querySelectorAll(".overlay-label text.dead").forEach(function (text) {
-      var box = text.getBBox();
+    var dead = Array.prototype.slice.call(svg.querySelectorAll(".overlay-label text.dead"));
+    var boxes = dead.map(function (text) { return text.getBBox(); });  // (read, then write)
+    dead.forEach(function (text, i) {
+      var box = boxes[i];
       text.parentNode.insertBefore(svgElement("rect", {
         "class": "dead-frame", x: (box.x - 1).toFixed(2), y: (box.y - 1).toFixed(2),
         width: (box.width + 2).toFixed(2), height: (box.height + 2).toFixed(2)
