@@ -35,6 +35,8 @@ from manim import (
 from manim.utils.family import extract_mobject_family_members
 from manim.utils.iterables import list_update
 
+from .encoding import HeldFrameScene
+
 __all__ = ["Box", "RedrawingWhatMoves", "box", "drawn_again", "family_box", "parts_drawn_again"]
 
 Box = tuple[float, float, float, float]  # left, bottom, right, top (scene units)
@@ -46,8 +48,9 @@ MITRE = 10
 EDGE_PIXELS = 3
 
 
-class RedrawingWhatMoves(MovingCameraScene):
-    """A scene whose frames draw again what moves and what lies over it (drawn_again)."""
+class RedrawingWhatMoves(HeldFrameScene):
+    """A scene whose frames draw again what moves and what lies over it (drawn_again),
+    and whose held frames are converted for the encoder once (encoding.py)."""
 
     def get_moving_mobjects(self, *animations: Any) -> list[Mobject]:
         return drawn_again(self, animations, super().get_moving_mobjects(*animations))
