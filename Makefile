@@ -80,6 +80,10 @@ docs: setup
 	$(PY) -m sphinx -W -q -b html docs docs/_build/html
 	@echo "wrote docs/_build/html/index.html"
 
+# Each run lays out and sets its texts anew, as a first render does: nothing is read
+# back from the layouts and texts kept on disk (animate.py measures both, in folders
+# of its own).
+bench: export BACKPROPVIZ_CACHE =
 bench: setup
 	$(PY) bench/engine.py
 	$(PY) bench/render.py
