@@ -147,9 +147,10 @@ def _kept_layouts(program: str) -> Kept | None:
 def _kept_for(program: str) -> Kept:
     # What shapes graphviz's output besides its input: its program and plugins (their
     # config file is written again when either changes) and the fonts fontconfig knows.
-    shaping = [program, *glob.glob(os.path.join(
-        os.path.dirname(program), "..", "lib", "*", "graphviz", "config*")),
-        *map(os.path.expanduser, FONT_FOLDERS)]
+    lib = os.path.join(os.path.dirname(program), "..", "lib")
+    shaping = [program, *glob.glob(os.path.join(lib, "*", "graphviz", "config*")),
+               *glob.glob(os.path.join(lib, "graphviz", "config*")),
+               *map(os.path.expanduser, FONT_FOLDERS)]
     stamps = []
     for path in shaping:
         try:

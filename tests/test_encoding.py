@@ -35,11 +35,9 @@ def rendered(scene_class) -> bytes:
 
 
 def test_a_held_frame_is_converted_once_and_the_clip_is_manims(monkeypatch):
-    import av.video.reformatter
-
     held, converted = [], []
     real_write = encoding._HeldFrameEncoder.write_frame
-    real_reformatter = av.video.reformatter.VideoReformatter
+    real_reformatter = encoding.VideoReformatter
 
     def counted(self, pixels, *, repeat=1):
         held.append(repeat)
@@ -53,7 +51,7 @@ def test_a_held_frame_is_converted_once_and_the_clip_is_manims(monkeypatch):
             converted.append(frame)
             return self.real.reformat(frame, **options)
     monkeypatch.setattr(encoding._HeldFrameEncoder, "write_frame", counted)
-    monkeypatch.setattr(av.video.reformatter, "VideoReformatter", Counting)
+    monkeypatch.setattr(encoding, "VideoReformatter", Counting)
     ours = rendered(Held)
     assert max(held) >= 15  # (the second's wait: one frame, held)
     assert len(converted) == sum(repeat > 1 for repeat in held)  # (once, however long held)

@@ -15,6 +15,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+import av
+from av.video.reformatter import VideoReformatter
 from manim import MovingCamera, MovingCameraScene, config
 from manim.constants import RendererType
 from manim.renderer.cairo_renderer import CairoRenderer
@@ -27,10 +29,11 @@ __all__ = ["HeldFrameScene"]
 class _HeldFrameEncoder(VideoSegmentEncoder):
     """manim's encoder of one animation's frames, a repeated frame converted once."""
 
-    def write_frame(self, pixels: Any, *, repeat: int = 1) -> None:
-        import av
-        from av.video.reformatter import VideoReformatter
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._reformatter = VideoReformatter()
 
+    def write_frame(self, pixels: Any, *, repeat: int = 1) -> None:
         self._validate_frame(pixels, repeat)
         rate = self.spec.frame_rate
         time_base = Fraction(rate.denominator, rate.numerator)
@@ -39,8 +42,6 @@ class _HeldFrameEncoder(VideoSegmentEncoder):
             frame = av.VideoFrame.from_ndarray(pixels, format="rgba")
             if repeat > 1 and (frame.format.name != stream.pix_fmt or frame.width != stream.width
                                or frame.height != stream.height):
-                if getattr(self, "_reformatter", None) is None:
-                    self._reformatter = VideoReformatter()
                 frame = self._reformatter.reformat(
                     frame, width=stream.width, height=stream.height, format=stream.pix_fmt,
                     threads=stream.codec_context.thread_count)
