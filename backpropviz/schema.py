@@ -684,7 +684,7 @@ def _finite_or_named(x: Any) -> Any:
         return "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
     if isinstance(x, list):
         try:  # (numbers at any depth, all finite, as most are: checked in C)
-            if np.isfinite(np.asarray(x, dtype=float)).all():
+            if np.isfinite(np.asarray(x, dtype=float)).all() and not _holds_array(x):
                 return x
         except (TypeError, ValueError, OverflowError):  # (not numbers, ragged, or huge)
             pass
@@ -694,6 +694,12 @@ def _finite_or_named(x: Any) -> Any:
     if isinstance(x, np.ndarray):  # a large tensor's numbers, as nested lists
         return x.tolist() if np.isfinite(x).all() else _finite_or_named(x.tolist())
     return x
+
+
+def _holds_array(rows: list) -> bool:
+    """Whether a numpy array lies in ``rows`` at any depth (it is written as lists)."""
+    return any(isinstance(item, np.ndarray) or (isinstance(item, list) and _holds_array(item))
+               for item in rows)
 
 
 def _named_to_float(x: Any) -> Any:

@@ -64,6 +64,10 @@ def test_numbers_not_finite_are_named_at_any_depth_and_nothing_else_changes():
         assert encode_json("node", {"data": odd})["data"] == odd
     finite = [[1.0, 2.0], [3.0, 4.0]]
     assert encode_json("node", {"data": finite})["data"] == finite
+    # A large tensor's numbers among lists (an array at any depth) are written as lists.
+    arrays = encode_json("node", {"data": [np.ones(2), [np.zeros(2)]]})["data"]
+    assert arrays == [[1.0, 1.0], [[0.0, 0.0]]]
+    assert json.loads(json.dumps(arrays)) == arrays
 
 
 def test_a_number_not_finite_left_in_the_data_is_refused_not_written():
