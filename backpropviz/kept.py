@@ -50,26 +50,39 @@ class Kept:
     """The files of one kind (``kind``, a folder's name: bump its version when what is
     kept changes), each named by its key and ``salt`` (what shapes every entry: the
     versions of the programs that made it). Past ``most`` files or ``most_bytes``,
-    the older half goes (checked once a process, at its first keep)."""
+    the older half goes (checked once a process for each folder, at its first keep).
+
+    The folder is looked up at each use, not once: a Kept may be made once and held
+    (graphviz keeps one for each program) while ``$BACKPROPVIZ_CACHE`` changes.
+    """
 
     def __init__(self, kind: str, salt: str, *, most: int, most_bytes: int) -> None:
-        self.folder = folder(kind)
+        self._kind = kind
         self._salt = salt
         self._most = most
         self._most_bytes = most_bytes
-        self._pruned = False
+        self._pruned: set[pathlib.Path] = set()
+
+    @property
+    def folder(self) -> pathlib.Path | None:
+        return folder(self._kind)
 
     def path(self, key: str) -> pathlib.Path:
-        assert self.folder is not None
+        where = self.folder
+        assert where is not None
+        return self._path(where, key)
+
+    def _path(self, where: pathlib.Path, key: str) -> pathlib.Path:
         digest = hashlib.sha256(f"{self._salt}\0{key}".encode()).hexdigest()
-        return self.folder / f"{digest}.kept"
+        return where / f"{digest}.kept"
 
     def get(self, key: str) -> bytes | None:
         """What is kept for ``key``, or None (none kept, unreadable, or not whole)."""
-        if self.folder is None:
+        where = self.folder
+        if where is None:
             return None
         try:
-            held = self.path(key).read_bytes()
+            held = self._path(where, key).read_bytes()
         except OSError:
             return None
         data, check = held[:-_CHECK], held[-_CHECK:]
@@ -78,19 +91,20 @@ class Kept:
     def put(self, key: str, data: bytes) -> None:
         """Keep ``data`` for ``key``, whole or not at all (a full or read-only disk:
         it is made again next time)."""
-        if self.folder is None:
+        where = self.folder
+        if where is None:
             return
         try:
-            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if not self._pruned:
-                self._pruned = True
-                _prune(self.folder, self._most, self._most_bytes)
-            handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".part")
+            where.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if where not in self._pruned:
+                self._pruned.add(where)
+                _prune(where, self._most, self._most_bytes)
+            handle, temporary = tempfile.mkstemp(dir=where, suffix=".part")
             try:
                 with os.fdopen(handle, "wb") as file:
                     file.write(data)
                     file.write(hashlib.sha256(data).digest())
-                os.replace(temporary, self.path(key))
+                os.replace(temporary, self._path(where, key))
             except BaseException:
                 pathlib.Path(temporary).unlink(missing_ok=True)
                 raise

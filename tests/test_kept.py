@@ -133,3 +133,25 @@ def test_a_page_made_again_runs_no_dot_and_is_the_page_made_fresh(example, cache
     monkeypatch.setenv("BACKPROPVIZ_CACHE", "")
     fresh = render_html(G, tmp_path / "fresh.html").read_bytes()
     assert first == again == fresh
+
+
+def test_a_store_made_before_the_cache_folder_changed_keeps_in_the_new_one(tmp_path,
+                                                                          monkeypatch):
+    # graphviz holds its store from the first layout of a process on: a test (or a
+    # notebook) that points $BACKPROPVIZ_CACHE elsewhere later must not read the old
+    # folder's layouts, nor write into it.
+    source = "digraph { first -> held -> store }\n"
+    monkeypatch.setenv("BACKPROPVIZ_CACHE", str(tmp_path / "before"))
+    drawn = graphviz.run_dot(source)
+    monkeypatch.setenv("BACKPROPVIZ_CACHE", str(tmp_path / "after"))
+    started = []
+    real = subprocess.Popen
+
+    def counted(*args, **kwargs):
+        started.append(args[0])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(subprocess, "Popen", counted)
+    assert graphviz.run_dot(source) == drawn and len(started) == 1
+    assert graphviz.run_dot(source) == drawn and len(started) == 1
+    assert len(list((tmp_path / "before" / graphviz.KEPT_KIND).iterdir())) == 1
+    assert len(list((tmp_path / "after" / graphviz.KEPT_KIND).iterdir())) == 1
