@@ -605,7 +605,10 @@ def test_an_engine_script_that_only_tries_torch_runs_without_it(tmp_path, monkey
     assert "<svg" in (tmp_path / "optional.svg").read_text()
 
 
-def test_dot_is_stopped_at_the_time_limit(tmp_path):
+def test_dot_is_stopped_at_the_time_limit(tmp_path, monkeypatch):
+    # (nothing read back: a layout of the same graph kept by an earlier run would
+    # need no time at all)
+    monkeypatch.setenv("BACKPROPVIZ_CACHE", "")
     source = ("from backpropviz import Value\nx = [Value(float(i)) for i in range(300)]\n"
               "L = Value(0.0)\nfor i, a in enumerate(x):\n    L = L + a * x[(i * 7) % 300]\n")
     script(tmp_path, "wide.py", source)
