@@ -434,3 +434,26 @@ def test_checks_reference_applies_keepdims():
     mean = next(n for n, attrs in G.nodes(data=True) if attrs.get("label") == "mu")
     G.nodes[mean]["data"] = [[2.0], [1.0]]  # the second row's mean is 5/3, not 1
     assert [line.split(":")[0] for line in disagreements(G)] == ["op0 (mean)", "op1 (sub)"]
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_the_cycle_collector_is_as_it_was_after_a_graph_is_read(tmp_path, collecting):
+    # The IR is built with Python's cycle collector off (script._collector_paused): a
+    # notebook's kernel must find it on again after every cell, drawn or refused, and
+    # a program that had it off must still find it off.
+    import gc
+
+    from backpropviz.script import GraphTooLargeError
+
+    path = tmp_path / "small.py"
+    path.write_text("from backpropviz import Value\na = Value(2.0)\nb = a * a + a\n")
+    was_on = gc.isenabled()
+    try:
+        (gc.enable if collecting else gc.disable)()
+        assert graph_of_script(path, ["b"], quiet=True).number_of_nodes() == 5
+        assert gc.isenabled() is collecting
+        with pytest.raises(GraphTooLargeError):
+            graph_of_script(path, ["b"], quiet=True, max_nodes=2)
+        assert gc.isenabled() is collecting
+    finally:
+        (gc.enable if was_on else gc.disable)()
