@@ -64,10 +64,8 @@ def test_past_its_most_files_or_bytes_the_older_half_goes(cache, most, most_byte
     assert names == {first.path(f"key {k}").name for k in (3, 4, 5, 6)} | {"now.part"}
 
 
-def test_a_layout_is_read_back_not_laid_out_again(cache, monkeypatch):
-    source = "digraph { a -> b; b -> c; a -> c }\n"
-    svg, json_ = graphviz.run_dot(source), graphviz.run_dot(source, "json")
-    assert svg.startswith(b"<?xml") and json_.startswith(b"{")
+def programs_started(monkeypatch) -> list:
+    """The commands started from now on (subprocess.Popen's first argument), as started."""
     started = []
     real = subprocess.Popen
 
@@ -75,6 +73,14 @@ def test_a_layout_is_read_back_not_laid_out_again(cache, monkeypatch):
         started.append(args[0])
         return real(*args, **kwargs)
     monkeypatch.setattr(subprocess, "Popen", counted)
+    return started
+
+
+def test_a_layout_is_read_back_not_laid_out_again(cache, monkeypatch):
+    source = "digraph { a -> b; b -> c; a -> c }\n"
+    svg, json_ = graphviz.run_dot(source), graphviz.run_dot(source, "json")
+    assert svg.startswith(b"<?xml") and json_.startswith(b"{")
+    started = programs_started(monkeypatch)
     assert graphviz.run_dot(source) == svg and graphviz.run_dot(source, "json") == json_
     assert started == []
     # Another graph or another format is laid out; a neato drawing is not dot's.
@@ -144,13 +150,7 @@ def test_a_store_made_before_the_cache_folder_changed_keeps_in_the_new_one(tmp_p
     monkeypatch.setenv("BACKPROPVIZ_CACHE", str(tmp_path / "before"))
     drawn = graphviz.run_dot(source)
     monkeypatch.setenv("BACKPROPVIZ_CACHE", str(tmp_path / "after"))
-    started = []
-    real = subprocess.Popen
-
-    def counted(*args, **kwargs):
-        started.append(args[0])
-        return real(*args, **kwargs)
-    monkeypatch.setattr(subprocess, "Popen", counted)
+    started = programs_started(monkeypatch)
     assert graphviz.run_dot(source) == drawn and len(started) == 1
     assert graphviz.run_dot(source) == drawn and len(started) == 1
     assert len(list((tmp_path / "before" / graphviz.KEPT_KIND).iterdir())) == 1
