@@ -153,9 +153,25 @@ def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
     ``called`` (what backward() last ran from), else the outputs; ``recording`` is
     the PyTorch capture the values were made under, if any. ``where`` names the
     script in advice; ``source`` is its code (names of plain numbers name constants)."""
+    tree = syntax(source)
+    namespace = without_loop_aliases(namespace, tree)
+    producer = _Producer(namespace, recording, max_nodes, called, roots)
+    # Named roots, else the value backward() was last run from, else the outputs.
+    chosen = (producer.named(roots) if roots else producer.called()
+              or producer.outputs(Path(where)))
+    producer.check_size(chosen)
+    if backward:
+        producer.backward(chosen)  # (the engine's own code: the collector as it was)
     with _collector_paused():
-        return _graph_of_namespace(namespace, roots, called, recording, backward, max_nodes,
-                                   fold, where, source)
+        try:
+            G = producer.graph(chosen)
+        except GraphTooLargeError as refused:
+            if refused.graph is not None:  # (as it is drawn, for its loop to be drawn rolled)
+                refused.graph = _finished(refused.graph, namespace, tree, fold)
+            raise
+        validate(G)
+        G = _finished(G, namespace, tree, fold)
+    return G if backward else without_gradients(G)
 
 
 @contextlib.contextmanager
@@ -165,7 +181,9 @@ def _collector_paused() -> Iterator[None]:
     whole graph stays alive until drawn: every collection of the oldest generation
     walked all of it again, for nothing (an RNN unrolled 300 steps: its IR built in
     0.5-0.6 s, not 1.2-1.6). What the build leaves unreachable in cycles is collected
-    once the collector is on again."""
+    once the collector is on again. (A backward() the script did not run is run
+    before the build, with the collector as it was: that is the engine's code, not
+    ours.)"""
     was_on = gc.isenabled()
     gc.disable()
     try:
@@ -173,29 +191,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_on:
             gc.enable()
-
-
-def _graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str], called: Sequence[Any],
-                        recording: Any, backward: bool, max_nodes: int, fold: bool,
-                        where: str | os.PathLike, source: str) -> nx.MultiDiGraph:
-    tree = syntax(source)
-    namespace = without_loop_aliases(namespace, tree)
-    producer = _Producer(namespace, recording, max_nodes, called, roots)
-    # Named roots, else the value backward() was last run from, else the outputs.
-    chosen = (producer.named(roots) if roots else producer.called()
-              or producer.outputs(Path(where)))
-    producer.check_size(chosen)
-    if backward:
-        producer.backward(chosen)
-    try:
-        G = producer.graph(chosen)
-    except GraphTooLargeError as refused:
-        if refused.graph is not None:  # (as it is drawn, for its loop to be drawn rolled)
-            refused.graph = _finished(refused.graph, namespace, tree, fold)
-        raise
-    validate(G)
-    G = _finished(G, namespace, tree, fold)
-    return G if backward else without_gradients(G)
 
 
 def _finished(G: nx.MultiDiGraph, namespace: dict[str, Any], tree: Any,
