@@ -16,12 +16,7 @@
   var following = false;
   var gliding = null;
 
-  /* The px of screen a unit of the drawing takes in view `v` (the drawing is fitted
-   * into the stage whole: the smaller of the two scales). */
-  function scaleIn(v) {
-    var rect = svg.getBoundingClientRect();
-    return Math.min(rect.width / v.w, rect.height / v.h);
-  }
+  var scaleIn = bpv.scaleIn;  // the px of screen a unit of the drawing takes in a view
 
   /* A number's em in units of the drawing (its font size, in the units of the view). */
   function unitEm() {
@@ -61,8 +56,8 @@
    * and of the values at its edges' ends, nearest first, each that leaves the numbers
    * readable (a value far away, as an RNN's earlier state, is left to its edge). */
   function frameOf(parts) {
-    var fitted = bpv.fitted(), screen = svg.getBoundingClientRect();
-    var aspect = screen.height / screen.width, em = unitEm() * screen.width;
+    var fitted = bpv.fitted(), room = bpv.room();
+    var aspect = room.h / room.w, em = unitEm() * room.w;
     // (a view of the stage's proportions, w wide, shows an em as em / w px)
     function width(box) {
       return Math.max((box.right - box.left) * (1 + 2 * MARGIN),

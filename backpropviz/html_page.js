@@ -56,7 +56,7 @@
       steps = list; last = list.length - 1;
       slider.max = String(last); root.setAttribute("data-steps", String(last));
     },
-    refit: function (box) { fitted = box; fit(); bpv.follow(current); },
+    refit: function (extent) { refit(extent); bpv.follow(current); },
     /* For html_follow.js (the view following the step): the view, the fitted view, a
      * point of the screen in the drawing's units, and what the page calls on each
      * step and when the reader zooms, pans or fits by hand. */
@@ -64,6 +64,8 @@
     fitted: function () { return fitted; },
     setView: function (next) { setView(next); },
     pointAt: function (x, y) { return pointAt(x, y); },
+    scaleIn: function (v) { return scaleIn(v); },
+    room: function () { return room; },
     follow: function () {},
     byHand: function () {}
   };
@@ -363,12 +365,37 @@
     if (stepInAddress() !== current) { stop(); go(stepInAddress(), "address"); }
   });
 
-  /* The view: the drawing fitted to the stage (its own viewBox; the browser re-fits
-   * it as the window changes), zoomed and panned by moving that viewBox. */
+  /* The view: the part of the drawing that fills the stage. The drawing is laid out
+   * once, a unit of it a px, and moved and scaled into the stage by a CSS transform
+   * (placeDrawing). Zooming by its viewBox instead had the browser lay every text of the
+   * drawing out again at each step, drag and resize: 70 ms each on an LSTM cell's page;
+   * a transform is only painted. The stage's size is kept as it changes (a window
+   * resized, a caption of more lines), so that placing the drawing reads nothing. */
   var stage = byId("stage");
   var box = svg.viewBox.baseVal;
   var fitted = { x: box.x, y: box.y, w: box.width, h: box.height };
   var view = { x: fitted.x, y: fitted.y, w: fitted.w, h: fitted.h };
+  var drawn;  // the drawing's own box (its viewBox): where the transform starts
+  var room = { w: stage.clientWidth, h: stage.clientHeight };
+  function layOut(extent) {
+    drawn = { x: extent.x, y: extent.y, w: extent.w, h: extent.h };
+    svg.setAttribute("viewBox", [drawn.x, drawn.y, drawn.w, drawn.h].map(function (n) {
+      return n.toFixed(2);
+    }).join(" "));
+    svg.setAttribute("width", drawn.w.toFixed(2));
+    svg.setAttribute("height", drawn.h.toFixed(2));
+  }
+  layOut(fitted);
+  /* The px of screen a unit of the drawing takes in view `v`: the view fitted into the
+   * stage whole, centred where the stage's proportions are not its own. */
+  function scaleIn(v) { return Math.min(room.w / v.w, room.h / v.h); }
+  function placeDrawing() {
+    var s = scaleIn(view);
+    var x = (room.w - view.w * s) / 2 - (view.x - drawn.x) * s;
+    var y = (room.h - view.h * s) / 2 - (view.y - drawn.y) * s;
+    svg.style.transform = "translate(" + x.toFixed(2) + "px," + y.toFixed(2) + "px) scale(" +
+      s.toPrecision(6) + ")";
+  }
   function setView(next) {
     // (a stage with no room, as a caption taller than the window leaves it, frames
     // nothing: the view stays as it is, not NaN)
@@ -376,11 +403,22 @@
       return;
     }
     view = next;
-    svg.setAttribute("viewBox", [view.x, view.y, view.w, view.h].map(function (n) {
-      return n.toFixed(2);
-    }).join(" "));
+    placeDrawing();
     root.classList.toggle("zoomed", Math.abs(view.w - fitted.w) > 1e-6 * fitted.w ||
       Math.abs(view.x - fitted.x) > 1e-3 || Math.abs(view.y - fitted.y) > 1e-3);
+  }
+  new ResizeObserver(function () {
+    room = { w: stage.clientWidth, h: stage.clientHeight };
+    placeDrawing();
+  }).observe(stage);
+  placeDrawing();
+  /* A drawing grown past its own box (a group opened in place) is laid out again in
+   * its new box, once. */
+  function refit(extent) {
+    if (extent.x < drawn.x || extent.y < drawn.y || extent.x + extent.w > drawn.x + drawn.w ||
+        extent.y + extent.h > drawn.y + drawn.h) { layOut(extent); }
+    fitted = extent;
+    fit();
   }
   function fit() { setView({ x: fitted.x, y: fitted.y, w: fitted.w, h: fitted.h }); }
   function pointAt(clientX, clientY) {
@@ -398,11 +436,11 @@
   }
   function panBy(dxScreen, dyScreen) {
     bpv.byHand();
-    var scale = svg.getScreenCTM().a;
+    var scale = scaleIn(view);
     setView({ x: view.x - dxScreen / scale, y: view.y - dyScreen / scale, w: view.w, h: view.h });
   }
   function zoomCentre(factor) {
-    var rect = svg.getBoundingClientRect();
+    var rect = stage.getBoundingClientRect();
     zoomAt(rect.left + rect.width / 2, rect.top + rect.height / 2, factor);
   }
   stage.addEventListener("wheel", function (event) {

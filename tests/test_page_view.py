@@ -18,7 +18,7 @@ VIEW = """() => {
   const svg = document.querySelector('#stage svg');
   const stage = document.getElementById('stage').getBoundingClientRect();
   const drawn = svg.querySelector('g').getBoundingClientRect();
-  return {viewBox: svg.getAttribute('viewBox'), scale: svg.getScreenCTM().a,
+  return {view: Object.values(window.bpv.view()), scale: svg.getScreenCTM().a,
           stage: [stage.left, stage.top, stage.width, stage.height],
           drawn: [drawn.left, drawn.top, drawn.width, drawn.height],
           hash: location.hash, step: Number(document.getElementById('bpv').dataset.step),
@@ -80,11 +80,11 @@ def test_wheel_zooms_where_the_pointer_is_drag_pans_and_fit_resets(example, brow
     assert panned["drawn"][0] == pytest.approx(zoomed["drawn"][0] + 100, abs=2)
     assert panned["drawn"][1] == pytest.approx(zoomed["drawn"][1] + 40, abs=2)
     page.click("#fit")
-    assert page.evaluate(VIEW)["viewBox"] == fitted["viewBox"]
+    assert page.evaluate(VIEW)["view"] == fitted["view"]
     page.keyboard.press("+")
     assert page.evaluate(VIEW)["scale"] > fitted["scale"]
     page.keyboard.press("0")
-    assert page.evaluate(VIEW)["viewBox"] == fitted["viewBox"]
+    assert page.evaluate(VIEW)["view"] == fitted["view"]
     assert errors == []
 
 
@@ -235,7 +235,7 @@ def test_a_drag_pans_and_selects_no_text(example, browser, tmp_path):
     page.mouse.move(caption["x"] + caption["width"] / 2, caption["y"] + 5, steps=8)
     page.mouse.up()
     assert page.evaluate("() => window.getSelection().toString()") == ""
-    assert page.evaluate(VIEW)["viewBox"] != before["viewBox"]
+    assert page.evaluate(VIEW)["view"] != before["view"]
     assert errors == []
     page.close()
 
