@@ -88,6 +88,35 @@ def test_wheel_zooms_where_the_pointer_is_drag_pans_and_fit_resets(example, brow
     assert errors == []
 
 
+def test_zooming_and_panning_lay_the_drawing_out_no_more(example, browser, tmp_path):
+    """The view moves by a transform of the drawing, which the browser paints as laid
+    out: changing the viewBox instead had it lay every text out again at each wheel
+    notch and each move of a drag (70 ms a time on an LSTM cell's page)."""
+    page, _, _, errors = open_page(browser, tmp_path, example("mlp3"), "mlp3")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+
+    def layouts() -> float:
+        page.evaluate("() => new Promise(r => requestAnimationFrame("
+                      "() => requestAnimationFrame(r)))")  # (a frame painted)
+        metrics = cdp.send("Performance.getMetrics")["metrics"]
+        return next(m["value"] for m in metrics if m["name"] == "LayoutCount")
+
+    before, fitted = layouts(), page.evaluate(VIEW)
+    page.mouse.move(500, 300)
+    for _ in range(10):
+        page.mouse.wheel(0, -120)
+        layouts()
+    page.mouse.down()
+    page.mouse.move(600, 350, steps=10)
+    page.mouse.up()
+    moved = page.evaluate(VIEW)
+    assert moved["scale"] > 2 * fitted["scale"] and moved["view"] != fitted["view"]
+    assert layouts() - before <= 2  # (20 moves of the view)
+    assert errors == []
+    page.close()
+
+
 def test_the_address_follows_the_step_and_back_returns(example, browser, tmp_path):
     G = example("add_mul")
     page, path, _, errors = open_page(browser, tmp_path, G, "add_mul")
