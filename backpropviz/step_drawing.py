@@ -131,14 +131,13 @@ def draw_steps(first: str, later: Sequence[tuple[str, Sequence[str]]]) -> StepDr
     layout = json.loads(run_dot(first, "json"))
     x0, y0, x1, y1 = (float(n) for n in layout["bb"].split(","))
 
-    def moved(pos: str) -> str:  # a place of the layout, its lower left corner at 0,0
-        return _PAIR.sub(lambda m: f"{float(m.group(1)) - x0:.2f},{float(m.group(2)) - y0:.2f}",
-                         pos)
-    places = {obj["name"]: moved(obj["pos"]) for obj in layout.get("objects", []) if "pos" in obj}
-    routes = {edge["id"]: moved(edge["pos"]) for edge in layout.get("edges", [])
+    places = {obj["name"]: _shifted(obj["pos"], x0, y0)
+              for obj in layout.get("objects", []) if "pos" in obj}
+    routes = {edge["id"]: _shifted(edge["pos"], x0, y0) for edge in layout.get("edges", [])
               if "pos" in edge and "id" in edge}
     # (a large graph's edges have their labels placed after the layout: xlabel)
-    beside = {edge["id"]: moved(edge["xlp"]) for edge in layout.get("edges", []) if "xlp" in edge}
+    beside = {edge["id"]: _shifted(edge["xlp"], x0, y0)
+              for edge in layout.get("edges", []) if "xlp" in edge}
     edge_font = " ".join(re.findall(r' (?:fontname|fontsize)="[^"]*"', first_header[-1]))
     external: dict[str, int] = {}  # each look with a label beside it: the node drawing it
     label_looks: list[str] = []
@@ -214,7 +213,7 @@ def _clipped(route: str, length: float) -> str:
     begins ``length`` points further on, as graphviz clips it (within its half a point)."""
     parts = route.split()
     ends = [part for part in parts if part[:2] in ("e,", "s,")]
-    points = [tuple(_coordinate(n) for n in part.split(",")) for part in parts
+    points = [tuple(float(n) for n in part.split(",")) for part in parts
               if part[:2] not in ("e,", "s,")]
     start = points[0]
     if len(points) > 4 and math.dist(start, points[3]) < length:
@@ -231,13 +230,14 @@ def _clipped(route: str, length: float) -> str:
                      *(f"{x:.2f},{y:.2f}" for x, y in points)])
 
 
-def _coordinate(text: str) -> float:
-    """A coordinate as graphviz writes it: past 100,000 points in five digits and an
-    exponent, which some of its writers follow with two decimals (``1.0017e+5.00``)."""
-    try:
-        return float(text)
-    except ValueError:
-        return float(re.sub(r"(e[+-]?\d+)\.\d+$", r"\1", text))
+def _shifted(pos: str, x0: float, y0: float) -> str:
+    """A place of a layout (graphviz's ``pos``: a point, or an edge's points) with the
+    layout's lower left corner, (x0, y0), moved to 0,0. graphviz writes a coordinate past
+    100,000 points with an exponent (``1.9014e+05``); it is written back in full, as
+    graphviz reads a pinned place (the page of an RNN unrolled 60 steps failed, its
+    exponent read as a number of its own and left as ``1.9014e+5.00``)."""
+    return _PAIR.sub(lambda m: f"{float(m.group(1)) - x0:.2f},{float(m.group(2)) - y0:.2f}",
+                     pos)
 
 
 def _bezier(points: Sequence[tuple[float, float]], t: float) -> tuple[float, float]:
@@ -347,7 +347,7 @@ def _groups(svg: str, start: int, end: int) -> dict[str, str]:
         position = close
 
 
-_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
+_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?"  # (graphviz: 1.9014e+05)
 _PAIR = re.compile(rf"({_NUMBER}),({_NUMBER})")
 _COORDINATE = re.compile(rf'( (?:x|y|cx|cy)=")({_NUMBER})"|( (?:points|d)=")([^"]*)"')
 

@@ -17,7 +17,11 @@ falls on both alike; the best of the rounds is kept:
   of a transformer block with two attention heads
   (bench/scripts/transformer_block.py), targets <= 2x their SVGs;
 - the backprop-ninja page opened in Chromium (until its load event, the page's
-  script run), against its SVG opened the same way.
+  script run), against its SVG opened the same way;
+- a step of the pages of the ninja script and of the 50-step RNN in Chromium (the
+  next key pressed, to the frame painted; the mean of 15 steps from step 1, the
+  view following the step where the drawing is too small to read whole), against
+  opening their SVGs: a step should cost a small part of laying the drawing out.
 """
 
 from __future__ import annotations
@@ -86,13 +90,47 @@ def load_times(files: list[Path], repeats: int) -> list[float]:
     return best
 
 
+def step_times(pages: list[tuple[Path, Path]], repeats: int, steps: int = 15) -> list[tuple]:
+    """For each (page, its SVG): the best mean time of a step of the page in Chromium,
+    and the best time to open the SVG (ms)."""
+    from playwright.sync_api import sync_playwright
+
+    painted = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+    best = [[float("inf"), float("inf")] for _ in pages]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM),
+                                             args=["--no-sandbox", "--disable-gpu"])
+        for _ in range(repeats):
+            for index, (html, svg) in enumerate(pages):
+                page = browser.new_page(viewport={"width": 1280, "height": 720},
+                                        reduced_motion="reduce")  # (a jump, not a glide)
+                page.goto(html.as_uri(), wait_until="load")
+                page.keyboard.press("ArrowRight")
+                page.evaluate(painted)
+                start = time.perf_counter()
+                for _ in range(steps):
+                    page.keyboard.press("ArrowRight")
+                    page.evaluate(painted)
+                step = (time.perf_counter() - start) * 1000 / steps
+                page.close()
+                page = browser.new_page(viewport={"width": 1280, "height": 720})
+                start = time.perf_counter()
+                page.goto(svg.as_uri(), wait_until="load")
+                page.evaluate(painted)
+                opened = (time.perf_counter() - start) * 1000
+                page.close()
+                best[index] = [min(best[index][0], step), min(best[index][1], opened)]
+        browser.close()
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--checkout", type=Path, default=ROOT,
                         help="the backpropviz checkout to measure (default: this one)")
-    parser.add_argument("--rows", default="1,2,3,4,5,6",
-                        help="which rows to measure (1-5: the table's, 6: Chromium)")
+    parser.add_argument("--rows", default="1,2,3,4,5,6,7",
+                        help="which rows to measure (1-5: the table's, 6-7: Chromium's)")
     args = parser.parse_args()
     rows = {int(n) for n in args.rows.split(",")}
     with tempfile.TemporaryDirectory() as scratch:
@@ -127,6 +165,18 @@ def main() -> None:
                                    max(args.repeats, 3))
             print(f"{'the ninja page opened in Chromium':40} {page:6.0f}ms {svg:6.0f}ms "
                   f"{page / svg:5.2f}x")
+        if CHROMIUM.exists() and 7 in rows:
+            rnn = {"STEPS": "50"}
+            render(args.checkout, NINJA, ["-o", "ninja.html"], folder)
+            render(args.checkout, NINJA, ["-o", "ninja.svg"], folder)
+            render(args.checkout, ROWS[3][1], ["-o", "rnn.html"], folder, rnn)
+            render(args.checkout, ROWS[3][1], ["-o", "rnn.svg"], folder, rnn)
+            measured = step_times([(folder / "ninja.html", folder / "ninja.svg"),
+                                   (folder / "rnn.html", folder / "rnn.svg")],
+                                  max(args.repeats, 3))
+            for what, (step, opened) in zip(["ninja", "50-step RNN"], measured, strict=True):
+                print(f"{'a step of the ' + what + ' page':40} {step:6.0f}ms {opened:6.0f}ms "
+                      f"{step / opened:5.2f}x")
 
 
 if __name__ == "__main__":

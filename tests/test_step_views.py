@@ -273,19 +273,28 @@ def test_a_steps_changes_give_the_dot_it_writes_on_its_own(example, monkeypatch,
         assert graph_line in alone and shown == _statements(alone), (name, k)
 
 
-def test_a_route_past_100000_points_as_graphviz_writes_it_is_clipped():
-    # A 100-step RNN unrolled is that wide; graphviz writes such coordinates in five
-    # digits and an exponent, followed by two decimals (the page raised ValueError).
+def test_a_layout_past_100000_points_as_graphviz_writes_it_is_pinned_in_full():
+    # An RNN unrolled 60-100 steps is that wide: graphviz writes such a coordinate with
+    # an exponent (1.9014e+05), and the page pins each place at it again. Its exponent
+    # was taken for a number of its own (1.9014e+5.00, which neato refused).
     import math
 
-    from backpropviz.step_drawing import _clipped
+    from backpropviz.step_drawing import _clipped, _shifted
 
-    route = "e,1.0017e+5.00,18 1.0001e+5.00,18 1.0006e+5.00,18 1.0011e+5.00,18 1.0015e+5.00,18"
+    assert _shifted("1.9014e+05,318.5", 4.0, -1.5) == "190136.00,320.00"
+    route = _shifted("e,1.0017e+05,18 1.0001e+05,18 1.0006e+05,18 1.0011e+05,18 "
+                     "1.0015e+05,18", 10.0, 0.0)
+    assert route == ("e,100160.00,18.00 100000.00,18.00 100050.00,18.00 100100.00,18.00 "
+                     "100140.00,18.00")
     clipped = _clipped(route, 5.0)
     start, first = clipped.split()[0], clipped.split()[2]
-    assert start == "s,100010.00,18.00"
+    assert start == "s,100000.00,18.00"
     x, y = (float(n) for n in first.split(","))
-    assert math.dist((x, y), (100010.0, 18.0)) == pytest.approx(5.0, abs=0.01)
+    assert math.dist((x, y), (100000.0, 18.0)) == pytest.approx(5.0, abs=0.01)
+    # ... and the SVG's own numbers, so written, moved as graphviz writes them.
+    from backpropviz.step_drawing import _moved
+
+    assert _moved('<text x="1.5e+05" y="-7">', 10, 1) == '<text x="150010" y="-6">'
 
 
 def test_a_caption_band_that_closes_a_bracket_in_a_cell_of_its_own_is_drawn():
