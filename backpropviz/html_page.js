@@ -345,6 +345,7 @@
     showPractice(now);
     bridgePendingBadges();
     frameDeadLabels();
+    measureRoom();
     bpv.follow(now);
     root.setAttribute("data-step", String(now));
     slider.value = String(now);
@@ -366,24 +367,36 @@
   });
 
   /* The view: the part of the drawing that fills the stage. The drawing is laid out
-   * once, a unit of it a px, and moved and scaled into the stage by a CSS transform
-   * (placeDrawing). Zooming by its viewBox instead had the browser lay every text of the
-   * drawing out again at each step, drag and resize: 70 ms each on an LSTM cell's page;
-   * a transform is only painted. The stage's size is kept as it changes (a window
-   * resized, a caption of more lines), so that placing the drawing reads nothing. */
+   * once, at a size where its numbers are as large as a slide's (LAID_OUT_EM px), and
+   * moved and scaled into the stage by a CSS transform (placeDrawing). Zooming by its
+   * viewBox instead had the browser lay every text of the drawing out again at each
+   * step, drag and resize: 70 ms each on an LSTM cell's page; a transform is only
+   * painted. (Laid out at a unit a px, a big graph's type, which graphviz scales down
+   * to a third of a px, lost short names and measured twice as wide as it is.) The
+   * stage's size is kept as it changes (a window resized, a caption of more lines),
+   * so that placing the drawing reads nothing. */
+  var LAID_OUT_EM = 20;
   var stage = byId("stage");
   var box = svg.viewBox.baseVal;
   var fitted = { x: box.x, y: box.y, w: box.width, h: box.height };
   var view = { x: fitted.x, y: fitted.y, w: fitted.w, h: fitted.h };
   var drawn;  // the drawing's own box (its viewBox): where the transform starts
   var room = { w: stage.clientWidth, h: stage.clientHeight };
+  var laidOut = (function () {  // px a unit of the drawing takes as laid out
+    var number = svg.querySelector("g.node.value text[font-size]") ||
+      svg.querySelector("text[font-size]");
+    var placed = graph.transform.baseVal.consolidate();  // (graphviz's scale of the graph)
+    var em = number ? Number(number.getAttribute("font-size")) *
+      (placed ? Math.hypot(placed.matrix.a, placed.matrix.b) : 1) : 0;
+    return em > 0 && isFinite(em) ? Math.max(1, LAID_OUT_EM / em) : 1;
+  })();
   function layOut(extent) {
     drawn = { x: extent.x, y: extent.y, w: extent.w, h: extent.h };
     svg.setAttribute("viewBox", [drawn.x, drawn.y, drawn.w, drawn.h].map(function (n) {
       return n.toFixed(2);
     }).join(" "));
-    svg.setAttribute("width", drawn.w.toFixed(2));
-    svg.setAttribute("height", drawn.h.toFixed(2));
+    svg.setAttribute("width", (drawn.w * laidOut).toFixed(2));
+    svg.setAttribute("height", (drawn.h * laidOut).toFixed(2));
   }
   layOut(fitted);
   /* The px of screen a unit of the drawing takes in view `v`: the view fitted into the
@@ -394,7 +407,7 @@
     var x = (room.w - view.w * s) / 2 - (view.x - drawn.x) * s;
     var y = (room.h - view.h * s) / 2 - (view.y - drawn.y) * s;
     svg.style.transform = "translate(" + x.toFixed(2) + "px," + y.toFixed(2) + "px) scale(" +
-      s.toPrecision(6) + ")";
+      (s / laidOut).toPrecision(6) + ")";
   }
   function setView(next) {
     // (a stage with no room, as a caption taller than the window leaves it, frames
@@ -407,10 +420,17 @@
     root.classList.toggle("zoomed", Math.abs(view.w - fitted.w) > 1e-6 * fitted.w ||
       Math.abs(view.x - fitted.x) > 1e-3 || Math.abs(view.y - fitted.y) > 1e-3);
   }
-  new ResizeObserver(function () {
-    room = { w: stage.clientWidth, h: stage.clientHeight };
+  /* The stage's size read again: where it changed (a window resized, a step's caption
+   * of more lines or fewer), the drawing placed again. The page reads it as a step is
+   * shown (the view following it frames the step for the stage as it is now); the
+   * browser tells it of every other change before it paints. */
+  function measureRoom() {
+    var w = stage.clientWidth, h = stage.clientHeight;
+    if (w === room.w && h === room.h) { return; }
+    room = { w: w, h: h };
     placeDrawing();
-  }).observe(stage);
+  }
+  new ResizeObserver(measureRoom).observe(stage);
   placeDrawing();
   /* A drawing grown past its own box (a group opened in place) is laid out again in
    * its new box, once. */
@@ -608,9 +628,15 @@
 
   function place(event) {
     var x = event.clientX + 16, y = event.clientY + 16;
+    // (measured at the window's corner: near its right edge the box would be measured
+    // as narrow as the room left there, and then overrun it)
+    tooltip.style.left = tooltip.style.top = "0px";
     var width = tooltip.offsetWidth, height = tooltip.offsetHeight;
-    if (x + width > window.innerWidth - 4) { x = Math.max(4, event.clientX - width - 16); }
-    if (y + height > window.innerHeight - 4) { y = Math.max(4, event.clientY - height - 16); }
+    if (x + width > window.innerWidth - 4) { x = event.clientX - width - 16; }
+    if (y + height > window.innerHeight - 4) { y = event.clientY - height - 16; }
+    // In the window whichever way it went (a value at its edge has its pointer there).
+    x = Math.max(4, Math.min(x, window.innerWidth - width - 4));
+    y = Math.max(4, Math.min(y, window.innerHeight - height - 4));
     tooltip.style.left = x + "px";
     tooltip.style.top = y + "px";
   }
@@ -686,12 +712,23 @@
   svg.addEventListener("focusin", function (event) {
     var node = event.target.closest("g.node.value");
     if (!node) { return; }
+    bringIntoView(node);
     describe(node.id);
     tooltip.hidden = false;
     var rect = node.getBoundingClientRect();
     place({ clientX: rect.right, clientY: rect.top });
   });
   svg.addEventListener("focusout", function () { tooltip.hidden = true; });
+
+  /* A value the keyboard moves to, outside the stage, is brought into it: the view
+   * panned (not zoomed) to put it in the middle. (The stage never scrolls: it clips.) */
+  function bringIntoView(node) {
+    var rect = node.getBoundingClientRect(), frame = stage.getBoundingClientRect();
+    if (rect.left >= frame.left && rect.right <= frame.right && rect.top >= frame.top &&
+        rect.bottom <= frame.bottom) { return; }
+    panBy(frame.left + frame.width / 2 - (rect.left + rect.width / 2),
+          frame.top + frame.height / 2 - (rect.top + rect.height / 2));
+  }
 
   /* A fork's contribution is drawn on its edge from its step on; before, the edge
    * runs through where it will be, without an empty badge. */

@@ -116,6 +116,22 @@ def test_a_drawing_readable_whole_is_not_moved(example, open_still):
     assert errors == []
 
 
+def test_every_text_of_a_drawing_far_too_big_to_read_whole_is_laid_out(open_still):
+    """graphviz scales a 100-step chain to 3% to fit the page: its type is 0.4 px. The
+    page lays the drawing out once and moves it by a transform, at a size where a number
+    is a slide's (laid out at 0.4 px, Chromium gave a short name such as an index no box
+    at all, and never drew it, however far the view was zoomed in)."""
+    page, errors = open_still(chain(100), "chain100")
+    texts, empty = page.evaluate("""() => {
+      const texts = [...document.querySelectorAll('#stage svg text')]
+        .filter(text => text.textContent.trim());
+      return [texts.length, texts.filter(text => { const box = text.getBBox();
+        return !(box.width > 0 && box.height > 0); }).map(text => text.textContent)];
+    }""")
+    assert texts > 1000 and empty == []
+    assert errors == []
+
+
 def test_a_caption_taller_than_the_window_leaves_the_drawing_its_room(open_still):
     """An LSTM's linear steps caption columns of twelve numbers: the caption scrolls in
     at most a third of the window, the drawing keeps the rest, and its view is never

@@ -14,6 +14,9 @@ from backpropviz.script import graph_of_script
 from backpropviz.style import THEMES
 from tests.test_html import EXAMPLES, open_page
 
+# Waits for a frame to be painted.
+FRAME = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
 VIEW = """() => {
   const svg = document.querySelector('#stage svg');
   const stage = document.getElementById('stage').getBoundingClientRect();
@@ -50,10 +53,11 @@ def _fits(view) -> bool:
 def test_the_drawing_fits_the_window_and_refits_on_resize(example, browser, tmp_path):
     page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
     assert _fits(page.evaluate(VIEW))
-    page.set_viewport_size({"width": 900, "height": 700})
-    assert _fits(page.evaluate(VIEW))
-    page.set_viewport_size({"width": 1600, "height": 600})
-    assert _fits(page.evaluate(VIEW))
+    # (the drawing is placed again as the stage's new size is known: by the next frame)
+    for width, height in [(900, 700), (1600, 600)]:
+        page.set_viewport_size({"width": width, "height": height})
+        page.evaluate(FRAME)
+        assert _fits(page.evaluate(VIEW))
     assert errors == []
 
 
@@ -97,8 +101,7 @@ def test_zooming_and_panning_lay_the_drawing_out_no_more(example, browser, tmp_p
     cdp.send("Performance.enable")
 
     def layouts() -> float:
-        page.evaluate("() => new Promise(r => requestAnimationFrame("
-                      "() => requestAnimationFrame(r)))")  # (a frame painted)
+        page.evaluate(FRAME)
         metrics = cdp.send("Performance.getMetrics")["metrics"]
         return next(m["value"] for m in metrics if m["name"] == "LayoutCount")
 
@@ -113,6 +116,41 @@ def test_zooming_and_panning_lay_the_drawing_out_no_more(example, browser, tmp_p
     moved = page.evaluate(VIEW)
     assert moved["scale"] > 2 * fitted["scale"] and moved["view"] != fitted["view"]
     assert layouts() - before <= 2  # (20 moves of the view)
+    assert errors == []
+    page.close()
+
+
+def test_tab_to_a_value_off_the_stage_pans_the_view_to_it(example, browser, tmp_path):
+    """Zoomed in, a value off the stage that Tab moves to is brought into it, its
+    details beside it in the window; the stage itself never scrolls (it would leave
+    the drawing where the view does not know it is)."""
+    page, _, _, errors = open_page(browser, tmp_path, example("mlp3"), "mlp3")
+    page.mouse.move(200, 200)
+    for _ in range(4):
+        page.mouse.wheel(0, -300)
+    page.evaluate("() => document.activeElement.blur()")
+    moved = 0
+    for _ in range(12):
+        before = page.evaluate(VIEW)["view"]
+        page.keyboard.press("Tab")
+        state = page.evaluate("""() => {
+          const stage = document.getElementById('stage'), r = stage.getBoundingClientRect();
+          const node = document.activeElement.closest('g.node.value');
+          const b = node && node.getBoundingClientRect();
+          const t = document.getElementById('tooltip').getBoundingClientRect();
+          return {scroll: [stage.scrollLeft, stage.scrollTop], stage: [r.left, r.top, r.right,
+                  r.bottom], node: b && [b.left, b.top, b.right, b.bottom],
+                  tip: [t.left, t.top, t.right, t.bottom]};
+        }""")
+        assert state["scroll"] == [0, 0]
+        if state["node"] is None:
+            continue
+        (sl, st, sr, sb), (nl, nt, nr, nb) = state["stage"], state["node"]
+        assert sl <= (nl + nr) / 2 <= sr and st <= (nt + nb) / 2 <= sb
+        tl, tt, tr, tb = state["tip"]
+        assert tl >= 0 and tr <= 1280 and tt >= 0 and tb <= 720
+        moved += page.evaluate(VIEW)["view"] != before
+    assert moved >= 2  # (zoomed in so, most values were off the stage)
     assert errors == []
     page.close()
 
