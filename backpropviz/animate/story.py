@@ -199,11 +199,15 @@ class StepCaption(VGroup):
                     line.scale(CAPTION_WIDTH / line.width)
                 glyphs, at = list(line.submobjects), 0
                 # The row is drawn as its terms (each a group of the text's glyphs), so
-                # that every term is part of the caption when it is revealed.
+                # that every term is part of the caption when it is revealed; each in its
+                # colour, hidden until then (in one pass over the glyphs: it is a third
+                # of the time a tensor's caption takes to make).
                 row_parts = VGroup()
                 for term in (terms[i] for i in row):
                     count = len("".join(term.text.split()))
-                    part = VGroup(*glyphs[at:at + count]).set_color(colours[term.role])
+                    colour = colours[term.role]
+                    part = VGroup(*glyphs[at:at + count]).set_fill(colour, opacity=0) \
+                        .set_stroke(colour, opacity=0)
                     at += count
                     parts.add(part)
                     row_parts.add(part)
@@ -227,9 +231,6 @@ class StepCaption(VGroup):
         rows.extend(row for page in self.page_rows for row in page)
         self.rows = rows
         self.add(*rows)
-        for parts in self.terms.values():
-            for _, part in parts:
-                part.set_fill(opacity=0).set_stroke(opacity=0)
         self.shown: list[str] = []
 
     def turn(self, key: Any) -> list:
