@@ -712,7 +712,7 @@
   svg.addEventListener("focusin", function (event) {
     var node = event.target.closest("g.node.value");
     if (!node) { return; }
-    bringIntoView(node);
+    if (node.matches(":focus-visible")) { bringIntoView(node); }  // (Tab's; not a click's)
     describe(node.id);
     tooltip.hidden = false;
     var rect = node.getBoundingClientRect();
@@ -721,7 +721,9 @@
   svg.addEventListener("focusout", function () { tooltip.hidden = true; });
 
   /* A value the keyboard moves to, outside the stage, is brought into it: the view
-   * panned (not zoomed) to put it in the middle. (The stage never scrolls: it clips.) */
+   * panned (not zoomed) to put it in the middle. (The stage never scrolls: it clips.) A
+   * value a press of the mouse focuses is where the reader is looking already: a drag
+   * begun on one that stands half off the stage pans from where it was. */
   function bringIntoView(node) {
     var rect = node.getBoundingClientRect(), frame = stage.getBoundingClientRect();
     if (rect.left >= frame.left && rect.right <= frame.right && rect.top >= frame.top &&

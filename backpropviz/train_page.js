@@ -120,6 +120,31 @@
       node.classList.toggle("started", step === 0 && k > 0);
       if (update) { addUpdateLabel(graph, node, entry.line, placed); }
     });
+    holdLabels(graph);
+  }
+
+  /* The picture's own viewBox, grown where the update's labels stand past it (a label
+   * over a box at the picture's top edge was cut off there). */
+  function holdLabels(graph) {
+    var svg = graph.ownerSVGElement;
+    if (!svg.dataset.drawn) {
+      var own = svg.viewBox.baseVal;
+      svg.dataset.drawn = [own.x, own.y, own.width, own.height].join(" ");
+    }
+    var drawn = svg.dataset.drawn.split(" ").map(Number);
+    var x0 = drawn[0], y0 = drawn[1], x1 = x0 + drawn[2], y1 = y0 + drawn[3];
+    var placed = graph.transform.baseVal.consolidate();  // (graphviz's scale and shift)
+    var t = placed ? placed.matrix : svg.createSVGMatrix();
+    graph.querySelectorAll(".update-label rect").forEach(function (back) {
+      var b = back.getBBox();
+      x0 = Math.min(x0, b.x * t.a + t.e - 2);
+      y0 = Math.min(y0, b.y * t.d + t.f - 2);
+      x1 = Math.max(x1, (b.x + b.width) * t.a + t.e + 2);
+      y1 = Math.max(y1, (b.y + b.height) * t.d + t.f + 2);
+    });
+    svg.setAttribute("viewBox", [x0, y0, x1 - x0, y1 - y0].map(function (n) {
+      return n.toFixed(2);
+    }).join(" "));
   }
 
   function showCaption(k, step) {

@@ -155,6 +155,35 @@ def test_tab_to_a_value_off_the_stage_pans_the_view_to_it(example, browser, tmp_
     page.close()
 
 
+def test_a_press_on_a_value_half_off_the_stage_leaves_the_view(example, browser, tmp_path):
+    """A press of the mouse focuses a value (its details come with the focus) but does
+    not bring it into view as Tab does: a drag begun on it pans from where it was."""
+    page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
+    page.mouse.move(640, 250)
+    for _ in range(4):
+        page.mouse.wheel(0, -300)
+    half = page.evaluate("""() => {
+      const s = document.getElementById('stage').getBoundingClientRect();
+      for (const node of document.querySelectorAll('#stage g.node.value')) {
+        const r = node.getBoundingClientRect();
+        const x = Math.max(r.left, s.left) + 3, y = (Math.max(r.top, s.top) +
+          Math.min(r.bottom, s.bottom)) / 2;
+        if ((r.left < s.left || r.right > s.right) && x < s.right - 3 && y > s.top &&
+            y < s.bottom && document.elementFromPoint(x, y).closest('g.node') === node) {
+          return [node.id, x, y];
+        }
+      }
+      return null;
+    }""")
+    assert half is not None  # (zoomed in so, a value stands half off the stage)
+    before = page.evaluate(VIEW)["view"]
+    page.mouse.click(half[1], half[2])
+    assert page.evaluate("() => document.activeElement.id") == half[0]
+    assert page.evaluate(VIEW)["view"] == before
+    assert errors == []
+    page.close()
+
+
 def test_the_address_follows_the_step_and_back_returns(example, browser, tmp_path):
     G = example("add_mul")
     page, path, _, errors = open_page(browser, tmp_path, G, "add_mul")

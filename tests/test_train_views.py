@@ -265,6 +265,26 @@ def test_the_pass_control_and_its_keys_move_between_passes_keeping_the_step(brow
     assert requests == [path.as_uri()] and errors == []
 
 
+def test_each_passs_picture_is_fitted_to_the_stage_at_every_step(browser, tmp_path):
+    """The whole drawing on the stage, however long the step's caption (the update's
+    runs to two lines): the training page fits each picture to the stage itself."""
+    run = neuron_run()
+    page, _, _, errors = _open(browser, tmp_path, run)
+    for step in range(_steps(run, 0) + 1):
+        if step:
+            page.keyboard.press("ArrowRight")
+        placed = page.evaluate("""() => {
+          const box = (e) => { const r = e.getBoundingClientRect();
+                               return [r.left, r.top, r.right, r.bottom]; };
+          return {stage: box(document.getElementById('stage')),
+                  drawn: box(document.querySelector('#stage svg > g'))};
+        }""")
+        (sl, st, sr, sb), (dl, dt, dr, db) = placed["stage"], placed["drawn"]
+        assert sl - 1 <= dl and dr <= sr + 1 and st - 1 <= dt and db <= sb + 1, step
+        assert dr - dl >= 0.9 * (sr - sl) or db - dt >= 0.9 * (sb - st), step  # (filled)
+    assert errors == []
+
+
 UPDATE = re.compile(r"(\w+) ← \1 − η·∂L/∂\1 = (\S+) − (\S+) · (\S+) = (\S+)")
 
 
