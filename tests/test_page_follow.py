@@ -132,6 +132,21 @@ def test_every_text_of_a_drawing_far_too_big_to_read_whole_is_laid_out(open_stil
     assert errors == []
 
 
+def test_the_wheel_zooms_a_big_drawing_in_until_its_numbers_are_large(open_still):
+    """Fitted, a 100-step chain's numbers are under half a px: the wheel zooms in as far
+    as numbers of 60 px, not stopping at a 40th of the drawing (16 px here; the frames
+    the page follows with are nearer than that)."""
+    page, errors = open_still(chain(100), "chain100-wheel")
+    page.keyboard.press("0")  # (fitted, not following)
+    assert page.evaluate(READ_VIEW)["em"] < 1
+    page.mouse.move(640, 300)
+    for _ in range(30):
+        page.mouse.wheel(0, -300)
+    em = page.evaluate(READ_VIEW)["em"]
+    assert 59 <= em <= 60.5
+    assert errors == []
+
+
 def test_a_caption_taller_than_the_window_leaves_the_drawing_its_room(open_still):
     """An LSTM's linear steps caption columns of twelve numbers: the caption scrolls in
     at most a third of the window, the drawing keeps the rest, and its view is never
