@@ -18,14 +18,8 @@
 
   var scaleIn = bpv.scaleIn;  // the px of screen a unit of the drawing takes in a view
 
-  /* A number's em in units of the drawing (its font size, in the units of the view). */
-  function unitEm() {
-    var number = svg.querySelector('g.node.value text[font-family^="Helvetica"]');
-    var ctm = number && number.getScreenCTM();
-    if (!ctm) { return Infinity; }
-    return Number(number.getAttribute("font-size")) * Math.hypot(ctm.a, ctm.b) /
-      scaleIn(bpv.view());
-  }
+  // A number's em in units of the drawing (none drawn: never too small to read).
+  var unitEm = bpv.numberEm || Infinity;
 
   /* The step's op (the current node), and the values at the ends of its edges. */
   function stepParts() {
@@ -57,7 +51,7 @@
    * readable (a value far away, as an RNN's earlier state, is left to its edge). */
   function frameOf(parts) {
     var fitted = bpv.fitted(), room = bpv.room();
-    var aspect = room.h / room.w, em = unitEm() * room.w;
+    var aspect = room.h / room.w, em = unitEm * room.w;
     // (a view of the stage's proportions, w wide, shows an em as em / w px)
     function width(box) {
       return Math.max((box.right - box.left) * (1 + 2 * MARGIN),
@@ -120,6 +114,6 @@
     if (following) { bpv.follow(bpv.current()); } else { bpv.setView(bpv.fitted()); }
   };
 
-  show(unitEm() * scaleIn(bpv.fitted()) < READABLE);
+  show(unitEm * scaleIn(bpv.fitted()) < READABLE);
   bpv.follow(bpv.current());
 })();

@@ -382,14 +382,14 @@
   var view = { x: fitted.x, y: fitted.y, w: fitted.w, h: fitted.h };
   var drawn;  // the drawing's own box (its viewBox): where the transform starts
   var room = { w: stage.clientWidth, h: stage.clientHeight };
-  var numberEm = (function () {  // a number's em in units of the drawing (0: no text)
-    var number = svg.querySelector('g.node.value text[font-family^="Helvetica"]') ||
-      svg.querySelector("text[font-size]");  // (a number, as html_follow.js reads one)
+  var numberEm = (function () {  // a number's em in units of the drawing (0: none drawn)
+    var number = svg.querySelector('g.node.value text[font-family^="Helvetica"]');
     var placed = graph.transform.baseVal.consolidate();  // (graphviz's scale of the graph)
     var em = number ? Number(number.getAttribute("font-size")) *
       (placed ? Math.hypot(placed.matrix.a, placed.matrix.b) : 1) : 0;
     return em > 0 && isFinite(em) ? em : 0;
   })();
+  bpv.numberEm = numberEm;  // (html_follow.js: whether the fitted drawing is readable)
   var laidOut = numberEm ? Math.max(1, LAID_OUT_EM / numberEm) : 1;  // px a unit, laid out
   function layOut(extent) {
     drawn = { x: extent.x, y: extent.y, w: extent.w, h: extent.h };
