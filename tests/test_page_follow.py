@@ -150,7 +150,9 @@ def test_the_wheel_zooms_a_big_drawing_in_until_its_numbers_are_large(open_still
 def test_a_caption_taller_than_the_window_leaves_the_drawing_its_room(open_still):
     """An LSTM's linear steps caption columns of twelve numbers: the caption scrolls in
     at most a third of the window, the drawing keeps the rest, and its view is never
-    lost (before, the stage shrank to nothing, the view went NaN and stayed so)."""
+    lost (before, the stage shrank to nothing, the view went NaN and stayed so). The
+    worked lines scroll; the step's name and its rule stay in sight (the rule was
+    scrolled half under the controls)."""
     from pathlib import Path
 
     from backpropviz.script import graph_of_script
@@ -163,8 +165,16 @@ def test_a_caption_taller_than_the_window_leaves_the_drawing_its_room(open_still
     for key in ["End"] + ["ArrowLeft"] * 6 + ["Home"] + ["ArrowRight"] * 3:
         page.keyboard.press(key)
         now = page.evaluate(READ_VIEW)
-        caption = page.evaluate("document.getElementById('caption-box').scrollHeight")
-        tallest = max(tallest, caption)
+        caption = page.evaluate("""() => {
+          const box = (id) => document.getElementById(id).getBoundingClientRect();
+          const shown = (id) => box(id).top >= box('caption-box').top - 0.5 &&
+            box(id).bottom <= Math.min(box('caption-box').bottom, box('controls').top) + 0.5;
+          return {height: [...document.getElementById('caption-box').children]
+                    .reduce((sum, part) => sum + part.scrollHeight, 0),
+                  shown: shown('step-label') && shown('rule')};
+        }""")
+        assert caption["shown"], now["step"]
+        tallest = max(tallest, caption["height"])
         step = now["step"]
         assert now["stage"][3] - now["stage"][1] >= 0.5 * 720, step
         assert all(math.isfinite(n) for n in now["view"]), step
