@@ -632,13 +632,17 @@
     }
   }
 
+  /* The tooltip beside the pointer (or beside a value the keyboard reached: `left`,
+   * where it goes when there is no room right of it, is the value's left side, so that
+   * it never covers the value it describes). */
   function place(event) {
+    var left = event.left === undefined ? event.clientX : event.left;
     var x = event.clientX + 16, y = event.clientY + 16;
     // (measured at the window's corner: near its right edge the box would be measured
     // as narrow as the room left there, and then overrun it)
     tooltip.style.left = tooltip.style.top = "0px";
     var width = tooltip.offsetWidth, height = tooltip.offsetHeight;
-    if (x + width > window.innerWidth - 4) { x = event.clientX - width - 16; }
+    if (x + width > window.innerWidth - 4) { x = left - width - 16; }
     if (y + height > window.innerHeight - 4) { y = event.clientY - height - 16; }
     // In the window whichever way it went (a value at its edge has its pointer there).
     x = Math.max(4, Math.min(x, window.innerWidth - width - 4));
@@ -722,7 +726,7 @@
     describe(node.id);
     tooltip.hidden = false;
     var rect = node.getBoundingClientRect();
-    place({ clientX: rect.right, clientY: rect.top });
+    place({ clientX: rect.right, clientY: rect.top, left: rect.left });
   });
   svg.addEventListener("focusout", function () { tooltip.hidden = true; });
 

@@ -155,6 +155,32 @@ def test_tab_to_a_value_off_the_stage_pans_the_view_to_it(example, browser, tmp_
     page.close()
 
 
+def test_the_details_of_a_value_tab_reaches_stand_beside_it(example, browser, tmp_path):
+    """Reached by Tab, a value's details go right of it, or left of it where the window
+    has no room there (they covered the value, at its right edge's pointer)."""
+    page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
+    page.evaluate("() => document.activeElement.blur()")
+    beside = []
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        found = page.evaluate("""() => {
+          const node = document.activeElement.closest('g.node.value');
+          if (!node) return null;
+          const box = (e) => { const r = e.getBoundingClientRect();
+                               return [r.left, r.top, r.right, r.bottom]; };
+          return {node: box(node), tip: box(document.getElementById('tooltip'))};
+        }""")
+        if found is None:
+            continue
+        (nl, nt, nr, nb), (tl, tt, tr, tb) = found["node"], found["tip"]
+        if nr + 16 + (tr - tl) <= 1280 - 4 or nl - 16 - (tr - tl) >= 4:  # (room on a side)
+            assert tr <= nl or tl >= nr or tb <= nt or tt >= nb, found
+            beside.append(tl >= nr)
+    assert True in beside and False in beside  # (both sides met: d2l_mlp's L at the right)
+    assert errors == []
+    page.close()
+
+
 def test_a_press_on_a_value_half_off_the_stage_leaves_the_view(example, browser, tmp_path):
     """A press of the mouse focuses a value (its details come with the focus) but does
     not bring it into view as Tab does: a drag begun on it pans from where it was."""
