@@ -381,7 +381,11 @@
   var fitted = { x: box.x, y: box.y, w: box.width, h: box.height };
   var view = { x: fitted.x, y: fitted.y, w: fitted.w, h: fitted.h };
   var drawn;  // the drawing's own box (its viewBox): where the transform starts
-  var room = { w: stage.clientWidth, h: stage.clientHeight };
+  var room = stageSize();  // (px, to the fraction: the frames the view follows with are cut fine)
+  function stageSize() {
+    var rect = stage.getBoundingClientRect();
+    return { w: rect.width, h: rect.height };
+  }
   var numberEm = (function () {  // a number's em in units of the drawing (0: none drawn)
     var number = svg.querySelector('g.node.value text[font-family^="Helvetica"]');
     var placed = graph.transform.baseVal.consolidate();  // (graphviz's scale of the graph)
@@ -426,9 +430,9 @@
    * shown (the view following it frames the step for the stage as it is now); the
    * browser tells it of every other change before it paints. */
   function measureRoom() {
-    var w = stage.clientWidth, h = stage.clientHeight;
-    if (w === room.w && h === room.h) { return; }
-    room = { w: w, h: h };
+    var size = stageSize();
+    if (size.w === room.w && size.h === room.h) { return; }
+    room = size;
     placeDrawing();
   }
   new ResizeObserver(measureRoom).observe(stage);
