@@ -139,35 +139,29 @@ def test_a_rolled_graph_round_trips_through_json(monkeypatch):
     assert dict(back.nodes(data="loop_data")) == dict(H.nodes(data="loop_data"))
 
 
-def test_the_page_shows_any_repetitions_numbers(monkeypatch, tmp_path):
-    from test_html import CHROMIUM, CHROMIUM_ARGS
-    if not CHROMIUM.exists():
-        pytest.skip("no Chromium at /usr/bin/chromium (`make` installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+def test_the_page_shows_any_repetitions_numbers(monkeypatch, tmp_path, browser):
     G = loop_graph("scalar_loop", 5, monkeypatch)
     path = tmp_path / "loop.html"
     path.write_text(to_html(rolled(G, find_loop(G))))
     unrolled = tanh_results(G)
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(path.as_uri())
-        for k in (1, 3, 5):
-            page.eval_on_selector("#loop-slider", "(s, k) => { s.value = k; "
-                                  "s.dispatchEvent(new Event('input')); }", k)
-            row = page.eval_on_selector("#loop-rows tr:has(td.name:text-is('h'))",
-                                        "tr => [...tr.cells].map(c => c.textContent)")
-            value = G.nodes[unrolled[k - 1]]
-            assert row == ["h", f"{value['data']:.4g}".replace("-", "\u2212"),
-                           f"{value['grad']:.4g}".replace("-", "\u2212")]
-            assert page.text_content("#loop-counter") == f"{k} / 5"
-        page.focus("#loop-slider")
-        page.keyboard.press("ArrowLeft")  # the slider's key, not the page's step
-        assert page.text_content("#loop-counter") == "4 / 5"
-        assert page.get_attribute("#bpv", "data-step") == "0"
-        browser.close()
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.as_uri())
+    for k in (1, 3, 5):
+        page.eval_on_selector("#loop-slider", "(s, k) => { s.value = k; "
+                              "s.dispatchEvent(new Event('input')); }", k)
+        row = page.eval_on_selector("#loop-rows tr:has(td.name:text-is('h'))",
+                                    "tr => [...tr.cells].map(c => c.textContent)")
+        value = G.nodes[unrolled[k - 1]]
+        assert row == ["h", f"{value['data']:.4g}".replace("-", "\u2212"),
+                       f"{value['grad']:.4g}".replace("-", "\u2212")]
+        assert page.text_content("#loop-counter") == f"{k} / 5"
+    page.focus("#loop-slider")
+    page.keyboard.press("ArrowLeft")  # the slider's key, not the page's step
+    assert page.text_content("#loop-counter") == "4 / 5"
+    assert page.get_attribute("#bpv", "data-step") == "0"
+    page.close()
     assert errors == []
 
 
