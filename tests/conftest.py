@@ -125,7 +125,10 @@ def example_names() -> Callable[[str], dict[str, Any]]:
 @pytest.fixture(scope="session")
 def chromium():
     """Headless Chromium (the system's: playwright downloads none here), launched once a
-    test process rather than once a module (each launch some 1.5 s of CPU)."""
+    test process rather than once a module (each launch some 1.5 s of CPU). Once it is
+    open the process has Playwright's second thread until the session ends, so a clip
+    rendered later in it defaults to one render job (animate/parallel.py's
+    default_jobs), as it does anyway in a worker of `make test`, which has one core."""
     from test_html import CHROMIUM, CHROMIUM_ARGS
 
     if not CHROMIUM.exists():
