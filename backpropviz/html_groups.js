@@ -26,6 +26,11 @@
   graph.querySelectorAll(":scope > g.node").forEach(function (node) {
     origin[node.id] = node.getBBox();
   });
+  // The legend, a row under the drawing, and the lowest edge of what it stands under.
+  var legend = byId("legend");
+  var bottom = Object.keys(origin).reduce(function (low, id) {
+    return Math.max(low, origin[id].y + origin[id].height);
+  }, -Infinity);
   var open = [];  // the open groups' ids, in the order they were opened
   var placed = {};  // group id -> its drawing and where it stands
   var entries = outerSteps.map(function (_, k) { return { outer: k }; });
@@ -327,6 +332,24 @@
       view.title.setAttribute("y", (f.y + moved.y + LABEL - 3).toFixed(2));
     });
     links();
+    keepLegendUnder();
+  }
+
+  /* The legend moved down as far as the drawing's lowest edge went down as groups
+   * opened (the operators beside an open group move aside, some below it), so that
+   * nothing comes to stand on it. */
+  function keepLegendUnder() {
+    if (!legend) { return; }
+    var low = -Infinity;
+    Object.keys(origin).forEach(function (id) {
+      if (open.indexOf(id) >= 0) { return; }  // (an open group's operator is hidden)
+      low = Math.max(low, origin[id].y + origin[id].height + shifted(centre(origin[id])).y);
+    });
+    open.forEach(function (gid) {
+      var f = placed[gid].frameBox;
+      low = Math.max(low, f.y + f.height + shifted(centre(origin[gid]), gid).y);
+    });
+    translate(legend, { x: 0, y: Math.max(0, low - bottom) });
   }
 
   /* The page's drawing of a step, then the open groups' insides at theirs; edges are

@@ -126,6 +126,42 @@ def test_a_group_opens_where_it_stood_and_closes_leaving_the_layout_as_it_was(br
     assert errors == []
 
 
+# The legend's box, and every open group's frame, in the graph's coordinates (as BOXES).
+LEGEND = """() => {
+  const graph = document.querySelector('#stage svg > g');
+  const legend = document.getElementById('legend');
+  const b = legend.getBBox(), m = graph.getCTM().inverse().multiply(legend.getCTM());
+  return [b.x * m.a + m.e, b.y * m.d + m.f, b.width, b.height];
+}"""
+
+FRAMES = """() => [...document.querySelectorAll('#stage svg > g .group-frame rect')].map(
+  rect => ['x', 'y', 'width', 'height'].map(k => Number(rect.getAttribute(k))))"""
+
+
+def test_the_legend_stays_under_the_drawing_as_groups_open_and_comes_back(browser, tmp_path):
+    """Opened, a group moves the operators beside it aside, some of them down: the
+    legend under the drawing goes down with them, so that nothing stands on it (the
+    matmul beside the regularizer's group stood on its words "saved for backward"),
+    and it is back in its place when the groups close."""
+    page, _, errors = _page(browser, tmp_path, D2L_FIGURE, "figure")
+    laid_out = page.evaluate(LEGEND)
+    gids = page.evaluate("Object.keys(window.bpv.data.groups)")
+    assert len(gids) == 2
+    for gid in gids:
+        _click(page, gid)
+    assert page.evaluate(STATE)["frames"] == 2
+    legend = page.evaluate(LEGEND)
+    drawn = [*_boxes(page).values(), *page.evaluate(FRAMES)]
+    assert not [box for box in drawn if _overlap(box, legend)]
+    assert legend[1] > laid_out[1] and legend[0] == pytest.approx(laid_out[0])
+    for gid in gids:  # closed from their frames' corners, as a reader closes them
+        page.locator(f'.opened-group[data-group="{gid}"] .group-frame rect').click(
+            position={"x": 4, "y": 4})
+    assert page.evaluate(STATE)["frames"] == 0
+    assert page.evaluate(LEGEND) == pytest.approx(laid_out)
+    assert errors == []
+
+
 def test_opened_the_steps_walk_the_groups_ops_with_the_engines_numbers(browser, tmp_path):
     page, _, errors = _page(browser, tmp_path, D2L_FIGURE, "figure")
     gid = _group_op(page, "l")
