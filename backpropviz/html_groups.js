@@ -216,6 +216,14 @@
     return parts ? [parts[1], parts[2]] : [null, null];
   }
 
+  /* The nodes the drawing of edge `id` (its ends `pair`) runs between: a contribution's
+   * badge ends the piece into it ("/in") and starts the piece out of it ("/out"). */
+  function drawnEnds(id, pair) {
+    var piece = /^(.*)\/(in|out)$/.exec(id);
+    if (!piece || !origin[piece[1]]) { return pair; }
+    return piece[2] === "in" ? [pair[0], piece[1]] : [piece[1], pair[1]];
+  }
+
   /* An edge's drawing moved as its ends moved (`from`, `to`): each point of its
    * path by the shift between theirs, as far along the path as it is, its
    * arrowhead with its head, its labels by the shift halfway. */
@@ -301,7 +309,12 @@
   function layout() {
     Object.keys(origin).forEach(function (id) {
       var node = byId(id);
-      if (groups[id] && open.indexOf(id) >= 0) { node.classList.add("opened"); return; }
+      // (an open group's operator is hidden, and so is a contribution's badge on an edge
+      // into or out of it: the group's link stands in for that edge)
+      var pair = ends(id);
+      if (open.indexOf(id) >= 0 || open.indexOf(pair[0]) >= 0 || open.indexOf(pair[1]) >= 0) {
+        node.classList.add("opened"); return;
+      }
       node.classList.remove("opened");
       translate(node, shifted(centre(origin[id])));
     });
@@ -312,7 +325,8 @@
       if (edgeHtml[edge.id] === undefined) { edgeHtml[edge.id] = edge.innerHTML; }
       edge.innerHTML = edgeHtml[edge.id];
       if (open.length && !hidden) {
-        var from = shifted(centre(origin[pair[0]])), to = shifted(centre(origin[pair[1]]));
+        var runs = drawnEnds(edge.id, pair);
+        var from = shifted(centre(origin[runs[0]])), to = shifted(centre(origin[runs[1]]));
         if (from.x === to.x && from.y === to.y) { translate(edge, from); }
         else { edge.removeAttribute("transform"); moveEdge(edge, from, to); }
       } else { edge.removeAttribute("transform"); }
@@ -342,7 +356,7 @@
     if (!legend) { return; }
     var low = -Infinity;
     Object.keys(origin).forEach(function (id) {
-      if (open.indexOf(id) >= 0) { return; }  // (an open group's operator is hidden)
+      if (byId(id).classList.contains("opened")) { return; }  // (hidden: see layout)
       low = Math.max(low, origin[id].y + origin[id].height + shifted(centre(origin[id])).y);
     });
     open.forEach(function (gid) {

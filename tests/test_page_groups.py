@@ -313,3 +313,70 @@ def test_a_groups_inside_keeps_the_whole_graphs_order_so_the_page_is_the_same_ev
         assert list(H) == [node for node in G if node in H] and len(H) > len(members)
         assert list(H.edges(keys=True)) == [edge for edge in G.edges(keys=True)
                                             if edge[0] in H and edge[1] in H]
+
+
+# Two neurons of Values, each a group, then the output's and the loss's: x[0] and x[1]
+# go into both neurons, so their edges carry a contribution's badge each.
+NEURONS = """
+from backpropviz import Value, group
+
+x = [Value(1.0), Value(-2.0)]
+W = [[Value(0.5, requires_grad=True), Value(-0.3, requires_grad=True)],
+     [Value(0.8, requires_grad=True), Value(0.2, requires_grad=True)]]
+hs = []
+for i, row in enumerate(W):
+    with group(f"n{i}"):
+        hs.append((row[0] * x[0] + row[1] * x[1]).tanh())
+v = [Value(1.1, requires_grad=True), Value(-0.7, requires_grad=True)]
+with group("out"):
+    y = hs[0] * v[0] + hs[1] * v[1]
+with group("loss"):
+    L = (y - Value(1.0)) * (y - Value(1.0))
+L.backward()
+"""
+
+# Each badge shown, and how far (in the graph's units) the piece of its edge into it
+# ends from its box and the piece out of it starts from it.
+BADGE_PIECES = """() => {
+  const graph = document.querySelector('#stage svg > g');
+  const back = graph.getCTM().inverse();
+  const shown = (e) => getComputedStyle(e).display !== 'none';
+  const box = (e) => { const b = e.getBBox(), m = back.multiply(e.getCTM());
+    return [b.x * m.a + m.e, b.y * m.d + m.f, b.width * m.a, b.height * m.d]; };
+  const at = (path, length) => { const p = path.getPointAtLength(length),
+    m = back.multiply(path.getCTM()); return [p.x * m.a + m.e, p.y * m.d + m.f]; };
+  const off = ([x, y], [bx, by, w, h]) => Math.hypot(Math.max(bx - x, 0, x - bx - w),
+                                                     Math.max(by - y, 0, y - by - h));
+  const badges = [...graph.querySelectorAll(':scope > g.node.badge')];
+  return {shown: badges.filter(shown).map(b => b.id), gaps: badges.filter(shown).flatMap(b => {
+    const gaps = [];
+    for (const [end, first] of [['/in', false], ['/out', true]]) {
+      const piece = document.getElementById(b.id + end);
+      if (!piece || !shown(piece)) continue;
+      const path = piece.querySelector('path');
+      gaps.push([b.id + end, off(at(path, first ? 0 : path.getTotalLength()), box(b))]);
+    }
+    return gaps; })};
+}"""
+
+
+def test_opened_groups_move_a_contributions_badge_with_its_edge(browser, tmp_path):
+    """With the groups beside a closed neuron open, the pieces of x's edges into it run
+    into their badges and on out of them (they were moved by the neuron's shift, not the
+    badge's, and arced off the drawing's top); the badges on edges into an open group
+    are hidden with the edges, the group's link standing in for them (they stayed, as
+    short stubs of line)."""
+    from test_cli import script
+
+    page, _, errors = _page(browser, tmp_path, script(tmp_path, "neurons.py", NEURONS),
+                            "neurons")
+    closed = page.evaluate(BADGE_PIECES)
+    assert len(closed["shown"]) == 4 and closed["gaps"]
+    for name in ("n1", "out", "loss"):
+        _click(page, _group_op(page, name))
+    assert page.evaluate(STATE)["frames"] == 3
+    opened = page.evaluate(BADGE_PIECES)
+    n0 = _group_op(page, "n0")
+    assert sorted(opened["shown"]) == sorted(b for b in closed["shown"] if f"->{n0}#" in b)
+    assert len(opened["gaps"]) == 4 and all(gap < 2 for _, gap in opened["gaps"]), opened
+    assert errors == []
