@@ -33,6 +33,7 @@ __all__ = [
     "dot_time_limit",
     "layout_json",
     "layout_pieces",
+    "pieces_past_limit",
     "portable_svg",
     "require_dot",
     "run_dot",
@@ -91,16 +92,22 @@ def layout_pieces(G: nx.MultiDiGraph) -> int:
     return sum(max(0, depth[v] - depth[u] - 1) for u, v in G.edges())
 
 
+def pieces_past_limit(G: nx.MultiDiGraph) -> int | None:
+    """The edge pieces of ``G`` (layout_pieces) if dot cannot lay them out within the time
+    limit; None if it can."""
+    pieces = layout_pieces(G)
+    return pieces if pieces > PIECES_PER_MINUTE * _dot_timeout.get() / 60 else None
+
+
 def check_layout(G: nx.MultiDiGraph) -> None:
     """DrawError, at once, for a graph dot cannot lay out within the time limit."""
-    pieces = layout_pieces(G)
-    limit = _dot_timeout.get()
-    if pieces > PIECES_PER_MINUTE * limit / 60:
+    pieces = pieces_past_limit(G)
+    if pieces is not None:
         raise DrawError(
             f"graphviz would need minutes for this graph: its edges span {pieces:,} ranks in "
             "all (a value used by ops far apart, such as a weight shared by every step of an "
             "unrolled loop); draw fewer steps, name a ROOT nearer the output, or give dot "
-            f"longer with --timeout (now {limit:g} s)")
+            f"longer with --timeout (now {_dot_timeout.get():g} s)")
 
 
 _NO_DOT = ("failed to execute 'dot', make sure the Graphviz executables are on your PATH "

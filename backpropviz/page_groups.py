@@ -12,6 +12,7 @@ replay had reached when the group's step began (its result's among them).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -19,10 +20,18 @@ import networkx as nx
 
 from . import ops
 from .captions import differentiated, value_names
+from .errors import Note
+from .graphviz import pieces_past_limit
 from .ir import operand_edges, result_of
 from .steps import backward_steps
 
-__all__ = ["inside", "opened_groups"]
+__all__ = ["MAX_OPENED", "inside", "opened_groups"]
+
+# The most values and ops a group's inside may have to be opened in place. An nn.LSTM
+# over 20 steps, closed by --modules, has 651: its inside, drawn, was 168,706 px wide
+# and 9.5 MB of a 10 MB page, and laying it out took most of the page's 21 s; over 80
+# steps (2,571) dot could not lay it out in a minute, and the page failed with it.
+MAX_OPENED = 500
 
 
 def opened_groups(source: nx.MultiDiGraph, view: nx.MultiDiGraph,
@@ -32,7 +41,9 @@ def opened_groups(source: nx.MultiDiGraph, view: nx.MultiDiGraph,
     (the page's data of that subgraph of ``source``: steps, drawing...).
 
     Nothing is there when ``view`` closed no group of ``source`` (drawn open,
-    or no groups at all).
+    or no groups at all). A group whose inside is too big to draw in place (more than
+    MAX_OPENED values and ops, or more than dot lays out in the time it has) stays
+    closed, and a Note says so: the page is made without it.
     """
     if view is source:
         return {}
@@ -45,9 +56,26 @@ def opened_groups(source: nx.MultiDiGraph, view: nx.MultiDiGraph,
         if attrs.get("op") != ops.GROUP.name or len(attrs.get("members", ())) < 2:
             continue
         known = replay[step - 2].grads if step > 1 else view.graph.get("seeds", {})
-        opened[str(op)] = {"name": attrs["symbol"], "step": step,
-                           **page_of(inside(source, op, attrs["members"], known))}
+        inner = inside(source, op, attrs["members"], known)
+        why = _too_big_to_open(inner)
+        if why:
+            warnings.warn(f"the page leaves {attrs['symbol']} closed: its inside {why}",
+                          Note, stacklevel=2)
+            continue
+        opened[str(op)] = {"name": attrs["symbol"], "step": step, **page_of(inner)}
     return opened
+
+
+def _too_big_to_open(inner: nx.MultiDiGraph) -> str | None:
+    """Why the inside ``inner`` is not drawn in place (None: it is)."""
+    size = inner.number_of_nodes()
+    if size > MAX_OPENED:
+        return (f"has {size:,} values and ops, more than the {MAX_OPENED:,} a group may have "
+                "to open in place")
+    pieces = pieces_past_limit(inner)
+    return None if pieces is None else (
+        f"has edges that span {pieces:,} ranks, more than graphviz lays out in the time "
+        "it has (--timeout)")
 
 
 def inside(source: nx.MultiDiGraph, op: Any, members: list, known: dict) -> nx.MultiDiGraph:

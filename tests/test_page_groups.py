@@ -5,6 +5,7 @@ open groups in the address."""
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 from pathlib import Path
 
@@ -380,3 +381,49 @@ def test_opened_groups_move_a_contributions_badge_with_its_edge(browser, tmp_pat
     assert sorted(opened["shown"]) == sorted(b for b in closed["shown"] if f"->{n0}#" in b)
     assert len(opened["gaps"]) == 4 and all(gap < 2 for _, gap in opened["gaps"]), opened
     assert errors == []
+
+
+LSTM = """\
+import os
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+steps = int(os.environ["STEPS"])
+lstm, head = nn.LSTM(input_size=3, hidden_size=4, batch_first=True), nn.Linear(4, 1)
+out, _ = lstm(torch.randn(2, steps, 3))
+loss = ((head(out[:, -1]) - torch.randn(2, 1)) ** 2).mean()
+loss.backward()
+"""
+
+
+@pytest.mark.parametrize(("steps", "opens"), [(2, True), (30, False)])
+def test_a_module_too_big_to_open_in_place_is_left_closed_and_said(tmp_path, steps, opens):
+    """A lecturer's nn.LSTM, drawn with --modules: over two steps its inside opens in
+    place; over 30 (some 970 values and ops) it is left closed, in a note, and the page
+    is made (over 80, it had failed: dot could not lay the inside out in a minute)."""
+    import json
+    import re
+
+    from in_process import run_cli
+
+    from backpropviz.page_groups import MAX_OPENED
+
+    pytest.importorskip("torch")
+    script = tmp_path / "lstm.py"
+    script.write_text(LSTM)
+    out = tmp_path / "lstm.html"
+    done = run_cli("render", script, "--modules", "-o", out,
+                   env={**os.environ, "STEPS": str(steps)}, text=True)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(re.search(r'id="bpv-data">(.*?)</script>', out.read_text(), re.S)[1])
+    names = [group["name"] for group in data["groups"].values()]
+    said = re.search(r"note: the page leaves lstm closed: its inside has ([\d,]+) values and "
+                     rf"ops, more than the {MAX_OPENED} a group may have to open in place",
+                     done.stderr)
+    if opens:
+        assert names == ["lstm"] and said is None
+    else:
+        assert names == [] and int(said[1].replace(",", "")) > MAX_OPENED
+        # the module is still drawn, its operator and the numbers autograd gave
+        assert data["ops"] and any("lstm" in str(op) for op in data["ops"].values())
