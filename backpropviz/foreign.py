@@ -38,7 +38,7 @@ import networkx as nx
 
 from . import ops
 from .builder import Builder, Producer, attribute_names, listed_parameters
-from .engine import EngineError, Node, Value, apply
+from .engine import EngineError, Node, Value, apply, local_gradients
 from .foreign_nodes import (
     CHILD_ATTRS,
     OBSERVED,
@@ -247,9 +247,12 @@ def _read_op(graph: ForeignGraph, node: Any, kids: list[Any], ordered: bool) -> 
     spec = ops.get(name)
     arity = set(spec.forms)
     used = [graph.data(kid) for kid in kids]
-    if len(kids) == 1 and 1 not in arity and 2 in arity and _gives(name, used * 2, data):
-        # a + a, a * a: a set keeps one child; the data says it was used twice.
-        kids = [kids[0], kids[0]]
+    twice, _ = from_tag(tag_of(node), 2)  # (a tag of one child read as of two: "-", sub)
+    if len(kids) == 1 and 2 in ops.get(twice).forms and _gives(twice, used * 2, data) and (
+            1 not in arity or not _gives(name, used, data, exponent)):
+        # a + a, a * a, a − a: a set keeps one child; the data says it was used twice
+        # (a − a, 0, is not the negation of a, which one child alone would read).
+        name, exponent, kids = twice, None, [kids[0], kids[0]]
         graph.reconstructed.add(node)
     elif (not ordered and len(kids) == 2 and not spec.commutative
           and not _gives(name, used, data) and _gives(name, used[::-1], data)):
@@ -421,25 +424,20 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
     sums: dict[Any, list[float]] = {}
     processed: dict[Any, int] = {}
     seeds: dict[Any, float] = {}
+    halved = False  # (a child on two edges whose shares could only be halved)
     if graph.events is not None:
         for step, event in enumerate(graph.events):
             if event.node not in graph.operands:
                 continue
-            delta = {kid: after - before for kid, before, after in event.children}
             kids = graph.operands[event.node]
-            shares = [delta.get(kid, 0.0) / kids.count(kid) for kid in kids]
+            held = {kid: (before, after) for kid, before, after in event.children}
+            shares, running, guessed = _edge_shares(kids, held,
+                                                    _rule(graph, event.node, event.upstream))
+            halved |= guessed
             previous = sent.get(event.node)
             sent[event.node] = shares if previous is None else [
                 a + b for a, b in zip(previous, shares, strict=True)]
-            # The running sums the engine held: each child's gradient after the
-            # call (a child on two edges: after the first half, then after all).
-            held = {kid: [before, after] for kid, before, after in event.children}
-            sums[event.node] = []
-            for kid, share in zip(kids, shares, strict=True):
-                was, after = held[kid]
-                last = kids.index(kid, kids.index(kid) + 1) if kids.count(kid) > 1 else None
-                done = last is None or len(sums[event.node]) == last
-                sums[event.node].append(after if done else was + share)
+            sums[event.node] = running
             processed[event.node] = step
         first = next((event for event in graph.events if event.node is graph.roots[0]), None)
         seeds[graph.roots[0]] = first.upstream if first is not None else \
@@ -470,12 +468,64 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
                         live=None if kids else (node, _data_now))
     graph.value_ids = build.value_ids
     notes = list(graph.notes)
-    if graph.reconstructed:
+    if halved:
         notes.append("a value used twice by one op (a + a) is kept once in the engine's "
-                     "children set; both edges are drawn, each with half of what it sent")
+                     "children set, and what its backward sent it is not the rule's two "
+                     "shares, added or set in turn: both edges are drawn, each with half")
+    elif graph.reconstructed:
+        notes.append("a value used twice by one op (a + a) is kept once in the engine's "
+                     "children set; both edges are drawn, each with the rule's share, "
+                     "as the engine's backward added or set them in turn")
     unwatched = {"unwatched": graph.unwatched} if graph.unwatched else {}
     return build.finish(graph.roots, backward_order=sorted(processed, key=processed.get),
                         seeds=seeds, notes=notes, **unwatched)
+
+
+def _rule(graph: ForeignGraph, node: Any, upstream: float) -> list[float] | None:
+    """What the reference engine's rule for ``node``'s op sends each of its edges when
+    ``upstream`` arrives (None where the reference does not have the op)."""
+    name, exponent = graph.ops[node]
+    try:
+        result = apply(name, [Value(graph.data(kid)) for kid in graph.operands[node]],
+                       exponent)
+        return [float(share) for share in local_gradients(result, upstream)]
+    except (EngineError, TypeError, ValueError, KeyError, ArithmeticError):
+        return None
+
+
+def _edge_shares(kids: list, held: dict, rule: list[float] | None
+                 ) -> tuple[list[float], list[float], bool]:
+    """Each edge's share and the running sum after it, from each child's gradient
+    before and after its op's backward call (``held``); and whether a share was guessed.
+
+    A child on one edge got what its gradient changed by. A child on several (``h * h``,
+    kept once in a children set) is seen only before and after all of them: where that
+    is the rule's shares added in turn (``+=``), or set in turn (``=``, the last one
+    left), the edges carry those, and the sums it held in between; otherwise each edge
+    carries an equal part of the change (guessed, and said in a note)."""
+    shares: list[float] = []
+    running: list[float] = []
+    guessed = False
+    for kid in dict.fromkeys(kids):
+        edges = [i for i, other in enumerate(kids) if other is kid]
+        before, after = held[kid]
+        rules = None if rule is None else [rule[i] for i in edges]
+        if len(edges) == 1:
+            steps = [after]
+        elif rules is not None and _close(after, before + sum(rules)):
+            steps = [*(before + sum(rules[:n + 1]) for n in range(len(edges) - 1)), after]
+        elif rules is not None and _close(after, rules[-1]):
+            steps = [*rules[:-1], after]
+        else:
+            part = (after - before) / len(edges)
+            steps = [*(before + part * (n + 1) for n in range(len(edges) - 1)), after]
+            guessed = True
+        for i, (was, now) in zip(edges, zip([before, *steps], steps, strict=False),
+                                 strict=True):
+            shares.append((i, now - was))
+            running.append((i, now))
+    return ([share for _, share in sorted(shares)], [now for _, now in sorted(running)],
+            guessed)
 
 
 def _data_now(node: Any) -> float:

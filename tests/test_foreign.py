@@ -245,3 +245,42 @@ def test_a_script_whose_work_is_inside_main_is_told_how_to_fix_it(tmp_path):
     assert done.returncode == 1
     assert done.stderr.strip().endswith("return the result and keep it in a global name, "
                                         "e.g. L = main()")
+
+
+@pytest.mark.parametrize(("engine", "script", "running", "lines"), [
+    # = for +=: h · h sets h's gradient to −2.5 twice; it never held −1.25 (half the
+    # change seen around the whole call, which the captions had said it "gave").
+    ("Overwrites", "h = x * w + b\ny = h * h + x", [-2.5, -2.5],
+     ["∂y/∂h = h · ∂y/∂(h·h) = (−2.5) · 1 = −2.5",
+      "∂y/∂h = h · ∂y/∂(h·h) = (−2.5) · 1 = −2.5 (overwrote −2.5 — gradients at a fork "
+      "must add: +=)"]),
+    ("Correct", "h = x * w + b\ny = h * h + x", [-2.5, -5.0],
+     ["∂y/∂h = h · ∂y/∂(h·h) = (−2.5) · 1 = −2.5", "∂y/∂h += h · ∂y/∂(h·h) = (−2.5) · 1 = −2.5",
+      "∂y/∂h = −2.5 + (−2.5) = −5"]),
+    # h − h sends +1 and −1: the gradient is back where it was, and no share is 0 (a
+    # set's one child of "-" had been read as −h, drawn as 0 where h is −2.5).
+    ("Subtracts", "h = x * w + b\ny = (h - h) + h", [2.0, 1.0],
+     ["∂y/∂h = ∂y/∂y = 1", "∂y/∂h += ∂y/∂(h − h) = 1", "∂y/∂h = 1 + 1 = 2",
+      "∂y/∂h += −∂y/∂(h − h) = −1", "∂y/∂h = 2 + (−1) = 1"]),
+])
+def test_a_value_used_twice_by_one_op_gets_the_shares_its_engine_held_in_turn(
+        tmp_path, engine, script, running, lines):
+    """A children set keeps h once for h · h, and the engine is seen only before and after
+    the op's whole backward: each edge carries the share the rule sends it, added (+=) or
+    set (=) in turn as the engine's own sum shows, and every caption says what it held."""
+    from backpropviz.captions import step_captions
+
+    path = tmp_path / "twice_by_one_op.py"
+    path.write_text(f"import sys\nsys.path.insert(0, {str(ENGINES)!r})\nimport students\n"
+                    f"Value = students.{engine}\nx = Value(2.0, label='x')\n"
+                    f"w = Value(-1.5, label='w')\nb = Value(0.5, label='b')\n{script}\n"
+                    "y.label = 'y'\ny.backward()\n")
+    G = graph_of(path, tmp_path)
+    (op,) = [op for op in G if G.in_degree(op) == 2 and len(set(G.predecessors(op))) == 1]
+    edges = sorted(G.in_edges(op, keys=True, data=True), key=lambda edge: edge[3]["arg"])
+    assert [attrs["running"] for *_, attrs in edges] == pytest.approx(running)
+    assert G.nodes[op]["op"] == ("sub" if engine == "Subtracts" else "mul")
+    said = [line for caption in step_captions(G) for line in caption.worked
+            if line.startswith("∂y/∂h ")]
+    assert said[:len(lines)] == lines
+    assert not any("half" in note for note in G.graph["notes"])
