@@ -36,13 +36,32 @@ def loop_data(G: nx.MultiDiGraph, precision: int = 4) -> dict[str, Any] | None:
     if count is None:
         return None
     names = value_names(G)
+    each = _names_at_each(G, count)
     rows = [{"id": str(node), "name": subscripted(names[node].text),
-             "names": [subscripted(name) for name in attrs["loop_names"]]
-             if attrs.get("loop_names") else None,
+             "names": [subscripted(name) for name in each[node]] if node in each else None,
              "data": [_cells(x, precision) for x in attrs["loop_data"]],
              "grad": [_cells(x, precision) for x in attrs["loop_grad"]]}
             for node, attrs in G.nodes(data=True) if "loop_data" in attrs]
     return {"count": count, "shown": G.graph["loop_step"] + 1, "rows": rows}
+
+
+def _names_at_each(G: nx.MultiDiGraph, count: int) -> dict[Any, list[str]]:
+    """The block values whose name differs from one repetition to the next, with their
+    name at each: those that have one each (x[t], an input's own number), and those
+    named after them (u·x[t]: the drawn repetition's u·(−0.762) at every repetition
+    would be false as written at the others)."""
+    own = {node: attrs["loop_names"] for node, attrs in G.nodes(data=True)
+           if attrs.get("loop_names")}
+    if not own:
+        return {}
+    H = G.copy(as_view=False)
+    at = []
+    for t in range(count):
+        for node, names in own.items():
+            H.nodes[node]["label"] = names[t]
+        at.append({node: name.text for node, name in value_names(H).items()})
+    return {node: [names[node] for names in at] for node in G
+            if "loop_data" in G.nodes[node] and len({names[node] for names in at}) > 1}
 
 
 def loop_panel(data: dict[str, Any]) -> str:

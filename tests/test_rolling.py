@@ -519,3 +519,23 @@ def test_an_unnamed_input_of_each_repetition_is_named_by_its_own_number_on_the_s
     rows = loop_data(rolled(G, find_loop(G)))["rows"]
     (x,) = [row for row in rows if row["name"] == "0.3"]
     assert x["names"] == ["1", "−0.5", "0.8", "0.3"] == x["data"]
+
+
+def test_the_pages_table_names_each_value_after_its_own_repetitions_numbers(monkeypatch):
+    """The scalar loop's u · x, x an unnamed number each repetition has its own of: at
+    repetition t the table names it u·(x at t), with the number that makes its data (it
+    had named it after the drawn repetition's x at every t: u·(−0.5) and data 0.3 at t = 1,
+    false as written)."""
+    from backpropviz.page_loop import loop_data
+
+    G = loop_graph("scalar_loop", 5, monkeypatch)
+    rows = {row["name"]: row for row in loop_data(rolled(G, find_loop(G)))["rows"]}
+    (x,) = [row for row in rows.values() if row["names"] and row["name"] == "−0.5"]
+    (ux,) = [row for name, row in rows.items() if name == "u·(−0.5)"]
+    assert [float(name.replace("−", "-")) for name in x["names"]] == XS
+    for t, value in enumerate(XS):
+        written = f"({x['names'][t]})" if value < 0 else x["names"][t]
+        assert ux["names"][t] == f"u·{written}"
+        assert float(ux["data"][t].replace("−", "-")) == pytest.approx(U * value, rel=1e-4)
+    # (a value named after no such number keeps one name)
+    assert rows["h"]["names"] is None
