@@ -178,15 +178,19 @@ def dead_cells(dead: Any, max_items: int = MAX_ITEMS) -> list[list[bool]]:
             for row in grid_indices(mask.shape, max_items)]
 
 
-def changed_note(name: str | None, used: Any, now: Any, precision: int = 4) -> str:
+def changed_note(name: str | None, used: Any, now: Any, precision: int = 4, *,
+                 updated: bool = True) -> str:
     """What the picture says of a value changed after the forward pass used it
-    (``p.data -= lr * p.grad``): ``w = 2 → 1.94 after the update``."""
+    (``p.data -= lr * p.grad``): ``w = 2 → 1.94 after the update``; not ``updated``
+    (a batch norm's running mean, which the forward pass itself changes): ``after the
+    forward pass used it``."""
     who = name or "an unnamed input"
+    when, drawn = ("after the update", "drawn as the forward pass used it") if updated else \
+        ("after the forward pass used it", "drawn as it was then")
     if np.ndim(used) == 0:
         return (f"{who} = {display_number(float(used), precision)} → "
-                f"{display_number(float(now), precision)} after the update (drawn as the "
-                "forward pass used it)")
-    return f"{who} changed after the update (drawn as the forward pass used it)"
+                f"{display_number(float(now), precision)} {when} ({drawn})")
+    return f"{who} changed {when} ({drawn})"
 
 
 def number_text(x: Any, precision: int = 4) -> str:

@@ -224,7 +224,10 @@ class _Builder:
         changed = [(G.nodes[vid]["label"], leaf) for key, vid in value_id.items()
                    if key[0] == "leaf" for leaf in (self.recording._leaves[key[1:]],)
                    if not _same_values(leaf.value, leaf.tensor)]
-        notes = [changed_note(label, leaf.value, leaf.tensor.detach())
+        # (a parameter changed since is an update; a buffer, as a batch norm's running
+        # statistics, the forward pass changed itself)
+        notes = [changed_note(label, leaf.value, leaf.tensor.detach(),
+                              updated=leaf.tensor.requires_grad)
                  for label, leaf in changed[:_CHANGED_NOTES]]
         if len(changed) > _CHANGED_NOTES:  # a ResNet's 40 batch-norm statistics: one line
             first, second = (label or "an unnamed input" for label, _ in changed[:2])

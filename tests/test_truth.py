@@ -344,8 +344,14 @@ def test_a_torch_networks_buffers_are_named_and_its_saved_weights_counted(tmp_pa
         "model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.ReLU(), nn.Linear(3, 1))\n"
         "x = torch.randn(4, 2)\ny = torch.randn(4, 1)\n"
         "loss = nn.functional.mse_loss(model(x), y)\nloss.backward()\n")
-    values = by_label(graph_of_script(script, quiet=True))
+    G = graph_of_script(script, quiet=True)
+    values = by_label(G)
     assert {"model.1.running_mean", "model.1.running_var"} <= set(values)
+    # The forward pass itself changed the running statistics: no update is said of them
+    # (the script makes none).
+    assert sorted(G.graph["notes"]) == [
+        f"model.1.{name} changed after the forward pass used it (drawn as it was then)"
+        for name in ("running_mean", "running_var")]
     # The second layer's input needs a gradient, so autograd keeps its weight
     # (transposed): 3 float32 numbers. The first layer's input is data: not kept.
     assert values["model.3.weight"]["stored"] and values["model.3.weight"]["nbytes"] == 12
