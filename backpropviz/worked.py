@@ -17,8 +17,8 @@ from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradient
 from .formatting import display_number
 from .steps import backward_steps
 
-__all__ = ["as_written", "exactly", "off_the_rule", "plus", "rule_shares", "same",
-           "written_exactly", "zero"]
+__all__ = ["as_written", "exactly", "not_the_chain_rules", "off_the_rule", "plus", "rule_shares",
+           "same", "written_exactly", "zero"]
 
 # Past this many ops a graph is not checked against the rule (a hand-written engine's
 # graph is small; our engine and autograd follow the rule anyway).
@@ -130,3 +130,28 @@ def off_the_rule(G: nx.MultiDiGraph) -> tuple[list[Any], list[Any]]:
                 held[edge[0]] = running
         held.update(step.grads)
     return list(dict.fromkeys(wrong_ops)), list(dict.fromkeys(wrong_sums))
+
+
+def not_the_chain_rules(G: nx.MultiDiGraph) -> list[Any]:
+    """The values whose recorded gradient is not the chain rule's, in the graph's order:
+    the reference engine's rules run backward over the recorded forward numbers, from
+    the seed, each op once its result's gradient is whole. Empty where off_the_rule
+    finds the engine following the rule (or does not check the graph), and where the
+    reference lacks a rule on the way."""
+    wrong_ops, wrong_sums = off_the_rule(G)
+    if not wrong_ops and not wrong_sums:
+        return []
+    steps = {step.op: step for step in backward_steps(G) if step.op is not None}
+    order = list(nx.topological_sort(G))
+    grads: dict[Any, Any] = dict(G.graph.get("seeds", {}))
+    for op in reversed(order):
+        if op not in steps:
+            continue
+        step = steps[op]
+        shares = rule_shares(G, step, grads.get(step.result))
+        if shares is None:
+            return []
+        for (u, _, _), share in zip(step.edges, shares, strict=True):
+            grads[u] = share if u not in grads else plus(grads[u], share)
+    return [node for node in order if node in grads and G.nodes[node].get("grad") is not None
+            and not same(G.nodes[node]["grad"], grads[node])]

@@ -275,10 +275,24 @@ def test_the_recaps_lessons_are_read_from_the_graph(example):
     assert lessons(example("add_mul", "e")) == [chain]
     assert taught(example("fork", "c")) == {chain.split(":")[0], "forks add"}
     assert taught(example("d2l_mlp")) == {chain.split(":")[0], "a dead ReLU zeros a row"}
-    # The student's engine overwrote at its forks: the recap says which gradients are wrong.
-    (fork,) = [lesson for lesson in lessons(example("capstone/forked_neuron"))
-               if lesson.startswith("forks add")]
-    assert fork.endswith("so the gradients of x and h are wrong")
+    # The student's engine overwrote at its forks: the recap says so, and names every
+    # gradient that is not the chain rule's, as backpropviz check grades them (not only
+    # x and h, where it went wrong: w, b and the rest got their wrong shares from them).
+    from pathlib import Path
+
+    from backpropviz.check import check_script
+
+    said = lessons(example("capstone/forked_neuron"))
+    (fork,) = [lesson for lesson in said if lesson.startswith("forks add")]
+    assert fork.endswith("; this engine did not add them")
+    (off,) = [lesson for lesson in said if lesson.startswith("this engine's backward")]
+    listed = re.fullmatch(r"this engine's backward is not the chain rule: the gradients of "
+                          r"(.*) are not what the chain rule gives", off)[1]
+    graded = check_script(Path(__file__).resolve().parent.parent / "examples" / "capstone"
+                          / "forked_neuron.py")
+    assert sorted(re.split(r", | and ", listed)) == sorted(wrong.name for wrong in graded.wrong)
+    # A right engine's recap says no such thing.
+    assert not any(lesson.startswith("this engine's") for lesson in lessons(example("fork")))
     # Any graph with a value used twice, whatever it is called, and none without.
     u = Value(3.0, label="u")
     v = u * u
@@ -391,3 +405,31 @@ def test_the_recap_of_a_hand_written_engine_lists_its_named_inputs_not_its_numbe
                         quiet=True)
     assert [text for _, _, text in parameter_results(G)] == \
         ["∂loss/∂w =", "∂loss/∂u =", "∂loss/∂b ="]
+
+
+def test_a_wrong_rule_is_not_called_the_chain_rule_on_the_cards(tmp_path):
+    """A student's tanh differentiated as 1 − t: its gradients are the engine's, and
+    the cards say so (the title card had promised them 'by the chain rule', and the
+    recap listed them with no word that they are not), naming those check grades wrong."""
+    from pathlib import Path
+
+    from backpropviz.animate.cards import lessons, title_card
+    from backpropviz.animate.mobjects import TextStore
+    from backpropviz.check import check_script
+    from backpropviz.script import graph_of_script
+    from backpropviz.style import THEMES
+
+    engines = Path(__file__).resolve().parent / "engines"
+    script = tmp_path / "wrong_tanh.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(engines)!r})\nimport students\n"
+                      "Value = students.WrongTanh\nx = Value(2.0, label='x')\n"
+                      "w = Value(-0.5, label='w')\nb = Value(0.3, label='b')\n"
+                      "o = (x * w + b).tanh()\no.label = 'o'\no.backward()\n")
+    G = graph_of_script(script, quiet=True)
+    (off,) = [lesson for lesson in lessons(G) if lesson.startswith("this engine's backward")]
+    listed = re.fullmatch(r"this engine's backward is not the chain rule: the gradients of "
+                          r"(.*) are not what the chain rule gives", off)[1]
+    assert sorted(re.split(r", | and ", listed)) == sorted(
+        wrong.name for wrong in check_script(script).wrong)
+    _, words = title_card(G, TextStore(), THEMES["light"], 4, backward=True)
+    assert "by this engine's backward pass" in words and "chain rule" not in words

@@ -19,6 +19,7 @@ from ..captions import number_text, step_captions, value_names
 from ..metrics import text_width
 from ..steps import fork_edges, plain_constants
 from ..style import Theme
+from ..worked import not_the_chain_rules
 from .mobjects import TextStore
 from .screen import CAPTION_WIDTH, TEXT_EM, result_table, results_text, wrapped_words
 from .story import ENGINE_NOTES
@@ -49,17 +50,19 @@ def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: 
     names = value_names(G)
     parameters = [names[node].text for node, role in G.nodes(data="role") if role == "param"]
     wanted = ", ".join(parameters) if parameters else "every input"
+    # (an engine whose backward is not the chain rule is not said to follow it)
+    how = "by this engine's backward pass" if backward and not_the_chain_rules(G) \
+        else "by the chain rule"
     if backward and G.graph.get("entered"):
         # (backward started beyond the drawing: a rolled loop's earlier repetition, a
         # value a later one was made from; what is drawn is not the loss)
         lines = [f"{number}: the backward pass started at a later value, beyond the "
-                 f"drawing; its gradient enters here and goes back to {wanted}, by the "
-                 f"chain rule"]
+                 f"drawing; its gradient enters here and goes back to {wanted}, {how}"]
     elif backward:
         # ("the loss L = 0.8", but "loss = 0.8", not "the loss loss = 0.8")
         named_so = "loss" in names[G.graph["roots"][0]].text.lower()
         lines = [f"{'the loss ' if parameters and not named_so else ''}{number}: its gradient "
-                 f"with respect to {wanted}, by the chain rule"]
+                 f"with respect to {wanted}, {how}"]
     else:
         lines = [f"{number}, each value from its inputs"]
     count = G.graph.get("loop_count")
@@ -91,12 +94,17 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
                  if any(opening in line for line in worked for opening in ENGINE_NOTES)}
         wrong = [names[u].text for u in forks if u in noted]
         lesson = f"forks add: a value used more than once ({used}) gets the sum of its shares"
-        if len(wrong) == 1:
-            lesson += f"; this engine did not add them, so the gradient of {wrong[0]} is wrong"
-        elif wrong:
-            lesson += (f"; this engine did not add them, so the gradients of "
-                       f"{' and '.join(wrong)} are wrong")
+        if wrong:
+            lesson += "; this engine did not add them"
         found.append(lesson)
+    off = [names[node].text for node in not_the_chain_rules(G)
+           if G.nodes[node]["role"] != "const"]
+    if off:
+        # (every one the engine's wrong share reached, not only where it went wrong: the
+        # recap's gradients are the engine's, and these are not the chain rule's)
+        listed = _listed(off, 6)
+        found.append(f"this engine's backward is not the chain rule: {listed} "
+                     f"{'is' if len(off) == 1 else 'are'} not what the chain rule gives")
     dead = [np.asarray(attrs["dead"], dtype=bool) for _, attrs in G.nodes(data=True)
             if attrs.get("kind") == "op" and np.any(np.asarray(attrs.get("dead", False)))]
     # A unit dead for the whole batch (examples × units) zeros the weights' row that
@@ -109,6 +117,14 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
         found.append("a ReLU passes no gradient back where its input was ≤ 0: a unit "
                      "dead for one example still learns from the others")
     return found
+
+
+def _listed(names: list[str], most: int) -> str:
+    """``the gradient of h``, ``the gradients of x, w and b``, ``... and 3 more``."""
+    if len(names) == 1:
+        return f"the gradient of {names[0]}"
+    shown = names if len(names) <= most else [*names[:most - 1], f"{len(names) - most + 1} more"]
+    return f"the gradients of {', '.join(shown[:-1])} and {shown[-1]}"
 
 
 def recap_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme,
