@@ -470,14 +470,19 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
                  else f"{_number(float(seed)).text}·{_wrap(names[root], ops.PRODUCT).text}"
                  if np.ndim(seed) == 0 else f"⟨seed, {names[root].text}⟩"
                  for root, seed in seeds.items()]
-        rule = (f"seeds: backward starts from {_listed([names[root].text for root in seeds])} "
-                f"at once, so it differentiates {top.text} = {' + '.join(terms)}")
+        tops = [names[root].text for root in seeds]
+        passes = G.graph.get("backward_passes")
+        rule = (f"seeds: {passes} backward passes, from {_listed(tops, 'and from ')}, add up "
+                f"in .grad, so the gradients are those of {top.text} = {' + '.join(terms)}"
+                if passes else
+                f"seeds: backward starts from {_listed(tops)} at once, so it differentiates "
+                f"{top.text} = {' + '.join(terms)}")
     return _plain(",  ".join(texts), r",\quad ".join(texs), rule)
 
 
-def _listed(words: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+def _listed(words: list[str], last: str = "and ") -> str:
+    """``a``, ``a and b``, ``a, b and c`` (``last``: what goes before the last one)."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last}" + words[-1]
 
 
 def _function(attrs: Mapping, result: Name, top: Name) -> Name:

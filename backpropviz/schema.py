@@ -246,6 +246,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "engine whose chain rules could not be watched)", _FOREIGN),
     Attribute("entered", GRAPH, FLAG, "backward started beyond the drawing (the seeds are "
               "the roots' gradients)", f"{_ENGINE}, {_TORCH}"),
+    Attribute("backward_passes", GRAPH, COUNT, "how many backward() calls the seeds come "
+              "from, where more than one: .grad adds up what each pass sent", _TORCH),
     Attribute("differentiated", GRAPH, TEXT, "what a drawing that backward entered from beyond "
               "differentiates, by name (the whole graph's J, seen from inside a group)",
               "page_groups"),

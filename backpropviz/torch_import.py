@@ -250,7 +250,8 @@ class _Builder:
                    "module_classes": dict(sorted(self.modules.items()))} if self.modules else {}
         return build.finish(root_keys, backward_order=processed,
                             seeds={key: _plain(seed) for key, seed in seeds.items()},
-                            notes=notes, **modules, **({"entered": True} if entered else {}))
+                            notes=notes, **modules, **({"entered": True} if entered else {}),
+                            **({"backward_passes": len(passes)} if len(passes) > 1 else {}))
 
     def _roots_of_passes(self, nodes: list) -> tuple[list, list[_Call], list[int]]:
         """The roots to draw: the ones asked for, and the roots of every other backward pass

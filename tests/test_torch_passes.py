@@ -114,6 +114,23 @@ def test_two_losses_from_one_trunk_are_both_drawn_with_their_seeds(tmp_path):
     assert sorted(running for _, _, running in G.out_edges(h, data="running")) == [3.0, 4.0]
     assert any("2 backward passes" in note for note in G.graph["notes"])
     assert_adds_up(G)
+    # Two calls, not one from both losses at once (backward([L1, L2])): the first step
+    # says the passes add up, and what that sum differentiates.
+    from backpropviz.captions import step_captions
+
+    assert step_captions(G)[0].rule == ("seeds: 2 backward passes, from L1 and from L2, add "
+                                        "up in .grad, so the gradients are those of L = L1 + L2")
+
+
+def test_one_backward_from_two_losses_at_once_is_said_so(tmp_path):
+    from backpropviz.captions import step_captions
+
+    path = write(tmp_path, TWO_LOSSES.replace("L1.backward(retain_graph=True)\n    L2.backward()",
+                                              "torch.autograd.backward([L1, L2])"))
+    G = graph_of_script(path, quiet=True)
+    assert by_label(G)["a"]["grad"] == 16.0 and "backward_passes" not in G.graph
+    assert step_captions(G)[0].rule == ("seeds: backward starts from L1 and L2 at once, so "
+                                        "it differentiates L = L1 + L2")
 
 
 def test_a_second_loss_computed_from_the_first_seeds_both(tmp_path):
