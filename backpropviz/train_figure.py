@@ -194,20 +194,23 @@ def _end_labels(svg: Svg, points: list[tuple[float, float]], values: list[float]
     panel's ``rows`` (top, bottom): never over the iterations along its axis."""
     t = svg.theme
     (x0, y0), (x1, y1) = points[0], points[-1]
-    # Each number on the side away from the line: over the start of a fall and under
-    # its end, under the start of a rise and over its end; over it where under would
-    # reach the axis.
-    falls = y0 < y1
+    # Each number on the side away from the line where it meets it (the segment beside
+    # it, not the line as a whole: a line that falls and then rises again to its end has
+    # its last number over the end, not under it, beside the point before): over the
+    # start of a fall and under its end, under the start of a rise and over its end;
+    # over it where under would reach the axis.
+    first_falls = len(points) > 1 and y0 < points[1][1]
+    last_falls = len(points) > 1 and points[-2][1] < y1
     above, below = -14, px + 12
 
     def side(y: float, under: bool) -> float:
         return below if under and y + below <= rows[1] - 6 else above
 
-    svg.text(max(x0, edges[0] + 4), y0 + side(y0, not falls),
+    svg.text(max(x0, edges[0] + 4), y0 + side(y0, not first_falls),
              display_number(values[0], precision), px, t.text, bold=True,
              extra=' class="value-label" data-which="first"')
     if len(points) > 1:
-        svg.text(min(x1, edges[1] - 4), y1 + side(y1, falls),
+        svg.text(min(x1, edges[1] - 4), y1 + side(y1, last_falls),
                  display_number(values[-1], precision), px, t.text, anchor="end", bold=True,
                  extra=' class="value-label" data-which="last"')
 

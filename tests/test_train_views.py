@@ -558,3 +558,34 @@ def test_the_figures_end_numbers_stay_clear_of_the_axes_numbers_and_titles_on_th
         if cls == "panel-title":
             face = "sans" if text == "loss" else "serif"
             assert x + text_width(text, size, face) <= 1920, text
+
+
+def test_each_end_number_stands_away_from_the_segment_beside_it(tmp_path):
+    """w's line falls as a whole but rises to its end: its last number goes over the end,
+    where the line does not run, not under it by the point before (a student read w₁'s
+    0.03809 as pass 2's); and a first number goes on the side its first segment leaves."""
+    # (a student's three passes, as their engine printed them)
+    made = neuron_run(3)
+    steps = {"w": [0.3, 0.3717, -0.2420, 0.03809], "b": [0.1, 0.1102, -0.2442, -0.148]}
+    run = Run([Iteration(it.index, it.loss, it.graph, {
+        name: Update(values[k], (values[k] - values[k + 1]) / 0.1, values[k + 1], 0.1)
+        for name, values in steps.items()}) for k, it in enumerate(made.iterations)],
+        total=3)
+    root = _svg(render_training_figure(run, tmp_path / "run.svg", Options()))
+    lines = [[tuple(map(float, point.split(","))) for point in line.get("points").split()]
+             for line in root.iter(f"{SVG}polyline") if line.get("class") == "line"]
+    labels = {"".join(t.itertext()): (t.get("data-which"), float(t.get("y")))
+              for t in root.iter(f"{SVG}text") if t.get("class") == "value-label"}
+    checked = 0
+    for values, line in zip([None, *steps.values()], lines, strict=True):
+        if values is None:  # (the loss, whose numbers come from the run's own passes)
+            continue
+        for which, point, beside in (("first", line[0], line[1]), ("last", line[-1], line[-2])):
+            text = display_number(values[0 if which == "first" else -1], 4)
+            assert labels[text][0] == which
+            # over the point where its segment goes down from it (screen y grows down),
+            # under it where the segment goes up
+            over = labels[text][1] < point[1]
+            assert over == (beside[1] > point[1]), (text, labels[text], point, beside)
+            checked += 1
+    assert checked == 4
