@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .closing import closing_line, closing_rule, closing_text
+from .closing import came_first, closing_line, closing_rule, closing_text
 from .formatting import MAX_ITEMS, format_array, number_text, superscript
 from .ir import operand_edges
 from .metrics import text_width
@@ -440,13 +440,10 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
         rule = "the backward pass started at a later value; its gradient enters the drawing here"
         known = loop_sums_known(G)
         if known:  # (a rolled loop drawn at an earlier repetition)
-            later = range(G.graph["loop_step"] + 2, G.graph["loop_count"] + 1)
-            which = (f"repetition {later[0]}" if len(later) == 1 else
-                     f"repetitions {later[-1]} and {later[0]}" if len(later) == 2 else
-                     f"repetitions {later[-1]} to {later[0]}")
-            rule += (f"; {which}, which backward reached first, sent "
-                     f"{'its' if len(later) == 1 else 'their'} shares to "
-                     f"{_listed([names[v].text for v in known])} already")
+            later = list(range(G.graph["loop_count"], G.graph["loop_step"] + 1, -1))
+            came = G.graph.get("loop_came_before", {})
+            rule += "; " + came_first({names[value].text: came.get(value, later)
+                                       for value in known})
         return _plain(",  ".join(texts) + " (from beyond the drawing)", r",\quad ".join(texs),
                       rule)
     texts, texs = [], []

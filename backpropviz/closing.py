@@ -18,7 +18,8 @@ import numpy as np
 from .formatting import number_text
 from .worked import as_written, exactly
 
-__all__ = ["WRITTEN_SHARES", "closing_line", "closing_rule", "closing_text", "repetitions"]
+__all__ = ["WRITTEN_SHARES", "came_first", "closing_line", "closing_rule", "closing_text",
+           "repetitions"]
 
 # The most shares a closing step's worked line writes out, one by one, and the most
 # numbers it writes so (its sum so far, the shares, the result: entries of arrays
@@ -45,6 +46,21 @@ def repetitions(shares: Sequence[Sequence[Any]]) -> str:
         said.append("a use outside the loop" if outside == 1
                     else f"{outside} uses outside the loop")
     return " and ".join(said)
+
+
+def came_first(sources: Mapping[str, Sequence[int]]) -> str:
+    """What a rolled loop's shared values hold as the drawn repetition's sweep begins, by
+    name: the repetitions whose shares each sum holds, in the order backward sent them
+    (every later one, or in an order that mixes them, some of them): ``repetitions 4 to
+    2, which backward reached first, sent their shares to w already``."""
+    by_source: dict[tuple, list[str]] = {}
+    for name, came in sources.items():
+        by_source.setdefault(tuple(came), []).append(name)
+    return "; ".join(
+        f"{repetitions([[t, None] for t in came])}, which backward reached first, sent "
+        f"{'its share' if len(came) == 1 else 'their shares'} to "
+        f"{names[0] if len(names) == 1 else ', '.join(names[:-1]) + ' and ' + names[-1]} "
+        "already" for came, names in by_source.items())
 
 
 def closing_text(left: str, shares: Sequence[Sequence[Any]]) -> str:

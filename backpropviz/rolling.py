@@ -262,9 +262,10 @@ def rolled(G: nx.MultiDiGraph, loop: Loop, repetition: int | None = None) -> nx.
     for node, attrs in H.nodes(data=True):
         if attrs["kind"] == "value" and (node in roots or attrs["role"] == "output"):
             attrs["role"] = "output" if node in roots else "intermediate"
-    before, arrived = _sums_before(G, H, loop, k, source_of)
+    before, arrived, came = _sums_before(G, H, loop, k, source_of)
     if before:
         H.graph["loop_before"] = before
+        H.graph["loop_came_before"] = came
     if arrived:
         H.graph["loop_arrived"] = arrived
     closing = _closing(G, H, loop, k, source_of)
@@ -339,17 +340,20 @@ def _closing(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop, k: int,
     return loop.slots[loop.repetition(k).index(last)][-1], rest, shares, mixed
 
 
-def _sums_before(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop, k: int,
-                 source_of: dict) -> tuple[dict[Hashable, object], list[Hashable]]:
+def _sums_before(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop, k: int, source_of: dict
+                 ) -> tuple[dict[Hashable, object], list[Hashable], dict[Hashable, list[int]]]:
     """Each shared value's gradient as the engine held it when the first of its drawn
     edges sent its share: the running sum its edge processed just before had left
-    (a later repetition's), if that edge is not drawn; and those of them that reached
+    (a later repetition's), if that edge is not drawn; those of them that reached
     it while backward swept repetition ``k`` (an order that mixes repetitions), not
-    before: known at that share's step, not at the sweep's start."""
+    before: known at that share's step, not at the sweep's start; and for each, the
+    repetitions whose shares that sum holds, as backward sent them (1 the first, 0 a
+    use outside the loop): 40 to 2, or, in an order that mixes them, some of them."""
     step_of = {op: step for step, op in enumerate(G.graph.get("backward_order", ()))}
     drawn_ops = {source_of.get(op, op) for op, kind in H.nodes(data="kind") if kind == "op"}
     begun = min((step_of[op] for op in loop.repetition(k) if op in step_of), default=-1)
-    before, arrived = {}, []
+    repetition_of = {node: t + 1 for t in range(loop.count) for node in loop.repetition(t)}
+    before, arrived, came = {}, [], {}
     for value in loop.shared:
         edges = sorted(((step_of[v], v, key) for v, keyed in G._succ[value].items()
                         for key in keyed if v in step_of and G.edges[value, v, key]["grad"]
@@ -359,9 +363,11 @@ def _sums_before(G: nx.MultiDiGraph, H: nx.MultiDiGraph, loop: Loop, k: int,
             _, op, key = edges[first - 1]
             if op not in drawn_ops and G.edges[value, op, key].get("running") is not None:
                 before[value] = G.edges[value, op, key]["running"]
+                came[value] = list(dict.fromkeys(repetition_of.get(user, 0)
+                                                 for _, user, _ in edges[:first]))
                 if step_of[op] > begun:
                     arrived.append(value)
-    return before, arrived
+    return before, arrived, came
 
 
 def _reached(G: nx.MultiDiGraph, start: list, step: dict, block: set) -> set:

@@ -135,6 +135,8 @@ SHARES = Kind("a dict: value id -> a list of [repetition, a float or nested list
                        isinstance(pair, list) and len(pair) == 2 and _is_count(pair[0])
                        and NUMBERS.check(pair[1]) for pair in pairs) for pairs in x.values()),
                numbers=True, graphml_json=True)
+REPETITIONS = Kind("a dict: value id -> a list of ints ≥ 0", lambda x: isinstance(x, dict) and all(
+    map(_list_of(_is_count), x.values())), graphml_json=True)
 ID = Kind("a node id", lambda x: isinstance(x, (str, int)) and not isinstance(x, bool))
 CLASSES = Kind("a dict: string -> string", lambda x: isinstance(x, dict) and all(
     isinstance(k, str) and isinstance(v, str) for k, v in x.items()), graphml_json=True)
@@ -254,6 +256,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("module_groups", GRAPH, TEXTS, "the groups that are nn.Module calls", _TORCH),
     Attribute("module_classes", GRAPH, CLASSES, "each module group's class name", _TORCH),
     Attribute("view", GRAPH, FLAG, "a view of the IR (drawn as it is)", _VIEWS),
+    Attribute("loop_came_before", GRAPH, REPETITIONS, "a rolled loop: for each shared value with a "
+              "sum before the drawn repetition's share, the repetitions that sum holds, in "
+              "the order backward sent them (0: a use outside the loop)", "rolling"),
     Attribute("loop_count", GRAPH, COUNT, "a rolled loop: how many repetitions its one "
               "drawn block stands for", "rolling"),
     Attribute("loop_step", GRAPH, COUNT, "a rolled loop: whose numbers are drawn "

@@ -539,3 +539,31 @@ def test_the_pages_table_names_each_value_after_its_own_repetitions_numbers(monk
         assert float(ux["data"][t].replace("−", "-")) == pytest.approx(U * value, rel=1e-4)
     # (a value named after no such number keeps one name)
     assert rows["h"]["names"] is None
+
+
+@pytest.mark.parametrize(("script", "repetition"), [
+    ("stack_engine_rnn", 0), ("stack_engine_rnn", 2), ("set_engine_rnn", 0),
+    ("set_engine_rnn", 3)])
+def test_the_first_step_says_only_the_repetitions_whose_shares_came_first(script, repetition):
+    """Engines that mix the repetitions (a stack; children in a set, whose order is the
+    set's): drawn at an earlier repetition, the first step says which repetitions'
+    shares each shared value's sum already holds (it had said every later one's, and
+    the closing step then added some of them again: u's 9, 7, 6, 4 and 3 of 12); those
+    and the closing step's are every repetition but the drawn one, each once."""
+    from backpropviz.captions import step_captions, value_names
+    from backpropviz.closing import repetitions
+    from backpropviz.steps import loop_sums_known
+
+    G = graph_of_script(LOOPS / f"{script}.py", quiet=True)
+    count = G.graph.get("loop_count") or find_loop(G).count
+    H = rolled(G, find_loop(G), repetition)
+    named = value_names(H)
+    came, rest = H.graph["loop_came_before"], H.graph.get("loop_shares", {})
+    rule = step_captions(H)[0].rule
+    assert loop_sums_known(H)
+    for value in loop_sums_known(H):
+        before = came[value]
+        after = [t for t, _ in rest.get(value, ())]
+        assert sorted(before + after) == [t for t in range(1, count + 1) if t != repetition + 1]
+        said = f"{repetitions([[t, None] for t in before])}, which backward reached first"
+        assert said in rule and named[value].text in rule.split(said)[1].split(";")[0]
