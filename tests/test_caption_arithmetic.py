@@ -488,3 +488,25 @@ def test_a_line_says_equals_only_where_its_numbers_as_written_give_it(example):
         assert false_arithmetic(line.replace(" ≈ ", " = ")) is not None, line
     (passed_on,) = [line for line in lines if line.startswith("∂y/∂b")]
     assert "≈" not in passed_on and passed_on.endswith(f"= {b.grad:.4g}")
+
+
+@pytest.mark.parametrize("pre", [2.65, -3.1, 0.4])
+def test_a_rounded_product_worked_out_as_written_gives_its_result_as_written(pre):
+    """A student redoing (1 − t²) · g from the numbers written must get the result
+    written: t near 1 cancels (1 − 0.9901² is 0.01970, not the engine's 0.01977), so
+    the numbers are written with as many more digits (up to three) as that takes."""
+    from backpropviz.formatting import display_number
+
+    x, w, b = Value(1.0, label="x"), Value(pre, label="w"), Value(0.0, label="b")
+    y = (x * w + b).tanh() * 4.3066
+    y.label = "y"
+    y.backward()
+    lines = [line for caption in step_captions(to_networkx(y)) for line in caption.worked]
+    products = [line for line in lines if " ≈ " in line and "·" in line.split(" = ")[-1]]
+    assert products
+    for line in products:
+        assert false_arithmetic(line) is None, line
+        product, result = line.split(" = ")[-1].split(" ≈ ")
+        worked = Arithmetic(product, None).value().mid
+        digits = len(result.lstrip("−").replace(".", "").lstrip("0"))
+        assert display_number(float(worked), digits) == result, (line, float(worked))
