@@ -20,7 +20,7 @@ from .metrics import text_width
 from .ops import ATOM, POSTFIX
 from .steps import backward_steps, loop_sums_known
 from .style import EXPRESSION_PT, VALUE_PT
-from .worked import as_written, exactly, plus, rule_shares, same, written_exactly, zero
+from .worked import as_written, digits_for, exactly, plus, rule_shares, same, written_exactly, zero
 
 __all__ = [
     "IDENTIFIER",
@@ -670,24 +670,6 @@ def _edge_lines(left: Name, sign: str, rhs: Name, product: tuple | None, rule_sh
     return lines
 
 
-# The most digits a worked product writes its numbers with, past the caption's precision,
-# so that they give its result as written: 1 − t² cancels where t is near 1, and
-# (1 − 0.9901²) · 4.307 is 0.08486, not the 0.08514 the engine's own t gives.
-EXTRA_DIGITS = 3
-
-
-def _digits_that_give(G: nx.MultiDiGraph, step: Any, upstream: Any, position: int,
-                      contribution: Any, precision: int, written: list | None) -> int:
-    """The fewest digits, ``precision`` or up to EXTRA_DIGITS more, with which the numbers
-    of a worked product, as written, give the edge's share as the caption writes it."""
-    want = number_text(contribution, precision)
-    for digits in range(precision, precision + EXTRA_DIGITS + 1):
-        shares = written if digits == precision else rule_shares(G, step, upstream, digits)
-        if shares is None or number_text(shares[position], precision) == want:
-            return digits
-    return precision
-
-
 def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
     """One Caption per step: step 0 is the seed, step k the k-th op of backward_order.
 
@@ -757,8 +739,8 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
             texts.append(f"{left.text} {sign} {rhs.text}")
             tex_sign = r"\mathrel{+}=" if sign == "+=" else "="
             texs.append(f"{left.tex} {tex_sign} {rhs.tex}")
-            digits = _digits_that_give(G, step, upstream_number, position, edge["grad"],
-                                       precision, written)
+            digits = digits_for(G, step, upstream_number, position, edge["grad"], precision,
+                                written)
             product = None if upstream_number is None else _worked_product(
                 G, step, (u, v, key), upstream_number, names, size_ratio, broadcast, digits,
                 top)
