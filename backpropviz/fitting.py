@@ -97,11 +97,18 @@ class Fit:
     @property
     def advice(self) -> str | None:
         """None if the picture is slide-readable in its frame; else what to do."""
+        return self.advice_for(compact=False)
+
+    def advice_for(self, *, compact: bool) -> str | None:
+        """``advice``, for a picture drawn with --compact already (if ``compact``): not
+        offered again."""
         if self.number_px >= self.number_target and self.text_px >= self.text_target:
             return None
         width, height = self.frame
-        advice = ("draw less of the graph (name a ROOT), group its parts with "
-                  "backpropviz.group, or use --compact")
+        advice = ("draw less of the graph (name a ROOT), or group its parts with "
+                  "backpropviz.group") if compact else (
+            "draw less of the graph (name a ROOT), group its parts with "
+            "backpropviz.group, or use --compact")
         if self.rankdir == BOOK:
             advice += ", or leave --rankdir to --fit"
         if self.band is not None:

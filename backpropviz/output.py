@@ -278,12 +278,16 @@ def _diagram(G: nx.MultiDiGraph, options: Options) -> Any:
 def _note_fit(G: nx.MultiDiGraph, fit: Any, options: Options, stacklevel: int) -> None:
     """Say (a Note, from the caller ``stacklevel`` up) that a picture fitted to a frame
     is too small to read there, and what helps."""
-    if fit is not None and fit.advice:
-        advice = fit.advice
+    advice = None if fit is None else fit.advice_for(compact=options.compact)
+    if advice:
         if _modules_would_help(G, options):
             advice += ", or --modules (each PyTorch module as one op)"
-        loop = None if G.graph.get("loop_count") else find_loop(G)
-        if loop is not None:  # (an unrolled loop is best drawn as its one block)
+        # (an unrolled loop is best drawn as its one block; not a loop inside a module
+        # that --modules or --depth draws as one op already)
+        closed = options.modules or options.depth is not None
+        loop = None if G.graph.get("loop_count") else find_loop(
+            drawn_graph(G, **options.view()) if closed else G)
+        if loop is not None:
             advice += f", or --roll (it repeats one block {loop.count} times)"
         warnings.warn(advice, Note, stacklevel=stacklevel + 1)
 

@@ -567,3 +567,34 @@ def test_the_first_step_says_only_the_repetitions_whose_shares_came_first(script
         assert sorted(before + after) == [t for t in range(1, count + 1) if t != repetition + 1]
         said = f"{repetitions([[t, None] for t in before])}, which backward reached first"
         assert said in rule and named[value].text in rule.split(said)[1].split(";")[0]
+
+
+def test_the_advice_offers_no_option_the_picture_already_has(tmp_path):
+    """Too small on a slide, an unrolled nn.GRU is told to --roll, and to use --compact;
+    drawn with --modules, where the GRU is one op already, it is not told to roll it
+    (nor, drawn --compact, to use --compact)."""
+    pytest.importorskip("torch")
+    import warnings
+
+    from backpropviz.errors import Note
+    from backpropviz.options import Options
+    from backpropviz.output import write
+
+    script = tmp_path / "gru.py"
+    script.write_text("import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+                      "gru = nn.GRU(2, 3, batch_first=True)\n"
+                      "_, h = gru(torch.randn(1, 3, 2))\nloss = h.sum()\nloss.backward()\n")
+    G = graph_of_script(script, quiet=True, max_nodes=100_000)
+
+    def advice(**options) -> str:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            write(G, tmp_path / "gru.svg", Options(fit="1920x1080", **options))
+        (said,) = [str(w.message) for w in caught if issubclass(w.category, Note)
+                   and "a slide wants" in str(w.message)]
+        return said
+
+    unrolled = advice()
+    assert "--roll (it repeats one block 3 times)" in unrolled and "--compact" in unrolled
+    assert "--compact" not in advice(compact=True)
+    assert "--roll" not in advice(modules=True)
