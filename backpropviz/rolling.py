@@ -488,4 +488,4 @@ def loop_note(G: nx.MultiDiGraph, loop: Loop, k: int, closing: bool = False) -> 
               f"repetition's share in their gradients, as .grad does ({so_far})"
               ) if learned else ""
     return (f"one block drawn for a loop repeated {loop.count} times (the dashed edge "
-            f"×{loop.count}): its numbers are repetition t = {k + 1}'s{shares}")
+            f"×{loop.count}): its numbers are repetition {k + 1}'s (1 the first){shares}")

@@ -92,7 +92,7 @@ def test_the_rolled_weights_gradients_are_pytorchs_grad(monkeypatch):
         drawn = H.nodes[by_label(H, name)]["grad"]
         np.testing.assert_allclose(drawn, plain[name].grad.numpy(), rtol=1e-6, atol=1e-7)
     dot = render(G, "dot", roll=True).decode()
-    assert "⟲ ×12" in dot and "repetition t = 12" in dot
+    assert "⟲ ×12" in dot and "repetition 12&#x27;s (1 the first)" in dot
 
 
 def test_repetition_k_draws_the_unrolled_graphs_numbers_of_step_k(monkeypatch):
