@@ -325,6 +325,9 @@ class Writer:
             for row, statement in placed:
                 nodes[row].append(statement)
             edge_lines.extend(statements)
+        placed, loops = self.loop_edges(band)
+        for row, statement in placed:
+            nodes[row].append(statement)
         if band and self.pins is None:
             # Each row (or column) a cluster of its own; an edge from one to the
             # next does not rank its head after its tail, so each row starts anew.
@@ -342,7 +345,7 @@ class Writer:
         else:
             lines += ["  " + statement for number in sorted(nodes) for statement in nodes[number]]
         lines.extend(edge_lines)
-        lines.extend(self.loop_edges())
+        lines.extend(loops)
         if self.pins is None:  # (pinned, the places are those of a layout so told)
             lines.extend(f'  {_quote(u)} -> {_quote(v)} [style="invis" weight="0"];'
                          for u, v in o.ranked_after if band.get(u, 0) == band.get(v, 0))
@@ -766,18 +769,39 @@ class Writer:
                                  VALUE_PT if o.fitted else LABEL_PT,  # (lettered later)
                                  self.dead_edges.get(key) if known else None, hidden=not known)
 
-    def loop_edges(self) -> list[str]:
+    def loop_edges(self, band: Mapping[Any, int]) -> tuple[list[tuple[int, str]], list[str]]:
         """A rolled loop's back edges (rolling.py): from the block's output to the box it
-        enters the next repetition as, dashed, over the block, marked with the count."""
-        back, t = self.G.graph.get("loop_back", []), self.t
+        enters the next repetition as, dashed, over the block, marked with the count. In
+        a picture folded into rows, one whose ends are in two rows is drawn as a folded
+        edge is: a piece in each, to and from a mark named after the output (placed in
+        its row, as ``edge_statements``' marks are): dot had crashed laying out some
+        foldings with the edge across them, and drew others with it straight across."""
+        back, t, o = self.G.graph.get("loop_back", []), self.t, self.o
         # Over the top of a left-to-right flow; top to bottom, where dot finds room.
-        sides = {"headport": "n", "tailport": "n"} if self.o.rankdir in ("LR", "RL") else {}
+        sides = {"headport": "n", "tailport": "n"} if o.rankdir in ("LR", "RL") else {}
         label = font(f"<B>⟲ ×{self.G.graph.get('loop_count')}</B>", t.text, NAME_PT)
-        return [f"  {_quote(v)} -> {_quote(u)} " + _attrs({  # (ranked as the flow runs)
-            "id": u + LOOP_BACK, "class": "loop", "dir": "back", "style": "dashed",
-            "penwidth": _pt(CURRENT_EDGE_PEN), "color": t.text, "label": f"<{label}>",
-            "weight": "0", **sides}) + ";"
-            for u, v in zip(back[::2], back[1::2], strict=True) if u in self.G and v in self.G]
+        look = {"class": "loop", "style": "dashed", "penwidth": _pt(CURRENT_EDGE_PEN),
+                "color": t.text}
+        placed, statements = [], []
+        for u, v in zip(back[::2], back[1::2], strict=True):
+            if u not in self.G or v not in self.G:
+                continue
+            if band.get(u, 0) == band.get(v, 0):  # (ranked as the flow runs)
+                statements.append(f"  {_quote(v)} -> {_quote(u)} " + _attrs({
+                    "id": u + LOOP_BACK, **look, "dir": "back", "label": f"<{label}>",
+                    "weight": "0", **sides}) + ";")
+                continue
+            marks = edge_id(u, v, "loop")
+            to, onto = marks + CONTINUE_TO, marks + CONTINUE_FROM
+            placed += [(band[u], f"{_quote(to)} {_attrs(self.mark(u, v, to))};"),
+                       (band[v], f"{_quote(onto)} {_attrs(self.mark(u, v, onto))};")]
+            statements += [
+                f"  {_quote(u)} -> {_quote(to)} " + _attrs(self.pinned({
+                    "id": u + LOOP_BACK, **look, "label": f"<{label}>",
+                    "arrowhead": "none"})) + ";",
+                f"  {_quote(onto)} -> {_quote(v)} " + _attrs(self.pinned({
+                    "id": u + LOOP_BACK + CONTINUED, **look})) + ";"]
+        return placed, statements
 
     # -------------------------------------------------------- legend
 

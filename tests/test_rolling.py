@@ -598,3 +598,34 @@ def test_the_advice_offers_no_option_the_picture_already_has(tmp_path):
     assert "--roll (it repeats one block 3 times)" in unrolled and "--compact" in unrolled
     assert "--compact" not in advice(compact=True)
     assert "--roll" not in advice(modules=True)
+
+
+def test_a_rolled_loop_folded_into_rows_carries_its_back_edge_by_marks(monkeypatch):
+    """Fitted to a slide, the rolled RNN folds into rows; its back edge, from the block's
+    output in the last row to the box it enters in the first, is drawn as a folded edge
+    is: a piece in each row, to and from a mark named after the output, the count on the
+    first (it had run straight across the rows, and made dot crash on a GRU's)."""
+    from backpropviz import draw
+    from backpropviz.folding import bands
+    from backpropviz.graphviz import run_dot
+
+    G = loop_graph("hand_rnn", 4, monkeypatch)
+    H = rolled(G, find_loop(G))
+    diagram = draw(H, fit="1920x1080")
+    assert diagram.fit.wrap != 1
+    row = bands(H, diagram.fit.wrap)
+    out, box = H.graph["loop_back"]
+    assert row[out] != row[box]
+    laid = json.loads(run_dot(diagram.source, "json"))
+    names = {obj["_gvid"]: obj["name"] for obj in laid["objects"] if "pos" in obj}
+    ends = {edge["id"]: (names[edge["tail"]], names[edge["head"]]) for edge in laid["edges"]
+            if "id" in edge}
+    to, onto = f"{out}->{box}#loop/to", f"{out}->{box}#loop/from"
+    assert ends[out + "/loop"] == (out, to) and ends[out + "/loop/on"] == (onto, box)
+    for tail, head in ends.values():
+        assert not (tail in row and head in row and row[tail] != row[head]), (tail, head)
+    (piece,) = [edge for edge in laid["edges"] if edge.get("id") == out + "/loop"]
+    assert "×4" in piece["label"] and piece["style"] == "dashed"
+    marks = {obj["name"]: obj for obj in laid["objects"] if obj["name"] in (to, onto)}
+    label = H.nodes[out]["label"]
+    assert len(marks) == 2 and all(label in mark["label"] for mark in marks.values())
