@@ -149,12 +149,27 @@ def not_the_chain_rules(G: nx.MultiDiGraph) -> list[Any]:
             continue
         step = steps[op]
         shares = rule_shares(G, step, grads.get(step.result))
+        if shares is None:  # (a rule the reference lacks, as a folded chain's +: the
+            # engine's own local derivatives, what it sent over what reached the op)
+            shares = _scaled_shares(G, step, grads.get(step.result))
         if shares is None:
             return []
         for (u, _, _), share in zip(step.edges, shares, strict=True):
             grads[u] = share if u not in grads else plus(grads[u], share)
     return [node for node in order if node in grads and G.nodes[node].get("grad") is not None
             and not same(G.nodes[node]["grad"], grads[node])]
+
+
+def _scaled_shares(G: nx.MultiDiGraph, step: Any, upstream: Any) -> list | None:
+    """What an op the reference has no rule for sends for ``upstream``, as the engine's
+    own shares scaled from the gradient that reached it to ``upstream`` (scalars only;
+    None where nothing reached it)."""
+    reached = step.grads.get(step.result)
+    sent = [G.edges[edge].get("grad") for edge in step.edges]
+    if upstream is None or reached is None or any(x is None for x in sent) or any(
+            np.ndim(x) for x in (upstream, reached, *sent)) or float(reached) == 0.0:
+        return None
+    return [float(x) * float(upstream) / float(reached) for x in sent]
 
 
 # The most digits a worked product writes its numbers with, past the caption's precision,

@@ -22,9 +22,11 @@ from ..style import Theme
 from ..worked import not_the_chain_rules
 from .mobjects import TextStore
 from .screen import CAPTION_WIDTH, TEXT_EM, result_table, results_text, wrapped_words
-from .story import ENGINE_NOTES
 
 __all__ = ["lessons", "recap_card", "title_card", "what_is_computed"]
+
+# What a worked line says where the engine did not add a share (captions._edge_lines).
+NOT_ADDED = (" (overwrote ", " in the engine, not the sum of ")
 
 # The cards' type: a headline, and lines under it.
 HEADLINE_EM, LINE_EM = 2.2 * TEXT_EM, 1.25 * TEXT_EM
@@ -89,9 +91,11 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
             forks.setdefault(edge[0], []).append(edge)
     if forks:
         used = ", ".join(names[u].text for u in forks)
-        # A share the engine did not add where the rule says +=: its caption says so.
+        # A share the engine did not add where the rule says +=: its caption says so (it
+        # overwrote the gradient, or left one that is not the sum; not a share that its
+        # rule got wrong, which it added all the same).
         noted = {edge[0] for caption in step_captions(G) for edge, worked in caption.edges
-                 if any(opening in line for line in worked for opening in ENGINE_NOTES)}
+                 if any(said in line for line in worked for said in NOT_ADDED)}
         wrong = [names[u].text for u in forks if u in noted]
         lesson = f"forks add: a value used more than once ({used}) gets the sum of its shares"
         if wrong:
