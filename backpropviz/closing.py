@@ -59,8 +59,7 @@ def came_first(sources: Mapping[str, Sequence[int]]) -> str:
     return "; ".join(
         f"{repetitions([[t, None] for t in came])}, which backward reached first, sent "
         f"{'its share' if len(came) == 1 else 'their shares'} to "
-        f"{names[0] if len(names) == 1 else ', '.join(names[:-1]) + ' and ' + names[-1]} "
-        "already" for came, names in by_source.items())
+        f"{_and(names)} already" for came, names in by_source.items())
 
 
 def closing_text(left: str, shares: Sequence[Sequence[Any]]) -> str:
@@ -92,20 +91,31 @@ def closing_line(left: str, before: Any, shares: Sequence[Sequence[Any]], after:
 def closing_rule(shares: Mapping[Any, Sequence[Sequence[Any]]], count: int | None,
                  named: Sequence[str], mixed: bool = False) -> str:
     """The closing step's rule in words: whose shares add to the shared values' gradients
-    (``shares`` of each, ``named`` as the caption names them), and what they are then;
-    ``mixed``: backward sent some of them while it swept the drawn repetition."""
-    sources = sorted({t for pairs in shares.values() for t, _ in pairs if t}, reverse=True)
-    outside = max((sum(1 for t, _ in pairs if not t) for pairs in shares.values()), default=0)
-    said = repetitions([[t, None] for t in sources] + [[0, None]] * outside)
-    one = len(sources) + outside == 1
-    names = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    (``shares`` of each, ``named`` as the caption names them, in that order), and what
+    they are then; ``mixed``: backward sent some of them while it swept the drawn
+    repetition. Values whose shares come from different repetitions are said apart (a
+    sum already said to hold a repetition's share is not said to get it again)."""
+    groups: dict[tuple, list[str]] = {}
+    for pairs, name in zip(shares.values(), named, strict=True):
+        sources = tuple(sorted({t for t, _ in pairs if t}, reverse=True))
+        groups.setdefault((sources, sum(1 for t, _ in pairs if not t)), []).append(name)
     every = f"all {count} repetitions'" if count else "every repetition's"
     when = ("reached while it swept the drawn one or after it" if mixed
             else "reaches after the drawn one")
-    return (f"{said[0].upper()}{said[1:]}, which backward {when}, "
-            f"add{'s its share' if one else ' their shares'} to the "
-            f"gradient{'s' if len(named) > 1 else ''} of {names} (+=): now "
+    said = []
+    for (sources, outside), names in groups.items():
+        whose = repetitions([[t, None] for t in sources] + [[0, None]] * outside)
+        one = len(sources) + outside == 1
+        said.append(f"{whose}{f', which backward {when},' if not said else ''} "
+                    f"add{'s its share' if one else ' their shares'} to the "
+                    f"gradient{'s' if len(names) > 1 else ''} of {_and(names)}")
+    rule = "; ".join(said)
+    return (f"{rule[0].upper()}{rule[1:]} (+=): now "
             f"{'each holds' if len(named) > 1 else 'it holds'} {every} shares, as .grad does")
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _counted(n: int) -> str:

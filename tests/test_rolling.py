@@ -567,6 +567,14 @@ def test_the_first_step_says_only_the_repetitions_whose_shares_came_first(script
         assert sorted(before + after) == [t for t in range(1, count + 1) if t != repetition + 1]
         said = f"{repetitions([[t, None] for t in before])}, which backward reached first"
         assert said in rule and named[value].text in rule.split(said)[1].split(";")[0]
+    # The closing step says, for each shared value, the repetitions it adds then: no
+    # share the first step said was in (it had said every value's together).
+    closing = step_captions(H)[-1].rule
+    for value, pairs in rest.items():
+        whose = repetitions([[t, None] for t in sorted({t for t, _ in pairs if t},
+                                                         reverse=True)])
+        parts = [part for part in closing.split("; ") if part.lower().startswith(whose.lower())]
+        assert parts and named[value].text in parts[0].split(" (+=)")[0], (whose, closing)
 
 
 def test_the_advice_offers_no_option_the_picture_already_has(tmp_path):
