@@ -112,7 +112,9 @@ def off_the_rule(G: nx.MultiDiGraph) -> tuple[list[Any], list[Any]]:
             or any(shape for _, shape in G.nodes(data="shape") if shape is not None):
         return [], []
     wrong_ops, wrong_sums = [], []
-    held: dict[Any, Any] = dict(G.graph.get("seeds", {}))
+    # (a rolled loop's shared values: what the other repetitions had sent when the drawn
+    # one's first share arrived, known then even where it arrived during the sweep)
+    held: dict[Any, Any] = {**G.graph.get("seeds", {}), **G.graph.get("loop_before", {})}
     for step in backward_steps(G):
         if step.op is None:  # a rolled loop's closing step: no op, the engine's sums
             held.update(step.grads)

@@ -637,3 +637,17 @@ def test_a_rolled_loop_folded_into_rows_carries_its_back_edge_by_marks(monkeypat
     marks = {obj["name"]: obj for obj in laid["objects"] if obj["name"] in (to, onto)}
     label = H.nodes[out]["label"]
     assert len(marks) == 2 and all(label in mark["label"] for mark in marks.values())
+
+
+@pytest.mark.parametrize("repetition", [None, 2, 3, 5, 8])
+def test_a_right_engine_whose_order_mixes_the_repetitions_is_not_called_off_the_rule(
+        repetition):
+    """A shared weight's sum that reached it while the drawn repetition was swept is
+    still the sum its first drawn share adds to: a right engine's rolled loop is not
+    said to break the chain rule (it had been, at some repetitions: 'a gradient is not
+    the sum of its shares', while check found all 78 right)."""
+    from backpropviz.worked import off_the_rule
+
+    G = graph_of_script(LOOPS / "set_engine_rnn.py", quiet=True)
+    assert off_the_rule(G) == ([], [])
+    assert off_the_rule(rolled(G, find_loop(G), repetition)) == ([], [])
