@@ -793,12 +793,15 @@ class Writer:
                 continue
             marks = edge_id(u, v, "loop")
             to, onto = marks + CONTINUE_TO, marks + CONTINUE_FROM
-            placed += [(band[u], f"{_quote(to)} {_attrs(self.mark(u, v, to))};"),
+            # (the count in the mark it runs to: on a piece this short, a label of its
+            # own stood on the output's box)
+            counted = self.mark(u, v, to)
+            counted["label"] = f"{counted['label'][:-1]} {label}>"
+            placed += [(band[u], f"{_quote(to)} {_attrs(counted)};"),
                        (band[v], f"{_quote(onto)} {_attrs(self.mark(u, v, onto))};")]
             statements += [
                 f"  {_quote(u)} -> {_quote(to)} " + _attrs(self.pinned({
-                    "id": u + LOOP_BACK, **look, "label": f"<{label}>",
-                    "arrowhead": "none"})) + ";",
+                    "id": u + LOOP_BACK, **look, "arrowhead": "none"})) + ";",
                 f"  {_quote(onto)} -> {_quote(v)} " + _attrs(self.pinned({
                     "id": u + LOOP_BACK + CONTINUED, **look})) + ";"]
         return placed, statements
