@@ -14,6 +14,9 @@ import numpy as np
 
 from . import ops
 from .captions import headings, value_names
+from .dot_syntax import attrs as _attrs
+from .dot_syntax import pt as _pt
+from .dot_syntax import quote as _quote
 from .errors import DrawError
 from .folding import bands
 from .formatting import summarized
@@ -87,32 +90,7 @@ EDGE_LABEL_NODES = 150
 LARGE_GRAPH = {"nslimit": "0.2", "mclimit": "0.02", "splines": "line"}
 
 
-def _pt(points: float) -> str:
-    """A size as DOT text: ``14`` for 14.0, ``2.6`` for 2.6."""
-    return f"{points:g}"
-
-
 # ---------------------------------------------------------------- DOT
-
-
-def _quote(text: str) -> str:
-    if "\\" in text or '"' in text:
-        text = text.replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
-
-
-def _attrs(attrs: Mapping[str, str]) -> str:
-    """An attribute list, ``[key="value" ...]``; an HTML-like label as it is."""
-    parts = []
-    for key, value in attrs.items():
-        if key in _HTML_LABELS and value[:1] == "<" and value[-1:] == ">":
-            parts.append(f"{key}={value}")
-        else:
-            parts.append(f"{key}={_quote(value)}")
-    return "[" + " ".join(parts) + "]"
-
-
-_HTML_LABELS = ("label", "xlabel")
 
 
 @dataclass(frozen=True)
