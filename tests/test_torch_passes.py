@@ -82,16 +82,8 @@ def assert_adds_up(G) -> None:
 
 # ---------------------------------------------------------------- two losses, one trunk
 
-TWO_LOSSES = """
-    import torch
-
-    a = torch.tensor(2.0, requires_grad=True)
-    h = a * a
-    L1 = 3 * h
-    L2 = h + 1
-    L1.backward(retain_graph=True)
-    L2.backward()
-"""
+# (a script of its own: the schema test reads its graph too)
+TWO_LOSSES = (Path(__file__).resolve().parent / "torch_scripts" / "two_losses.py").read_text()
 
 
 def test_two_losses_from_one_trunk_are_both_drawn_with_their_seeds(tmp_path):
@@ -125,7 +117,7 @@ def test_two_losses_from_one_trunk_are_both_drawn_with_their_seeds(tmp_path):
 def test_one_backward_from_two_losses_at_once_is_said_so(tmp_path):
     from backpropviz.captions import step_captions
 
-    path = write(tmp_path, TWO_LOSSES.replace("L1.backward(retain_graph=True)\n    L2.backward()",
+    path = write(tmp_path, TWO_LOSSES.replace("L1.backward(retain_graph=True)\nL2.backward()",
                                               "torch.autograd.backward([L1, L2])"))
     G = graph_of_script(path, quiet=True)
     assert by_label(G)["a"]["grad"] == 16.0 and "backward_passes" not in G.graph
