@@ -14,7 +14,7 @@ import numpy as np
 
 from . import ops
 from .closing import came_first, closing_line, closing_rule, closing_text
-from .formatting import MAX_ITEMS, format_array, number_text, superscript
+from .formatting import MAX_ITEMS, format_array, listed, number_text, superscript
 from .ir import operand_edges
 from .metrics import text_width
 from .ops import ATOM, POSTFIX
@@ -469,17 +469,12 @@ def _seed_caption(G: nx.MultiDiGraph, names: dict[Any, Name], top: Name) -> Capt
                  for root, seed in seeds.items()]
         tops = [names[root].text for root in seeds]
         passes = G.graph.get("backward_passes")
-        rule = (f"seeds: {passes} backward passes, from {_listed(tops, 'and from ')}, add up "
+        rule = (f"seeds: {passes} backward passes, from {listed(tops, 'and from ')}, add up "
                 f"in .grad, so the gradients are those of {top.text} = {' + '.join(terms)}"
                 if passes else
-                f"seeds: backward starts from {_listed(tops)} at once, so it differentiates "
+                f"seeds: backward starts from {listed(tops)} at once, so it differentiates "
                 f"{top.text} = {' + '.join(terms)}")
     return _plain(",  ".join(texts), r",\quad ".join(texs), rule)
-
-
-def _listed(words: list[str], last: str = "and ") -> str:
-    """``a``, ``a and b``, ``a, b and c`` (``last``: what goes before the last one)."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last}" + words[-1]
 
 
 def _function(attrs: Mapping, result: Name, top: Name) -> Name:
@@ -768,7 +763,7 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
                      "; backward passes add to the gradient already there (+=)")
         arrived = [u for u, _, _ in step.edges if u in G.graph.get("loop_arrived", ())]
         if arrived:  # (the sum so far came while this repetition was swept: say whence)
-            rule += (f"; {_listed([names[u].text for u in dict.fromkeys(arrived)])} held "
+            rule += (f"; {listed([names[u].text for u in dict.fromkeys(arrived)])} held "
                      "the other repetitions' shares already, which this engine sent while "
                      "it swept this one (its order mixes the repetitions)")
         if step.result in G.graph.get("loop_after", {}):

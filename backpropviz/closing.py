@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .formatting import number_text
+from .formatting import listed, number_text
 from .worked import as_written, exactly
 
 __all__ = ["WRITTEN_SHARES", "came_first", "closing_line", "closing_rule", "closing_text",
@@ -59,7 +59,7 @@ def came_first(sources: Mapping[str, Sequence[int]]) -> str:
     return "; ".join(
         f"{repetitions([[t, None] for t in came])}, which backward reached first, sent "
         f"{'its share' if len(came) == 1 else 'their shares'} to "
-        f"{_and(names)} already" for came, names in by_source.items())
+        f"{listed(names)} already" for came, names in by_source.items())
 
 
 def closing_text(left: str, shares: Sequence[Sequence[Any]]) -> str:
@@ -108,14 +108,10 @@ def closing_rule(shares: Mapping[Any, Sequence[Sequence[Any]]], count: int | Non
         one = len(sources) + outside == 1
         said.append(f"{whose}{f', which backward {when},' if not said else ''} "
                     f"add{'s its share' if one else ' their shares'} to the "
-                    f"gradient{'s' if len(names) > 1 else ''} of {_and(names)}")
+                    f"gradient{'s' if len(names) > 1 else ''} of {listed(names)}")
     rule = "; ".join(said)
     return (f"{rule[0].upper()}{rule[1:]} (+=): now "
             f"{'each holds' if len(named) > 1 else 'it holds'} {every} shares, as .grad does")
-
-
-def _and(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _counted(n: int) -> str:

@@ -20,6 +20,7 @@ __all__ = [
     "format_array",
     "format_number",
     "grid_indices",
+    "listed",
     "norm",
     "number_text",
     "summarized",
@@ -205,3 +206,9 @@ def number_text(x: Any, precision: int = 4) -> str:
         return "[" + "; ".join(", ".join(display_number(v, precision) for v in row)
                                for row in array) + "]"
     return "[" + "; ".join(number_text(inner, precision) for inner in array) + "]"
+
+
+def listed(words: list[str] | tuple[str, ...], last: str = "and ") -> str:
+    """Words as a sentence lists them: ``a``, ``a and b``, ``a, b and c`` (``last``: what
+    goes before the last one, ``and from ``)."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last}" + words[-1]

@@ -16,6 +16,7 @@ import numpy as np
 from manim import DOWN, LEFT, RIGHT, VGroup
 
 from ..captions import number_text, step_captions, value_names
+from ..formatting import listed
 from ..metrics import text_width
 from ..steps import fork_edges, plain_constants
 from ..style import Theme
@@ -128,7 +129,7 @@ def _listed(names: list[str], most: int) -> str:
     if len(names) == 1:
         return f"the gradient of {names[0]}"
     shown = names if len(names) <= most else [*names[:most - 1], f"{len(names) - most + 1} more"]
-    return f"the gradients of {', '.join(shown[:-1])} and {shown[-1]}"
+    return f"the gradients of {listed(shown)}"
 
 
 def recap_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme,
