@@ -14,7 +14,7 @@ import numpy as np
 
 from . import ops
 from .closing import came_first, closing_line, closing_rule, closing_text
-from .formatting import MAX_ITEMS, format_array, listed, number_text, superscript
+from .formatting import MAX_ITEMS, format_array, held_lines, listed, number_text, superscript
 from .ir import operand_edges
 from .metrics import text_width
 from .ops import ATOM, POSTFIX
@@ -769,6 +769,11 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         if step.result in G.graph.get("loop_after", {}):
             rule += (f"; by now {names[step.result].text} holds the shares of all "
                      f"{G.graph.get('loop_count')} repetitions of the loop")
+        if op_attrs.get("parameters"):  # (a module's operator that holds its parameters)
+            rule += "; and the parameters drawn inside it get their gradients"
+            held = held_lines(op_attrs, top.text, precision)
+            texts, texs = texts or held, texs or [r"\text{its parameters' gradients}"]
+            worked += held
         if not texts:
             texts, texs = [f"{spec.name}: no gradient to pass on"], [r"\text{no gradient}"]
             worked = list(texts)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from html import escape
 from typing import Any
 
@@ -17,7 +17,7 @@ from .captions import headings, value_names
 from .dot_syntax import attrs as _attrs
 from .dot_syntax import pt as _pt
 from .dot_syntax import quote as _quote
-from .errors import DrawError
+from .drawing_options import DotOptions, dot_options, folded
 from .folding import bands
 from .formatting import summarized
 from .ir import operand_edges
@@ -27,6 +27,7 @@ from .number_tables import (
     contribution_html,
     grid_html,
     grid_texts,
+    held_html,
     lone_width,
     number_html,
 )
@@ -51,13 +52,10 @@ from .style import (
     LABEL_PT,
     LEGEND_PT,
     MARK_PT,
-    MOST_DIGITS,
     NAME_FONT,
     NAME_PT,
     NODE_PEN,
-    RANKDIRS,
     RESULT_EDGE_PEN,
-    THEMES,
     VALUE_PT,
     Theme,
     fitted_pt,
@@ -91,59 +89,6 @@ LARGE_GRAPH = {"nslimit": "0.2", "mclimit": "0.02", "splines": "line"}
 
 
 # ---------------------------------------------------------------- DOT
-
-
-@dataclass(frozen=True)
-class DotOptions:
-    rankdir: str
-    theme: Theme
-    precision: int
-    forward_only: bool
-    step: int | None
-    legend: bool
-    show_constants: bool = False
-    # Rows (LR, RL) or columns (TB, BT) a long graph is folded into: how many, or
-    # the ranks where the second, third... begin.
-    wrap: int | tuple[int, ...] = 1
-    frame: tuple[int, int] | None = None  # the frame (px) the picture is scaled to fill
-    expand: bool = False  # groups drawn open, each in a box, rather than as one op
-    symbolic: bool = False  # names only, no numbers, as the book's figures are
-    # Set in a frame's type (FITTED_TYPE): given a frame, and kept by the
-    # drafts a folded or book-style picture is pinned from, which have none.
-    fitted: bool = False
-    # What untangling.py tells dot, to undo a crossing of its own layout: ops whose
-    # operands may lie in any order, and values each ranked after another.
-    free_order: frozenset[str] = frozenset()
-    ranked_after: tuple[tuple[str, str], ...] = ()
-
-
-def dot_options(rankdir: str = "LR", theme: str = "light", precision: int = 4,
-             forward_only: bool = False, step: int | None = None, legend: bool = True,
-             show_constants: bool = False, wrap: int | Sequence[int] = 1,
-             frame: tuple[int, int] | None = None, expand: bool = False,
-             symbolic: bool = False) -> DotOptions:
-    """The drawing options, each checked: every mistake is one DrawError."""
-    if rankdir not in RANKDIRS:
-        raise DrawError(f"unknown rankdir: {rankdir!r} (must be one of {list(RANKDIRS)})")
-    if theme not in THEMES:
-        raise DrawError(f"unknown theme: {theme!r} (must be one of {sorted(THEMES)})")
-    if isinstance(precision, bool) or not isinstance(precision, int) \
-            or not 1 <= precision <= MOST_DIGITS:
-        raise DrawError(f"precision must be an int of significant digits, 1 to {MOST_DIGITS}, "
-                        f"got {precision!r}")
-    if not isinstance(wrap, int):
-        wrap = tuple(sorted(set(wrap)))
-        if not all(isinstance(cut, int) and cut > 0 for cut in wrap):
-            raise DrawError(f"wrap is a number of rows or the ranks where rows begin "
-                            f"(positive ints), got {wrap!r}")
-    elif isinstance(wrap, bool) or wrap < 1:
-        raise DrawError(f"wrap must be a positive number of rows, got {wrap!r}")
-    return DotOptions(rankdir, THEMES[theme], precision, forward_only, step, legend,
-                    show_constants, wrap, frame, expand, symbolic, frame is not None)
-
-
-def folded(options: DotOptions) -> bool:
-    return bool(options.wrap) if isinstance(options.wrap, tuple) else options.wrap > 1
 
 
 def badge_pt(fitted: Any) -> float:
@@ -371,7 +316,7 @@ class Writer:
             return self._node_written(node, attrs)
         s = self.state
         if attrs["kind"] == "op":
-            look: Any = node == s.current
+            look: Any = (node == s.current, self._held_known(node, attrs))
         else:  # (its dead cells may depend on which of its edges have sent theirs)
             sent = () if not self.dead_edges or node in self.dead_values else tuple(
                 (node, v, k) in s.processed for v, keyed in self.G._succ[node].items()
@@ -388,7 +333,8 @@ class Writer:
         # An op's attributes but its id are those of every op of its look: written once
         dead = None if self.o.symbolic else attrs.get("dead")
         look = ("op", attrs["op"], attrs["symbol"], node in self.o.free_order,
-                blocks_gradient(dead), bool(attrs.get("error_start")), node == self.state.current)
+                blocks_gradient(dead), bool(attrs.get("error_start")), node == self.state.current,
+                (node, self._held_known(node, attrs)) if attrs.get("parameters") else None)
         if look not in self._same:
             self._same[look] = _attrs(self.op_node(look))[1:-1]
         name = self._names[node]
@@ -657,12 +603,21 @@ class Writer:
         dead = final & (np.asarray(grad, dtype=np.float64) == 0)
         return dead if dead.any() else None
 
+    def _held_known(self, node: Any, attrs: dict) -> bool:
+        """Whether a module operator's step has sent its parameters' gradients (the
+        gradients of those it holds are drawn from then on)."""
+        return bool(attrs.get("parameters")) and self.show_grads and any(
+            (u, node, k) in self.state.processed for u, keyed in self.G._pred[node].items()
+            for k in keyed)
+
     def op_node(self, look: tuple) -> dict[str, str]:
         """An op's attributes but its id, from its look (_node_written's): its op and
         symbol, whether its operands may lie in any order, whether it is dead (a gate
-        that blocked some gradient), where an error starts, the current op."""
+        that blocked some gradient), where an error starts, the current op, and for a
+        module operator that holds its parameters, which it is and whether their
+        gradients are known."""
         t = self.t
-        _, op, symbol, free_order, dead, error_start, current = look
+        _, op, symbol, free_order, dead, error_start, current, held = look
         classes = ["op", op]
         result = {"shape": "circle", "style": "filled",
                   "fillcolor": t.op_fill, "color": t.op_line, "width": "0.42",
@@ -677,6 +632,13 @@ class Writer:
             if kind:  # a torch module: its path, and its class beneath
                 result.update(label=f"<{escape(symbol)}<BR/>"
                               f"{font(escape(kind), t.muted, LABEL_PT)}>", shape="ellipse")
+            if kind and held and not self.o.symbolic:  # and the parameters it holds
+                attrs = self.G.nodes[held[0]]
+                table = held_html(attrs["parameter_names"], attrs["parameter_grads"],
+                                  self.o.precision, t, hidden=not held[1])
+                result["label"] = (f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR>'
+                                   f'<TD>{result["label"][1:-1]}</TD></TR><TR><TD>{table}</TD>'
+                                   "</TR></TABLE>>")
             elif symbol not in self.G.graph.get("module_groups", ()):
                 # A group of the script's, or a compact run, is named as the values
                 # are (w₁,₁₁·x₁ + w₁,₁₂·x₂: the names italic with their subscripts).

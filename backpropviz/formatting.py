@@ -32,6 +32,8 @@ MAX_SLICES = 4  # matrices shown of an array of three or more axes
 # An array of more entries is written as its shape and its norm (a ResNet's
 # 64×3×7×7 kernel), not as slices of numbers no lecture hall can read.
 SUMMARY_ENTRIES = 256
+# A module operator names each parameter it holds up to this many; more, it counts them.
+NAMED_HELD = 2
 
 _SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
 
@@ -212,3 +214,23 @@ def listed(words: list[str] | tuple[str, ...], last: str = "and ") -> str:
     """Words as a sentence lists them: ``a``, ``a and b``, ``a, b and c`` (``last``: what
     goes before the last one, ``and from ``)."""
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last}" + words[-1]
+
+
+def held_norm(grads: Any) -> float:
+    """The norm of gradients taken together, √(Σ x²) over all their entries (the number
+    gradient clipping reads), from each one's norm."""
+    return math.sqrt(sum(norm(np.asarray(grad, dtype=np.float64)) ** 2 for grad in grads))
+
+
+def held_lines(op: dict, top: str, precision: int = 4) -> list[str]:
+    """A module step's worked lines for the parameters its operator (attributes ``op``)
+    holds (views.py): each one's gradient norm (a scalar's gradient itself), or for
+    more than two the norm of all their gradients together, as the operator draws them."""
+    module, names, grads = op["symbol"], op["parameter_names"], op["parameter_grads"]
+    if len(names) > NAMED_HELD:
+        return [f"{module}'s {len(names)} parameters θ: ‖∂{top}/∂θ‖ = "
+                f"{display_number(held_norm(grads), precision)}"]
+    return [f"∂{top}/∂{module}.{name} = {display_number(float(grad), precision)}"
+            if np.ndim(grad) == 0 else
+            f"‖∂{top}/∂{module}.{name}‖ = {display_number(held_norm([grad]), precision)}"
+            for name, grad in zip(names, grads, strict=True)]

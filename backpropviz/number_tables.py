@@ -10,12 +10,21 @@ from typing import Any
 
 import numpy as np
 
-from .formatting import MAX_ITEMS, display_number, format_array, grid_indices, summarized
+from .formatting import (
+    MAX_ITEMS,
+    NAMED_HELD,
+    display_number,
+    format_array,
+    grid_indices,
+    held_norm,
+    summarized,
+)
 from .metrics import advance, text_width
-from .style import VALUE_PT, Theme
+from .style import LABEL_PT, VALUE_PT, Theme
 
-__all__ = ["PADDING", "column_widths", "contribution_html", "grid_html", "grid_texts", "lone_width",
-           "number_html"]
+__all__ = ["PADDING", "column_widths", "contribution_html", "grid_html", "grid_texts",
+           "held_html", "lone_width", "number_html"]
+
 
 PADDING = 2  # points inside a number's cell, on every side
 
@@ -148,3 +157,27 @@ def contribution_html(contribution: Any, precision: int, theme: Theme, size: flo
                      widths=column_widths([texts], size), fill=theme.text_fill,
                      brackets=bool(np.ndim(contribution))
                      and not summarized(np.shape(contribution)), hidden=hidden)
+
+
+def held_html(names: Sequence[str], grads: Sequence[Any], precision: int, theme: Theme, *,
+              size: float = VALUE_PT, hidden: bool = False) -> str:
+    """The parameters a module's operator holds, as written under its name: up to
+    NAMED_HELD each by its name and shape, beside its gradient's norm (a scalar's
+    gradient itself); more, their count beside the norm of all their gradients together.
+    The gradients' cells keep their width but are blank (``hidden``) until the module's
+    step has sent them."""
+    if len(names) > NAMED_HELD:
+        rows = [(f"{len(names)} parameters", f"‖∇‖ {display_number(held_norm(grads), precision)}")]
+    else:
+        rows = [(f"{name} {'×'.join(map(str, np.shape(grad)))}".rstrip(),
+                 f"∇ {display_number(float(grad), precision)}" if not np.shape(grad) else
+                 f"‖∇‖ {display_number(held_norm([grad]), precision)}")
+                for name, grad in zip(names, grads, strict=True)]
+    cells = []
+    for name, number in rows:
+        width = _cell_width(text_width(number, size, "numbers"))
+        cells.append(f'<TR><TD ALIGN="LEFT">{_font_tag(theme.muted, LABEL_PT)}{escape(name)}'
+                     f'</FONT></TD><TD ALIGN="RIGHT" WIDTH="{width}">'
+                     f'{_font_tag(theme.grad, size)}{" " if hidden else escape(number)}</FONT>'
+                     "</TD></TR>")
+    return _table_tag(0, None) + "".join(cells) + "</TABLE>"

@@ -217,6 +217,10 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "are drawn", _FOREIGN),
     Attribute("members", OP, IDS, "a closed group's ops, as ids of the IR it was drawn from",
               _VIEWS),
+    Attribute("parameters", OP, IDS, "the parameters a module's operator holds (drawn inside "
+              "it), as ids of the IR it was drawn from", _VIEWS),
+    Attribute("parameter_names", OP, TEXTS, "...their names inside the module", _VIEWS),
+    Attribute("parameter_grads", OP, EACH_NUMBERS, "...and their gradients", _VIEWS),
     Attribute("error_start", OP, FLAG, "the op where a wrong gradient starts", _CHECK),
     Attribute("loop_data", VALUE, EACH_NUMBERS, "a rolled loop's block value: its data at "
               "each repetition, first to last", "rolling"),

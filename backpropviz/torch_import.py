@@ -232,8 +232,8 @@ class _Builder:
         if len(changed) > _CHANGED_NOTES:  # a ResNet's 40 batch-norm statistics: one line
             first, second = (label or "an unnamed input" for label, _ in changed[:2])
             notes = [f"{len(changed)} tensors changed after the forward pass used them "
-                     f"({first}, {second} and {len(changed) - 2} more), each drawn as it "
-                     "used them"]
+                     f"({first}, {second} and {len(changed) - 2} more); a picture draws "
+                     "them as it used them (a view of modules holds them inside)"]
         leaves = passes_and_leaves(self.recording, calls, passes, sent_by,
                                    {key: G.nodes[vid]["label"] for key, vid in value_id.items()})
         for key, grad in leaves.grads.items():

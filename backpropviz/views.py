@@ -23,6 +23,7 @@ import numpy as np
 
 from . import ops
 from .captions import value_names
+from .formatting import MAX_ITEMS
 from .ir import operand_edges, plain_number, result_of
 from .memory import saved_values, value_bytes
 
@@ -174,6 +175,9 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
             plans[plan["id"]] = (name, plan)
         elif len(inner) > 1:
             kept_open.append(name)
+    if _hold_parameters(G, [plan["held"] for _, plan in plans.values()]):
+        for _, plan in plans.values():
+            _holding(plan)
     notes = [f"the group {name!r} is drawn op by op: it makes more than one value that "
              "is used outside it, and an operator has one result" for name in kept_open]
     told = G.graph.get("remarks", [])
@@ -202,6 +206,7 @@ def _closed(G: nx.MultiDiGraph, closing: dict[Any, tuple[str, list]],
                        # the IR's ops, a group's inside it (a compact run may hold one)
                        members=[member for op in sorted(plan["ops"], key=position.get)
                                 for member in G.nodes[op].get("members", [op])],
+                       **_parameters(G, plan, name),
                        **{key: G.nodes[node][key] for key in ("group", "group_calls")
                           if key in G.nodes[node]},
                        **_kept_by(G, sorted(plan["ops"], key=position.get), hidden))
@@ -229,6 +234,40 @@ def _kept_by(G: nx.MultiDiGraph, inner: Iterable, hidden: set) -> dict[str, Any]
     inside += sum(int(G.nodes[op].get("inner_bytes") or 0) for op in inner)
     return {"saves": [value for value in kept if value not in hidden],
             **({"inner_bytes": inside} if inside else {})}
+
+
+def _hold_parameters(G: nx.MultiDiGraph, held: list[list]) -> bool:
+    """Whether the modules of a view hold their parameters: when one of them has more
+    than two, or one whose box could not show all its numbers (an axis longer than
+    MAX_ITEMS, more than two axes). A lecture shows such a model's modules as blocks,
+    each with the norm of its parameters' gradients (the number gradient clipping
+    reads); a small one's weights are worth their tables, so all of them stay boxes."""
+    def in_full(value: Any) -> bool:
+        shape = tuple(G.nodes[value].get("shape", ()))
+        return len(shape) <= 2 and all(n <= MAX_ITEMS for n in shape)
+
+    return any(len(values) > 2 or not all(map(in_full, values)) for values in held)
+
+
+def _holding(plan: dict) -> None:
+    """``plan`` (_plan's) with its module's parameters inside its operator: hidden, and
+    no longer operands."""
+    held = set(plan["held"])
+    plan["hidden"] |= held
+    plan["operands"] = [operand for operand in plan["operands"] if operand[0] not in held]
+    plan["holds"] = plan["held"]
+
+
+def _parameters(G: nx.MultiDiGraph, plan: dict, module: str) -> dict[str, Any]:
+    """A module operator's attributes for the parameters it holds (_holding): their ids,
+    their names inside the module (``conv1.weight``) and their gradients, as the engine
+    held them."""
+    holds = plan.get("holds")
+    if not holds:
+        return {}
+    return {"parameters": list(holds),
+            "parameter_names": [G.nodes[value]["label"][len(module) + 1:] for value in holds],
+            "parameter_grads": [G.nodes[value]["grad"] for value in holds]}
 
 
 def _outputs(G: nx.MultiDiGraph, inner: set, roots: set) -> list:
@@ -260,6 +299,13 @@ def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict,
         and G.nodes[u].get("grad") is None
         and (G.nodes[u].get("label") or "").startswith(module + ".")
         and set(G.successors(u)) <= inner}
+    # Its parameters (model.fc.weight: a gradient, used only inside), which a view of
+    # big modules holds inside their operators (_hold_parameters).
+    held = {u: None for op in sorted(inner, key=position.get) for u, _, _ in operand_edges(G, op)
+            if module and not G._pred[u] and G.nodes[u].get("role") == "param"
+            and G.nodes[u].get("grad") is not None
+            and (G.nodes[u].get("label") or "").startswith(module + ".")
+            and set(G.successors(u)) <= inner}
     entering: dict[Any, list] = {}
     for op in sorted(inner, key=position.get):
         for edge in operand_edges(G, op):
@@ -275,4 +321,4 @@ def _plan(G: nx.MultiDiGraph, inner: Iterable, roots: set, step_of: dict,
         operands.append((u, total, G.edges[last]["running"] if last else None))
     return {"id": top, "ops": inner,
             "hidden": (inner - {top}) | (set(made) - {outputs[0]}) | absorbed,
-            "operands": operands}
+            "operands": operands, "held": list(held)}

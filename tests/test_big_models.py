@@ -19,6 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from backpropviz import cli  # noqa: E402
+from backpropviz.captions import step_captions  # noqa: E402
 from backpropviz.figure import to_dot  # noqa: E402
 from backpropviz.formatting import SUMMARY_ENTRIES, display_number  # noqa: E402
 from backpropviz.ir import LIST_ENTRIES, from_node_link, result_of, to_node_link  # noqa: E402
@@ -100,12 +101,21 @@ def test_depth_n_draws_the_modules_n_levels_down(graph, reference, depth):
             assert not set(inside) & expected, (attrs["op"], inside)
             assert len(inside) <= depth
     assert not any("drawn op by op" in note for note in view.graph.get("remarks", ()))
-    # a module operator holds its own buffers (batch norm's running statistics); the
-    # parameters stay boxes, with their gradients
+    # a module operator holds its own buffers (batch norm's running statistics), and in
+    # a model this size its parameters too: each parameter of the model is held by the
+    # one drawn module it belongs to, under its name there, and is no box of its own
     labels = [attrs["label"] or "" for _, attrs in view.nodes(data=True)
               if attrs["kind"] == "value"]
-    assert not [label for label in labels if "running_" in label]
-    assert {f"model.{name}" for name, _ in namespace["model"].named_parameters()} <= set(labels)
+    assert not [label for label in labels if "running_" in label or "model." in label]
+    held = {}
+    for op in drawn.values():
+        attrs = view.nodes[op]
+        assert len(attrs.get("parameters", ())) == len(attrs.get("parameter_names", ()))
+        for value, name in zip(attrs.get("parameters", ()), attrs.get("parameter_names", ()),
+                               strict=True):
+            assert graph.nodes[value]["label"] == f"{attrs['symbol']}.{name}"
+            held[graph.nodes[value]["label"]] = held.get(graph.nodes[value]["label"], 0) + 1
+    assert held == {f"model.{name}": 1 for name, _ in namespace["model"].named_parameters()}
 
 
 def test_the_statistics_batch_norm_changed_are_one_line_of_the_legend(graph, reference):
@@ -114,14 +124,15 @@ def test_the_statistics_batch_norm_changed_are_one_line_of_the_legend(graph, ref
                if "running_" in name]
     (note,) = [note for note in graph.graph["notes"] if "changed after" in note]
     assert note == (f"{len(buffers)} tensors changed after the forward pass used them "
-                    f"({buffers[0]}, {buffers[1]} and {len(buffers) - 2} more), each drawn as "
-                    "it used them")
+                    f"({buffers[0]}, {buffers[1]} and {len(buffers) - 2} more); a picture "
+                    "draws them as it used them (a view of modules holds them inside)")
 
 
 def test_depth_is_the_command_lines_too(tmp_path):
     out = tmp_path / "resnet.dot"
     assert cli.main(["render", str(RESNET), "--depth", "1", "-o", str(out)]) == 0
-    drawn = re.findall(r'label=<([\w.]+)<BR/>.*class="op group"', out.read_text())
+    drawn = re.findall(r'label=<(?:<TABLE[^>]*><TR><TD>)?([\w.]+)<BR/>.*class="op group"',
+                       out.read_text())
     assert sorted(drawn) == ["model.avgpool", "model.bn1", "model.conv1", "model.fc",
                              "model.layer1", "model.layer2", "model.maxpool", "model.relu"]
     refused = run_cli("render", RESNET, "--depth", "0", "-o", tmp_path / "no.svg", text=True)
@@ -154,24 +165,92 @@ def test_a_module_ops_numbers_are_its_input_and_output_as_torch_has_them(
     assert f">{_norm_text(x)}<" in _drawn_statement(dot, entering)
 
 
-def test_the_parameters_gradients_are_torchs_grad(graph, reference):
+def _grad_norm_text(parameters) -> str:
+    """The norm of parameters' gradients together, as a module operator writes it, from
+    torch's own norms (what torch.nn.utils.clip_grad_norm_ reads)."""
+    total = torch.linalg.vector_norm(torch.stack(
+        [torch.linalg.vector_norm(p.grad.double()) for p in parameters]))
+    return f"‖∇‖ {display_number(float(total))}"
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_the_parameters_a_module_holds_are_drawn_with_torchs_gradients(graph, reference, depth):
     namespace, _ = reference
-    view = drawn_graph(graph, modules=2)
+    modules = dict(namespace["model"].named_modules())
+    view = drawn_graph(graph, modules=depth)
     dot = to_dot(view)
-    labels = {attrs["label"]: node for node, attrs in view.nodes(data=True)
-              if attrs["kind"] == "value" and attrs["label"]}
-    summarized = 0
-    for name, parameter in namespace["model"].named_parameters():
-        node = labels[f"model.{name}"]
-        grad = view.nodes[node]["grad"]
-        np.testing.assert_allclose(np.asarray(grad), parameter.grad.numpy(), rtol=1e-6,
-                                   atol=1e-9)
-        if parameter.numel() > SUMMARY_ENTRIES:
-            summarized += 1
-            drawn = _drawn_statement(dot, node)
-            assert f">{_norm_text(parameter.grad)}<" in drawn
-            assert f">{_norm_text(parameter)}<" in drawn
-    assert summarized >= 10  # every convolution's kernel, the classifier's weight
+    counted = named = 0
+    for symbol, op in _module_ops(view).items():
+        attrs = view.nodes[op]
+        module = modules[symbol.removeprefix("model").lstrip(".")]
+        parameters = dict(module.named_parameters())
+        if not parameters:  # (a ReLU, a pooling: nothing to hold)
+            assert "parameters" not in attrs
+            continue
+        assert sorted(attrs["parameter_names"]) == sorted(parameters)  # (in the order used)
+        for name, grad in zip(attrs["parameter_names"], attrs["parameter_grads"], strict=True):
+            np.testing.assert_allclose(np.asarray(grad), parameters[name].grad.numpy(),
+                                       rtol=1e-6, atol=1e-9)
+        drawn = _drawn_statement(dot, op)
+        if len(parameters) > 2:  # counted, with the norm of all their gradients
+            counted += 1
+            assert f">{len(parameters)} parameters<" in drawn
+            assert f">{_grad_norm_text(parameters.values())}<" in drawn
+        else:  # each by its name and shape, with its gradient's norm
+            named += 1
+            for name, parameter in parameters.items():
+                assert f">{name} {_shape_text(parameter)}<" in drawn
+                assert f">{_grad_norm_text([parameter])}<" in drawn
+    assert counted and named  # (the BasicBlocks; the stem's convolution, the classifier)
+
+
+def test_a_module_step_gives_its_parameters_gradients_as_torch_has_them(graph, reference):
+    # the step of a module that holds its parameters says what they got (torch's norms),
+    # and its operator shows the norm from that step on, blank before it
+    namespace, _ = reference
+    modules = dict(namespace["model"].named_modules())
+    view = drawn_graph(graph, modules=1)
+    captions = step_captions(view)
+    said = 0
+    for step, op in enumerate(view.graph["backward_order"], 1):
+        attrs = view.nodes[op]
+        module = modules.get(attrs["symbol"].removeprefix("model").lstrip("."))
+        parameters = dict(module.named_parameters()) if attrs["op"] == "group" else {}
+        lines = [line for line in captions[step].worked if "‖∂loss/∂" in line]
+        if not parameters:
+            assert not lines
+            continue
+        said += 1
+        assert "the parameters drawn inside it get their gradients" in captions[step].rule
+        if len(parameters) > 2:
+            norm = _grad_norm_text(parameters.values()).removeprefix("‖∇‖ ")
+            assert lines == [f"{attrs['symbol']}'s {len(parameters)} parameters θ: "
+                             f"‖∂loss/∂θ‖ = {norm}"]
+        else:
+            assert lines == [f"‖∂loss/∂{attrs['symbol']}.{name}‖ = "
+                             f"{_grad_norm_text([parameters[name]]).removeprefix('‖∇‖ ')}"
+                             for name in attrs["parameter_names"]]
+        norm = _grad_norm_text(parameters.values() if len(parameters) > 2 else
+                               [parameters[attrs["parameter_names"][0]]])
+        assert f">{norm}<" not in _drawn_statement(to_dot(view, step=step - 1), op)
+        assert f">{norm}<" in _drawn_statement(to_dot(view, step=step), op)
+    assert said == 5  # the stem's convolution and batch norm, two stages, the classifier
+
+
+def test_a_module_holds_its_parameters_only_in_a_model_too_big_to_show_them():
+    # nn.Sequential(Linear(2, 3), ReLU(), Linear(3, 1)): every weight fits its box, numbers
+    # and all, so the modules do not hold them; a Linear(2, 8) could not show its 8 rows
+    small = graph_of_script(SCRIPTS / "sequential.py", quiet=True)
+    view = drawn_graph(small, modules=True)
+    assert not any(attrs.get("parameters") for _, attrs in view.nodes(data=True))
+    params = {attrs["label"] for _, attrs in view.nodes(data=True) if attrs.get("role") == "param"}
+    assert params == {"model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"}
+    view = drawn_graph(graph_of_script(SCRIPTS / "wide_sequential.py", quiet=True),
+                       modules=True)
+    assert not any(attrs.get("role") == "param" for _, attrs in view.nodes(data=True))
+    held = [attrs["parameter_names"] for _, attrs in view.nodes(data=True)
+            if attrs.get("parameters")]
+    assert held == [["weight", "bias"], ["weight", "bias"]]
 
 
 def test_large_numbers_stay_arrays_and_round_trip_as_lists(graph):

@@ -102,6 +102,9 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
     if "torch" in sys.modules or _has_torch():
         graphs.append(graph_of_script(ROOT / "tests" / "torch_scripts" / "sequential.py",
                                       quiet=True))
+        # (modules holding their parameters: parameters, their names and gradients)
+        graphs.append(drawn_graph(graph_of_script(
+            ROOT / "tests" / "torch_scripts" / "wide_sequential.py", quiet=True), modules=True))
         # (two backward() calls drawn together: backward_passes)
         graphs.append(graph_of_script(ROOT / "tests" / "torch_scripts" / "two_losses.py",
                                       quiet=True))
@@ -124,7 +127,8 @@ def test_every_attribute_the_producers_views_and_check_set_is_declared_and_used(
         for place, names in places_of(G).items():
             seen.setdefault(place, set()).update(names)
     capsys.readouterr()
-    torch_only = {"module_groups", "module_classes", "inner_bytes", "backward_passes"} \
+    torch_only = {"module_groups", "module_classes", "inner_bytes", "backward_passes",
+                  "parameters", "parameter_names", "parameter_grads"} \
         if not _has_torch() else set()
     for spec in ATTRIBUTES:  # and no declaration is stale: something sets each one
         if spec.name not in torch_only:
