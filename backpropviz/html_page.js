@@ -387,7 +387,8 @@
     return { w: rect.width, h: rect.height };
   }
   var numberEm = (function () {  // a number's em in units of the drawing (0: none drawn)
-    var number = svg.querySelector('g.node.value text[font-family^="Helvetica"]');
+    // (a number's text inherits the drawing's font; a name's is set in Times)
+    var number = svg.querySelector("g.node.value text:not([font-family])");
     var placed = graph.transform.baseVal.consolidate();  // (graphviz's scale of the graph)
     var em = number ? Number(number.getAttribute("font-size")) *
       (placed ? Math.hypot(placed.matrix.a, placed.matrix.b) : 1) : 0;

@@ -455,7 +455,8 @@ def test_the_memory_bar_follows_the_step_and_marks_the_values_still_kept(example
 def test_the_pages_svg_is_written_as_elementtree_writes_it(example):
     # The page writes the SVG of each look with a serializer of its own (for speed):
     # element by element, text, tails, escapes (&, <, quotes, newlines in a value) and
-    # the xlink prefix are ElementTree's, less the namespace declarations left to <svg>.
+    # the xlink prefix are ElementTree's, less the namespace declarations left to <svg>
+    # and what the page's text inherits: the drawing's font (set on <svg>), the start anchor.
     from backpropviz.html import _serialize
 
     svg = draw(example("d2l_objective"), fit="1240x500").svg
@@ -469,6 +470,7 @@ def test_the_pages_svg_is_written_as_elementtree_writes_it(example):
     for element in [root, *root.iter()]:
         expected = ET.tostring(element, encoding="unicode").replace(
             ' xmlns="http://www.w3.org/2000/svg"', "").replace(
-            ' xmlns:xlink="http://www.w3.org/1999/xlink"', "")
+            ' xmlns:xlink="http://www.w3.org/1999/xlink"', "").replace(
+            ' font-family="Helvetica,Arial,sans-serif"', "").replace(' text-anchor="start"', "")
         assert _serialize(element) == expected
     assert 'xlink:href="#v1"' in _serialize(odd)

@@ -120,6 +120,35 @@ def test_zooming_and_panning_lay_the_drawing_out_no_more(example, browser, tmp_p
     page.close()
 
 
+def test_the_pages_text_is_set_in_the_figures_fonts_and_laid_out_at_a_slides_size(
+        example, browser, tmp_path):
+    """The page's drawing leaves its numbers' font to inherit (a tenth of a page's
+    bytes): each text is still set in the family the figure's SVG gives it, and the
+    page still finds a number's size, which it lays the drawing out by."""
+    from collections import Counter
+
+    from backpropviz.diagram import step_diagrams
+    from backpropviz.html import PAGE_FRAME
+
+    G = example("mlp3")
+    # (step 0's figure, laid out as the page lays it out: folded into rows, marks and all)
+    first = step_diagrams(G, captions=False, fit=PAGE_FRAME)[0].svg
+    declared = Counter(family.replace(",", ", ") for family in re.findall(
+        r'<text[^>]*font-family="([^"]+)"', first))
+    page, _, _, errors = open_page(browser, tmp_path, G, "mlp3")
+    families = page.evaluate("""() => [...document.querySelectorAll('#stage svg text')]
+        .map(text => getComputedStyle(text).fontFamily)""")
+    assert Counter(families) == declared and len(declared) == 2  # (Helvetica's, Times')
+    sizes = page.evaluate("""() => [...document.querySelectorAll('#stage svg g.node.value text')]
+        .filter(text => /^[−\\d.]+$/.test(text.textContent.trim()))
+        .map(text => Number(text.getAttribute('font-size')))""")
+    scale = page.evaluate("""() => document.querySelector('#stage svg #graph')
+        .transform.baseVal.consolidate().matrix.a""")  # (graphviz's scale of the graph)
+    assert sizes and page.evaluate("window.bpv.numberEm") == pytest.approx(max(sizes) * scale)
+    assert errors == []
+    page.close()
+
+
 def test_tab_to_a_value_off_the_stage_pans_the_view_to_it(example, browser, tmp_path):
     """Zoomed in, a value off the stage that Tab moves to is brought into it, its
     details beside it in the window; the stage itself never scrolls (it would leave
