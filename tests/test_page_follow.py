@@ -22,7 +22,7 @@ READABLE, LARGEST = 14, 30
 # op's box and the stage's, and whether the follow button is pressed.
 READ_VIEW = """() => {
   const svg = document.querySelector('#stage svg');
-  const number = svg.querySelector('g.node.value text:not([font-family])');  // (Helvetica's: inherited)
+  const number = svg.querySelector('g.node.value text:not([font-family])');  // (inherited)
   const ctm = number.getScreenCTM();
   const rect = (element) => { const r = element.getBoundingClientRect();
     return [r.left, r.top, r.right, r.bottom]; };
