@@ -770,7 +770,7 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
             rule += (f"; by now {names[step.result].text} holds the shares of all "
                      f"{G.graph.get('loop_count')} repetitions of the loop")
         if op_attrs.get("parameters"):  # (a module's operator that holds its parameters)
-            rule += "; and the parameters drawn inside it get their gradients"
+            rule += "; the parameters drawn inside it get their gradients"
             held = held_lines(op_attrs, top.text, precision)
             texts, texs = texts or held, texs or [r"\text{its parameters' gradients}"]
             worked += held

@@ -633,9 +633,8 @@ class Writer:
                 result.update(label=f"<{escape(symbol)}<BR/>"
                               f"{font(escape(kind), t.muted, LABEL_PT)}>", shape="ellipse")
             if kind and held and not self.o.symbolic:  # and the parameters it holds
-                attrs = self.G.nodes[held[0]]
-                table = held_html(attrs["parameter_names"], attrs["parameter_grads"],
-                                  self.o.precision, t, hidden=not held[1])
+                table = held_html(self.G.nodes[held[0]], self.o.precision, t,
+                                  hidden=not held[1])
                 result["label"] = (f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"><TR>'
                                    f'<TD>{result["label"][1:-1]}</TD></TR><TR><TD>{table}</TD>'
                                    "</TR></TABLE>>")

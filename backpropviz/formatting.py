@@ -222,6 +222,20 @@ def held_norm(grads: Any) -> float:
     return math.sqrt(sum(norm(np.asarray(grad, dtype=np.float64)) ** 2 for grad in grads))
 
 
+def held_rows(op: dict, precision: int = 4) -> list[tuple[str, str]]:
+    """How a module's operator (attributes ``op``) writes the parameters it holds
+    (views.py), as (words, gradient) rows: up to NAMED_HELD each by its name and shape
+    beside its gradient's norm (a scalar's gradient itself); more, their count beside
+    the norm of all their gradients together."""
+    names, grads = op["parameter_names"], op["parameter_grads"]
+    if len(names) > NAMED_HELD:
+        return [(f"{len(names)} parameters", f"‖∇‖ {display_number(held_norm(grads), precision)}")]
+    return [(f"{name} {'×'.join(map(str, np.shape(grad)))}".rstrip(),
+             f"∇ {display_number(float(grad), precision)}" if not np.shape(grad) else
+             f"‖∇‖ {display_number(held_norm([grad]), precision)}")
+            for name, grad in zip(names, grads, strict=True)]
+
+
 def held_lines(op: dict, top: str, precision: int = 4) -> list[str]:
     """A module step's worked lines for the parameters its operator (attributes ``op``)
     holds (views.py): each one's gradient norm (a scalar's gradient itself), or for

@@ -12,15 +12,14 @@ import numpy as np
 
 from .formatting import (
     MAX_ITEMS,
-    NAMED_HELD,
     display_number,
     format_array,
     grid_indices,
-    held_norm,
+    held_rows,
     summarized,
 )
 from .metrics import advance, text_width
-from .style import LABEL_PT, VALUE_PT, Theme
+from .style import VALUE_PT, Theme
 
 __all__ = ["PADDING", "column_widths", "contribution_html", "grid_html", "grid_texts",
            "held_html", "lone_width", "number_html"]
@@ -159,24 +158,15 @@ def contribution_html(contribution: Any, precision: int, theme: Theme, size: flo
                      and not summarized(np.shape(contribution)), hidden=hidden)
 
 
-def held_html(names: Sequence[str], grads: Sequence[Any], precision: int, theme: Theme, *,
-              size: float = VALUE_PT, hidden: bool = False) -> str:
-    """The parameters a module's operator holds, as written under its name: up to
-    NAMED_HELD each by its name and shape, beside its gradient's norm (a scalar's
-    gradient itself); more, their count beside the norm of all their gradients together.
-    The gradients' cells keep their width but are blank (``hidden``) until the module's
-    step has sent them."""
-    if len(names) > NAMED_HELD:
-        rows = [(f"{len(names)} parameters", f"‖∇‖ {display_number(held_norm(grads), precision)}")]
-    else:
-        rows = [(f"{name} {'×'.join(map(str, np.shape(grad)))}".rstrip(),
-                 f"∇ {display_number(float(grad), precision)}" if not np.shape(grad) else
-                 f"‖∇‖ {display_number(held_norm([grad]), precision)}")
-                for name, grad in zip(names, grads, strict=True)]
+def held_html(op: dict, precision: int, theme: Theme, *, size: float = VALUE_PT,
+              hidden: bool = False) -> str:
+    """The parameters a module's operator (attributes ``op``) holds, as written under its
+    name (formatting.held_rows). The gradients' cells keep their width but are blank
+    (``hidden``) until the module's step has sent them."""
     cells = []
-    for name, number in rows:
+    for name, number in held_rows(op, precision):
         width = _cell_width(text_width(number, size, "numbers"))
-        cells.append(f'<TR><TD ALIGN="LEFT">{_font_tag(theme.muted, LABEL_PT)}{escape(name)}'
+        cells.append(f'<TR><TD ALIGN="LEFT">{_font_tag(theme.muted, size)}{escape(name)}'
                      f'</FONT></TD><TD ALIGN="RIGHT" WIDTH="{width}">'
                      f'{_font_tag(theme.grad, size)}{" " if hidden else escape(number)}</FONT>'
                      "</TD></TR>")

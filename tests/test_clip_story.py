@@ -474,3 +474,52 @@ def test_the_caption_and_title_lie_on_a_plate_that_hides_the_edges_behind(add_mu
     shown = [r["caption"] for r in clear.record if isinstance(r["caption"], StepCaption)]
     assert shown and not any(isinstance(c.submobjects[0], manim.BackgroundRectangle)
                              for c in shown)
+
+
+def test_a_modules_parameters_gradients_appear_in_it_and_in_its_caption_at_its_step():
+    """A module's operator that holds its parameters (a view of modules) draws them in the
+    clip as in the figure, their gradients' norms shown from the module's step on; the
+    step's caption ends with their lines, all shown by its end, as is the first layer's
+    whose input has no gradient, where the parameters' lines are all it says."""
+    torch = pytest.importorskip("torch")
+    from pathlib import Path
+
+    from backpropviz.formatting import held_rows
+    from backpropviz.script import graph_of_script
+    from backpropviz.views import drawn_graph
+
+    script = Path(__file__).resolve().parent / "torch_scripts" / "wide_sequential.py"
+    G = drawn_graph(graph_of_script(script, quiet=True), modules=True)
+    scene = story(G, phase="backward")
+    captions = step_captions(G)
+    namespace = __import__("runpy").run_path(str(script))
+    norms = {f"model.{name}": f"{float(torch.linalg.vector_norm(p.grad.double())):.4g}"
+             for name, p in namespace["model"].named_parameters()}
+    holding = 0
+    for step in backward_steps(G):
+        attrs = G.nodes[step.op]
+        records = [r for r in scene.record if r["step"] == step.index]
+        caption = records[-1]["caption"]
+        # every worked line on screen by the step's end, word for word
+        assert [" ".join(t.text for t, _ in terms) for terms in caption.line_terms] == \
+            list(captions[step.index].worked)
+        assert all(len(shown) == len(terms)
+                   for shown, terms in zip(records[-1]["lines"], caption.line_terms,
+                                           strict=True))
+        if not attrs.get("parameters"):
+            continue
+        holding += 1
+        op = scene.diagram.ops[step.op]
+        rows = held_rows(attrs)
+        # (its class, then a row for each: manim's Text keeps no spaces)
+        assert [line[0].text for line in op.submobjects[-1][1:]] == \
+            [words.replace(" ", "") for words, _ in rows]
+        said = [line for line in captions[step.index].worked if "‖∂loss/∂" in line]
+        assert said == [f"‖∂loss/∂{attrs['symbol']}.{name}‖ = "
+                        f"{norms[attrs['symbol'] + '.' + name]}"
+                        for name in attrs["parameter_names"]]
+        before = [r for r in scene.record if r["step"] is not None and r["step"] < step.index]
+        drawn = [number.replace(" ", "") for _, number in rows]
+        assert not any(number in before[-1]["screen"].split(" | ")[0] for number in drawn)
+        assert all(number in records[-1]["screen"].split(" | ")[0] for number in drawn)
+    assert holding == 2

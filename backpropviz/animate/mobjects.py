@@ -13,11 +13,13 @@ from typing import Any
 import networkx as nx
 import numpy as np
 from manim import (
+    DOWN,
     ITALIC,
     TAU,
     Arc,
     Circle,
     DashedVMobject,
+    Ellipse,
     Line,
     MarkupText,
     MathTex,
@@ -29,13 +31,14 @@ from manim import (
 )
 
 from ..captions import IDENTIFIER, Heading, name_parts, subscripted
-from ..formatting import MAX_ITEMS, dead_cells, format_array
+from ..formatting import MAX_ITEMS, dead_cells, format_array, held_rows
 from ..layout import EdgePath, Layout
 from ..style import (
     CURRENT_EDGE_PEN,
     DEAD_PEN,
     EDGE_PEN,
     EXPRESSION_PT,
+    LABEL_PT,
     NAME_PT,
     NODE_PEN,
     RULE_PEN,
@@ -420,15 +423,21 @@ def pen_width(points: float, scale: float) -> float:
 
 
 class OpNode(VGroup):
-    """An op's circle with its symbol; a ReLU with dead units has a dashed red outline."""
+    """An op's circle with its symbol; a ReLU with dead units has a dashed red outline. A
+    module's operator that holds its parameters (views.py) is the figure's ellipse
+    (``height`` tall), its parameters' rows under its name, their gradients (``held``)
+    hidden until its step shows them."""
 
     def __init__(self, node: Any, attrs: dict, center: np.ndarray, radius: float, scale: float,
-                 theme: Theme, store: TextStore) -> None:
+                 theme: Theme, store: TextStore, height: float | None = None,
+                 precision: int = 4, kind: str | None = None) -> None:
         super().__init__()
         self.node = node
         self.attrs = attrs
         self.dead = bool(np.any(attrs.get("dead", False)))  # a gate (a ReLU) with dead units
-        self.circle = Circle(radius=radius).move_to(center)
+        rows = held_rows(attrs, precision) if attrs.get("parameters") else []
+        self.circle = (Ellipse(width=2 * radius, height=height) if rows and height else
+                       Circle(radius=radius)).move_to(center)
         self.circle.set_fill(theme.op_fill, 1)
         self.circle.set_stroke(theme.op_line, width=pen_width(NODE_PEN, scale))
         symbol = attrs["symbol"]
@@ -436,6 +445,20 @@ class OpNode(VGroup):
         if self.symbol.width > 1.6 * radius:
             self.symbol.scale(1.6 * radius / self.symbol.width)
         self.add(self.circle, self.symbol)
+        self.held = VGroup()
+        if kind or rows:  # a module's: its name over its class and its parameters' rows,
+            # centred; their gradients hidden
+            lines = VGroup(*(VGroup(store.text(words, VALUE_PT * scale, theme.muted),
+                                    store.text(number, VALUE_PT * scale, theme.grad))
+                             .arrange(buff=0.6 * VALUE_PT * scale) for words, number in rows))
+            if kind:
+                lines.submobjects.insert(0, store.text(kind, LABEL_PT * scale, theme.muted))
+            block = VGroup(self.symbol, lines.arrange(DOWN, buff=0.3 * VALUE_PT * scale))
+            block.arrange(DOWN, buff=0.3 * VALUE_PT * scale).move_to(center)
+            if block.width > 1.5 * radius:
+                block.scale(1.5 * radius / block.width)
+            self.held = VGroup(*(line[1] for line in lines[1 if kind else 0:])).set_opacity(0)
+            self.add(lines.set_z_index(Z_NUMBER))  # (over the ring that marks the current op)
         if self.dead:
             self.circle.set_stroke(width=0)
             self.add(_dashed_circle(radius, center, theme.dead_line, pen_width(DEAD_PEN, scale)))
@@ -569,7 +592,8 @@ class GraphMobject(VGroup):
                                               others.get(node, ()), names.get(node))
             else:
                 self.ops[node] = OpNode(node, attrs, center_point, box.width * s / 2, s,
-                                        theme, store)
+                                        theme, store, box.height * s, precision,
+                                        G.graph.get("module_classes", {}).get(attrs["symbol"]))
         self.add(*self.edges.values(), *self.loops.values(), *self.values.values(),
                  *self.ops.values())
 

@@ -11,7 +11,6 @@ from manim import (
     UP,
     Animation,
     AnimationGroup,
-    Circle,
     Dot,
     ShowPassingFlash,
     VGroup,
@@ -29,8 +28,9 @@ __all__ = ["Along", "dead_unit_note", "flash", "overlap", "parallel", "pulse", "
 
 
 def ring_over(op: OpNode, color: str, fill: str) -> VGroup:
-    """A copy of an op's circle, outlined in ``color``, to animate on top of it."""
-    circle = Circle(radius=op.circle.radius).move_to(op.circle.get_center())
+    """A copy of an op's circle (a module's ellipse), outlined in ``color``, to animate on
+    top of it (under the rows of the parameters it holds, drawn above marks)."""
+    circle = op.circle.copy()
     circle.set_stroke(color, width=op.circle.get_stroke_width() * 2.2 + 1.5)
     circle.set_fill(fill, 1)
     return VGroup(circle, op.symbol.copy())

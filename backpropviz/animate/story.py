@@ -53,8 +53,9 @@ from .pacing import Pace, durations, factor_sources, share_pace
 from .screen import CAPTION_WIDTH, ROW_PITCH, RULE_EM, WORKED_EM, wrapped, wrapped_words
 
 __all__ = ["ENGINE_NOTES", "PHASES", "StepCaption", "Term", "add_share", "caption_lines",
-           "caption_pages", "caption_rows", "closing_story", "gate_stop", "line_rows_of",
-           "line_terms", "seed_story", "share_story", "spaced", "step_caption", "sum_terms"]
+           "caption_pages", "caption_rows", "closing_story", "finish_story", "gate_stop",
+           "line_rows_of", "line_terms", "seed_story", "share_story", "spaced", "step_caption",
+           "sum_terms"]
 
 # When a term appears: as the upstream gradient sets off (the equation itself), as it
 # meets the local derivative (the numbers put in), as the product lands (the share),
@@ -332,9 +333,26 @@ def caption_lines(G: Any, step: Any, caption: Caption,
         result = number_text(G.edges[edge]["grad"], precision)
         lines.append((edge, line_terms(worked[0], written, g_first, result)))
         lines.extend(((edge, "total"), sum_terms(line)) for line in worked[1:])
-    if not caption.edges:
-        lines = [("none", [Term(line, "note", "travel")]) for line in caption.worked]
+    # What the step says but of its shares: a module's parameters' gradients (views.py),
+    # as its last lines; or that it has no gradient to pass on. They appear as the step
+    # ends (finish_story).
+    told = {line for _, worked in caption.edges for line in worked}
+    lines.extend((("after", number), [Term(line, "gradient" if held else "note", "land")])
+                 for number, line in enumerate(line for line in caption.worked
+                                               if line not in told)
+                 for held in (G.nodes[step.op].get("parameters") is not None,))
     return _subscripted(lines)
+
+
+def finish_story(scene: Any, step: Any) -> None:
+    """The end of ``step``: the lines of its caption that no share showed (caption_lines'
+    "after"), and the gradients of the parameters its module's operator holds."""
+    caption, op = scene.caption, scene.diagram.ops[step.op]
+    shown = [reveal for number in range(len(caption.lines))
+             for reveal in caption.reveal(("after", number), "land")]
+    if len(op.held) or shown:
+        scene.play(*shown, *([op.held.animate.set_opacity(1)] if len(op.held) else []),
+                   run_time=scene.t(0.5) * scene.pace.motion)
 
 
 def _subscripted(lines: list[tuple[Any, Sequence[Term]]]) -> list[tuple[Any, Sequence[Term]]]:

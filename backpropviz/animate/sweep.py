@@ -83,6 +83,7 @@ from .story import (
     caption_lines,
     caption_rows,
     closing_story,
+    finish_story,
     gate_stop,
     seed_story,
     share_story,
@@ -559,6 +560,7 @@ class BackpropScene(RedrawingWhatMoves):
         else:
             self.loop_sums(step)
             self.send_gradients(step)
+            finish_story(self, step)
             self.show_meter(self.memory.backward[self.steps_before(step)])
         self.hold(start)
         self.cue(self.shown_text(), self.page_start)
