@@ -628,6 +628,32 @@ def test_the_title_card_says_the_loss_once(script, words):
     assert said.startswith(words) and "loss loss" not in cue
 
 
+def test_the_title_card_names_the_parameters_that_get_a_gradient():
+    """A frozen weight gets no gradient, so the card does not say the clip finds it; the
+    parameters a module's operator holds are named (or counted) as what it finds."""
+    from pathlib import Path
+
+    from backpropviz.animate.cards import title_card
+    from backpropviz.animate.mobjects import TextStore
+    from backpropviz.script import graph_of_script
+    from backpropviz.style import THEMES
+    from backpropviz.views import drawn_graph
+
+    scripts = Path(__file__).resolve().parent / "torch_scripts"
+    G = graph_of_script(scripts / "frozen_weight.py", quiet=True)
+    _, cue = title_card(G, TextStore(), THEMES["light"], 4, backward=True)
+    assert "with respect to backbone.bias, head.weight and head.bias, by the chain rule" in cue
+    view = drawn_graph(graph_of_script(scripts / "wide_sequential.py", quiet=True),
+                       modules=True)
+    _, cue = title_card(view, TextStore(), THEMES["light"], 4, backward=True)
+    assert ("with respect to model.0.weight, model.0.bias, model.2.weight and model.2.bias, "
+            "by the chain rule") in cue
+    resnet = drawn_graph(graph_of_script(scripts / "resnet_small.py", quiet=True), modules=1)
+    _, cue = title_card(resnet, TextStore(), THEMES["light"], 4, backward=True)
+    count = sum(len(attrs.get("parameter_names", ())) for _, attrs in resnet.nodes(data=True))
+    assert count > 4 and f"with respect to its {count} parameters" in cue
+
+
 # Two processors' flags as /proc/cpuinfo lists them: this machine's Xeon (AVX-512), and
 # one with AVX2 only.
 XEON = ("flags\t\t: fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c abm bmi1 avx2 bmi2 "

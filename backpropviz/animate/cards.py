@@ -24,6 +24,9 @@ from ..worked import not_the_chain_rules
 from .mobjects import TextStore
 from .screen import CAPTION_WIDTH, TEXT_EM, result_table, results_text, wrapped_words
 
+# A title card lists the parameters that get a gradient up to this many; more, it counts them.
+FEW_NAMED = 4
+
 __all__ = ["lessons", "recap_card", "title_card", "what_is_computed"]
 
 # What a worked line says where the engine did not add a share (captions._edge_lines).
@@ -46,13 +49,26 @@ def what_is_computed(G: nx.MultiDiGraph, precision: int) -> tuple[str, str]:
     return (f"{name} = {written}" if written != name else name), number
 
 
+def _wanted(G: nx.MultiDiGraph, names: dict) -> str:
+    """What the backward pass gives a gradient: the parameters that get one (not a frozen
+    one), those a module's operator holds among them (views.py), listed, or counted past
+    FEW_NAMED; else "every input"."""
+    parameters = [names[node].text for node, attrs in G.nodes(data=True)
+                  if attrs.get("role") == "param" and attrs.get("grad") is not None]
+    parameters += [f"{attrs['symbol']}.{name}" for _, attrs in G.nodes(data=True)
+                   for name in attrs.get("parameter_names", ())]
+    if len(parameters) > FEW_NAMED:
+        return f"its {len(parameters)} parameters"
+    return listed(parameters) if parameters else "every input"
+
+
 def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: int,
                backward: bool) -> tuple[VGroup, str]:
     """The title card, in screen units, and its words (its cue)."""
     computed, number = what_is_computed(G, precision)
     names = value_names(G)
-    parameters = [names[node].text for node, role in G.nodes(data="role") if role == "param"]
-    wanted = ", ".join(parameters) if parameters else "every input"
+    wanted = _wanted(G, names)
+    parameters = wanted != "every input"
     # (an engine whose backward is not the chain rule is not said to follow it)
     how = "by this engine's backward pass" if backward and not_the_chain_rules(G) \
         else "by the chain rule"
