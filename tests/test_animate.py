@@ -633,8 +633,9 @@ def test_the_title_card_names_the_parameters_that_get_a_gradient():
     parameters a module's operator holds are named (or counted) as what it finds."""
     from pathlib import Path
 
-    from backpropviz.animate.cards import title_card
+    from backpropviz.animate.cards import HEADLINE_EM, title_card
     from backpropviz.animate.mobjects import TextStore
+    from backpropviz.animate.screen import CAPTION_WIDTH
     from backpropviz.script import graph_of_script
     from backpropviz.style import THEMES
     from backpropviz.views import drawn_graph
@@ -642,7 +643,15 @@ def test_the_title_card_names_the_parameters_that_get_a_gradient():
     scripts = Path(__file__).resolve().parent / "torch_scripts"
     G = graph_of_script(scripts / "frozen_weight.py", quiet=True)
     _, cue = title_card(G, TextStore(), THEMES["light"], 4, backward=True)
-    assert "with respect to backbone.bias, head.weight and head.bias, by the chain rule" in cue
+    assert ("with respect to model.backbone.bias, model.head.weight and model.head.bias, by "
+            "the chain rule") in cue
+    # (its headline, the model's expression, is wider than the frame in one row: in rows)
+    card, cue = title_card(drawn_graph(G, modules=True), TextStore(), THEMES["light"], 4,
+                           backward=True)
+    headline = cue.splitlines()[0]
+    assert headline == "loss = cross_entropy(model.head(ReLU(model.backbone(x))), y)"
+    assert TextStore().text(headline, HEADLINE_EM, "#000000").width > CAPTION_WIDTH
+    assert card.width <= CAPTION_WIDTH + 1e-9
     view = drawn_graph(graph_of_script(scripts / "wide_sequential.py", quiet=True),
                        modules=True)
     _, cue = title_card(view, TextStore(), THEMES["light"], 4, backward=True)

@@ -88,7 +88,16 @@ def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: 
     if count:  # a rolled loop (rolling.py): what its one block stands for
         lines.append(f"a loop repeated {count} times, drawn once (the dashed edge ⟲ ×{count}): "
                      f"its numbers are repetition {G.graph['loop_step'] + 1}'s")
+    # The headline in rows of the caption's width (a module's expression, as
+    # loss = cross_entropy(model.head(ReLU(…))), y), is wider than the frame), a row
+    # with no room to break shrunk to it.
     card = VGroup(store.text(computed, HEADLINE_EM, palette.text))
+    if card.width > CAPTION_WIDTH:
+        card = VGroup(*(store.text(row, HEADLINE_EM, palette.text)
+                        for row in wrapped_words(computed, HEADLINE_EM)))
+    for row in card:
+        if row.width > CAPTION_WIDTH:
+            row.scale(CAPTION_WIDTH / row.width)
     for line in lines:
         card.add(*(store.text(row, LINE_EM, palette.muted)
                    for row in wrapped_words(line, LINE_EM)))
