@@ -82,7 +82,10 @@ def page_data(G: nx.MultiDiGraph, *, precision: int = 4) -> dict[str, Any]:
     values = {str(node): {"name": subscripted(names[node].text), "role": attrs["role"],
                           "shape": list(attrs["shape"]), "data": _exact(attrs["data"])}
               for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"}
-    ops = {str(node): {"op": attrs["op"], "symbol": attrs["symbol"],
+    # (what an op is, as the page says it: a module's operator by its class, model.fc (Linear))
+    classes = G.graph.get("module_classes", {})
+    ops = {str(node): {"op": classes.get(attrs["symbol"], attrs["op"]) if attrs["op"] == "group"
+                       else attrs["op"], "symbol": attrs["symbol"],
                        "result": str(result_of(G, node)),
                        "operands": [edge_id(*edge) for edge in operand_edges(G, node)]}
            for node, attrs in G.nodes(data=True) if attrs["kind"] == "op"}

@@ -380,3 +380,14 @@ def test_a_module_with_two_results_used_outside_is_said_to_be_drawn_op_by_op(
     assert sorted(_module_ops(view)) == ["model.0.linear"]
     assert {"tanh", "sigmoid"} <= {attrs["op"] for _, attrs in view.nodes(data=True)
                                    if attrs["kind"] == "op"}
+
+
+def test_the_page_says_what_a_modules_operator_is_by_its_class():
+    """The page's step label reads "model.0 (Linear)", not "model.0 (group)"."""
+    from backpropviz.html import page_data
+
+    view = drawn_graph(graph_of_script(SCRIPTS / "wide_sequential.py", quiet=True),
+                       modules=True)
+    said = sorted((op["symbol"], op["op"]) for op in page_data(view)["ops"].values())
+    assert said == [("model.0", "Linear"), ("model.1", "ReLU"), ("model.2", "Linear"),
+                    ("mse_loss", "mse_loss")]
