@@ -108,8 +108,16 @@ def closed_groups(G: nx.MultiDiGraph, *, modules: bool | int = False) -> nx.Mult
             path = group_path(G.nodes[op])
             if len(path) > len(key):
                 members.setdefault(path[:len(key) + 1], []).append(op)
-    return _closed(G, {key: (key[-1][0], inner) for key, inner in settled.items()},
-                   drawn_open)
+    return _closed(G, {key: (key[-1][0], inner) for key, inner in settled.items()
+                       if not _lone_op(G, key[-1][0], inner, module_names)}, drawn_open)
+
+
+def _lone_op(G: nx.MultiDiGraph, name: str, inner: list, modules: set) -> bool:
+    """Whether a torch module is one op of no parameters of its own (nn.ReLU, nn.Flatten),
+    drawn as that op: its rule, and a dead ReLU's marks, are the op's, not a group's."""
+    return name in modules and len(inner) == 1 and not any(
+        (G.nodes[u].get("label") or "").startswith(name + ".")
+        for u, _, _ in operand_edges(G, inner[0]))
 
 
 def compact(G: nx.MultiDiGraph) -> nx.MultiDiGraph:

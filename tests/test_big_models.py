@@ -90,16 +90,24 @@ def test_depth_n_draws_the_modules_n_levels_down(graph, reference, depth):
     view = closed_groups(graph, modules=depth)
     validate(view)
     drawn = _module_ops(view)
-    assert set(drawn) == expected
+    # a module of one op and no parameters (nn.ReLU, a pooling) is drawn as that op
+    by_name = {f"model.{name}": module for name, module in namespace["model"].named_modules()}
+    lone = {name for name in expected if not list(by_name[name].parameters())
+            and not list(by_name[name].children())}
+    assert set(drawn) == expected - lone
+    ops = [attrs for _, attrs in view.nodes(data=True) if attrs["kind"] == "op"]
+    for name in lone:  # (each call of it: a block calls its ReLU twice)
+        found = [attrs["op"] for attrs in ops if name in dict(group_path(attrs))]
+        assert found and set(found) <= {"relu", "max_pool2d", "mean"}, found  # (the average)
     # Every other op drawn is one the model's forward runs between its modules (the
     # residual additions, the flatten), or the loss outside it: none inside a module
     # that is drawn as one.
     modules = set(graph.graph["module_groups"])
-    for _, attrs in view.nodes(data=True):
-        if attrs["kind"] == "op" and attrs["op"] != "group":
+    for attrs in ops:
+        if attrs["op"] != "group":
             inside = [name for name, _ in group_path(attrs) if name in modules]
-            assert not set(inside) & expected, (attrs["op"], inside)
-            assert len(inside) <= depth
+            assert not set(inside) & (expected - lone), (attrs["op"], inside)
+            assert len(inside) <= depth + bool(set(inside) & lone)
     assert not any("drawn op by op" in note for note in view.graph.get("remarks", ()))
     # a module operator holds its own buffers (batch norm's running statistics), and in
     # a model this size its parameters too: each parameter of the model is held by the
@@ -133,8 +141,9 @@ def test_depth_is_the_command_lines_too(tmp_path):
     assert cli.main(["render", str(RESNET), "--depth", "1", "-o", str(out)]) == 0
     drawn = re.findall(r'label=<(?:<TABLE[^>]*><TR><TD>)?([\w.]+)<BR/>.*class="op group"',
                        out.read_text())
-    assert sorted(drawn) == ["model.avgpool", "model.bn1", "model.conv1", "model.fc",
-                             "model.layer1", "model.layer2", "model.maxpool", "model.relu"]
+    # (nn.ReLU and the poolings are drawn as their one op)
+    assert sorted(drawn) == ["model.bn1", "model.conv1", "model.fc", "model.layer1",
+                             "model.layer2"]
     refused = run_cli("render", RESNET, "--depth", "0", "-o", tmp_path / "no.svg", text=True)
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "--depth" in refused.stderr and not (tmp_path / "no.svg").exists()
@@ -298,9 +307,12 @@ def test_a_large_dead_mask_is_written_to_json_and_read_back(tmp_path):
 def _modules_drawn_as_one(model, depth: int | None) -> set[str]:
     """The modules a view at ``depth`` (None: --modules, the innermost) draws as one
     operator each, from ``named_modules``: those N levels down, and those above with no
-    modules inside; an empty Sequential (the identity shortcut) runs no op."""
+    modules inside; an empty Sequential (the identity shortcut) runs no op, and a module
+    with neither parameters nor modules inside (nn.ReLU, a pooling: one op here) is
+    drawn as its op."""
     return {f"model.{name}" for name, module in model.named_modules()
             if name and not (isinstance(module, torch.nn.Sequential) and not len(module))
+            and (list(module.parameters()) or list(module.children()))
             and (name.count(".") + 1 == depth
                  or (not list(module.children())
                      and (depth is None or name.count(".") + 1 < depth)))}
@@ -389,5 +401,26 @@ def test_the_page_says_what_a_modules_operator_is_by_its_class():
     view = drawn_graph(graph_of_script(SCRIPTS / "wide_sequential.py", quiet=True),
                        modules=True)
     said = sorted((op["symbol"], op["op"]) for op in page_data(view)["ops"].values())
-    assert said == [("model.0", "Linear"), ("model.1", "ReLU"), ("model.2", "Linear"),
-                    ("mse_loss", "mse_loss")]
+    assert said == [("ReLU", "relu"), ("model.0", "Linear"), ("model.2", "Linear"),
+                    ("mse_loss", "mse_loss")]  # (nn.ReLU drawn as its one op)
+
+
+def test_an_nn_relu_is_drawn_as_a_relu_with_its_rule_and_its_dead_units():
+    """nn.ReLU is one op of no parameters: a view of modules draws it as that op, so its
+    step says the ReLU's rule and its dead units are marked, as F.relu's are; a group's
+    operator had said "a group passes back …" and marked nothing."""
+    from backpropviz import ops
+
+    G = graph_of_script(SCRIPTS / "wide_sequential.py", quiet=True)
+    view = drawn_graph(G, modules=True)
+    (relu,) = [op for op, attrs in view.nodes(data=True) if attrs.get("op") == "relu"]
+    assert "model.1" in dict(group_path(view.nodes[relu]))  # (nn.ReLU's own op)
+    namespace = runpy.run_path(str(SCRIPTS / "wide_sequential.py"))
+    hidden = namespace["model"][0](namespace["X"])
+    np.testing.assert_array_equal(np.asarray(view.nodes[relu]["dead"]),
+                                  (hidden <= 0).numpy())
+    assert np.any(view.nodes[relu]["dead"])
+    step = view.graph["backward_order"].index(relu) + 1
+    rule = step_captions(view)[step].rule
+    assert rule.startswith(ops.get("relu").rule) and ops.get("relu").gate_note in rule
+    assert 'class="op relu dead"' in to_dot(view)

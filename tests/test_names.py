@@ -81,7 +81,7 @@ def test_the_clips_words_write_w_sub_1_as_its_boxes_do(example):
     scene = story(G)
     cues = [text for _, text in scene.cues]
     # The title card, every step's caption and the recap: as the screen shows them.
-    assert cues[0].startswith("L = ") and "W₁, W₂" in cues[0]
+    assert cues[0].startswith("L = ") and "W₁ and W₂" in cues[0]
     assert any("∂L/∂W₁ = ∂L/∂z · xᵀ" in cue for cue in cues)
     assert cues[-1].startswith("Recap") and "∂L/∂W₂ =" in cues[-1]
     assert not plainly_written(cues)
