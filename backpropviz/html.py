@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from html import escape, unescape
 from importlib import resources
@@ -15,9 +16,10 @@ import networkx as nx
 
 from .captions import Caption, differentiated, step_captions, subscripted, value_names
 from .diagram import draw, step_diagrams
-from .dot import badge_pt, edge_id
+from .dot import CONTINUE_TO, badge_pt, edge_id
 from .errors import DrawError
 from .files import write_atomically
+from .folding import bands
 from .formatting import MAX_ITEMS, dead_cells, format_array
 from .graphviz import portable_svg
 from .ir import operand_edges, result_of
@@ -313,6 +315,17 @@ def svg_frames(G: nx.MultiDiGraph, *, rankdir: str = "LR", theme: str = "light",
     diagrams = step_diagrams(G, rankdir=rankdir, theme=theme, precision=precision, fit=fit,
                              captions=False)  # the page sets the caption beside it
     root, graph, first = _parts(diagrams[0].svg)
+    wrap = diagrams[0].fit.wrap if diagrams[0].fit is not None else 1
+    if wrap not in (1, ()):  # folded into rows: each node's row, for a group opened in
+        # place to move the other rows out of its way (html_groups.js)
+        rows = {str(node): row for node, row in bands(G, wrap).items()}
+        for child in graph:
+            gid = child.get("id") or ""
+            # (an edge's mark or badge, "u->v#k/to": the mark it runs to in its tail's row)
+            edge = re.match(r"(.*)->(.*)#[^/]*(/.*)?$", gid)
+            at = gid if not edge else edge[1] if edge[3] == CONTINUE_TO else edge[2]
+            if at in rows:
+                child.set("data-row", str(rows[at]))
     for attribute in ("width", "height"):
         root.attrib.pop(attribute, None)
     root.set("preserveAspectRatio", "xMidYMid meet")

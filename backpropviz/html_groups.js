@@ -23,8 +23,10 @@
   var box = svg.viewBox.baseVal;
   var fitted = { x: box.x, y: box.y, w: box.width, h: box.height };
   var origin = {};  // node id -> its box as laid out, in the graph's coordinates
+  var rowOf = {};  // node id -> its row, in a drawing folded into rows (html.py's data-row)
   graph.querySelectorAll(":scope > g.node").forEach(function (node) {
     origin[node.id] = node.getBBox();
+    if (node.hasAttribute("data-row")) { rowOf[node.id] = Number(node.getAttribute("data-row")); }
   });
   // The legend, a row under the drawing, and the lowest edge of what it stands under.
   var legend = byId("legend");
@@ -162,14 +164,25 @@
   /* Where group `gid` stands (its operator's box as laid out) and how it moves
    * what lies beyond it: along the way from its operator to its result, all that
    * is past the operator by the frame's growth; beside it, what is on either side
-   * by half the growth across. */
+   * by half the growth across. In a drawing folded into rows, the way is along its
+   * rows, and the other rows move across, out of the frame's way, and no further. */
   function place(gid, view) {
     var operator = origin[gid];
     var result = origin[data.ops[gid].result];
     var o = centre(operator), r = centre(result);
+    var row = rowOf[gid];
+    var inRow = row === undefined || rowOf[data.ops[gid].result] === row;
     var along = Math.abs(r.x - o.x) >= Math.abs(r.y - o.y) ? "x" : "y";
+    if (!inRow) {  // (its result begins the next row: the way is its row's)
+      var same = Object.keys(rowOf).filter(function (id) { return rowOf[id] === row; });
+      var extent = function (axis) {
+        var at = same.map(function (id) { return centre(origin[id])[axis]; });
+        return Math.max.apply(null, at) - Math.min.apply(null, at);
+      };
+      along = extent("x") >= extent("y") ? "x" : "y";
+    }
     var across = along === "x" ? "y" : "x";
-    var sign = (along === "x" ? r.x - o.x : r.y - o.y) >= 0 ? 1 : -1;
+    var sign = !inRow || (along === "x" ? r.x - o.x : r.y - o.y) >= 0 ? 1 : -1;
     var size = { x: "width", y: "height" };
     view.content.removeAttribute("transform");
     var inner = view.content.getBBox();
@@ -182,8 +195,13 @@
     corner[across] = o[across] - frame[size[across]] / 2;
     view.frameBox = { x: corner.x, y: corner.y, width: frame.width, height: frame.height };
     view.innerBox = inner;
-    view.shift = function (point) {
+    view.shift = function (id) {
       var moved = { x: 0, y: 0 };
+      var point = centre(origin[id]);
+      if (row !== undefined && rowOf[id] !== undefined && rowOf[id] !== row) {
+        moved[across] = rowOf[id] > row ? spread : -spread;
+        return moved;
+      }
       var beyond = (point[along] - o[along]) * sign;
       if (beyond > operator[size[along]] / 2) { moved[along] = sign * grow; }
       else if (beyond >= -operator[size[along]] / 2) {
@@ -193,12 +211,12 @@
     };
   }
 
-  /* How far the open groups other than `except` move a point. */
-  function shifted(point, except) {
+  /* How far the open groups other than `except` move node `id`. */
+  function shifted(id, except) {
     var total = { x: 0, y: 0 };
     open.forEach(function (gid) {
       if (gid === except) { return; }
-      var moved = placed[gid].shift(point);
+      var moved = placed[gid].shift(id);
       total.x += moved.x; total.y += moved.y;
     });
     return total;
@@ -316,7 +334,7 @@
         node.classList.add("opened"); return;
       }
       node.classList.remove("opened");
-      translate(node, shifted(centre(origin[id])));
+      translate(node, shifted(id));
     });
     graph.querySelectorAll(":scope > g.edge").forEach(function (edge) {
       var pair = ends(edge.id);
@@ -326,14 +344,14 @@
       edge.innerHTML = edgeHtml[edge.id];
       if (open.length && !hidden) {
         var runs = drawnEnds(edge.id, pair);
-        var from = shifted(centre(origin[runs[0]])), to = shifted(centre(origin[runs[1]]));
+        var from = shifted(runs[0]), to = shifted(runs[1]);
         if (from.x === to.x && from.y === to.y) { translate(edge, from); }
         else { edge.removeAttribute("transform"); moveEdge(edge, from, to); }
       } else { edge.removeAttribute("transform"); }
     });
     open.forEach(function (gid) {
       var view = placed[gid];
-      var moved = shifted(centre(origin[gid]), gid);
+      var moved = shifted(gid, gid);
       var f = view.frameBox, inner = view.innerBox;
       translate(view.content, {
         x: f.x + PAD - inner.x + moved.x, y: f.y + PAD + LABEL - inner.y + moved.y
@@ -357,11 +375,11 @@
     var low = -Infinity;
     Object.keys(origin).forEach(function (id) {
       if (byId(id).classList.contains("opened")) { return; }  // (hidden: see layout)
-      low = Math.max(low, origin[id].y + origin[id].height + shifted(centre(origin[id])).y);
+      low = Math.max(low, origin[id].y + origin[id].height + shifted(id).y);
     });
     open.forEach(function (gid) {
       var f = placed[gid].frameBox;
-      low = Math.max(low, f.y + f.height + shifted(centre(origin[gid]), gid).y);
+      low = Math.max(low, f.y + f.height + shifted(gid, gid).y);
     });
     translate(legend, { x: 0, y: Math.max(0, low - bottom) });
   }

@@ -127,6 +127,33 @@ def test_a_group_opens_where_it_stood_and_closes_leaving_the_layout_as_it_was(br
     assert errors == []
 
 
+def test_a_group_opened_in_a_drawing_folded_into_rows_moves_the_other_rows_aside(browser,
+                                                                                 tmp_path):
+    """A ResNet-like model at --depth 1 is folded into two rows on the page. Opened, a block
+    in the first row is taller than the row: the second row moves down out of its frame
+    (it had moved right, onto the frame and onto the first row's boxes)."""
+    pytest.importorskip("torch")
+    script = Path(__file__).resolve().parent / "torch_scripts" / "nested_blocks.py"
+    page, _, errors = _page(browser, tmp_path, script, "nested", depth=1)
+    rows = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll(
+        '#stage svg > g > g.node[data-row]')].map(node => [node.id, node.dataset.row]))""")
+    gid = _group_op(page, "net.block1")
+    assert set(rows.values()) == {"0", "1"} and rows[gid] == "0"
+    before = _boxes(page)
+    _click(page, gid)
+    opened = _boxes(page)
+    frame = page.evaluate(FRAME)
+    assert frame[3] > before[gid][3] * 3  # (the block's inside, taller than its operator)
+    assert not [node for node, box in opened.items() if _overlap(box, frame)]
+    overlapping = [(a, b) for a in opened for b in opened if a < b
+                   and _overlap(opened[a], opened[b]) and not _overlap(before[a], before[b])]
+    assert overlapping == []
+    second = {node for node, row in rows.items() if row == "1"}
+    moves = {_shifts({n: before[n] for n in opened}, opened)[node][:2] for node in second}
+    assert len(moves) == 1 and next(iter(moves))[0] == 0 and next(iter(moves))[1] > 0
+    assert errors == []
+
+
 # The legend's box, and every open group's frame, in the graph's coordinates (as BOXES).
 LEGEND = """() => {
   const graph = document.querySelector('#stage svg > g');
