@@ -275,6 +275,23 @@ def test_the_recaps_lessons_are_read_from_the_graph(example):
     assert lessons(example("add_mul", "e")) == [chain]
     assert taught(example("fork", "c")) == {chain.split(":")[0], "forks add"}
     assert taught(example("d2l_mlp")) == {chain.split(":")[0], "a dead ReLU zeros a row"}
+    # With the book's penalty, W₁ still gets its share in the dead unit's row: the lesson
+    # says the weights get none *through* the unit, which is true as written.
+    from backpropviz import Tensor
+
+    x = Tensor([1.0, 2.0])
+    W1 = Tensor([[1.0, -1.0], [0.0, 1.0]], requires_grad=True)
+    W2 = Tensor([[2.0, -1.0]], requires_grad=True)
+    W1.label, W2.label = "W1", "W2"
+    J = ((W2 @ (W1 @ x).relu()) ** 2).sum() / 2 + ((W1 ** 2).sum() + (W2 ** 2).sum()) * 0.05
+    J.backward()
+    G = to_networkx(J)
+    (relu,) = [attrs for _, attrs in G.nodes(data=True) if attrs.get("op") == "relu"]
+    (W1,) = [attrs for _, attrs in G.nodes(data=True) if attrs.get("label") == "W1"]
+    dead_rows = np.asarray(W1["grad"])[np.asarray(relu["dead"], dtype=bool).reshape(-1)]
+    assert np.all(dead_rows != 0)
+    (said,) = [lesson for lesson in lessons(G) if lesson.startswith("a dead ReLU")]
+    assert said.endswith("so the weights that feed it get none through it")
     # The student's engine overwrote at its forks: the recap says so, and names every
     # gradient that is not the chain rule's, as backpropviz check grades them (not only
     # x and h, where it went wrong: w, b and the rest got their wrong shares from them).

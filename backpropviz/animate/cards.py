@@ -141,8 +141,9 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
     # feeds it; on a batch whose examples die at different units, or on a feature map,
     # no row is said to be zeroed.
     if any(mask.ndim <= 1 or (mask.ndim == 2 and mask.all(axis=0).any()) for mask in dead):
+        # ("through it": the book's W₁ still gets its penalty's gradient in that row)
         found.append("a dead ReLU zeros a row: a unit whose input was ≤ 0 passes no "
-                     "gradient back, so the weights that feed it get none")
+                     "gradient back, so the weights that feed it get none through it")
     elif dead:
         found.append("a ReLU passes no gradient back where its input was ≤ 0: a unit "
                      "dead for one example still learns from the others")
