@@ -461,3 +461,22 @@ def test_a_wrong_rule_is_not_called_the_chain_rule_on_the_cards(tmp_path, comput
     assert set(names) <= set(graded) and len(names) + more == len(graded)
     _, words = title_card(G, TextStore(), THEMES["light"], 4, backward=True)
     assert "by this engine's backward pass" in words and "chain rule" not in words
+
+
+def test_a_view_set_by_the_graphs_height_shows_every_column_it_can():
+    """A neuron's graph (four inputs stacked) is taller than the room: every view of it
+    is zoomed out alike by that height. The view for its first columns is then the one
+    with the most columns at that zoom, the graph centred, rather than one that keeps
+    the other columns out and leaves half the frame empty (as micrograd's neuron was)."""
+    from backpropviz.animate.camera import Room, view_of
+
+    cols = [(-7.35, -5.76), (-5.02, -4.24), (-3.5, -1.49), (-0.75, 0.03), (0.77, 2.96),
+            (3.7, 4.72), (5.46, 7.35)]
+    heights = [(-3.9, 3.6)] * len(cols)  # (taller than the room: a zoom of 1.5)
+    room = Room(-6.8, 6.8, -2.1, 3.24)
+    view = view_of(cols, (0, 2), heights, room, 14.22, 1.0, 0.5, None)
+    assert (view.first, view.last) == (0, len(cols) - 1)
+    assert view.zoom == pytest.approx((3.6 + 3.9) / room.height)
+    half = view.zoom * 14.22 / 2  # (the graph's middle in the frame's, both sides in it)
+    assert view.x - half < cols[0][0] and cols[-1][1] < view.x + half
+    assert view.x == pytest.approx(-view.zoom * (room.left + room.right) / 2, abs=1e-9)

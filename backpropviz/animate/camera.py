@@ -20,6 +20,8 @@ import numpy as np
 
 __all__ = ["Room", "View", "column_heights", "columns", "view_of", "whole_view"]
 
+_HAIR = 1e-6  # scene units
+
 
 @dataclass(frozen=True)
 class Room:
@@ -95,10 +97,10 @@ def _view(cols: Sequence[tuple[float, float]], first: int, last: int,
     # The frame's centre x: the columns inside the room, their neighbours outside it.
     low = right - zoom * room.right
     high = left - zoom * room.left
-    if first > 0:
-        low = max(low, cols[first - 1][1] + half)
+    if first > 0:  # (a hair outside: a frame's edge on a box's would cut it, in floats)
+        low = max(low, cols[first - 1][1] + half + _HAIR)
     if last < len(cols) - 1:
-        high = min(high, cols[last + 1][0] - half)
+        high = min(high, cols[last + 1][0] - half - _HAIR)
     if low > high + 1e-9:
         return None
     centred = (left + right) / 2 - zoom * (room.left + room.right) / 2
@@ -127,7 +129,11 @@ def view_of(cols: Sequence[tuple[float, float]], wanted: tuple[int, int],
     found = [view for first in range(a + 1) for last in range(b, len(cols))
              if (view := _view(cols, first, last, heights, room, frame_width, least))]
     small = [view for view in found if view.zoom <= most + 1e-9]
-    if not small:
-        return min(found, key=lambda view: view.zoom)
+    if not small:  # the least zoom; of the views about as small (the height of what lies
+        # across the columns sets it), the one with the most columns: a frame that wide
+        # shows them, rather than keep them out and leave its side empty
+        least_zoom = min(view.zoom for view in found)
+        near = [view for view in found if view.zoom <= least_zoom * 1.02]
+        return max(near, key=lambda view: (view.last - view.first, -view.zoom))
     here = now.x if now is not None else 0.0
     return max(small, key=lambda view: (view.last - view.first, -abs(view.x - here)))
