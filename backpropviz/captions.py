@@ -356,13 +356,13 @@ def headings(G: nx.MultiDiGraph, precision: int | None = None,
 
 def _as_called(G: nx.MultiDiGraph, op: Any, args: list[Name]) -> list[Name]:
     """The operands an op's call is written with: without the parameters the op's own
-    module holds (``model.0.weight`` in model.0's linear: ``linear(x)``, as PyTorch
-    writes the call ``model.0(x)``)."""
+    module holds, or a module inside it (``model.0.weight`` in model.0's linear:
+    ``linear(x)``, as PyTorch writes the call ``model.0(x)``)."""
     attrs = G.nodes[op]
     owners = {attrs.get("symbol"), *(attrs.get("group") or [])[-1:]}
     operands = [u for u, _, _ in operand_edges(G, op)]
-    own = [G.nodes[u].get("role") == "param"
-           and (G.nodes[u].get("label") or "").rsplit(".", 1)[0] in owners for u in operands]
+    own = [G.nodes[u].get("role") == "param" and any((G.nodes[u].get("label") or "")
+           .startswith(f"{owner}.") for owner in owners if owner) for u in operands]
     if any(own) and not all(own) and ops.get(attrs["op"]).form(len(args)).expression.text \
             .endswith("($args)"):
         return [arg for arg, mine in zip(args, own, strict=True) if not mine]

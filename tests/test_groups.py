@@ -211,6 +211,52 @@ def test_a_module_call_is_named_as_pytorch_writes_it_not_with_its_parameters():
     assert "(<I>X</I>, …" not in to_dot(view)
 
 
+SHARED_BLOCK = """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.scale = nn.Parameter(torch.tensor(2.0))
+
+    def forward(self, x):
+        return self.scale * torch.tanh(self.lin(x))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, x):
+        return self.block(self.block(x))
+
+
+torch.manual_seed(0)
+model = Net()
+x = torch.tensor([[1.0, -1.0]])
+loss = model(x).sum()
+loss.backward()
+"""
+
+
+def test_a_module_called_twice_is_named_without_the_parameters_of_modules_inside_it(tmp_path):
+    # Called twice, the block holds no parameters (each is used by both calls): its own
+    # scale and its linear layer's weight and bias are all left out of its call, as
+    # PyTorch writes it (the linear layer's had been written in, the scale left out)
+    pytest.importorskip("torch")
+    script = tmp_path / "shared.py"
+    script.write_text(SHARED_BLOCK)
+    view = closed_groups(graph_of_script(script, quiet=True), modules=1)
+    names = value_names(view)
+    calls = sorted(names[result_of(view, op)].text for op, attrs in view.nodes(data=True)
+                   if attrs.get("symbol") == "model.block")
+    assert calls == ["model.block(model.block(x))", "model.block(x)"]
+
+
 def test_a_group_entered_twice_is_two_operators():
     x, w = Value(0.5, label="x"), Value(-2.0, label="w")
 
