@@ -357,7 +357,8 @@ def _unknown(name: str) -> Op:
 GROUP = Op("group", "", {ANY: Form(Writing("$name($args)", r"\mathrm{$name}\left($args\right)"),
                                    (("∂$r/∂$x · $g", r"\frac{\partial $r}{\partial $x} $g"),),
                                    numbers=(_UNRECORDED,))},
-           "a group passes back to each input the gradients its ops sent there, summed",
+           "the operator passes back to each input the gradients the ops inside it sent "
+           "there, summed",
            flow=WHOLE)
 
 
