@@ -480,3 +480,25 @@ def test_a_view_set_by_the_graphs_height_shows_every_column_it_can():
     half = view.zoom * 14.22 / 2  # (the graph's middle in the frame's, both sides in it)
     assert view.x - half < cols[0][0] and cols[-1][1] < view.x + half
     assert view.x == pytest.approx(-view.zoom * (room.left + room.right) / 2, abs=1e-9)
+
+
+def test_a_step_between_tables_wider_than_the_frame_is_read_a_share_at_a_time():
+    """An MLP on a batch of 8 at module level: the hidden layer's 8×32 boxes are each wider
+    than the frame at a size one reads, so no view holds a module with its operand and
+    its result. The camera shows the module with its result, then follows each share out
+    to its operand, its smallest text at least 20 px at 1080p (a caption's is 40); it had
+    shown the whole graph at each of these steps, its smallest text 7 px."""
+    from pathlib import Path
+
+    from backpropviz.script import graph_of_script
+
+    G = drawn_graph(graph_of_script(Path(__file__).parent / "torch_scripts" / "wide_batch.py",
+                                    quiet=True), modules=True)
+    scene = dry_run(G, speed=SPEED, phase="backward")
+    least = 40 / 1080 * 480  # (px at 480p: TEXT_EM, what the clip sets its words at)
+    whole = least * scene.most_zoom / scene.whole.zoom
+    assert scene.whole.zoom > 4 * scene.most_zoom  # (the whole graph: too small to read)
+    sizes = [smallest for _, smallest in scene.noted]
+    assert len(sizes) == len(scene.steps) + 1  # (and the seed's)
+    assert min(sizes) >= 0.45 * least > 2.5 * whole
+    assert scene.__dict__.get("cut", []) == []

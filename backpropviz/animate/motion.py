@@ -24,7 +24,7 @@ from .mobjects import Z_BADGE, Z_MARK, Z_PULSE, OpNode, TextStore, pen_width
 from .redraw import Box, family_box
 
 __all__ = ["Along", "dead_unit_note", "flash", "overlap", "parallel", "pulse", "ring_over",
-           "stop_bar"]
+           "stop_bar", "within"]
 
 
 def ring_over(op: OpNode, color: str, fill: str) -> VGroup:
@@ -167,3 +167,12 @@ def overlap(a: VMobject, b: VMobject) -> bool:
 def parallel(animations: Sequence[Any], seconds: float) -> Any:
     """``animations`` played together for ``seconds``, or a wait if there are none."""
     return AnimationGroup(*animations, run_time=seconds) if animations else Wait(seconds)
+
+
+def within(mobject: VMobject, center: float, width: float) -> np.ndarray:
+    """The shift across that puts ``mobject`` inside a frame ``width`` wide centred at x =
+    ``center`` (a margin of 2% inside), as little as it takes; none if it is inside."""
+    margin = 0.02 * width
+    left, right = center - width / 2 + margin, center + width / 2 - margin
+    return np.array([max(0.0, left - mobject.get_left()[0])
+                     - max(0.0, mobject.get_right()[0] - right), 0.0, 0.0])

@@ -456,6 +456,9 @@ def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, *, stop: bool,
     caption: StepCaption = scene.caption
     seconds = durations(pace, scene.speed)
     u = edge[0]
+    follow = scene.follow([u, step.op])  # (an operand out of view: the camera goes to it)
+    if follow:
+        scene.play(*follow, run_time=seconds["travel"] * 0.6)
     box = diagram.values[u]
     s = diagram.scale_factor
     (result_edge,) = G.out_edges(step.op, keys=True)

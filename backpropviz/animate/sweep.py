@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 from collections.abc import Sequence
@@ -22,14 +21,13 @@ from manim import (
     ReplacementTransform,
     RoundedRectangle,
     Succession,
-    SurroundingRectangle,
     VGroup,
     VMobject,
     config,
     rate_functions,
 )
 
-from ..captions import headings, step_captions, subscripted, value_names
+from ..captions import headings, step_captions, subscripted
 from ..formatting import MAX_ITEMS, format_array
 from ..layout import layout
 from ..memory import MemoryStep, timeline
@@ -37,12 +35,12 @@ from ..script import graph_of_script
 from ..steps import backward_steps, dead_masks, gradient_history, plain_constants
 from ..style import EXPRESSION_PT, THEMES
 from ..views import drawn_graph
+from .authoring import Authoring
 from .camera import Room, View, column_heights, columns, view_of, whole_view
 from .cards import recap_card, title_card
 from .fades import FadeIn, FadeOut, Moved
 from .formats import AnimateError
 from .mobjects import (
-    Z_BADGE,
     Z_MARK,
     Z_NUMBER,
     Z_PULSE,
@@ -51,7 +49,7 @@ from .mobjects import (
     Table,
     TextStore,
 )
-from .motion import dead_unit_note, parallel, pulse, ring_over
+from .motion import dead_unit_note, overlap, parallel, pulse, ring_over, within
 from .pacing import (
     Pace,
     forward_pace,
@@ -105,7 +103,7 @@ FORWARD_PACE = 0.6
 CARD_EXTRA = 0.5
 
 
-class BackpropScene(RedrawingWhatMoves):
+class BackpropScene(Authoring, RedrawingWhatMoves):
     """A clip of the forward and backward passes of an IR graph.
 
     Subclass it with ``example`` (a script path, run by the script front end,
@@ -318,47 +316,6 @@ class BackpropScene(RedrawingWhatMoves):
                                 - (self.time - start)), config.frame_rate))
         self.cue(text, start)
 
-    def point_out(self, nodes: Sequence[Any], note: str, seconds: float = 2.5) -> None:
-        """Outline ``nodes`` and show ``note`` in the caption line, then hold."""
-        self.clear_marks()
-        self.focus(nodes)
-        palette = self.palette
-        outlines = [SurroundingRectangle(self._part(node), color=palette.highlight_line,
-                                         buff=0.08, corner_radius=0.08,
-                                         stroke_width=4).set_z_index(Z_BADGE)
-                    for node in nodes]
-        self.set_note(note)
-        self.marks.extend(outlines)
-        self.play(*(Create(outline) for outline in outlines), *self._pending(),
-                  run_time=self.t(0.8))
-        self.wait(self.t(seconds))
-
-    def trace_paths(self, source: Any, target: Any | None = None) -> None:
-        """Draw, one after the other, every path from ``source`` to ``target`` (the
-        first root by default): the ways a value reaches the output, along which
-        its gradient comes back."""
-        G = self.graph
-        target = G.graph["roots"][0] if target is None else target
-        names = value_names(G)
-        paths = list(nx.all_simple_paths(G, source, target))
-        for number, path in enumerate(paths, start=1):
-            values = [node for node in path if G.nodes[node]["kind"] == "value"]
-            way = " ← ".join(names[node].text for node in reversed(values))
-            self.clear_marks()
-            self.set_note(f"path {number} of {len(paths)}:  {way}")
-            edges = [self.diagram.edges[(u, v, k)] for u, v in itertools.pairwise(path)
-                     for k in G[u][v]]
-            traced = [edge.copy().set_color(self.palette.highlight_line) for edge in edges]
-            for edge in traced:
-                edge.path.set_stroke(width=edge.path.get_stroke_width() * 2.2)
-                edge.set_z_index(Z_MARK)
-            self.marks.extend(traced)
-            self.play(*self._pending(), run_time=self.t(0.4))
-            self.play(LaggedStart(*(Create(edge) for edge in traced), lag_ratio=0.6),
-                      run_time=self.t(0.4 * len(traced) + 0.4))
-            self.wait(self.t(1.0))
-        self.clear_marks()
-
     def set_note(self, text: str) -> None:
         """Queue a plain sentence for the caption band (in place of an equation)."""
         note = note_line(self.store, self.palette, text)
@@ -404,42 +361,74 @@ class BackpropScene(RedrawingWhatMoves):
         """Move the camera (with the title and caption) until ``nodes`` are in view: the
         view of whole columns that shows them (camera.py). A graph that fits its room
         never moves."""
+        view = self.view_for(nodes)
+        if view is not None:
+            self.move_camera(view, seconds=seconds)
+
+    def view_for(self, nodes: Sequence[Any]) -> View | None:
+        """The view that shows ``nodes`` (focus's); None if the graph fits its room."""
         if self.overview == 1 and self.view is not None:
-            return
+            return None
         parts = [self._part(node) for node in nodes]
         spans = [(p.get_left()[0], p.get_right()[0]) for p in parts]
         first = min(i for i, (low, high) in enumerate(self.columns)
                     if any(a < high and b > low for a, b in spans))
         last = max(i for i, (low, high) in enumerate(self.columns)
                    if any(a < high and b > low for a, b in spans))
-        view = view_of(self.columns, (first, last), self.heights, self.room,
+        return view_of(self.columns, (first, last), self.heights, self.room,
                        config.frame_width, self.most_zoom, ZOOM_IN, self.view)
-        self.move_camera(view, seconds=seconds)
+
+    def beat(self, op: Any, result: Any) -> list:
+        """What one beat of the story shows: an op with its operands and its result; where
+        those columns cannot be read at once (a wide tensor's table beside another), the
+        op and its result, the camera following each share out to its operand (follow)."""
+        around = self._around(op)
+        view = self.view_for(around)
+        return around if view is None or view.zoom <= self.most_zoom + 1e-9 else [op, result]
+
+    def follow(self, nodes: Sequence[Any]) -> list:
+        """The camera's moves to bring ``nodes`` in view, to play with a share's motion
+        (none if they are in view)."""
+        view = self.view_for(nodes)
+        if view is None or view == self.view:
+            return []
+        note = self.__dict__.get("gate_note")
+        kept = [note.animate.shift(within(note, view.x, view.zoom * config.frame_width))] \
+            if note is not None and note in self.marks else []
+        return [*self.camera_moves(view), *kept]
 
     def move_camera(self, view: View, *, seconds: float = 0.6, animate: bool = True) -> None:
         """Move the camera's frame to ``view``, the title, caption and meter keeping their
         places on screen; at once unless ``animate``."""
-        frame = self.camera.frame
         if self.view is not None and view == self.view:
             return
+        if animate:
+            self.play(*self.camera_moves(view), run_time=self.t(seconds))
+            return
+        for mobject, (center, ratio) in self._overlay_moves(view).items():
+            mobject.move_to(center).scale(ratio)
+        self.camera.frame.set(width=view.zoom * config.frame_width).move_to([view.x, view.y, 0])
+        self.view = view
+
+    def camera_moves(self, view: View) -> list:
+        """The animations that move the camera's frame to ``view``, the title, caption and
+        meter keeping their places on screen (its view from then on)."""
+        moves = [Moved(m, center, ratio) for m, (center, ratio)
+                 in self._overlay_moves(view).items()]
+        self.view = view
+        return [self.camera.frame.animate.set(width=view.zoom * config.frame_width)
+                .move_to([view.x, view.y, 0.0]), *moves]
+
+    def _overlay_moves(self, view: View) -> dict:
+        """Where the title, caption and meter go for ``view`` (centre, scale): in their
+        places on screen."""
+        frame = self.camera.frame
         old_zoom = frame.width / config.frame_width
         old_center = frame.get_center()
         center = np.array([view.x, view.y, 0.0])
-        overlay = [m for m in (self.title, self.caption, self.meter) if m is not None]
-        self.view = view
         ratio = view.zoom / old_zoom
-
-        def moved(m: VMobject) -> np.ndarray:
-            return center + (m.get_center() - old_center) * ratio
-
-        if not animate:
-            for m in overlay:
-                m.move_to(moved(m)).scale(ratio)
-            frame.set(width=view.zoom * config.frame_width).move_to(center)
-            return
-        self.play(frame.animate.set(width=view.zoom * config.frame_width).move_to(center),
-                  *(Moved(m, moved(m), ratio) for m in overlay),
-                  run_time=self.t(seconds))
+        return {m: (center + (m.get_center() - old_center) * ratio, ratio)
+                for m in (self.title, self.caption, self.meter) if m is not None}
 
     def _around(self, op: Any) -> list:
         """An op with its operands and its result: what one beat of the story shows."""
@@ -483,12 +472,12 @@ class BackpropScene(RedrawingWhatMoves):
         self._tick()
         ops = self.forward_order()
         if ops:
-            self.focus(self._around(ops[0]))
+            self.focus(self.beat(ops[0], next(iter(G.successors(ops[0])))))
         header = "Forward pass: compute and store each value"
         self.set_title(header)
         kept = {step.op: step for step in self.memory.forward}
         for op in ops:
-            self.focus(self._around(op))
+            self.focus(self.beat(op, next(iter(G.successors(op)))))
             self.forward_op(op)
             self.show_meter(kept[op])
         self.cue(header, start)
@@ -548,7 +537,7 @@ class BackpropScene(RedrawingWhatMoves):
         self.__dict__.setdefault("paces", {})[step.index] = self.pace  # (by step, for reading)
         self.clear_marks()
         closing = step.op is None  # (a rolled loop's closing step: story.closing_story)
-        self.focus(list(step.updated) if closing else self._around(step.op))
+        self.focus(list(step.updated) if closing else self.beat(step.op, step.result))
         self.set_caption(step.index, step)
         if closing:
             self.highlight_loop()
@@ -769,8 +758,14 @@ class BackpropScene(RedrawingWhatMoves):
     def _gate_note(self, op: OpNode) -> FadeIn:
         """Under a ReLU with some dead units: which units pass no gradient."""
         s = self.diagram.scale_factor
-        words, note = dead_unit_note(op, [box.frame for box in self.diagram.values.values()],
-                                     self.palette, self.store, s)
+        boxes = [box.frame for box in self.diagram.values.values()]
+        words, note = dead_unit_note(op, boxes, self.palette, self.store, s)
+        # (inside the frame: wider than its op, at the frame's edge, it had run out of it)
+        frame = self.camera.frame
+        note.shift(within(note, frame.get_center()[0], frame.width))
+        if any(overlap(note, box) for box in boxes):
+            self.on_plate(note)  # (over the edge of a box it lies on then)
+        self.gate_note = note  # (kept in the frame as the camera follows a share: follow)
         self.cue_notes.append(words)
         self.marks.append(note)
         return FadeIn(note, shift=2 * s * UP)
