@@ -510,11 +510,15 @@ def _edge_shares(kids: list, held: dict, rule: list[float] | None
         edges = [i for i, other in enumerate(kids) if other is kid]
         before, after = held[kid]
         rules = None if rule is None else [rule[i] for i in edges]
+        # (an engine that sets the gradient to its share, = where += belongs, sent each
+        # share it set: the edge carries that, not what the gradient changed by)
+        sets = rules is not None and not _close(after, before + sum(rules)) \
+            and _close(after, rules[-1])
         if len(edges) == 1:
             steps = [after]
         elif rules is not None and _close(after, before + sum(rules)):
             steps = [*(before + sum(rules[:n + 1]) for n in range(len(edges) - 1)), after]
-        elif rules is not None and _close(after, rules[-1]):
+        elif sets:
             steps = [*rules[:-1], after]
         else:
             part = (after - before) / len(edges)
@@ -522,7 +526,7 @@ def _edge_shares(kids: list, held: dict, rule: list[float] | None
             guessed = True
         for i, (was, now) in zip(edges, zip([before, *steps], steps, strict=False),
                                  strict=True):
-            shares.append((i, now - was))
+            shares.append((i, now if sets else now - was))
             running.append((i, now))
     return ([share for _, share in sorted(shares)], [now for _, now in sorted(running)],
             guessed)

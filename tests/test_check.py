@@ -210,7 +210,8 @@ def test_a_right_engine_in_main_passes(tmp_path, capsys):
 
 @pytest.mark.parametrize(("engine", "said"), [
     ("Correct", None), ("WrongTanh", "1 op (tanh) sends a number its rule does not give"),
-    ("Overwrites", "sends a number its rule does not give")])
+    # (an engine that overwrites sends the rule's shares, and keeps only the last)
+    ("Overwrites", "1 gradient is not the sum of its shares")])
 def test_render_says_when_a_students_engine_is_not_the_chain_rule(tmp_path, engine, said):
     """The figure draws the engine's own numbers; render says, on stderr, when its
     backward is not the chain rule (and points to check), and says nothing for a right one."""

@@ -278,3 +278,29 @@ def test_a_run_too_big_to_watch_is_read_again_and_an_update_is_not_hidden(tmp_pa
     assert [grad for _, _, grad in G.out_edges(node_of(G, "w"), data="grad")] == [None]
     assert any("values changed after backward()" in note and "not drawn" in note
                for note in G.graph["notes"])
+
+
+def test_an_engine_that_overwrites_is_drawn_with_the_shares_it_sent():
+    """A student's engine with = for +=: at the fork, x first gets h's share, then w's
+    share replaces it. Each edge carries the share the engine sent (the rule's: weight ·
+    upstream), the number its gradient was set to, not what the gradient changed by
+    (0.3105 had been drawn on the neuron's edge, "its share of a fork's sum", a number
+    the engine never held)."""
+    x, w, b = students.Overwrites(0.8), students.Overwrites(-1.2), students.Overwrites(0.3)
+    h = x * w + b
+    loss = (h * x).tanh()
+    loss.backward()
+    G = foreign.from_objects(loss, names={"x": x, "w": w, "b": b, "h": h, "loss": loss})
+    validate(G)
+    (x_id,) = [node for node, label in G.nodes(data="label") if label == "x"]
+    upstream = 1 - math.tanh(h.data * x.data) ** 2
+    dh = upstream * x.data  # h's gradient, then the share h·x's op and x·w's op send x:
+    sent = {"h": upstream * h.data, "w": dh * w.data}
+    shares = {}
+    for _, op, _key, data in G.out_edges(x_id, keys=True, data=True):
+        other = [G.nodes[u]["label"] for u, _, _ in G.in_edges(op, keys=True) if u != x_id]
+        shares[other[0]] = (data["grad"], data["running"])
+    assert shares.keys() == sent.keys()
+    for name, (share, running) in shares.items():
+        assert math.isclose(share, sent[name], rel_tol=1e-12) and share == running
+    assert math.isclose(x.grad, sent["w"], rel_tol=1e-12)  # (the last share, all it kept)
