@@ -301,6 +301,6 @@ def test_an_engine_that_overwrites_is_drawn_with_the_shares_it_sent():
         other = [G.nodes[u]["label"] for u, _, _ in G.in_edges(op, keys=True) if u != x_id]
         shares[other[0]] = (data["grad"], data["running"])
     assert shares.keys() == sent.keys()
-    for name, (share, running) in shares.items():
-        assert math.isclose(share, sent[name], rel_tol=1e-12) and share == running
+    for name, (share, after) in shares.items():
+        assert math.isclose(share, sent[name], rel_tol=1e-12) and share == after
     assert math.isclose(x.grad, sent["w"], rel_tol=1e-12)  # (the last share, all it kept)
