@@ -523,3 +523,33 @@ def test_a_modules_parameters_gradients_appear_in_it_and_in_its_caption_at_its_s
         assert not any(number in before[-1]["screen"].split(" | ")[0] for number in drawn)
         assert all(number in records[-1]["screen"].split(" | ")[0] for number in drawn)
     assert holding == 2
+
+
+def test_a_paged_captions_last_lines_come_on_their_own_page_and_in_its_cue():
+    """A small CNN at module level: the classifier's step says a wide gradient and its
+    parameters' norms, more rows than the band holds. The norms' lines come on a page
+    of their own, after the page before is read and cleared, never drawn over it, and
+    the subtitles carry them."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from backpropviz.script import graph_of_script
+    from backpropviz.views import drawn_graph
+
+    script = Path(__file__).resolve().parent / "torch_scripts" / "small_cnn.py"
+    G = drawn_graph(graph_of_script(script, quiet=True), modules=True)
+    scene = story(G, phase="backward")
+    paged = [r for r in scene.record if isinstance(r["caption"], StepCaption)
+             and len(r["caption"].pages) > 1 and ("after", 0) in r["caption"].terms]
+    assert paged  # (the classifier's step)
+    caption = paged[-1]["caption"]
+    after = [i for i, line in enumerate(caption.line_texts) if line.startswith("‖∂loss/∂")]
+    assert after and {caption.page_of[("after", n)] for n in range(len(after))} == {
+        len(caption.pages) - 1}
+    page_of_line = {i: n for n, page in enumerate(caption.pages) for i in page}
+    for record in (r for r in scene.record if r["caption"] is caption):
+        # (the lines on screen at once are one page's)
+        shown = {page_of_line[i] for i, terms in enumerate(record["lines"]) if terms}
+        assert len(shown) <= 1, record["time"]
+    cues = "\n".join(text for _, text in scene.cues)
+    assert all(caption.line_texts[i] in cues for i in after)

@@ -306,6 +306,8 @@ def caption_pages(rule_rows: int, lines: Sequence[tuple[Any, int]],
 
 def _share_of(key: Any) -> Any:
     """The share a line keyed ``key`` belongs to: its edge (a sum line's too)."""
+    if isinstance(key, tuple) and key[:1] == ("after",):  # (the step's last lines: together)
+        return "after"
     return key[0] if isinstance(key, tuple) and key[1:] == ("total",) else key
 
 
@@ -348,6 +350,8 @@ def finish_story(scene: Any, step: Any) -> None:
     """The end of ``step``: the lines of its caption that no share showed (caption_lines'
     "after"), and the gradients of the parameters its module's operator holds."""
     caption, op = scene.caption, scene.diagram.ops[step.op]
+    if ("after", 0) in caption.terms:  # (on a page of their own, if the caption is paged)
+        scene.turn_page(("after", 0))
     shown = [reveal for number in range(len(caption.lines))
              for reveal in caption.reveal(("after", number), "land")]
     if len(op.held) or shown:
