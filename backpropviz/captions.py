@@ -13,6 +13,7 @@ import networkx as nx
 import numpy as np
 
 from . import ops
+from . import worked as arithmetic  # (its sum line: worked is a caption's lines here)
 from .closing import came_first, closing_line, closing_rule, closing_text
 from .formatting import MAX_ITEMS, format_array, held_lines, listed, number_text, superscript
 from .ir import operand_edges
@@ -652,13 +653,8 @@ def _edge_lines(left: Name, sign: str, rhs: Name, product: tuple | None, rule_sh
         lines = [f"{line} (but the engine {'added' if fork else 'gave'}{sent}: not what "
                  "this rule gives)"]
     if fork and known:
-        if added_up:
-            exact = exactly(plus(as_written(before, precision), as_written(contribution,
-                                                                          precision)),
-                            as_written(after, precision))
-            share = _factor(contribution, precision).text
-            lines.append(f"{left.text} = {number(before)} + {share}"
-                         f"{' = ' if exact else ' ≈ '}{number(after)}")
+        if added_up:  # (its terms with the digits that add up to the sum as written)
+            lines.append(arithmetic.sum_line(left.text, before, contribution, after, precision))
         else:
             lines.append(f"{left.text} is now {number(after)} in the engine, not the sum "
                          f"of {number(before)} and {number(contribution)}")

@@ -18,7 +18,8 @@ from .formatting import display_number, number_text
 from .steps import backward_steps
 
 __all__ = ["EXTRA_DIGITS", "as_written", "digits_for", "exactly", "not_the_chain_rules",
-           "off_the_rule", "plus", "rule_shares", "same", "written_exactly", "zero"]
+           "off_the_rule", "plus", "rule_shares", "same", "sum_line", "written_exactly",
+           "zero"]
 
 # Past this many ops a graph is not checked against the rule (a hand-written engine's
 # graph is small; our engine and autograd follow the rule anyway).
@@ -190,3 +191,19 @@ def digits_for(G: nx.MultiDiGraph, step: Any, upstream: Any, position: int, cont
         if shares is None or number_text(shares[position], precision) == want:
             return digits
     return precision
+
+
+def sum_line(left: str, before: Any, share: Any, after: Any, precision: int) -> str:
+    """A fork's sum line, ``∂L/∂x = −0.2661 + 0.04436 ≈ −0.2218``: its two terms with the
+    fewest digits, ``precision`` or up to EXTRA_DIGITS more, that add up to its sum as
+    written (−0.2661 + 0.04436 is −0.22174: ``−0.26610 + 0.044357 ≈ −0.2218``); "=" where
+    they do exactly."""
+    want = number_text(after, precision)
+    digits = next((d for d in range(precision, precision + EXTRA_DIGITS + 1)
+                   if number_text(plus(as_written(before, d), as_written(share, d)),
+                                  precision) == want), precision)
+    exact = exactly(plus(as_written(before, digits), as_written(share, digits)),
+                    as_written(after, precision))
+    term = number_text(share, digits)
+    return (f"{left} = {number_text(before, digits)} + "
+            f"{f'({term})' if term.startswith('−') else term}{' = ' if exact else ' ≈ '}{want}")

@@ -512,3 +512,31 @@ def test_a_rounded_product_worked_out_as_written_gives_its_result_as_written(pre
         worked = Arithmetic(product, None).value().mid
         digits = len(result.lstrip("−").replace(".", "").lstrip("0"))
         assert display_number(float(worked), digits) == result, (line, float(worked))
+
+
+def test_a_forks_sum_worked_out_as_written_gives_its_sum_as_written():
+    """micrograd's neuron with x₁ used twice (x₁·w₁ and x₁·0.5): a student adding the two
+    shares as written must get the sum written. −0.2661 + 0.04436 is −0.22174, not the
+    engine's −0.2218, so the terms are written with as many more digits as that takes."""
+    from backpropviz.formatting import display_number
+
+    x1, x2 = Value(2.0, label="x1"), Value(0.0, label="x2")
+    w1, w2 = Value(-3.0, label="w1"), Value(1.0, label="w2")
+    b = Value(6.8813735870195432, label="b")
+    o = (x1 * w1 + x2 * w2 + b + x1 * 0.5).tanh()
+    o.label = "o"
+    o.backward()
+    lines = [line for caption in step_captions(to_networkx(o)) for line in caption.worked]
+    sums = [line for line in lines if re.fullmatch(r"∂o/∂x1 = \S+ \+ \S+ [=≈] \S+", line)]
+    assert len(sums) == 1
+    (line,) = sums
+    assert false_arithmetic(line) is None
+    terms, result = re.split(r" [=≈] ", line.split(" = ", 1)[1])
+    worked = Arithmetic(terms, None).value().mid
+    digits = len(result.lstrip("−").replace(".", "").lstrip("0"))
+    assert display_number(float(worked), digits) == result, (line, float(worked))
+    assert result == display_number(x1.grad, 4)
+    # (with four digits each, as the line was, the sum as written is another number)
+    values = [float(Arithmetic(term, None).value().mid) for term in terms.split(" + ")]
+    four = sum(float(display_number(value, 4).replace("−", "-")) for value in values)
+    assert display_number(four, digits) != result
