@@ -14,6 +14,7 @@ import numpy as np
 from .captions import RESULT_ENTRIES, Name, number_text, partial_name
 from .formatting import display_number
 from .training import Iteration, Update
+from .worked import EXTRA_DIGITS, as_written, exactly
 
 __all__ = ["parameter_nodes", "start_line", "update_line"]
 
@@ -31,9 +32,10 @@ def update_line(name: str, update: Update, top: str, precision: int, *,
     ``w: 2 → 1.85``. A parameter of more than a few entries (or any, without
     ``numbers``) gets the rule alone (its numbers are in its box and its tooltip)."""
     small = numbers and np.size(update.before) <= RESULT_ENTRIES
-    before, grad, after = (number_text(x, precision)
-                           for x in (update.before, update.grad, update.after)) \
-        if small else ("", "", "")
+    digits = _digits(update, precision) if small and update.rate is not None else precision
+    before, grad = (number_text(x, digits) for x in (update.before, update.grad)) \
+        if small else ("", "")
+    after = number_text(update.after, precision) if small else ""
     if update.rate is None:
         return f"{name}: {before} → {after}" if small else \
             f"{name}: changed by the optimizer (no single learning rate)"
@@ -42,7 +44,24 @@ def update_line(name: str, update: Update, top: str, precision: int, *,
     rate = display_number(update.rate, precision)
     if not small:
         return f"{rule}, η = {rate}"
-    return f"{rule} = {before} − {rate} · {_factor(grad)} = {after}"
+    exact = exactly(_worked(update, digits, precision), as_written(update.after, precision))
+    return f"{rule} = {before} − {rate} · {_factor(grad)} {'=' if exact else '≈'} {after}"
+
+
+def _worked(update: Update, digits: int, precision: int) -> np.ndarray:
+    """w − η·g worked out from its numbers as written (w and g to ``digits``)."""
+    return np.asarray(as_written(update.before, digits)) - as_written(update.rate, precision) \
+        * np.asarray(as_written(update.grad, digits))
+
+
+def _digits(update: Update, precision: int) -> int:
+    """The fewest digits, ``precision`` or up to EXTRA_DIGITS more, with which w and g as
+    written give the new w as written (2 − 0.1 · 1.5 = 1.85; −0.3764 − 0.1·(−0.2556) is
+    −0.35084, not the run's −0.3509: −0.37645 − 0.1·(−0.25556))."""
+    want = number_text(update.after, precision)
+    return next((digits for digits in range(precision, precision + EXTRA_DIGITS + 1)
+                 if number_text(_worked(update, digits, precision), precision) == want),
+                precision)
 
 
 def parameter_nodes(G: nx.MultiDiGraph, names: dict) -> dict[str, str]:
