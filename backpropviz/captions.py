@@ -24,6 +24,7 @@ from .style import EXPRESSION_PT, VALUE_PT
 from .worked import as_written, digits_for, exactly, plus, rule_shares, same, written_exactly, zero
 
 __all__ = [
+    "ENGINE_NOTES",
     "IDENTIFIER",
     "Caption",
     "Heading",
@@ -40,6 +41,9 @@ __all__ = [
     "typeset",
     "value_names",
 ]
+
+
+ENGINE_NOTES = (" (overwrote ", " (but the engine ")  # a worked line's note: words
 
 
 @dataclass(frozen=True)

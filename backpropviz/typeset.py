@@ -8,7 +8,7 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
-from .captions import IDENTIFIER, name_parts
+from .captions import ENGINE_NOTES, IDENTIFIER, name_parts
 from .graphviz import SUBSCRIPT_SCALE
 from .metrics import text_width
 from .style import EXPRESSION_PT, LEGEND_PT, NAME_FONT, NAME_PT, Theme
@@ -142,7 +142,11 @@ def caption_runs(text: str) -> list[tuple[Any, ...]]:
     """A caption's line as the page typesets it: runs() of its text (names only),
     and each array (``[0, 0; 2, 4]``) as ``("array", rows of entries, the text)``,
     to be set as the boxes set one and read aloud as written. A lone number in
-    brackets stays text."""
+    brackets stays text. A note on what an engine did (``(but the engine added …``)
+    is words: set as text, its "a" not a name."""
+    note = next((text.index(opening) for opening in ENGINE_NOTES if opening in text), None)
+    if note is not None:
+        return [*caption_runs(text[:note]), ("text", text[note:])]
     found: list[tuple[Any, ...]] = []
     last = 0
     for match in _MATRIX.finditer(text):

@@ -420,6 +420,23 @@ def test_the_capstones_overwrites_are_said_in_every_view():
         assert not any("+=" in line.split(" (")[0] for line in lines), view
 
 
+def test_the_pages_typesetting_sets_an_engines_note_as_words():
+    # The page sets names in italics; the note "(overwrote 1 — gradients at a fork must
+    # add: +=)" is words, so its "a" must not be set as a name (an italic variable a).
+    G = graph_of_script(ROOT / "examples" / "capstone" / "forked_neuron.py", quiet=True)
+    notes = 0
+    for step in page_data(G)["steps"]:
+        for line, runs in zip(step["caption"].split("\n"), step["typeset"], strict=True):
+            if "(overwrote" not in line:
+                continue
+            notes += 1
+            opening = line.index(" (overwrote")
+            assert runs[-1] == ("text", line[opening:])
+            assert "".join(run[-1] if run[0] != "array" else run[2] for run in runs) == line
+            assert ("name", "x") in runs  # the equation before it is still typeset
+    assert notes == 2
+
+
 def test_a_wrong_local_derivative_is_not_given_the_rules_result():
     # WrongTanh sends (1 − t) · g where the rule says (1 − t²) · g; g = 1.5 (h at the fork).
     t = math.tanh(0.5 * -1.5 + 0.8)

@@ -247,8 +247,12 @@ def test_a_share_that_came_while_the_block_was_swept_is_shown_when_it_is_added()
     assert before and not any(so_far in screen for screen in before)
     last = [entry for entry in scene.record if entry["step"] == step.index][-1]
     caption = last["caption"]
-    (line,) = [i for i, text in enumerate(caption.line_texts)
-               if text.startswith(f"∂loss/∂u = {so_far} + ")]
+    # (the sum line writes its terms with as many digits as they take to add up as written)
+    sums = [(i, text.split(" = ")[1].split(" + ")[0]) for i, text in enumerate(caption.line_texts)
+            if text.startswith("∂loss/∂u = ") and " + " in text]
+    (line, first), = sums
+    first = float(first.replace("−", "-"))
+    assert first == pytest.approx(H.graph["loop_before"][u], rel=1e-4)
     assert len(last["lines"][line]) == len(caption.line_terms[line])
 
 

@@ -34,6 +34,7 @@ from manim import (
 )
 
 from ..captions import (
+    ENGINE_NOTES,
     Caption,
     differentiated,
     number_text,
@@ -52,7 +53,7 @@ from .motion import Along, flash, stop_bar
 from .pacing import Pace, durations, factor_sources, share_pace
 from .screen import CAPTION_WIDTH, ROW_PITCH, RULE_EM, WORKED_EM, wrapped, wrapped_words
 
-__all__ = ["ENGINE_NOTES", "PHASES", "StepCaption", "Term", "add_share", "caption_lines",
+__all__ = ["PHASES", "StepCaption", "Term", "add_share", "caption_lines",
            "caption_pages", "caption_rows", "closing_story", "finish_story", "gate_stop",
            "line_rows_of", "line_terms", "seed_story", "share_story", "spaced", "step_caption",
            "sum_terms"]
@@ -101,10 +102,6 @@ def _pieces(segment: str, upstream: Sequence[str], g_first: bool) -> list[tuple[
         else:
             pieces.append((token, role))
     return pieces
-
-
-# How a caption's line opens its note on what an engine did instead of the rule.
-ENGINE_NOTES = (" (overwrote ", " (but the engine ")
 
 
 def _note(line: str) -> tuple[str, str]:
