@@ -15,6 +15,7 @@ __all__ = [
     "SUMMARY_ENTRIES",
     "byte_size",
     "changed_note",
+    "counted_parameters",
     "dead_cells",
     "display_number",
     "format_array",
@@ -216,6 +217,16 @@ def listed(words: list[str] | tuple[str, ...], last: str = "and ") -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last}" + words[-1]
 
 
+def counted_parameters(shapes: list[tuple[int, ...]], numbers: bool = True) -> str:
+    """Parameters counted as a lecture counts them: scalars as "41 parameters"; tensors
+    as tensors, with the numbers they hold ("6 parameter tensors, 8,393,728 numbers"),
+    not "6 parameters" for what PyTorch would call eight million."""
+    if all(shape == () for shape in shapes):
+        return f"{len(shapes)} parameters"
+    held = sum(int(np.prod(shape)) for shape in shapes)
+    return f"{len(shapes)} parameter tensors" + (f", {held:,} numbers" if numbers else "")
+
+
 def held_norm(grads: Any) -> float:
     """The norm of gradients taken together, √(Σ x²) over all their entries (the number
     gradient clipping reads), from each one's norm."""
@@ -229,7 +240,8 @@ def held_rows(op: dict, precision: int = 4) -> list[tuple[str, str]]:
     the norm of all their gradients together."""
     names, grads = op["parameter_names"], op["parameter_grads"]
     if len(names) > NAMED_HELD:
-        return [(f"{len(names)} parameters", f"‖∇‖ {display_number(held_norm(grads), precision)}")]
+        counted = counted_parameters([np.shape(grad) for grad in grads], numbers=False)
+        return [(counted, f"‖∇‖ {display_number(held_norm(grads), precision)}")]
     return [(f"{name} {'×'.join(map(str, np.shape(grad)))}".rstrip(),
              f"∇ {display_number(float(grad), precision)}" if not np.shape(grad) else
              f"‖∇‖ {display_number(held_norm([grad]), precision)}")
@@ -242,7 +254,8 @@ def held_lines(op: dict, top: str, precision: int = 4) -> list[str]:
     more than two the norm of all their gradients together, as the operator draws them."""
     module, names, grads = op["symbol"], op["parameter_names"], op["parameter_grads"]
     if len(names) > NAMED_HELD:
-        return [f"{module}'s {len(names)} parameters θ: ‖∂{top}/∂θ‖ = "
+        counted = counted_parameters([np.shape(grad) for grad in grads])
+        return [f"{module}'s {counted} θ: ‖∂{top}/∂θ‖ = "
                 f"{display_number(held_norm(grads), precision)}"]
     return [f"∂{top}/∂{module}.{name} = {display_number(float(grad), precision)}"
             if np.ndim(grad) == 0 else

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import re
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -660,7 +661,16 @@ def test_the_title_card_names_the_parameters_that_get_a_gradient():
     resnet = drawn_graph(graph_of_script(scripts / "resnet_small.py", quiet=True), modules=1)
     _, cue = title_card(resnet, TextStore(), THEMES["light"], 4, backward=True)
     count = sum(len(attrs.get("parameter_names", ())) for _, attrs in resnet.nodes(data=True))
-    assert count > 4 and f"with respect to its {count} parameters" in cue
+    # (tensors counted as tensors, with the numbers they hold as torch counts them)
+    namespace = runpy.run_path(str(scripts / "resnet_small.py"))
+    numbers = sum(p.numel() for p in namespace["model"].parameters() if p.requires_grad)
+    assert count > 4 and (f"with respect to its {count} parameter tensors, {numbers:,} numbers"
+                          in cue)
+    # a scalar engine's parameters are numbers: counted as parameters
+    mlp = graph_of_script(Path(__file__).resolve().parent.parent / "examples" /
+                          "d2l_mlp_scalar.py", quiet=True)
+    _, cue = title_card(mlp, TextStore(), THEMES["light"], 4, backward=True)
+    assert "with respect to its 6 parameters, by the chain rule" in cue
 
 
 # Two processors' flags as /proc/cpuinfo lists them: this machine's Xeon (AVX-512), and

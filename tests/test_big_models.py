@@ -203,7 +203,7 @@ def test_the_parameters_a_module_holds_are_drawn_with_torchs_gradients(graph, re
         drawn = _drawn_statement(dot, op)
         if len(parameters) > 2:  # counted, with the norm of all their gradients
             counted += 1
-            assert f">{len(parameters)} parameters<" in drawn
+            assert f">{len(parameters)} parameter tensors<" in drawn
             assert f">{_grad_norm_text(parameters.values())}<" in drawn
         else:  # each by its name and shape, with its gradient's norm
             named += 1
@@ -233,8 +233,9 @@ def test_a_module_step_gives_its_parameters_gradients_as_torch_has_them(graph, r
         assert "the parameters drawn inside it get their gradients" in captions[step].rule
         if len(parameters) > 2:
             norm = _grad_norm_text(parameters.values()).removeprefix("‖∇‖ ")
-            assert lines == [f"{attrs['symbol']}'s {len(parameters)} parameters θ: "
-                             f"‖∂loss/∂θ‖ = {norm}"]
+            numbers = sum(p.numel() for p in parameters.values())  # (as torch counts them)
+            assert lines == [f"{attrs['symbol']}'s {len(parameters)} parameter tensors, "
+                             f"{numbers:,} numbers θ: ‖∂loss/∂θ‖ = {norm}"]
         else:
             assert lines == [f"‖∂loss/∂{attrs['symbol']}.{name}‖ = "
                              f"{_grad_norm_text([parameters[name]]).removeprefix('‖∇‖ ')}"

@@ -16,7 +16,7 @@ import numpy as np
 from manim import DOWN, LEFT, RIGHT, VGroup
 
 from ..captions import number_text, step_captions, value_names
-from ..formatting import listed
+from ..formatting import counted_parameters, listed
 from ..metrics import text_width
 from ..steps import fork_edges, plain_constants
 from ..style import Theme
@@ -53,12 +53,14 @@ def _wanted(G: nx.MultiDiGraph, names: dict) -> str:
     """What the backward pass gives a gradient: the parameters that get one (not a frozen
     one), those a module's operator holds among them (views.py), listed, or counted past
     FEW_NAMED; else "every input"."""
-    parameters = [names[node].text for node, attrs in G.nodes(data=True)
-                  if attrs.get("role") == "param" and attrs.get("grad") is not None]
-    parameters += [f"{attrs['symbol']}.{name}" for _, attrs in G.nodes(data=True)
-                   for name in attrs.get("parameter_names", ())]
+    drawn = [(names[node].text, np.shape(attrs["data"])) for node, attrs in G.nodes(data=True)
+             if attrs.get("role") == "param" and attrs.get("grad") is not None]
+    held = [(f"{attrs['symbol']}.{name}", np.shape(grad)) for _, attrs in G.nodes(data=True)
+            for name, grad in zip(attrs.get("parameter_names", ()),
+                                  attrs.get("parameter_grads", ()), strict=True)]
+    parameters = [name for name, _ in drawn + held]
     if len(parameters) > FEW_NAMED:
-        return f"its {len(parameters)} parameters"
+        return f"its {counted_parameters([shape for _, shape in drawn + held])}"
     return listed(parameters) if parameters else "every input"
 
 
