@@ -215,7 +215,7 @@ def _exponent(attrs: Mapping) -> tuple[Name, Name]:
     n = attrs.get("exponent")
     if n is None:
         return Name("n", "n"), Name("n − 1", "n-1")
-    return Name(f"{n:g}", f"{n:g}"), Name(f"{n - 1:g}", f"{n - 1:g}")
+    return tuple(Name(f"{m:g}".replace("-", "−"), f"{m:g}") for m in (n, n - 1))
 
 
 def _index(attrs: Mapping) -> Name:

@@ -36,7 +36,7 @@ SUMMARY_ENTRIES = 256
 # A module operator names each parameter it holds up to this many; more, it counts them.
 NAMED_HELD = 2
 
-_SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
+_SUPERSCRIPT = str.maketrans("0123456789-−.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁻·")
 
 
 def byte_size(n: int) -> str:

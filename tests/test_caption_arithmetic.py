@@ -557,3 +557,22 @@ def test_a_forks_sum_worked_out_as_written_gives_its_sum_as_written():
     values = [float(Arithmetic(term, None).value().mid) for term in terms.split(" + ")]
     four = sum(float(display_number(value, 4).replace("−", "-")) for value in values)
     assert display_number(four, digits) != result
+
+
+@pytest.mark.parametrize("exponent", [-1, -0.5, 3])
+def test_a_powers_lines_write_its_exponent_with_a_minus_sign(exponent):
+    """(a + 3) ** -1: "∂o/∂(a + 3) = −1 (a + 3)⁻² · ∂o/∂b", its −1 a minus, not the
+    hyphen Python prints (a trial user saw "-1 (a + 3)⁻²"); the line true as written."""
+    a = Value(2.0, label="a")
+    b = (a + 3) ** exponent
+    b.label = "b"
+    o = b - 0.25
+    o.label = "o"
+    o.backward()
+    lines = [line for caption in step_captions(to_networkx(o))
+             for line in (caption.rule, *caption.worked)]
+    (power,) = [line for line in lines if line.startswith("∂o/∂(a + 3) = ")]
+    assert "-" not in "".join(lines)
+    n = f"{exponent:g}".replace("-", "−")
+    assert power.startswith(f"∂o/∂(a + 3) = {n} (a + 3)")
+    assert false_arithmetic(power) is None
