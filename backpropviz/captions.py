@@ -70,12 +70,12 @@ class Caption:
 @dataclass(frozen=True)
 class Name:
     """How a value is written: Unicode ``text``, LaTeX ``tex``, and how tightly
-    it binds (``precedence``: SUM < PRODUCT < POSTFIX < ATOM), which decides
+    it binds (``precedence``: SIGNED < SUM < PRODUCT < POSTFIX < ATOM), which decides
     where it needs parentheses."""
 
     text: str
     tex: str
-    precedence: int = 4
+    precedence: int = ATOM
 
 
 # A worked caption writes out the numbers of operands of at most this many
@@ -185,7 +185,7 @@ def _tex_escape(text: str) -> str:
 def _number(x: float, precision: int | None = None) -> Name:
     """A number as written: ``f"{x:g}"``, or to ``precision`` significant digits."""
     text = f"{x:g}" if precision is None else f"{x:.{precision}g}"
-    return Name(text.replace("-", "−"), text, ATOM if x >= 0 else ops.SUM)
+    return Name(text.replace("-", "−"), text, ops.SIGNED if text.startswith("-") else ATOM)
 
 
 def _wrap(name: Name, needed: int = POSTFIX) -> Name:
@@ -232,14 +232,15 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
     writing = ops.get(attrs["op"]).form(len(args)).expression
     wrapped = [_wrap(arg, writing.wrap[i] if i < len(writing.wrap) else 0)
                for i, arg in enumerate(args)]
+    terms = wrapped[:1] + [_wrap(arg, ops.SUM) for arg in wrapped[1:]]  # (o + (−0.25) + c)
     n, _ = _exponent(attrs)
     fields = {"dot": _product_sign(tensor), "n": n, "n_sup": Name(superscript(n.text), n.tex),
               "index": _index(attrs),
               "name": _label_name(attrs.get("symbol") or attrs["op"]),
               "args": Name(", ".join(arg.text for arg in wrapped),
                            ", ".join(arg.tex for arg in wrapped)),
-              "terms": Name(" + ".join(arg.text for arg in wrapped),
-                            " + ".join(arg.tex for arg in wrapped))}
+              "terms": Name(" + ".join(arg.text for arg in terms),
+                            " + ".join(arg.tex for arg in terms))}
     fields.update(zip("ab", wrapped, strict=False))
     name = _filled(writing.text, writing.tex, fields)
     return Name(name.text, name.tex, writing.precedence)
@@ -376,8 +377,7 @@ def _as_called(G: nx.MultiDiGraph, op: Any, args: list[Name]) -> list[Name]:
 
 def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
                fits: Callable[..., bool]) -> Name:
-    """An expression too wide to head its box, shortened: its longest operands as "…",
-    as few as it takes."""
+    """An expression too wide to head its box: as few longest operands as it takes "…"."""
     attrs = G.nodes[op]
     # Else its longest operands written "…", one at a time (a value used twice, both
     # times), as few as it takes; but a name of "…" alone says nothing: up to twice

@@ -64,6 +64,7 @@ __all__ = [
     "POSTFIX",
     "PRODUCT",
     "ROWS_COLUMNS",
+    "SIGNED",
     "SUM",
     "WHOLE",
     "Form",
@@ -87,8 +88,9 @@ ENTRYWISE, ROWS_COLUMNS, LINEAR, WHOLE = ("entrywise", "rows and columns", "line
                                           "whole")
 
 # How tightly a written expression binds, which decides where it needs
-# parentheses: a + b < a·b < a², aᵀ < a name or a number.
-SUM, PRODUCT, POSTFIX, ATOM = 1, 2, 3, 4
+# parentheses: −0.25, −a < a + b < a·b < a², aᵀ < a name or a number. (A leading minus
+# binds least: o + (−0.25), not o + −0.25; it may open a sum, −0.25 + o.)
+SIGNED, SUM, PRODUCT, POSTFIX, ATOM = 1, 2, 3, 4, 5
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,7 @@ _OPS = [
        "xⁿ sends back n·xⁿ⁻¹ times the gradient",
        broadcasts=True, verb="raise",
        number_operands=True, exponent_at=1),
-    Op("neg", "−", _unary(Writing("−$a", "-$a", SUM, (PRODUCT,)), "−$g", "-$g",
+    Op("neg", "−", _unary(Writing("−$a", "-$a", SIGNED, (PRODUCT,)), "−$g", "-$g",
                          "−$g"),
        "negation flips the sign of the gradient"),
     Op("matmul", "@", {2: Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),

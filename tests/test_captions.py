@@ -194,6 +194,32 @@ def test_a_name_written_as_a_sum_or_product_is_parenthesised_where_it_is_an_oper
 
 
 
+def test_a_negative_number_or_negation_is_parenthesised_after_a_plus(tmp_path):
+    # micrograd writes o - 0.25 as o + (-0.25): its value was named "o + −0.25", which
+    # reads as a typo; a leading minus may open a sum (−0.25 + o) but not follow a +.
+    from backpropviz.script import graph_of_script
+
+    script = tmp_path / "minus.py"
+    script.write_text("from micrograd.engine import Value\n"
+                      "a, b = Value(2.0), Value(-3.0)\n"
+                      "o = a * b\n"
+                      "f = (o - 0.25) * (-0.5 + o) * (o + -a)\n"
+                      "f.backward()\n", encoding="utf-8")
+    G = graph_of_script(script, quiet=True)
+    names = {value.text for value in value_names(G).values()}
+    assert {"o + (−0.25)", "o + (−0.5)", "a·(−1)"} <= names
+    assert not any(re.search(r"[+·−] −", name) for name in names)
+    worked = "\n".join(line for caption in step_captions(G) for line in caption.worked)
+    assert "∂f/∂(o + (−0.25)) = " in worked
+    # a negation op (our engine's) too
+    a, o = Value(2.0, label="a"), Value(-6.0, label="o")
+    f = (o + -a) * (-a + o)
+    f.label = "f"
+    f.backward()
+    names = {value.text for value in value_names(to_networkx(f)).values()}
+    assert {"o + (−a)", "−a + o"} <= names
+
+
 # Every op of the registry, built by the engine on small operands, with the
 # derivative of its result (summed, so that the root is a scalar) by hand.
 def _pair(a, b):
