@@ -435,7 +435,8 @@ class _Builder:
             leaf = self.recording._leaves[key[1:]]
             role = "param" if leaf.requires_grad else "input"
             label = self.name_of.get(("leaf", key[1])) or self._indexed_name(leaf.tensor) \
-                or self._cell_name(self.recording.cell_names.leaf_labels.get(key[1]))
+                or self._cell_name(self.recording.cell_names.leaf_labels.get(key[1])) \
+                or self._made_name(leaf.tensor)
             return {"label": label, "data": _plain(value),
                     "grad": None,  # filled in from the edges, which carry torch's numbers
                     "shape": tuple(value.shape), "role": role,
@@ -451,6 +452,24 @@ class _Builder:
         if self._script_names is None:
             self._script_names = set(self.name_of.values())
         return None if label in self._script_names else label
+
+    def _made_name(self, tensor: Any) -> str | None:
+        """An unnamed input that a named module made without autograd (a frozen
+        backbone's features, or a module run under no_grad) named by that call:
+        ``backbone(x)``, ``encoder(embed(tokens))``; its inputs "…" past two calls."""
+        made = self.recording.made_by.get(id(tensor))
+        return None if made is None or made[0]() is not tensor else self._call_name(made)
+
+    def _call_name(self, made: tuple, depth: int = 0) -> str | None:
+        """A module call the recording noted (torch_record's made_by): the module's name
+        and its inputs' (an input a call it noted made, by that call, one level down)."""
+        _, module, inputs = made
+        if id(module) not in self.module_name:
+            return None
+        written = [(self._call_name(arg, depth + 1) if depth < 1 else None) if
+                   isinstance(arg, tuple) else self.name_of.get(("leaf", id(arg())))
+                   for arg in inputs]
+        return f"{self.module_name[id(module)]}({', '.join(w or '…' for w in written)})"
 
     def _indexed_name(self, tensor: Any) -> str | None:
         """An unnamed input that is a slice of a named tensor at one index of one dimension

@@ -60,19 +60,17 @@ _IN_PLACE_DUNDER = re.compile(r"__i(add|sub|mul|truediv|div|floordiv|pow|matmul|
 
 # PyTorch's names for the registry's ops (ops.py): autograd's node classes, without
 # "Backward<n>", and the functions a script calls under another name than the op's.
-TORCH_NODES = {
-    "Add": "add", "Sub": "sub", "Rsub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
-    "Neg": "neg", "Mv": "matmul", "Mm": "matmul", "Bmm": "matmul", "Dot": "matmul",
-    "Matmul": "matmul", "Relu": "relu", "Tanh": "tanh", "Exp": "exp", "Log": "log",
-    "Sigmoid": "sigmoid", "Sqrt": "sqrt", "Sum": "sum", "Mean": "mean", "T": "transpose",
-    "Transpose": "transpose", "Select": "getitem", "Index": "getitem", "Slice": "getitem",
-}
-TORCH_FUNCTIONS = {
-    "subtract": "sub", "multiply": "mul", "truediv": "div", "true_divide": "div",
-    "divide": "div", "square": "pow", "negative": "neg", "feature_dropout": "dropout",
-    "permute": "transpose", "iter": "unbind",  # for row in W: the rows, by unbind
-    "T": "transpose", "mT": "transpose", "t": "transpose",  # k.T, a property: its name
-}
+TORCH_NODES = {"Add": "add", "Sub": "sub", "Rsub": "sub", "Mul": "mul", "Div": "div",
+               "Pow": "pow", "Neg": "neg", "Mv": "matmul", "Mm": "matmul", "Bmm": "matmul",
+               "Dot": "matmul", "Matmul": "matmul", "Relu": "relu", "Tanh": "tanh",
+               "Exp": "exp", "Log": "log", "Sigmoid": "sigmoid", "Sqrt": "sqrt", "Sum": "sum",
+               "Mean": "mean", "T": "transpose", "Transpose": "transpose",
+               "Select": "getitem", "Index": "getitem", "Slice": "getitem"}
+TORCH_FUNCTIONS = {"subtract": "sub", "multiply": "mul", "truediv": "div", "true_divide": "div",
+                   "divide": "div", "square": "pow", "negative": "neg",
+                   "feature_dropout": "dropout", "permute": "transpose",
+                   "iter": "unbind",  # for row in W: the rows, by unbind
+                   "T": "transpose", "mT": "transpose", "t": "transpose"}  # k.T, a property
 
 
 def _function_name(func: Any) -> str:
@@ -233,6 +231,7 @@ class Recording:
         self._leaves: dict[tuple[int, int, int], _Leaf] = {}  # (id, version, revision)
         self._revisions: dict[tuple[int, int], int] = {}
         self._born: dict[int, tuple[Any, int]] = {}  # id(tensor) -> (weakref, call index)
+        self.made_by: dict[int, tuple] = {}  # id(tensor) -> (weakref, module, inputs): leave()
         self._gradients: dict[Any, _Gradients] = {}
         self._variables: dict[tuple, Any] = {}  # ("leaf", id) -> the leaf tensor
         self._counter = itertools.count()
@@ -743,8 +742,7 @@ _last: list[Recording] = []
 def capture() -> Iterator[Recording]:
     """Record every torch op run inside the block: its result now, its gradient when backward runs.
 
-    ``with capture() as recording: <run the script>``; then
-    ``from_torch(L, names=namespace, recording=recording)``.
+    ``with capture() as recording: <run the script>``, then ``from_torch(L, …, recording)``.
     """
     _torch()
     import torch
@@ -782,6 +780,10 @@ def capture() -> Iterator[Recording]:
     def leave(module: Any, args: Any, output: Any) -> None:
         if opened:
             groups.leave(opened.pop())
+        if isinstance(output, torch.Tensor) and output.grad_fn is None:  # (frozen: an input)
+            made = [(recording.made_by.get(id(arg)), arg) for arg in args if torch.is_tensor(arg)]
+            recording.made_by[id(output)] = (weakref.ref(output), module, [  # (no tensor kept)
+                by if by and by[0]() is arg else weakref.ref(arg) for by, arg in made])
 
     hooks = [modules.register_module_forward_pre_hook(enter),
              modules.register_module_forward_hook(leave, always_call=True)]

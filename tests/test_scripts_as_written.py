@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import textwrap
 
 import numpy as np
 import pytest
 from test_cli import EXAMPLES, fails, files, ok, script, written_graph
 
+from backpropviz.captions import value_names
+from backpropviz.script import graph_of_script
 from tests.in_process import run_cli
 
 
@@ -452,3 +455,56 @@ def test_a_lectures_mlp_names_its_weights_by_their_paths_as_parameters(tmp_path)
     for name, value in weights.items():
         assert drawn[name]["role"] == "param"
         assert drawn[name]["grad"] == pytest.approx(value.grad, rel=1e-12)
+
+
+@pytest.mark.parametrize("in_main", [False, True])
+def test_a_frozen_modules_output_is_named_by_its_call(tmp_path, in_main):
+    # Fine-tuning: a frozen backbone's output has no grad_fn, so autograd sees an input;
+    # it was drawn as "input 7×16". It is named by the call that made it, nested calls
+    # too (encoder(embed(x))), and its numbers are the backbone's output.
+    body = """\
+        torch.manual_seed(0)
+        backbone = nn.Sequential(nn.Linear(6, 16), nn.ReLU())
+        backbone.requires_grad_(False)
+        net = Net()
+        head = nn.Linear(16, 3)
+        x = torch.randn(7, 6)
+        y = torch.tensor([0, 2, 1, 2, 0, 1, 1])
+        loss = nn.functional.cross_entropy(head(backbone(x)) + net(x), y)
+        loss.backward()
+        expected = {"backbone(x)": backbone(x),
+                    "net.encoder(net.embed(x))": net.encoder(net.embed(x))}
+        torch.save(expected, OUT)
+    """
+    text = textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+        OUT = {out!r}
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Linear(6, 5).requires_grad_(False)
+                self.encoder = nn.Linear(5, 5).requires_grad_(False)
+                self.head = nn.Linear(5, 3)
+            def forward(self, x):
+                return self.head(self.encoder(self.embed(x)))
+
+        """).format(out=str(tmp_path / "expected.pt"))
+    body = textwrap.dedent(body)
+    if in_main:
+        text += "def main():\n" + textwrap.indent(body, "    ") + "\nmain()\n"
+    else:
+        text += body
+    path = tmp_path / "finetune.py"
+    path.write_text(text, encoding="utf-8")
+    G = graph_of_script(path, quiet=True)
+    import torch
+
+    expected = torch.load(tmp_path / "expected.pt")
+    names = {name.text: node for node, name in value_names(G).items()}
+    for name, tensor in expected.items():
+        assert G.nodes[names[name]]["role"] == "input"
+        np.testing.assert_allclose(G.nodes[names[name]]["data"], tensor.numpy(), rtol=1e-6)
+    assert not any(name.startswith("input ") for name in names)
