@@ -378,12 +378,12 @@ def _as_called(G: nx.MultiDiGraph, op: Any, args: list[Name]) -> list[Name]:
 def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
                fits: Callable[..., bool]) -> Name:
     """An expression too wide to head its box: as few longest operands as it takes "…"."""
-    attrs = G.nodes[op]
+    attrs, writing = G.nodes[op], ops.get(G.nodes[op]["op"]).form(len(args)).expression
     # Else its longest operands written "…", one at a time (a value used twice, both
     # times), as few as it takes; but a name of "…" alone says nothing: up to twice
     # its room, the expression is kept whole rather than that (not past it: an
     # expression of expressions kept whole, a residual block's f(x) + x, doubles at
-    # every block).
+    # every block). A call says what it calls: model.layer1(…), max_pool2d(…).
     full, shortened, args = _expression(attrs, args, tensor), None, list(args)
     while shortened is None or not fits(shortened.text):
         long = [arg.text for arg in args if len(arg.text) > 2 and arg is not _ELLIPSIS]
@@ -393,7 +393,7 @@ def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
         args = [_ELLIPSIS if arg.text == cut else arg for arg in args]
         shortened = _expression(attrs, args, tensor)
     if shortened is None or (all(arg is _ELLIPSIS or len(arg.text) <= 2 for arg in args)
-                             and fits(full.text, 2.0)):
+                             and fits(full.text, 2.0) and not writing.call):
         return full
     return shortened
 

@@ -87,6 +87,12 @@ def grid_indices(shape: tuple[int, ...], max_items: int = MAX_ITEMS) -> list[lis
         head = max_items - 2
         return [*range(head), None, n - 1]
 
+    if len(shape) > 2 and shape[-1] == 1:
+        # A result kept with its pooled axes (a global average pool's 1×32×1×1) is laid
+        # out as the array without its last axes of length 1, a row of 32, not as 32
+        # matrices of one entry under their indices.
+        return [[cell if isinstance(cell, str) else (*cell, 0) for cell in row]
+                for row in grid_indices(shape[:-1], max_items)]
     if len(shape) > 2:
         # Matrices of the last two axes, each under a row naming its leading
         # indices ("[0,1]"), the middle ones elided past MAX_SLICES.

@@ -106,6 +106,12 @@ class Writing:
     precedence: int = ATOM
     wrap: tuple[int, ...] = ()
 
+    @property
+    def call(self) -> bool:
+        """Whether it is written as a call, whose name says what it is: ``tanh($a)``,
+        ``$name($args)`` (a module's: ``model.fc(…)`` says more than ``(…)²``)."""
+        return self.text.endswith(("($a)", "($args)")) and not self.text.startswith("(")
+
 
 @dataclass(frozen=True)
 class Form:

@@ -106,9 +106,17 @@ def test_format_array_lays_out_vectors_as_columns_and_elides_long_axes():
     # Three or more axes: the matrices of the last two, under their leading indices.
     cube = format_array(np.arange(8.0).reshape(2, 2, 2))
     assert cube == [["[0]", ""], ["0", "1"], ["2", "3"], ["[1]", ""], ["4", "5"], ["6", "7"]]
-    many = format_array(np.zeros((9, 1, 1)))
+    many = format_array(np.zeros((9, 1, 2)))
     assert [row[0] for row in many if row[0].startswith(("[", "⋮"))] == [
         "[0]", "[1]", "[2]", "⋮", "[8]"]
+    # A pooled result kept with its axes of length 1 (1×32×1×1): a row of 32, not 32
+    # matrices of one entry each under their indices; each cell is its entry's.
+    pooled = np.arange(32.0).reshape(1, 32, 1, 1)
+    assert format_array(pooled) == format_array(pooled.reshape(1, 32))
+    texts, cells = grid_texts(pooled, 4)
+    assert all(pooled[cell] == float(text) for row, places in zip(texts, cells, strict=True)
+               for text, cell in zip(row, places, strict=True) if cell is not None)
+    assert format_array(np.arange(6.0).reshape(2, 3, 1)) == [["0", "1", "2"], ["3", "4", "5"]]
 
 
 # ---------------------------------------------------------------- DOT

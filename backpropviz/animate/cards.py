@@ -37,13 +37,17 @@ HEADLINE_EM, LINE_EM = 2.2 * TEXT_EM, 1.25 * TEXT_EM
 
 
 def what_is_computed(G: nx.MultiDiGraph, precision: int) -> tuple[str, str]:
-    """The root as its op computed it (``e = d · c``, named as every view names
-    values) and its number (``e = −3``)."""
+    """The root as its op computed it (``e = d · c``, its operands named as every view
+    names values, written whole: the card has the frame's width, not a box's) and its
+    number (``e = −3``)."""
     root = G.graph["roots"][0]
     names = value_names(G)
-    unnamed = G.copy()
-    unnamed.nodes[root]["label"] = None
-    written = value_names(unnamed)[root].text
+    made = list(G.predecessors(root))
+    part = G.subgraph([root, *made, *(u for op in made for u in G.predecessors(op))]).copy()
+    for node, attrs in part.nodes(data=True):
+        if attrs.get("kind") == "value":
+            attrs["label"] = None if node == root else names[node].text
+    written = value_names(part, longest=1 << 16)[root].text
     name = names[root].text
     number = f"{name} = {number_text(G.nodes[root]['data'], precision)}"
     return (f"{name} = {written}" if written != name else name), number
