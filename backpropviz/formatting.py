@@ -225,8 +225,8 @@ def listed(words: list[str] | tuple[str, ...], last: str = "and ") -> str:
 
 def counted_parameters(shapes: list[tuple[int, ...]], numbers: bool = True) -> str:
     """Parameters counted as a lecture counts them: scalars as "41 parameters"; tensors
-    as tensors, with the numbers they hold ("6 parameter tensors, 8,393,728 numbers"),
-    not "6 parameters" for what PyTorch would call eight million."""
+    as tensors, with the numbers they hold ("12 parameter tensors, 9,344 numbers"), not
+    "12 parameters" for what PyTorch counts as 9,344."""
     if all(shape == () for shape in shapes):
         return f"{len(shapes)} parameters"
     held = sum(int(np.prod(shape)) for shape in shapes)
