@@ -160,12 +160,12 @@ def name_runs(text: str) -> list[tuple[str, str]]:
 
 def _label_name(label: str) -> Name:
     """A user's name; in TeX a trailing index becomes a subscript (W1 -> W_{1}). A name
-    written as a sum or a product, as micrograd's lecture names its values ('x1*w1 +
-    x2*w2'), binds as one: parenthesised where a plain name would not be, so that
-    ∂o/∂(x₁*w₁) cannot be read as ∂o/∂x₁ times w₁."""
+    written as a sum or a product (micrograd's lecture: 'x1*w1 + x2*w2') or signed binds
+    as one: parenthesised where a plain name is not, ∂o/∂(x₁*w₁), not ∂o/∂x₁ times w₁."""
     base, index = name_parts(label)
     text = typeset(label)
-    precedence = (ops.SUM if any(c in "+-−" or c.isspace() for c in label.strip()) else
+    precedence = (ops.SIGNED if label.strip().startswith(("-", "−")) else
+                  ops.SUM if any(c in "+-−" or c.isspace() for c in label.strip()) else
                   ops.PRODUCT if any(c in "*/·×@%^" for c in label) else ops.ATOM)
     if not base.isalpha():
         tex = _tex_escape(text)

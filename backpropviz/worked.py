@@ -58,12 +58,14 @@ def rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any,
         operands = [Value(float(x)) if scalar else Tensor(np.asarray(x, dtype=np.float64))
                     for x in data]
         result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"))
-        if len(result.operands) != len(operands):
-            return None
+        recorded = G.nodes[step.result]["data"]
+        if len(result.operands) != len(operands) or np.size(result.data) != np.size(recorded):
+            return None  # (an axis the IR does not hold: x.mean(1) from torch taken whole)
+        shape = np.shape(result.data)  # (a mean kept with its axis: its numbers, reshaped)
         if precision is not None:  # (a rule that reads its result reads it as written)
-            written = as_written(G.nodes[step.result]["data"], precision)
-            result.data = float(written) if scalar else np.asarray(written, dtype=np.float64)
-        g = float(upstream) if scalar else np.asarray(upstream, dtype=np.float64)
+            written = as_written(recorded, precision)
+            result.data = float(written) if scalar else np.reshape(written, shape)
+        g = float(upstream) if scalar else np.reshape(np.asarray(upstream, np.float64), shape)
         return list(local_gradients(result, g))
     except (EngineError, TypeError, ValueError, KeyError, ArithmeticError):
         return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import runpy
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -576,3 +577,17 @@ def test_a_powers_lines_write_its_exponent_with_a_minus_sign(exponent):
     n = f"{exponent:g}".replace("-", "−")
     assert power.startswith(f"∂o/∂(a + 3) = {n} (a + 3)")
     assert false_arithmetic(power) is None
+
+
+def test_a_mean_over_some_axes_is_not_said_to_be_off_its_rule():
+    # PyTorch's x.mean(1, keepdim=True) and z.mean((2, 3)) reach the IR without their
+    # axes: the reference took the mean of every entry, found another gradient, and the
+    # page told a student that PyTorch's right one was "not what this rule gives".
+    G = graph_of_script(TORCH_SCRIPTS / "means_over_axes.py", quiet=True)
+    x = next(node for node, attrs in G.nodes(data=True) if attrs.get("label") == "x")
+    namespace = runpy.run_path(str(TORCH_SCRIPTS / "means_over_axes.py"))
+    np.testing.assert_allclose(G.nodes[x]["grad"], namespace["x"].grad.numpy(), rtol=1e-6)
+    for view, lines in view_lines(G).items():
+        assert [line for line in lines if "(but the" in line] == [], view
+        (line,) = [line for line in lines if line.startswith("∂loss/∂x = ")]
+        assert line.endswith("[0.3333, 0.3333, 0.3333; 0.6667, 0.6667, 0.6667]"), view

@@ -211,6 +211,18 @@ def test_a_negative_number_or_negation_is_parenthesised_after_a_plus(tmp_path):
     assert not any(re.search(r"[+·−] −", name) for name in names)
     worked = "\n".join(line for caption in step_captions(G) for line in caption.worked)
     assert "∂f/∂(o + (−0.25)) = " in worked
+    # the clip's title card writes the root's expression from its operands' names: a
+    # named negative number there is parenthesised too (it said "q·w + p + −0.25")
+    from backpropviz.animate.cards import what_is_computed
+    from backpropviz.views import drawn_graph
+
+    script.write_text("from micrograd.engine import Value\n"
+                      "p, q, w = Value(2.0), Value(-3.0), Value(0.5)\n"
+                      "L = p - 0.25 + q * w\n"
+                      "L.backward()\n", encoding="utf-8")
+    clips = drawn_graph(graph_of_script(script, quiet=True))  # (its + chain folded)
+    written = what_is_computed(clips, 4)[0]
+    assert "(−0.25)" in written and "−0.25" not in written.replace("(−0.25)", "")
     # a negation op (our engine's) too
     a, o = Value(2.0, label="a"), Value(-6.0, label="o")
     f = (o + -a) * (-a + o)
