@@ -271,8 +271,7 @@ class Recording:
         heard = bool(args) and (function == "backward" or func is torch.autograd.grad)
         if heard:
             # loss.backward(), torch.autograd.backward((loss, ...)) or
-            # torch.autograd.grad(loss, xs): tell who listens, before the pass and once
-            # it is over.
+            # torch.autograd.grad(loss, xs): tell who listens, before the pass and after.
             roots = args[0] if isinstance(args[0], (tuple, list)) else args[:1]
             for listener in backward_listeners:
                 listener(*roots)
@@ -430,14 +429,15 @@ class Recording:
         # A torch.autograd.Function is drawn under its class's name, whatever it computes.
         op = function if custom else _op_name(
             function, type(node).__name__ if len(nodes) == 1 else None)
-        if op == "transpose" and output.dim() > 2:
-            # ᵀ reverses all axes; x.transpose(0, 1) of a batch swaps two: say which.
+        if op == "transpose" and output.dim() > 2:  # (ᵀ reverses all axes: say which two)
             axes = ", ".join(str(x) for x in flat if isinstance(x, int) and not isinstance(x, bool))
             op = f"{function.strip('_')}({axes})"
         call = _Call(index, op, node, [], nodes, external, group=groups.current(),
                      result=output.output_nr, results=results)
         spec = ops.get(op)
         for position, (x, operand) in enumerate(zip(flat, before, strict=True)):
+            if function == "batch_norm" and position in (1, 2) and flat[5:6] == [True]:
+                continue  # (in training its running statistics are updated, not used)
             if isinstance(operand, _Operand):
                 call.operands.append(operand)
             elif spec.number_operands and position < 2 and _is_number(x):

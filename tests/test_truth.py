@@ -336,22 +336,25 @@ def test_a_conv_kernels_numbers_are_drawn(tmp_path):
     assert ">[0,0]<" in svg
 
 
-def test_a_torch_networks_buffers_are_named_and_its_saved_weights_counted(tmp_path):
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_a_torch_networks_buffers_are_named_and_its_saved_weights_counted(tmp_path, mode):
     pytest.importorskip("torch")
     script = tmp_path / "seq.py"
     script.write_text(
         "import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
         "model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.ReLU(), nn.Linear(3, 1))\n"
+        f"model.{mode}()\n"
         "x = torch.randn(4, 2)\ny = torch.randn(4, 1)\n"
         "loss = nn.functional.mse_loss(model(x), y)\nloss.backward()\n")
     G = graph_of_script(script, quiet=True)
     values = by_label(G)
-    assert {"model.1.running_mean", "model.1.running_var"} <= set(values)
-    # The forward pass itself changed the running statistics: no update is said of them
-    # (the script makes none).
-    assert sorted(G.graph["notes"]) == [
-        f"model.1.{name} changed after the forward pass used it (drawn as it was then)"
-        for name in ("running_mean", "running_var")]
+    statistics = {"model.1.running_mean", "model.1.running_var"}
+    if mode == "eval":  # normalised by its running statistics: they are its inputs, named
+        assert statistics <= set(values)
+        np.testing.assert_allclose(values["model.1.running_var"]["data"], np.ones(3))
+    else:  # normalised by the batch's: the running ones, only updated, are not drawn
+        assert not statistics & set(values)
+    assert not G.graph.get("notes")
     # The second layer's input needs a gradient, so autograd keeps its weight
     # (transposed): 3 float32 numbers. The first layer's input is data: not kept.
     assert values["model.3.weight"]["stored"] and values["model.3.weight"]["nbytes"] == 12
