@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from . import worked as arithmetic  # (its sum line: worked is a caption's lines here)
+from . import worked as arithmetic  # (worked out: a caption's arithmetic)
 from .closing import came_first, closing_line, closing_rule, closing_text
 from .formatting import MAX_ITEMS, format_array, held_lines, listed, number_text, superscript
 from .ir import operand_edges
@@ -21,7 +21,7 @@ from .metrics import text_width
 from .ops import ATOM, POSTFIX
 from .steps import backward_steps, loop_sums_known
 from .style import EXPRESSION_PT, VALUE_PT
-from .worked import as_written, digits_for, exactly, plus, rule_shares, same, written_exactly, zero
+from .worked import RESULT_ENTRIES, as_written, digits_for, exactly, plus, rule_shares, same
 
 __all__ = [
     "ENGINE_NOTES",
@@ -78,11 +78,9 @@ class Name:
     precedence: int = ATOM
 
 
-# A worked caption writes out the numbers of operands of at most this many
-# entries, and results of at most RESULT_ENTRIES; larger ones are read on the
-# picture's boxes and edges.
+# A worked caption writes out the numbers of operands of at most this many entries, and
+# results of at most RESULT_ENTRIES (worked.py); larger ones are read on the picture.
 SMALL_ENTRIES = 6
-RESULT_ENTRIES = 12
 
 # Unnamed values are written as the expression that made them, as long as it has
 # room: as wide as its box's numbers, and at least this wide (points, at the headings'
@@ -580,7 +578,7 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
         a = _factor(operands[0], precision).text  # (−3), [1; 2] or 3: each takes a power
         fields["a_pow"] = a if less == 1 else a + superscript(f"{less:g}")
     text = template.substitute(fields)
-    exact = all(written_exactly(v, precision) for v in filled.values())
+    exact = all(arithmetic.written_exactly(v, precision) for v in filled.values())
     return (f"Σ({text})" if broadcast else text), exact
 
 
@@ -603,10 +601,9 @@ def _passes(G: nx.MultiDiGraph, op: Any) -> Any:
 
 def _worked_line(left: Name, sign: str, rhs: Name, product: tuple | None,
                  contribution: Any, precision: int) -> str:
-    """``∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3``: the numbers, then what was recorded; ≈
-    before it where the numbers as written give it only rounded ((−1.2) · 0.6127 ≈
-    −0.7353): the rule's share from them (``product[2]``, None where the reference has
-    no rule) is not the result as written, or, without a share, a number is rounded."""
+    """``∂e/∂d = c · ∂e/∂e = (−3) · 1 = −3``: the numbers, then what was recorded; ≈ before
+    it where the numbers as written give it only rounded ((−1.2) · 0.6127 ≈ −0.7353): the
+    rule's share from them (``product[2]``, None: no rule) is not it, or one is rounded."""
     line = f"{left.text} {sign} {rhs.text}"
     result = number_text(contribution, precision) if _size(contribution) <= RESULT_ENTRIES \
         else None
@@ -614,8 +611,9 @@ def _worked_line(left: Name, sign: str, rhs: Name, product: tuple | None,
     if product is not None and product[0] not in (result, f"({result})", rhs.text):
         line += f" = {product[0]}"
         _, lossless, share = product
-        exact = exactly(share, as_written(contribution, precision)) if share is not None \
-            else lossless and written_exactly(contribution, precision)
+        written = None if result is None else as_written(contribution, precision)
+        exact = result is None or (exactly(share, written) if share is not None else
+                                   lossless and exactly(written, contribution))
         equals = " = " if exact else " ≈ "
     if result is not None:
         line += equals + result
@@ -642,7 +640,7 @@ def _edge_lines(left: Name, sign: str, rhs: Name, product: tuple | None, rule_sh
     # The engine set the gradient to the rule's share (= where += belongs): what was
     # there before is lost. (Another engine's reader records the net change as the
     # contribution, ours and autograd's the share itself.)
-    overwritten = not zero(before) and (same(after, rule_share) if not as_the_rule
+    overwritten = not arithmetic.zero(before) and (same(after, rule_share) if not as_the_rule
                                          else not added_up and same(after, contribution))
     if overwritten:
         line = _worked_line(left, "=", rhs, product, after, precision)
@@ -706,7 +704,8 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         upstream = partial_name(top, names[step.result])
         upstream_number = step.grads.get(step.result)
         shares = rule_shares(G, step, upstream_number)
-        written = rule_shares(G, step, upstream_number, precision)
+        written = rule_shares(G, step, upstream_number, precision) if any(  # (lines write them)
+            _size(G.edges[edge].get("grad")) <= RESULT_ENTRIES for edge in step.edges) else None
         args = [names[u] for u, _, _ in step.edges]
         texts, texs, worked, per_edge = [], [], [], []
         for position, (u, v, key) in enumerate(step.edges):

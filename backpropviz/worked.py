@@ -17,9 +17,9 @@ from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradient
 from .formatting import display_number, number_text
 from .steps import backward_steps
 
-__all__ = ["EXTRA_DIGITS", "as_written", "digits_for", "exactly", "not_the_chain_rules",
-           "off_the_rule", "plus", "rule_shares", "same", "sum_line", "written_exactly",
-           "zero"]
+__all__ = ["EXTRA_DIGITS", "RESULT_ENTRIES", "as_written", "digits_for", "exactly",
+           "not_the_chain_rules", "off_the_rule", "plus", "rule_shares", "same", "sum_line",
+           "written_exactly", "zero"]
 
 # Past this many ops a graph is not checked against the rule (a hand-written engine's
 # graph is small; our engine and autograd follow the rule anyway).
@@ -177,6 +177,9 @@ def _scaled_shares(G: nx.MultiDiGraph, step: Any, upstream: Any) -> list | None:
     return [float(x) * float(upstream) / float(reached) for x in sent]
 
 
+# A worked caption writes out results of at most this many entries; larger ones are read
+# on the picture's boxes and edges.
+RESULT_ENTRIES = 12
 # The most digits a worked product writes its numbers with, past the caption's precision,
 # so that they give its result as written: 1 − t² cancels where t is near 1, and
 # (1 − 0.9901²) · 4.307 is 0.08486, not the 0.08514 the engine's own t gives.
@@ -186,7 +189,10 @@ EXTRA_DIGITS = 3
 def digits_for(G: nx.MultiDiGraph, step: Any, upstream: Any, position: int, contribution: Any,
                precision: int, written: list | None) -> int:
     """The fewest digits, ``precision`` or up to EXTRA_DIGITS more, with which the numbers
-    of a worked product, as written, give the edge's share as the caption writes it."""
+    of a worked product, as written, give the edge's share as the caption writes it (a
+    share of more than RESULT_ENTRIES is not written: ``precision``)."""
+    if np.size(contribution) > RESULT_ENTRIES:
+        return precision
     want = number_text(contribution, precision)
     for digits in range(precision, precision + EXTRA_DIGITS + 1):
         shares = written if digits == precision else rule_shares(G, step, upstream, digits)
