@@ -112,7 +112,9 @@ class Report:
 
 
 def _show(x: float) -> str:
-    return f"{x:.6g}"
+    """A number as the report writes it: six digits (a wrong rule may differ in the fifth),
+    with the minus sign every view writes."""
+    return f"{x:.6g}".replace("-", "−")
 
 
 def _close(a: float, b: float) -> bool:

@@ -214,6 +214,8 @@ def number_text(x: Any, precision: int = 4) -> str:
     if array.ndim == 2:
         return "[" + "; ".join(", ".join(display_number(v, precision) for v in row)
                                for row in array) + "]"
+    if array.shape[-1] == 1:  # (a pooled 1×C×1×1: the row of C its box draws, grid_indices)
+        return number_text(array[..., 0], precision)
     return "[" + "; ".join(number_text(inner, precision) for inner in array) + "]"
 
 

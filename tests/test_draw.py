@@ -21,7 +21,7 @@ from backpropviz import Value
 from backpropviz.diagram import Diagram, draw, render_steps, step_diagrams
 from backpropviz.errors import DrawError, OutputError
 from backpropviz.figure import to_dot
-from backpropviz.formatting import display_number, format_array, format_number
+from backpropviz.formatting import display_number, format_array, format_number, number_text
 from backpropviz.html import step_through
 from backpropviz.ir import to_networkx
 from backpropviz.number_tables import column_widths, grid_texts, lone_width
@@ -117,6 +117,9 @@ def test_format_array_lays_out_vectors_as_columns_and_elides_long_axes():
     assert all(pooled[cell] == float(text) for row, places in zip(texts, cells, strict=True)
                for text, cell in zip(row, places, strict=True) if cell is not None)
     assert format_array(np.arange(6.0).reshape(2, 3, 1)) == [["0", "1", "2"], ["3", "4", "5"]]
+    # ... and a caption writes it as its box lays it out: a row, not [[[0]; [1]; …]]
+    assert number_text(pooled[:, :4]) == "[0, 1, 2, 3]"
+    assert number_text(np.arange(8.0).reshape(2, 2, 2)) == "[[0, 1; 2, 3]; [4, 5; 6, 7]]"
 
 
 # ---------------------------------------------------------------- DOT
