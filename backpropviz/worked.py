@@ -58,10 +58,10 @@ def rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any,
         operands = [Value(float(x)) if scalar else Tensor(np.asarray(x, dtype=np.float64))
                     for x in data]
         result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"))
-        recorded = G.nodes[step.result]["data"]
-        if len(result.operands) != len(operands) or np.size(result.data) != np.size(recorded):
-            return None  # (an axis the IR does not hold: x.mean(1) from torch taken whole)
-        shape = np.shape(result.data)  # (a mean kept with its axis: its numbers, reshaped)
+        recorded, shape = G.nodes[step.result]["data"], np.shape(result.data)
+        if len(result.operands) != len(operands) or _squeezed(shape) != _squeezed(
+                np.shape(recorded)):  # (an axis the IR does not hold: x.mean(1) taken whole)
+            return None  # (a mean that kept its axis, 2×1 for 2, is the same numbers)
         if precision is not None:  # (a rule that reads its result reads it as written)
             written = as_written(recorded, precision)
             result.data = float(written) if scalar else np.reshape(written, shape)
@@ -69,6 +69,10 @@ def rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any,
         return list(local_gradients(result, g))
     except (EngineError, TypeError, ValueError, KeyError, ArithmeticError):
         return None
+
+
+def _squeezed(shape: tuple[int, ...]) -> list[int]:
+    return [n for n in shape if n != 1]
 
 
 def exactly(a: Any, b: Any) -> bool:
