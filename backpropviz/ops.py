@@ -166,6 +166,8 @@ class Op:
     # The op picks entries by an index the script wrote (x[2], x[:, 0]); the producers
     # keep it, written by index_text, as the op's attribute "index".
     indexed: bool = False
+    # A reduction (Σ, mean), which may run along some axes only and keep them (Σ₀, mean₂,₃).
+    reduces: bool = False
 
     def form(self, arity: int, ndims: tuple[int, ...] | None = None) -> Form:
         """The form for ``arity`` operands (the generic one if the op has none), or for
@@ -316,11 +318,11 @@ _OPS = [
        "a squared norm ‖x‖² sends back 2x times the gradient"),
     Op("sum", "Σ", _unary(Writing("Σ$a", r"\sum $a", PRODUCT, (POSTFIX,)),
                           "$g · 1", r"$g \cdot \mathbf{1}", "$g $dot $ones"),
-       "sum copies the gradient to every entry"),
+       "sum copies the gradient to every entry", reduces=True),
     Op("mean", "mean", _unary(_function("mean", r"\mathrm{mean}"),
                               "$g · 1 / $k", r"$g \cdot \mathbf{1} / $k",
                               "$g $dot $ones / $k"),
-       "mean copies the gradient to every entry, divided by their count"),
+       "mean copies the gradient to every entry, divided by their count", reduces=True),
     Op("transpose", "ᵀ", _unary(Writing("${a}ᵀ", r"$a^\top", POSTFIX, (ATOM,)),
                                 "($g)ᵀ", r"\left($g\right)^\top", "(${g})ᵀ"),
        "transpose sends back the gradient transposed"),

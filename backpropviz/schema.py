@@ -196,11 +196,11 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               required=True),
     Attribute("exponent", OP, REAL, "a power's number exponent (a ** 2)", _PRODUCERS),
     Attribute("axis", OP, AXES, "the axis (or axes) a reduction ran along, as the script "
-              "gave it (none: all entries)", _ENGINE),
+              "gave it (none: all entries; PyTorch's read off the shapes)", f"{_ENGINE}, {_TORCH}"),
     Attribute("index", OP, TEXT, "an indexing op's index as the script wrote it (2, target, "
               ":, 0; ops.index_text)", f"{_ENGINE}, {_TORCH}"),
     Attribute("keepdims", OP, FLAG, "a reduction kept its reduced axes, of length 1",
-              _ENGINE),
+              f"{_ENGINE}, {_TORCH}"),
     Attribute("dead", OP, GATES, "where a gate blocks the gradient (a dead ReLU, a dropped "
               "unit), by entry of its operand", _PRODUCERS),
     Attribute("mask", OP, NUMBERS, "dropout's kept (1) and dropped (0) units",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import operator
 import sys
 from collections.abc import Iterator, Mapping
@@ -144,6 +145,21 @@ def _graph(torch: Any, roots: tuple, names: Mapping[str, Any] | None,
                                "`with backpropviz.torch_import.capture():`, so run the torch "
                                "code there first")
     return _Builder(recording, names).build(roots)
+
+
+
+def _reduced_axes(before: tuple[int, ...], after: tuple[int, ...]) -> dict[str, Any]:
+    """A sum's or mean's axes (and whether it kept them), read off its operand's shape and
+    its result's where they tell them apart: x.mean((2, 3), keepdim=True) of 1×4×6×6 is
+    1×4×1×1, axes 2 and 3; 2×2 summed to 2 could be either axis, and says none."""
+    if not after or after == before:
+        return {}
+    if len(after) == len(before):
+        axes = tuple(i for i, (n, m) in enumerate(zip(before, after, strict=True)) if n != m)
+        return {"axis": axes[0] if len(axes) == 1 else axes, "keepdims": True}
+    fits = [axes for axes in itertools.combinations(range(len(before)), len(before) - len(after))
+            if tuple(n for i, n in enumerate(before) if i not in axes) == after]
+    return {"axis": fits[0][0] if len(fits[0]) == 1 else fits[0]} if len(fits) == 1 else {}
 
 
 class _Builder:
@@ -384,6 +400,9 @@ class _Builder:
                          dead=dead if dead.size > LIST_ENTRIES else dead.tolist())
         if call.picked is not None:
             attrs["index"] = ops.index_text(self._index_written(call.picked))
+        if ops.get(call.op).reduces and len(call.operands) == 1:
+            attrs.update(_reduced_axes(tuple(self._tensor_value(call.operands[0].key).shape),
+                                       tuple(self._tensor_value(call.key).shape)))
         if call.group:
             attrs["group"] = [self.group_name(member) for member, _ in call.group]
             attrs["group_calls"] = [self.calls[number] for _, number in call.group]

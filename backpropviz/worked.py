@@ -57,7 +57,8 @@ def rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any,
     try:
         operands = [Value(float(x)) if scalar else Tensor(np.asarray(x, dtype=np.float64))
                     for x in data]
-        result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"))
+        result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"),
+                       attrs.get("keepdims", False))
         recorded, shape = G.nodes[step.result]["data"], np.shape(result.data)
         if len(result.operands) != len(operands) or _squeezed(shape) != _squeezed(
                 np.shape(recorded)):  # (an axis the IR does not hold: x.mean(1) taken whole)

@@ -522,3 +522,25 @@ def test_building_the_ir_gives_torch_its_number_of_threads_back():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_reductions_axes_are_read_off_its_shapes_where_they_tell_them():
+    # x.mean((2, 3)) of a 1×4×6×3 batch: axes 2 and 3, drawn mean₂,₃; kept (1×4×1×1) too;
+    # a 2×2 summed to 2 could be either axis and is said to be none.
+    def drawn(code: str) -> list:
+        namespace: dict = {}
+        with capture() as recording:
+            exec(code, {"torch": torch}, namespace)  # (a script of the test's own)
+        G = from_torch(namespace["loss"], names=namespace, recording=recording)
+        validate(G)
+        return [(attrs.get("axis"), attrs.get("keepdims", False), attrs["symbol"])
+                for _, attrs in G.nodes(data=True) if attrs.get("op") in ("sum", "mean")]
+
+    prefix = "torch.manual_seed(0)\nz = torch.randn(1, 4, 6, 3, requires_grad=True)\n"
+    assert drawn(prefix + "loss = (z.mean((2, 3)) * torch.arange(4.0)).sum()\n"
+                 "loss.backward()\n") == [((2, 3), False, "mean₂,₃"), (None, False, "Σ")]
+    assert drawn(prefix + "loss = (z.mean((2, 3), keepdim=True) ** 2).sum()\n"
+                 "loss.backward()\n")[0] == ((2, 3), True, "mean₂,₃")
+    assert drawn("w = torch.ones(2, 2, requires_grad=True)\n"
+                 "loss = (w.sum(0) * torch.tensor([1.0, 2.0])).sum()\nloss.backward()\n") == [
+        (None, False, "Σ"), (None, False, "Σ")]
