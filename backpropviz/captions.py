@@ -544,9 +544,8 @@ def _size(x: Any) -> int:
 def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
                     names: Mapping[Any, Name], size_ratio: int, broadcast: bool,
                     precision: int, top: Name) -> tuple[str, bool] | None:
-    """The registry's numbers template of ``edge``'s derivative, filled with the
-    numbers the IR recorded, and whether each is written exactly; None where an
-    operand is too large to write out."""
+    """The registry's numbers template of ``edge``'s derivative, filled with the numbers the
+    IR recorded, and whether each is written exactly; None where one is too large to write."""
     u, op, _ = edge
     attrs = G.nodes[op]
     form = step_form(G, step)
@@ -561,7 +560,9 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
            for k in recorded if k in used or (k == "a" and "a_pow" in used)):
         return None
     filled = {k: v for k, v in recorded.items() if k in used or (k == "a" and "a_pow" in used)}
-    fields = {k: _factor(v, precision).text for k, v in filled.items()}
+    rows = ops.get(attrs["op"]).broadcasts and any(np.ndim(v) > 1 for v in filled.values())
+    fields = {k: _factor(np.reshape(v, (1, -1)) if rows and np.ndim(v) == 1 else v,  # (as a
+                         precision).text for k, v in filled.items()}  # row, as numpy aligns it)
     if "ones" in used:  # (a sum's local derivative: 1 at every entry of its operand)
         ones = np.ones(np.shape(operands[0]))
         fields["ones"] = number_text(ones, precision) if ones.size <= SMALL_ENTRIES else "1"

@@ -591,3 +591,22 @@ def test_a_mean_over_some_axes_is_not_said_to_be_off_its_rule():
         assert [line for line in lines if "(but the" in line] == [], view
         (line,) = [line for line in lines if line.startswith("∂loss/∂x = ")]
         assert line.endswith("[0.3333, 0.3333, 0.3333; 0.6667, 0.6667, 0.6667]"), view
+
+
+def test_a_vector_beside_a_matrix_is_written_as_the_row_it_broadcasts_as(tmp_path):
+    # X * w with X a batch (2×3) and w a vector of 3: torch (and numpy) line w up as a row.
+    # Written as the column the picture draws it, [0.5; −1; 2] ⊙ [[…]] says an outer
+    # product; the worked line writes it as the row it is.
+    script = tmp_path / "scaled.py"
+    script.write_text("import torch\n"
+                      "X = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)\n"
+                      "w = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)\n"
+                      "loss = (X * w).sum()\nloss.backward()\n", encoding="utf-8")
+    G = graph_of_script(script, quiet=True)
+    for view, lines in view_lines(G).items():
+        (line,) = [line for line in lines if line.startswith("∂loss/∂X = ")]
+        assert "[0.5, −1, 2] ⊙ " in line and false_arithmetic(line) is None, (view, line)
+    pooled = graph_of_script(TORCH_SCRIPTS / "means_over_axes.py", quiet=True)
+    for view, lines in view_lines(pooled).items():
+        (line,) = [line for line in lines if line.startswith("∂loss/∂pooled = ")]
+        assert false_arithmetic(line) is None, (view, line)
