@@ -69,9 +69,8 @@ class Caption:
 
 @dataclass(frozen=True)
 class Name:
-    """How a value is written: Unicode ``text``, LaTeX ``tex``, and how tightly
-    it binds (``precedence``: SIGNED < SUM < PRODUCT < POSTFIX < ATOM), which decides
-    where it needs parentheses."""
+    """How a value is written: Unicode ``text``, LaTeX ``tex``, and how tightly it binds
+    (``precedence``: SIGNED < SUM < PRODUCT < POSTFIX < ATOM): where it needs parentheses."""
 
     text: str
     tex: str
@@ -397,11 +396,9 @@ def _shortened(G: nx.MultiDiGraph, op: Any, args: list[Name], tensor: bool,
 
 
 def differentiated(G: nx.MultiDiGraph, names: dict[Any, Name]) -> Name:
-    """The quantity the backward pass differentiates: the seeded root, named.
-
-    An unnamed root (or several seeded roots, whose gradients add) is called L, or
-    another letter if a value is named L; a part of a drawing is told the name.
-    """
+    """The quantity the backward pass differentiates: the seeded root, named. An unnamed
+    root (or several seeded roots, whose gradients add) is called L, or another letter
+    if a value is named L; a part of a drawing is told the name."""
     seeds = list(G.graph.get("seeds", {}))
     if len(seeds) == 1 and G.nodes[seeds[0]].get("label") and not G.graph.get("entered"):
         return names[seeds[0]]
@@ -538,7 +535,10 @@ def _factor(x: Any, precision: int) -> Name:
 
 
 def _size(x: Any) -> int:
-    return int(np.size(x)) if x is not None else 0
+    """How many entries a worked line would write; an array of three axes or more (but
+    for trailing ones of length 1) is read on the picture, as if too large to write."""
+    flat = all(n == 1 for n in np.shape(x)[2:])
+    return 0 if x is None else int(np.size(x)) if flat else 1 << 30
 
 
 def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,

@@ -591,6 +591,10 @@ def test_a_mean_over_some_axes_is_not_said_to_be_off_its_rule():
         assert [line for line in lines if "(but the" in line] == [], view
         (line,) = [line for line in lines if line.startswith("∂loss/∂x = ")]
         assert line.endswith("[0.3333, 0.3333, 0.3333; 0.6667, 0.6667, 0.6667]"), view
+        # z's gradient, 1×2×2×2, is read on the picture: no line nests brackets for it
+        # ([[[0.125, 0.125; …]; […]]] could be read neither by a student nor as arithmetic)
+        assert [line for line in lines if "[[" in line] == [], view
+        assert all(false_arithmetic(line) is None for line in lines if "∂loss/∂z" in line), view
 
 
 def test_a_vector_beside_a_matrix_is_written_as_the_row_it_broadcasts_as(tmp_path):
