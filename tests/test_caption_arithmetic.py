@@ -355,7 +355,8 @@ def _scripts() -> list[tuple[Path, dict[str, str]]]:
     for engine in ("Overwrites", "WrongTanh", "WrongOrder", "NoSeed", "Subtracts"):
         found.append((ENGINES / "graded.py", {"ENGINE": engine}))
     found += [(TORCH_SCRIPTS / name, {}) for name in ("sequential.py", "inplace_relu.py",
-                                                      "vector_times_matrix.py")]
+                                                      "vector_times_matrix.py",
+                                                      "means_over_axes.py")]
     return found
 
 
