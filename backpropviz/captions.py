@@ -535,8 +535,8 @@ def _factor(x: Any, precision: int) -> Name:
 
 
 def _size(x: Any) -> int:
-    """How many entries a worked line would write; an array of three axes or more (but
-    for trailing ones of length 1) is read on the picture, as if too large to write."""
+    """How many entries a worked line would write; an array laid out in three axes or more
+    (formatting.drawn_shape) is read on the picture, as if too large to write."""
     flat = all(n == 1 for n in np.shape(x)[2:])
     return 0 if x is None else int(np.size(x)) if flat else 1 << 30
 

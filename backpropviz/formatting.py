@@ -18,6 +18,7 @@ __all__ = [
     "counted_parameters",
     "dead_cells",
     "display_number",
+    "drawn_shape",
     "format_array",
     "format_number",
     "grid_indices",
@@ -75,6 +76,16 @@ def display_number(x: float, precision: int = 4) -> str:
     return format_number(x, precision).replace("-", "\u2212")
 
 
+def drawn_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """An array's shape as it is laid out: without its last axes of length 1 past the
+    second, so that a result kept with its pooled axes (a global average pool's
+    1×32×1×1) is a row of 32, not 32 matrices of one entry under their indices."""
+    shape = tuple(shape)
+    while len(shape) > 2 and shape[-1] == 1:
+        shape = shape[:-1]
+    return shape
+
+
 def grid_indices(shape: tuple[int, ...], max_items: int = MAX_ITEMS) -> list[list[tuple | str]]:
     """Index tuples laid out as drawn: a vector as a column, a matrix as itself.
 
@@ -87,12 +98,11 @@ def grid_indices(shape: tuple[int, ...], max_items: int = MAX_ITEMS) -> list[lis
         head = max_items - 2
         return [*range(head), None, n - 1]
 
-    if len(shape) > 2 and shape[-1] == 1:
-        # A result kept with its pooled axes (a global average pool's 1×32×1×1) is laid
-        # out as the array without its last axes of length 1, a row of 32, not as 32
-        # matrices of one entry under their indices.
-        return [[cell if isinstance(cell, str) else (*cell, 0) for cell in row]
-                for row in grid_indices(shape[:-1], max_items)]
+    laid = drawn_shape(shape)
+    if len(laid) < len(shape):  # (each cell's index has the dropped axes' 0s back)
+        kept = (0,) * (len(shape) - len(laid))
+        return [[cell if isinstance(cell, str) else (*cell, *kept) for cell in row]
+                for row in grid_indices(laid, max_items)]
     if len(shape) > 2:
         # Matrices of the last two axes, each under a row naming its leading
         # indices ("[0,1]"), the middle ones elided past MAX_SLICES.
@@ -207,6 +217,7 @@ def number_text(x: Any, precision: int = 4) -> str:
     """A recorded number as a worked caption writes it: ``−3``, a vector as the
     column the picture draws (``[1; −2]``), a matrix by rows (``[2, −1; 0, 1]``)."""
     array = np.asarray(x, dtype=np.float64)
+    array = array.reshape(drawn_shape(array.shape))  # (a pooled 1×C×1×1: its row of C)
     if array.ndim == 0:
         return display_number(float(array), precision)
     if array.ndim == 1:
@@ -214,8 +225,6 @@ def number_text(x: Any, precision: int = 4) -> str:
     if array.ndim == 2:
         return "[" + "; ".join(", ".join(display_number(v, precision) for v in row)
                                for row in array) + "]"
-    if array.shape[-1] == 1:  # (a pooled 1×C×1×1: the row of C its box draws, grid_indices)
-        return number_text(array[..., 0], precision)
     return "[" + "; ".join(number_text(inner, precision) for inner in array) + "]"
 
 
