@@ -152,7 +152,7 @@ def _reduced_axes(before: tuple[int, ...], after: tuple[int, ...]) -> dict[str, 
     """A sum's or mean's axes (and whether it kept them), read off its operand's shape and
     its result's where they tell them apart: x.mean((2, 3), keepdim=True) of 1×4×6×6 is
     1×4×1×1, axes 2 and 3; 2×2 summed to 2 could be either axis, and says none."""
-    if not after or after == before:
+    if not after or after == before or len(before) > 8:  # (past 8 axes: too many ways)
         return {}
     if len(after) == len(before):
         axes = tuple(i for i, (n, m) in enumerate(zip(before, after, strict=True)) if n != m)
