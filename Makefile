@@ -32,7 +32,7 @@ system:
 
 # The packages are installed by uv, which fetches and unpacks them in parallel and keeps
 # them in its cache: on a fresh clone the venv took 67 s with pip (27 of them unpacking
-# torch), and takes 27 s with uv (6 s when its cache already holds them). uv itself
+# torch), and takes about 30 s with uv (7 s when its cache already holds them). uv itself
 # comes from PyPI, through the machine's pip, into the venv; pip is put in the venv too,
 # for whoever wants to add a package by hand.
 UV := $(VENV)/bin/uv
