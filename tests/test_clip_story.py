@@ -18,6 +18,7 @@ import manim
 
 from backpropviz import Value
 from backpropviz.animate import pacing
+from backpropviz.animate.fades import Becomes
 from backpropviz.animate.mobjects import Z_FLYING
 from backpropviz.animate.motion import Along
 from backpropviz.animate.story import PHASES, StepCaption, line_terms, sum_terms
@@ -68,9 +69,8 @@ class Recorded(BackpropScene):
         for animation in _flat(animations):
             if isinstance(animation, Along):
                 moved.append(("travel", table_cells(animation.mobject)))
-            elif isinstance(animation, manim.ReplacementTransform) \
-                    and hasattr(animation.target_mobject, "entries"):
-                moved.append(("becomes", table_cells(animation.target_mobject)))
+            elif isinstance(animation, Becomes) and hasattr(animation.target, "entries"):
+                moved.append(("becomes", table_cells(animation.target)))
         super().play(*animations, **kwargs)
         lines, words = [], []
         if isinstance(self.caption, StepCaption):
@@ -94,7 +94,8 @@ class Recorded(BackpropScene):
 
 def _flat(animations):
     for animation in animations:
-        if isinstance(animation, manim.AnimationGroup):  # (Succession is one too)
+        if isinstance(animation, manim.AnimationGroup) and not isinstance(animation, Becomes):
+            # (a Succession is one too)
             yield from _flat(animation.animations)
         else:
             yield animation

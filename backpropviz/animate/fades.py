@@ -16,7 +16,13 @@ FadeIn and FadeOut here take manim's ``shift`` and ``scale`` and any
 Animation keyword (``run_time``, ``rate_func``); FadeOut leaves its mobject as
 it found it, off the screen (as manim's does). ``Moved`` carries mobjects to
 where ``move_to`` and ``scale`` would put them (the title and caption riding
-with the camera).
+with the camera). ``Becomes`` is one table of numbers turned into another (a
+share's factors into their product, the product into the gradient's slot, a sum's
+terms into the sum): each carried to the other's place and size as one fades
+out and the other in, as manim's FadeTransform shows it. manim's
+ReplacementTransform morphed them glyph by glyph, which first pairs every glyph's
+curves with the other's: for the wide tables of a small CNN's modules, half the
+time it took to tell its clip, for a morph that reads as noise.
 """
 
 from __future__ import annotations
@@ -25,11 +31,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from manim import ORIGIN, Animation, Mobject
+from manim import ORIGIN, Animation, AnimationGroup, Mobject
 
 from .redraw import Box, box
 
-__all__ = ["FadeIn", "FadeOut", "Moved"]
+__all__ = ["Becomes", "FadeIn", "FadeOut", "Moved"]
 
 # The colour arrays of a VMobject whose opacity a fade changes (manim's fade(1) sets
 # each of them transparent).
@@ -150,3 +156,16 @@ class Moved(_Blend):
     def _ends(self, points: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         centre = self.mobject.get_center()
         return [(p, (p - centre) * self.factor + self.to) for p in points]
+
+
+class Becomes(AnimationGroup):
+    """``mobject`` becomes ``target`` (which takes its place in the scene, as with
+    manim's ReplacementTransform): ``mobject`` fades out as it moves to ``target``'s
+    centre and height, while ``target`` fades in from ``mobject``'s."""
+
+    def __init__(self, mobject: Mobject, target: Mobject, **kwargs: Any) -> None:
+        self.source, self.target = mobject, target
+        shift = target.get_center() - mobject.get_center()
+        factor = target.height / mobject.height if mobject.height and target.height else 1.0
+        super().__init__(FadeOut(mobject, shift=shift, scale=factor),
+                         FadeIn(target, shift=shift, scale=1 / factor), **kwargs)

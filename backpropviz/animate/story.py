@@ -24,10 +24,8 @@ from typing import Any
 import numpy as np
 from manim import (
     RIGHT,
-    ReplacementTransform,
     RoundedRectangle,
     Succession,
-    Transform,
     VGroup,
     VMobject,
     rate_functions,
@@ -47,7 +45,7 @@ from ..formatting import MAX_ITEMS, format_array
 from ..metrics import text_width
 from ..steps import start_grads
 from ..style import Theme
-from .fades import FadeIn, FadeOut
+from .fades import Becomes, FadeIn, FadeOut, Moved
 from .mobjects import Z_FLYING, Z_MARK, Table, TextStore
 from .motion import Along, flash, stop_bar
 from .pacing import Pace, durations, factor_sources, share_pace
@@ -491,8 +489,8 @@ def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, *, stop: bool,
         targets = VGroup(*(c.copy() for c in copies), token.copy()).arrange(RIGHT, buff=4 * s)
         targets.move_to(meeting)
         scene.play(*(FadeIn(outline) for outline in outlines),
-                   *(Transform(c, target) for c, target in zip(copies, targets[:-1],
-                                                               strict=True)),
+                   *(Moved(c, target.get_center()) for c, target in zip(copies, targets[:-1],
+                                                                         strict=True)),
                    token.animate.move_to(targets[-1]), *caption.reveal(edge, "meet"),
                    run_time=seconds["meet"])
         flying = VGroup(*copies, token)
@@ -523,9 +521,9 @@ def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, *, stop: bool,
         _land(scene, u, old)
     if old is None:
         label = box.grad_label(G.edges[edge]["running"], scene.dead_values.get(u))
-        scene.play(Succession(ReplacementTransform(flying, product,
+        scene.play(Succession(Becomes(flying, product,
                                                    run_time=seconds["land"] * 0.4),
-                              ReplacementTransform(product, label,
+                              Becomes(product, label,
                                                    run_time=seconds["land"] * 0.6)),
                    scene.mark_value(u, label), *on_edge, *caption.reveal(edge, "land"),
                    run_time=seconds["land"])
@@ -535,15 +533,15 @@ def share_story(scene: Any, step: Any, edge: tuple, pace: Pace, *, stop: bool,
         # The engine did not add the share to the gradient there (a student's engine
         # that overwrote it; the caption says so): the share takes its place.
         label = box.grad_label(G.edges[edge]["running"], scene.dead_values.get(u))
-        scene.play(Succession(ReplacementTransform(flying, product,
+        scene.play(Succession(Becomes(flying, product,
                                                    run_time=seconds["land"] * 0.4),
-                              ReplacementTransform(product, label,
+                              Becomes(product, label,
                                                    run_time=seconds["land"] * 0.6)),
                    FadeOut(old), scene.mark_value(u, label), *on_edge,
                    *caption.reveal(edge, "land"), run_time=seconds["land"])
         _land(scene, u, label)
         return
-    scene.play(ReplacementTransform(flying, product), *on_edge, *caption.reveal(edge, "land"),
+    scene.play(Becomes(flying, product), *on_edge, *caption.reveal(edge, "land"),
                run_time=seconds["land"] * 0.6)
     add_share(scene, u, edge, product, seconds)
 
@@ -583,7 +581,7 @@ def _sum_in(scene: Any, u: Any, share: VMobject, key: Any, total: Any, seconds: 
     scene.wait(seconds["total"] / 2)
     new = box.grad_label(total, scene.dead_values.get(u))
     parts = VGroup(old, plus, share).set_z_index(Z_FLYING)
-    scene.play(ReplacementTransform(parts, new), FadeOut(plate), scene.mark_value(u, new),
+    scene.play(Becomes(parts, new), FadeOut(plate), scene.mark_value(u, new),
                *caption.reveal(key, "total"), run_time=seconds["total"])
     scene.marks.remove(plate)
     _land(scene, u, new)
@@ -616,7 +614,7 @@ def closing_story(scene: Any, step: Any, pace: Pace) -> None:
             continue
         # (no share of the drawn repetition: the words become its gradient)
         new = box.grad_label(step.grads[value], scene.dead_values.get(value))
-        scene.play(ReplacementTransform(words, new), scene.mark_value(value, new),
+        scene.play(Becomes(words, new), scene.mark_value(value, new),
                    *scene.caption.reveal(("closing", value), "share"),
                    *scene.caption.reveal(("closing", value), "total"),
                    run_time=seconds["total"])

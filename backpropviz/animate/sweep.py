@@ -18,7 +18,6 @@ from manim import (
     BackgroundRectangle,
     Create,
     LaggedStart,
-    ReplacementTransform,
     RoundedRectangle,
     Succession,
     VGroup,
@@ -38,7 +37,7 @@ from ..views import drawn_graph
 from .authoring import Authoring
 from .camera import Room, View, column_heights, columns, view_of, whole_view
 from .cards import recap_card, title_card
-from .fades import FadeIn, FadeOut, Moved
+from .fades import Becomes, FadeIn, FadeOut, Moved
 from .formats import AnimateError
 from .mobjects import (
     Z_MARK,
@@ -568,7 +567,7 @@ class BackpropScene(Authoring, RedrawingWhatMoves):
                 old = self.grad_labels[value]
                 new = self.diagram.values[value].grad_label(after[value],
                                                             self.dead_values.get(value))
-                self.play(ReplacementTransform(old, new), self.mark_value(value, new),
+                self.play(Becomes(old, new), self.mark_value(value, new),
                           run_time=self.t(0.5) * self.pace.motion)
                 self.grad_labels[value] = new
                 self.timeline.append(("gradient", value, self.time))

@@ -32,7 +32,6 @@ from manim import (
     Dot,
     LaggedStart,
     Line,
-    ReplacementTransform,
     SurroundingRectangle,
     VGroup,
     VMobject,
@@ -48,7 +47,7 @@ from ..train_figure import Curve, loss_curve, parameter_curves, require_passes
 from ..training import Run
 from ..updates import parameter_nodes, start_line, update_line
 from ..views import drawn_graph
-from .fades import FadeIn, FadeOut
+from .fades import Becomes, FadeIn, FadeOut
 from .formats import MAX_NODES, AnimateError, check_format, check_size, check_video
 from .mobjects import Z_BADGE, Z_MARK, ValueNode
 from .pacing import HOLD_FLOOR, READING_CPS
@@ -182,13 +181,13 @@ class TrainingScene(BackpropScene):
                 continue
             box = self.diagram.values[node]
             new = box.data_label(update.after)
-            turns.append(ReplacementTransform(self.data_labels[node], new))
+            turns.append(Becomes(self.data_labels[node], new))
             self.data_labels[node] = new
             card = self.cards.get(name)
             if card is not None:  # at speed the card shows it, the strip's box too
                 label = self.card_data[name]
                 self.card_data[name] = card.data_label(update.after)
-                turns.append(ReplacementTransform(label, self.card_data[name]))
+                turns.append(Becomes(label, self.card_data[name]))
                 self._card_shown(k, name, update.after, self.passes[k].nodes[node]["grad"])
             zoom = self.camera.frame.width / config.frame_width  # (at speed, zoomed out)
             outline = SurroundingRectangle(box if card is None else card,
@@ -359,7 +358,7 @@ class TrainingScene(BackpropScene):
             shown[node] = cells
             if cells != format_array(self.passes[k - 1].nodes[node]["data"], self.precision):
                 new = diagram.values[node].data_label(attrs["data"])
-                turns.append(ReplacementTransform(self.data_labels[node], new))
+                turns.append(Becomes(self.data_labels[node], new))
                 self.data_labels[node] = new
         self.values_shown.append((k, shown))
         self.play(*self._pending(), *gone, run_time=self.t(0.4))
