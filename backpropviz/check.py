@@ -23,7 +23,6 @@ import networkx as nx
 import numpy as np
 
 from . import foreign, ops
-from .captions import value_names
 from .engine import (
     EngineError,
     Node,
@@ -36,6 +35,7 @@ from .engine import (
 )
 from .errors import BackpropvizError
 from .ir import operand_edges, result_of
+from .names import value_names
 from .script import ScriptError, find_roots, imports_torch, running
 
 __all__ = ["CheckError", "Report", "Wrong", "check_graph", "check_script", "disagreements"]

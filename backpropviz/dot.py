@@ -13,7 +13,6 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .captions import headings, value_names
 from .dot_syntax import attrs as _attrs
 from .dot_syntax import pt as _pt
 from .dot_syntax import quote as _quote
@@ -22,6 +21,7 @@ from .folding import bands
 from .formatting import summarized
 from .ir import operand_edges
 from .legend import blocks_gradient, legend_html
+from .names import headings, value_names
 from .number_tables import (
     column_widths,
     contribution_html,

@@ -14,7 +14,7 @@ from typing import Any
 
 import networkx as nx
 
-from .captions import Caption, differentiated, step_captions, subscripted, value_names
+from .captions import Caption, step_captions
 from .diagram import draw, step_diagrams
 from .dot import CONTINUE_TO, badge_pt, edge_id
 from .errors import DrawError
@@ -25,6 +25,7 @@ from .graphviz import portable_svg
 from .ir import operand_edges, result_of
 from .memory import timeline
 from .memory_chart import step_meter
+from .names import differentiated, subscripted, value_names
 from .page_groups import opened_groups
 from .page_head import dead_cell_css, page_head, theme_css
 from .page_loop import loop_data, loop_panel

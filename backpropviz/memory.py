@@ -22,8 +22,8 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .captions import value_names
 from .ir import IRError, operand_edges, result_of
+from .names import value_names
 
 __all__ = ["BACKWARD", "FORWARD", "Kept", "MemoryStep", "Timeline", "saved_values", "timeline",
            "to_json", "value_bytes"]

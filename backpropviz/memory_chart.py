@@ -19,13 +19,13 @@ from pathlib import Path
 
 import networkx as nx
 
-from .captions import name_runs, subscripted
 from .errors import BackpropvizError
 from .files import write_atomically
 from .formatting import byte_size
 from .glyphs import with_fallback_fonts
 from .memory import BACKWARD, FORWARD, INNER, MemoryStep, Timeline, timeline, to_json
 from .metrics import fit_text, text_width
+from .names import name_runs, subscripted
 from .page_head import page_head
 from .style import FONT, NAME_FONT, THEMES, Theme
 

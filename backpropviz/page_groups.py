@@ -19,10 +19,10 @@ from typing import Any
 import networkx as nx
 
 from . import ops
-from .captions import differentiated, value_names
 from .errors import Note
 from .graphviz import pieces_past_limit
 from .ir import operand_edges, result_of
+from .names import differentiated, value_names
 from .steps import backward_steps
 
 __all__ = ["MAX_OPENED", "inside", "opened_groups"]

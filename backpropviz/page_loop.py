@@ -13,8 +13,8 @@ from typing import Any
 
 import networkx as nx
 
-from .captions import subscripted, value_names
 from .formatting import format_array
+from .names import subscripted, value_names
 
 __all__ = ["loop_data", "loop_panel"]
 

@@ -9,16 +9,10 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .captions import (
-    differentiated,
-    number_text,
-    partial_name,
-    step_captions,
-    subscripted,
-    value_names,
-)
+from .captions import step_captions
 from .dot import edge_id
-from .formatting import MAX_ITEMS, format_array
+from .formatting import MAX_ITEMS, format_array, number_text
+from .names import differentiated, partial_name, subscripted, value_names
 from .steps import backward_steps
 
 __all__ = ["FORK_RULE", "GATE_CHOICES", "practice_questions"]
@@ -127,7 +121,7 @@ def practice_questions(G: nx.MultiDiGraph, precision: int = 4) -> list[list[dict
     line with its operands put in and the answer left as ``?``), the ``worked``
     line, and the ids it ``reveals`` once answered. A fork asks for each share and
     then the sum; a dead ReLU asks why its gradient is zero (``choices``, ``answer``).
-    Its words write names as the figure does (captions.subscripted: W₁, not W1).
+    Its words write names as the figure does (names.subscripted: W₁, not W1).
     """
     names = value_names(G)
     top = differentiated(G, names)

@@ -31,8 +31,8 @@ from typing import Any
 
 import networkx as nx
 
-from .captions import value_names
 from .ir import operand_edges, result_of
+from .names import value_names
 
 __all__ = ["Loop", "find_loop", "loop_note", "rolled"]
 

@@ -8,8 +8,9 @@ from html import escape
 
 import networkx as nx
 
-from .captions import Caption, step_captions, subscripted
+from .captions import Caption, step_captions
 from .metrics import text_width
+from .names import subscripted
 from .style import FITTED_TYPE, LEGEND_PT, THEMES, VALUE_PT, Theme
 from .typeset import equation_cells, equation_height, equation_width, font
 

@@ -8,9 +8,9 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .captions import value_names
 from .formatting import format_number
 from .ir import operand_edges
+from .names import value_names
 
 __all__ = ["to_text"]
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .captions import differentiated, number_text, subscripted, value_names
 from .files import write_atomically
-from .formatting import display_number
+from .formatting import display_number, number_text
 from .html import asset, json_for_script, page_data, svg_frames
 from .memory_chart import Svg
+from .names import differentiated, subscripted, value_names
 from .options import Options
 from .page_head import page_head, theme_css
 from .style import THEMES

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
-from .captions import ENGINE_NOTES, IDENTIFIER, name_parts
+from .captions import ENGINE_NOTES
 from .graphviz import SUBSCRIPT_SCALE
 from .metrics import text_width
+from .names import IDENTIFIER, name_parts
 from .style import EXPRESSION_PT, LEGEND_PT, NAME_FONT, NAME_PT, Theme
 
 __all__ = ["GAP", "caption_runs", "equation_cells", "equation_height", "equation_width",

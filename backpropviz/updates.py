@@ -11,10 +11,10 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from .captions import RESULT_ENTRIES, Name, number_text, partial_name
-from .formatting import display_number
+from .formatting import display_number, number_text
+from .names import Name, partial_name
 from .training import Iteration, Update
-from .worked import EXTRA_DIGITS, as_written, exactly
+from .worked import EXTRA_DIGITS, RESULT_ENTRIES, as_written, exactly
 
 __all__ = ["parameter_nodes", "start_line", "update_line"]
 

@@ -22,10 +22,10 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .captions import value_names
 from .formatting import MAX_ITEMS
 from .ir import operand_edges, plain_number, result_of
 from .memory import saved_values, value_bytes
+from .names import value_names
 
 __all__ = ["closed_groups", "compact", "drawn_graph", "group_path"]
 

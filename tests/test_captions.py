@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from backpropviz import Tensor, Value
-from backpropviz.captions import Caption, name_parts, step_captions, value_names
+from backpropviz.captions import Caption, step_captions
 from backpropviz.figure import to_dot
 from backpropviz.ir import from_node_link, to_networkx, to_node_link
+from backpropviz.names import name_parts, value_names
 from backpropviz.steps import backward_steps
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -275,7 +276,7 @@ def test_every_registry_op_has_a_numbers_template_for_every_operand():
 @pytest.mark.parametrize("name", sorted(_BUILDS))
 def test_every_op_is_worked_with_the_engines_numbers(name):
     from backpropviz import ops
-    from backpropviz.captions import number_text
+    from backpropviz.formatting import number_text
     result = _BUILDS[name]()
     result.label = "r"
     out = result.sum() if result.data.ndim else result * 1.0

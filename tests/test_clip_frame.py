@@ -23,8 +23,8 @@ import manim  # noqa: E402
 from backpropviz.animate import render_video  # noqa: E402
 from backpropviz.animate.screen import TEXT_EM, caption_top  # noqa: E402
 from backpropviz.animate.sweep import BackpropScene  # noqa: E402
-from backpropviz.captions import headings  # noqa: E402
 from backpropviz.figure import to_dot  # noqa: E402
+from backpropviz.names import headings  # noqa: E402
 from backpropviz.steps import plain_constants  # noqa: E402
 from backpropviz.views import drawn_graph  # noqa: E402
 
@@ -437,8 +437,8 @@ def test_a_wrong_rule_is_not_called_the_chain_rule_on_the_cards(tmp_path, comput
 
     from backpropviz.animate.cards import lessons, title_card
     from backpropviz.animate.mobjects import TextStore
-    from backpropviz.captions import value_names
     from backpropviz.check import check_script
+    from backpropviz.names import value_names
     from backpropviz.script import graph_of_script
     from backpropviz.style import THEMES
 

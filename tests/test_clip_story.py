@@ -23,9 +23,10 @@ from backpropviz.animate.mobjects import Z_FLYING
 from backpropviz.animate.motion import Along
 from backpropviz.animate.story import PHASES, StepCaption, line_terms, sum_terms
 from backpropviz.animate.sweep import BackpropScene
-from backpropviz.captions import step_captions, subscripted
+from backpropviz.captions import step_captions
 from backpropviz.formatting import MAX_ITEMS, format_array
 from backpropviz.ir import to_networkx
+from backpropviz.names import subscripted
 from backpropviz.steps import backward_steps
 from backpropviz.style import THEMES
 

@@ -212,7 +212,7 @@ def test_foreign_graphs_are_read_without_names_too():
 
 
 def test_children_kept_in_a_tuple_keep_the_order_the_script_wrote(tmp_path):
-    from backpropviz.captions import value_names
+    from backpropviz.names import value_names
 
     G = graph_of(ENGINES / "ordered.py", tmp_path)
     names = {value_names(G)[node].text for node, kind in G.nodes(data="kind") if kind == "value"}

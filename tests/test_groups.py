@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from backpropviz import Tensor, Value, group
-from backpropviz.captions import step_captions, value_names
+from backpropviz.captions import step_captions
 from backpropviz.diagram import draw, step_diagrams
 from backpropviz.figure import to_dot
 from backpropviz.ir import from_node_link, operand_edges, result_of, to_networkx, to_node_link
+from backpropviz.names import value_names
 from backpropviz.script import graph_of_script
 from backpropviz.views import closed_groups, compact
 

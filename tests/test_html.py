@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 
 from backpropviz import Value
-from backpropviz.captions import step_captions, value_names
+from backpropviz.captions import step_captions
 from backpropviz.diagram import draw
 from backpropviz.errors import DrawError, OutputError
 from backpropviz.formatting import format_array, format_number
 from backpropviz.html import Page, render_html, step_through, to_html
 from backpropviz.ir import to_networkx
+from backpropviz.names import value_names
 from backpropviz.steps import backward_steps
 from backpropviz.style import THEMES
 

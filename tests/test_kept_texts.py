@@ -7,7 +7,7 @@ import pytest
 
 from backpropviz.animate import kept_texts, mobjects
 from backpropviz.animate.mobjects import TextStore
-from backpropviz.captions import Heading
+from backpropviz.names import Heading
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def by_label(G: nx.MultiDiGraph) -> dict:
     """Value ids by the name the caption gives them (labels, and ``o − y`` style names)."""
-    from backpropviz.captions import value_names
+    from backpropviz.names import value_names
 
     return {name.text: node for node, name in value_names(G).items()}
 

@@ -7,11 +7,12 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from backpropviz import Tensor
-from backpropviz.captions import step_captions, value_names
+from backpropviz.captions import step_captions
 from backpropviz.ir import to_networkx
 from backpropviz.memory import timeline
 from backpropviz.memory_chart import NAME_PX, TICK_PX, timeline_svg
 from backpropviz.metrics import FACES, FULL_EM, advance, fit_text, text_width
+from backpropviz.names import value_names
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from backpropviz import Tensor, Value, draw
-from backpropviz.captions import heading_room, headings, step_captions, value_names
+from backpropviz.captions import step_captions
 from backpropviz.html import page_data
 from backpropviz.ir import to_networkx
 from backpropviz.memory import timeline
 from backpropviz.memory_chart import step_meter, timeline_html, timeline_svg
 from backpropviz.metrics import text_width
+from backpropviz.names import heading_room, headings, value_names
 from backpropviz.practice import practice_questions
 from backpropviz.script import graph_of_script, run_script
 from backpropviz.style import EXPRESSION_PT

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from backpropviz.captions import value_names
 from backpropviz.html import render_html
+from backpropviz.names import value_names
 from backpropviz.script import graph_of_script
 from backpropviz.style import THEMES
 from tests.test_html import EXAMPLES, open_page

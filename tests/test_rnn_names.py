@@ -220,7 +220,8 @@ def test_no_caption_writes_a_gate_out(script):
     """With the gates and states named, a step's caption writes each value in a few
     words (∂loss/∂z2, ∂loss/∂(1 − z2)), not as the nest of ops that made it
     (∂loss/∂σ(chunk[1](linear(xs[1]) + linear(σ(chunk[3](…)))⊙…)))."""
-    from backpropviz.captions import step_captions, value_names
+    from backpropviz.captions import step_captions
+    from backpropviz.names import value_names
     from backpropviz.script import graph_of_script
 
     G = graph_of_script(SCRIPTS / f"{script}.py", quiet=True)

@@ -440,7 +440,8 @@ def test_an_engine_whose_order_mixes_the_repetitions_still_ends_on_its_grad():
     differences (before, w was left at repetition 4's share, and jumped in the recap)."""
     from test_caption_arithmetic import false_arithmetic
 
-    from backpropviz.captions import step_captions, value_names
+    from backpropviz.captions import step_captions
+    from backpropviz.names import value_names
     from backpropviz.steps import backward_steps, start_grads
 
     def loss(w, u):
@@ -481,7 +482,7 @@ def test_a_loop_in_an_engine_with_children_sets_is_found_with_its_bias():
     graph reached it), so every repetition takes them alike; before, the first took b
     last and the others first, and no loop was found (found by a trial user). The
     rolled picture ends on w's, u's and b's gradients by finite differences."""
-    from backpropviz.captions import value_names
+    from backpropviz.names import value_names
     from backpropviz.steps import backward_steps
 
     def loss(w, u, b):
@@ -550,8 +551,9 @@ def test_the_first_step_says_only_the_repetitions_whose_shares_came_first(script
     shares each shared value's sum already holds (it had said every later one's, and
     the closing step then added some of them again: u's 9, 7, 6, 4 and 3 of 12); those
     and the closing step's are every repetition but the drawn one, each once."""
-    from backpropviz.captions import step_captions, value_names
+    from backpropviz.captions import step_captions
     from backpropviz.closing import repetitions
+    from backpropviz.names import value_names
     from backpropviz.steps import loop_sums_known
 
     G = graph_of_script(LOOPS / f"{script}.py", quiet=True)

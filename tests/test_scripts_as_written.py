@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_cli import EXAMPLES, fails, files, ok, script, written_graph
 
-from backpropviz.captions import value_names
+from backpropviz.names import value_names
 from backpropviz.script import graph_of_script
 from tests.in_process import run_cli
 

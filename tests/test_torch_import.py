@@ -435,7 +435,8 @@ def test_cli_without_torch_says_which_extra_to_install(tmp_path):
 def test_the_t_property_is_a_transpose_headed_as_the_book_writes_it(tmp_path):
     """``k.T`` (a property, not a call) is the registry's transpose: kᵀ in the
     headings, and its caption sends back the gradient transposed, with autograd's k.grad."""
-    from backpropviz.captions import step_captions, value_names
+    from backpropviz.captions import step_captions
+    from backpropviz.names import value_names
     from backpropviz.script import graph_of_script
     from backpropviz.views import drawn_graph
 
@@ -457,7 +458,7 @@ def test_the_t_property_is_a_transpose_headed_as_the_book_writes_it(tmp_path):
 def test_a_row_of_a_named_input_is_named_as_the_script_indexed_it(tmp_path):
     """xs[t] in a loop (a view of xs, which needs no gradient): each row is headed xs[0],
     xs[1]... with its numbers, not by an IR id; another view of xs is xs[…]."""
-    from backpropviz.captions import value_names
+    from backpropviz.names import value_names
     from backpropviz.script import graph_of_script
 
     script = tmp_path / "rows.py"

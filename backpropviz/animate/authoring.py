@@ -10,7 +10,7 @@ from typing import Any
 import networkx as nx
 from manim import Create, LaggedStart, SurroundingRectangle
 
-from ..captions import value_names
+from ..names import value_names
 from .mobjects import Z_BADGE, Z_MARK
 
 __all__ = ["Authoring"]

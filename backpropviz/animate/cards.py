@@ -15,9 +15,10 @@ import networkx as nx
 import numpy as np
 from manim import DOWN, LEFT, RIGHT, VGroup
 
-from ..captions import number_text, step_captions, value_names
-from ..formatting import counted_parameters, listed
+from ..captions import step_captions
+from ..formatting import counted_parameters, listed, number_text
 from ..metrics import text_width
+from ..names import value_names
 from ..steps import fork_edges, plain_constants
 from ..style import Theme
 from ..worked import not_the_chain_rules

@@ -30,9 +30,9 @@ from manim import (
     VMobject,
 )
 
-from ..captions import IDENTIFIER, Heading, name_parts, subscripted
 from ..formatting import MAX_ITEMS, dead_cells, format_array, held_rows
 from ..layout import EdgePath, Layout
+from ..names import IDENTIFIER, Heading, name_parts, subscripted
 from ..style import (
     CURRENT_EDGE_PEN,
     DEAD_PEN,
@@ -130,7 +130,7 @@ class TextStore:
              italic: bool = False) -> Text:
         """``content`` with an em of ``em`` scene units in ``color``, in the numbers'
         face or (``serif``) in the face of names; the names in it written as the boxes
-        set them (captions.subscripted: W₁, not W1)."""
+        set them (names.subscripted: W₁, not W1)."""
         content = subscripted(content)
         key = ("text", content, round(em, 5), color, serif, italic)
         if not self._found(key):

@@ -7,9 +7,9 @@ from typing import Any
 import networkx as nx
 from manim import DOWN, LEFT, RIGHT, Rectangle, Square, VGroup, VMobject
 
-from ..captions import differentiated, number_text, partial_name, value_names
-from ..formatting import MAX_ITEMS, byte_size, format_array
+from ..formatting import MAX_ITEMS, byte_size, format_array, number_text
 from ..metrics import text_width
+from ..names import differentiated, partial_name, value_names
 from ..style import Theme
 from .mobjects import Table, TextStore
 

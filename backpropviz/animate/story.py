@@ -31,18 +31,10 @@ from manim import (
     rate_functions,
 )
 
-from ..captions import (
-    ENGINE_NOTES,
-    Caption,
-    differentiated,
-    number_text,
-    partial_name,
-    step_form,
-    subscripted,
-    value_names,
-)
-from ..formatting import MAX_ITEMS, format_array
+from ..captions import ENGINE_NOTES, Caption, step_form
+from ..formatting import MAX_ITEMS, format_array, number_text
 from ..metrics import text_width
+from ..names import differentiated, partial_name, subscripted, value_names
 from ..steps import start_grads
 from ..style import Theme
 from .fades import Becomes, FadeIn, FadeOut, Moved

@@ -26,10 +26,11 @@ from manim import (
     rate_functions,
 )
 
-from ..captions import headings, step_captions, subscripted
+from ..captions import step_captions
 from ..formatting import MAX_ITEMS, format_array
 from ..layout import layout
 from ..memory import MemoryStep, timeline
+from ..names import headings, subscripted
 from ..script import graph_of_script
 from ..steps import backward_steps, dead_masks, gradient_history, plain_constants
 from ..style import EXPRESSION_PT, THEMES

@@ -38,8 +38,8 @@ from manim import (
     config,
 )
 
-from ..captions import differentiated, value_names
 from ..formatting import MAX_ITEMS, display_number, format_array
+from ..names import differentiated, value_names
 from ..options import Options
 from ..steps import gradient_history
 from ..style import THEMES, VALUE_PT
