@@ -26,6 +26,7 @@ import networkx as nx
 
 from .errors import DrawError, Note, UsageError
 from .files import staged_folder, write_atomically
+from .formatting import number_text
 from .graphviz import DotTimeoutError, check_layout, dot_time_limit
 from .options import (
     CLIP,
@@ -46,7 +47,7 @@ from .schema import validated, validated_once
 from .script import GraphTooLargeError, as_graph
 from .training import Run
 from .views import drawn_graph
-from .worked import off_the_rule
+from .worked import off_the_rule, wrong_seed
 
 __all__ = ["prepare", "render", "render_memory", "roll", "show", "stdout_for", "to_stdout",
            "write", "write_memory", "write_steps", "write_training"]
@@ -118,6 +119,11 @@ def view(G: nx.MultiDiGraph, options: Options) -> nx.MultiDiGraph:
         warnings.warn(f"this engine's backward pass is not the chain rule: {' and '.join(found)}"
                       "; the picture shows its own numbers, and backpropviz check on the "
                       "script says which gradients are wrong and why", Note, stacklevel=4)
+    seed = None if graded else wrong_seed(G)
+    if seed is not None:  # (a student's engine that never set it; or backward(gradient=))
+        warnings.warn(f"the backward pass started from a gradient of {number_text(seed)} at "
+                      f"the root, not 1 (∂L/∂L = 1), and the chain rule multiplies every "
+                      f"gradient by it: the picture shows those numbers", Note, stacklevel=4)
     return H
 
 

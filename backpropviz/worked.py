@@ -19,7 +19,7 @@ from .steps import backward_steps
 
 __all__ = ["EXTRA_DIGITS", "RESULT_ENTRIES", "as_written", "digits_for", "exactly",
            "not_the_chain_rules", "off_the_rule", "plus", "rule_shares", "same", "sum_line",
-           "written_exactly", "zero"]
+           "written_exactly", "wrong_seed", "zero"]
 
 # Past this many ops a graph is not checked against the rule (a hand-written engine's
 # graph is small; our engine and autograd follow the rule anyway).
@@ -116,8 +116,7 @@ def off_the_rule(G: nx.MultiDiGraph) -> tuple[list[Any], list[Any]]:
     whose running sum is not what they held plus the share (an engine's ``=`` for
     ``+=``). Empty for a graph of over CHECKED_OPS ops, of several passes, or of arrays
     (a hand-written engine is scalar; autograd's float32 and reductions are its own)."""
-    if len(G.graph.get("backward_order", ())) > CHECKED_OPS or len(G.graph.get("seeds", {})) > 1 \
-            or any(shape for _, shape in G.nodes(data="shape") if shape is not None):
+    if not _checked(G):
         return [], []
     wrong_ops, wrong_sums = [], []
     # (a rolled loop's shared values: what the other repetitions had sent when the drawn
@@ -142,18 +141,41 @@ def off_the_rule(G: nx.MultiDiGraph) -> tuple[list[Any], list[Any]]:
     return list(dict.fromkeys(wrong_ops)), list(dict.fromkeys(wrong_sums))
 
 
+def _checked(G: nx.MultiDiGraph) -> bool:
+    """Whether off_the_rule checks the graph's backward pass: one of a hand-written
+    engine's size and kind (scalars, one seed)."""
+    return len(G.graph.get("backward_order", ())) <= CHECKED_OPS \
+        and len(G.graph.get("seeds", {})) <= 1 \
+        and not any(shape for _, shape in G.nodes(data="shape") if shape is not None)
+
+
+def wrong_seed(G: nx.MultiDiGraph) -> float | None:
+    """The gradient a checked backward pass (off_the_rule's) started from at its root,
+    where it is not 1 (∂L/∂L): a student's engine that never set it (0), or a seed given
+    to backward(); None where it started from 1 or is not checked."""
+    seeds = G.graph.get("seeds", {})
+    if len(seeds) != 1 or not _checked(G):
+        return None
+    (seed,) = seeds.values()
+    return None if seed is None or float(seed) == 1.0 else float(seed)
+
+
 def not_the_chain_rules(G: nx.MultiDiGraph) -> list[Any]:
     """The values whose recorded gradient is not the chain rule's, in the graph's order:
     the reference engine's rules run backward over the recorded forward numbers, from
-    the seed, each op once its result's gradient is whole. Empty where off_the_rule
+    the seed (from 1 where a checked pass started from another: wrong_seed), each op
+    once its result's gradient is whole. Empty where off_the_rule
     finds the engine following the rule (or does not check the graph), and where the
     reference lacks a rule on the way."""
     wrong_ops, wrong_sums = off_the_rule(G)
-    if not wrong_ops and not wrong_sums:
+    seeded_wrong = wrong_seed(G) is not None
+    if not wrong_ops and not wrong_sums and not seeded_wrong:
         return []
     steps = {step.op: step for step in backward_steps(G) if step.op is not None}
     order = list(nx.topological_sort(G))
-    grads: dict[Any, Any] = dict(G.graph.get("seeds", {}))
+    # (from ∂L/∂L = 1, whatever the engine started from)
+    grads: dict[Any, Any] = {root: 1.0 if seeded_wrong else seed
+                             for root, seed in G.graph.get("seeds", {}).items()}
     for op in reversed(order):
         if op not in steps:
             continue

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from backpropviz.script import graph_of_script
 from tests.in_process import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,7 +214,9 @@ def test_a_right_engine_in_main_passes(tmp_path, capsys):
 @pytest.mark.parametrize(("engine", "said"), [
     ("Correct", None), ("WrongTanh", "1 op (tanh) sends a number its rule does not give"),
     # (an engine that overwrites sends the rule's shares, and keeps only the last)
-    ("Overwrites", "1 gradient is not the sum of its shares")])
+    ("Overwrites", "1 gradient is not the sum of its shares"),
+    # (one that never set the root's gradient follows every rule, from 0)
+    ("NoSeed", "the backward pass started from a gradient of 0 at the root, not 1")])
 def test_render_says_when_a_students_engine_is_not_the_chain_rule(tmp_path, engine, said):
     """The figure draws the engine's own numbers; render says, on stderr, when its
     backward is not the chain rule (and points to check), and says nothing for a right one."""
@@ -228,9 +231,34 @@ def test_render_says_when_a_students_engine_is_not_the_chain_rule(tmp_path, engi
     assert done.returncode == 0 and (tmp_path / "n.svg").exists()
     if said is None:
         assert "chain rule" not in done.stderr
+    elif engine == "NoSeed":
+        assert done.stderr.count(said) == 1 and "not the chain rule" not in done.stderr
     else:
         assert done.stderr.count("this engine's backward pass is not the chain rule") == 1
         assert said in done.stderr and "backpropviz check" in done.stderr
+
+
+def test_a_clip_of_an_engine_that_never_seeded_says_so_on_its_cards(monkeypatch):
+    """An engine that never set ∂L/∂L = 1 sends every rule's share of 0: its clip's title
+    says the gradients are this engine's, not the chain rule's, and its recap says what
+    it started from (the numbers it lists are its own zeros)."""
+    pytest.importorskip("manim")
+    from backpropviz.animate.cards import lessons, title_card
+    from backpropviz.animate.mobjects import TextStore
+    from backpropviz.style import THEMES
+
+    graphs = {}
+    for engine in ("NoSeed", "Correct"):
+        monkeypatch.setenv("ENGINE", engine)
+        graphs[engine] = graph_of_script(ENGINES / "graded.py", quiet=True)
+    _, cue = title_card(graphs["NoSeed"], TextStore(), THEMES["light"], 4, backward=True)
+    assert "by this engine's backward pass" in cue and "chain rule" not in cue
+    (seeded,) = [said for said in lessons(graphs["NoSeed"]) if "started from" in said]
+    assert seeded == ("this engine's backward started from ∂L/∂L = 0, not 1, and the chain "
+                      "rule multiplies every gradient by it")
+    _, cue = title_card(graphs["Correct"], TextStore(), THEMES["light"], 4, backward=True)
+    assert "by the chain rule" in cue
+    assert not [said for said in lessons(graphs["Correct"]) if "started from" in said]
 
 
 def test_checks_own_figure_carries_its_verdict_and_no_note(tmp_path):

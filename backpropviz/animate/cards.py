@@ -18,10 +18,10 @@ from manim import DOWN, LEFT, RIGHT, VGroup
 from ..captions import step_captions
 from ..formatting import counted_parameters, listed, number_text
 from ..metrics import text_width
-from ..names import value_names
+from ..names import partial_name, value_names
 from ..steps import fork_edges, plain_constants
 from ..style import Theme
-from ..worked import not_the_chain_rules
+from ..worked import not_the_chain_rules, wrong_seed
 from .mobjects import TextStore
 from .screen import CAPTION_WIDTH, TEXT_EM, result_table, results_text, wrapped_words
 
@@ -77,8 +77,8 @@ def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: 
     wanted = _wanted(G, names)
     parameters = wanted != "every input"
     # (an engine whose backward is not the chain rule is not said to follow it)
-    how = "by this engine's backward pass" if backward and not_the_chain_rules(G) \
-        else "by the chain rule"
+    how = "by this engine's backward pass" if backward and (
+        not_the_chain_rules(G) or wrong_seed(G) is not None) else "by the chain rule"
     if backward and G.graph.get("entered"):
         # (backward started beyond the drawing: a rolled loop's earlier repetition, a
         # value a later one was made from; what is drawn is not the loss)
@@ -136,7 +136,14 @@ def lessons(G: nx.MultiDiGraph) -> list[str]:
         found.append(lesson)
     off = [names[node].text for node in not_the_chain_rules(G)
            if G.nodes[node]["role"] != "const"]
-    if off:
+    seed = wrong_seed(G)
+    if seed is not None:  # (what every other gradient then is off by)
+        (root,) = G.graph["seeds"]
+        partial = partial_name(names[root], names[root]).text
+        found.append(f"this engine's backward started from {partial} = "
+                     f"{number_text(seed)}, not 1, and the chain rule multiplies every "
+                     f"gradient by it")
+    elif off:
         # (every one the engine's wrong share reached, not only where it went wrong: the
         # recap's gradients are the engine's, and these are not the chain rule's)
         listed = _listed(off, 6)
