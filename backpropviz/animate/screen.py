@@ -7,10 +7,12 @@ from typing import Any
 import networkx as nx
 from manim import DOWN, LEFT, RIGHT, Rectangle, Square, VGroup, VMobject
 
+from .. import ops
 from ..formatting import MAX_ITEMS, byte_size, format_array, number_text
 from ..metrics import text_width
-from ..names import differentiated, partial_name, value_names
+from ..names import differentiated, parenthesised, partial_name, value_names
 from ..style import Theme
+from ..worked import not_the_chain_rules, wrong_seed
 from .mobjects import Table, TextStore
 
 __all__ = ["CAPTION_WIDTH", "PAGE_ROWS", "ROW_PITCH", "TEXT_EM", "caption_top", "graph_room",
@@ -148,7 +150,8 @@ def note_line(store: TextStore, palette: Theme, text: str, *,
 def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
     """The parameters whose gradients the recap sums up (in a graph without any, the
     inputs: the named ones, if any is), each with its "∂L/∂W1 =" in TeX and in Unicode
-    (L: the differentiated root, named as the captions name it)."""
+    (L: the differentiated root, named as the captions name it), or "W1.grad =" where
+    the engine's gradient is not the chain rule's."""
     names = value_names(G)
     top = differentiated(G, names)
     found = [node for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"
@@ -158,8 +161,17 @@ def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
         inputs = [node for node, attrs in G.nodes(data=True) if attrs["kind"] == "value"
                   and attrs["role"] == "input" and attrs["grad"] is not None]
         found = [node for node in inputs if G.nodes[node].get("label")] or inputs
+    # A gradient this engine got other than by the chain rule is its own .grad, not
+    # ∂L/∂w (the recap lists them: cards.lessons); every one, where it did not start
+    # from ∂L/∂L = 1.
+    off = set(found) if wrong_seed(G) is not None else set(not_the_chain_rules(G))
     results = []
     for node in found:
+        if node in off:
+            name = names[node]
+            results.append((node, rf"{parenthesised(name, ops.POSTFIX).tex}.\mathrm{{grad}} =",
+                            f"{parenthesised(name, ops.POSTFIX).text}.grad ="))
+            continue
         name = partial_name(top, names[node])
         results.append((node, f"{name.tex} =", f"{name.text} ="))
     return results
