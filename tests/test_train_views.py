@@ -9,6 +9,7 @@ the loop holds them. The expected numbers are then the loop's own floats.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -423,6 +424,51 @@ def test_the_clip_tells_every_pass_with_the_runs_numbers():
         assert any(math.isclose(_number(found[2]), w.before, rel_tol=1e-3)
                    and _number(found[4]) == pytest.approx(w.grad, rel=1e-3)
                    and found[6] == display_number(w.after) for found in said)
+
+
+def test_every_pass_at_speed_is_held_until_its_captions_can_be_read():
+    """What a pass at speed starts from, and its update's arithmetic, stay on screen as
+    long as the first pass's do: until they can be read (an update of two vectors' lines
+    had stayed 1.6 s)."""
+    from backpropviz.animate.pacing import reading_time
+
+    scene = _story(neuron_run(3))
+    cues = [*scene.cues, (scene.time, "")]
+    held = [(text, after - start) for (start, text), (after, _) in itertools.pairwise(cues)]
+    told = [(text, seconds) for text, seconds in held
+            if text.startswith(("Pass ", "w ←", "each parameter"))]
+    assert len(told) >= 4  # (two passes at speed, each its start and its update)
+    for text, seconds in told:
+        assert seconds >= reading_time(text) - 1e-3, text
+
+
+def test_the_first_updates_caption_lies_under_every_box_it_updates():
+    """The update's lines are set in the caption band, under the graph's room: none of
+    the boxes (the ones outlined for the update the lowest of them) comes down over
+    them, as the bias's box had come over its weight's line."""
+    pytest.importorskip("manim")
+    from backpropviz.animate.training import TrainingScene
+    from tests.test_animate import dry_run
+
+    class Measured(TrainingScene):
+        def play_update(self, k):
+            super().play_update(k)
+            if k == 0:
+                frame = self.camera.frame  # (the boxes in view)
+                boxes = [value.frame for value in self.diagram.values.values()
+                         if value.frame.get_right()[0] > frame.get_left()[0]
+                         and value.frame.get_left()[0] < frame.get_right()[0]]
+                self.clearance = min(box.get_bottom()[1] for box in boxes) \
+                    - self.caption.get_top()[1]
+
+    # (the lecture's slide: a weight vector and a bias, fitted to two points)
+    w = Tensor([0.5, -0.3], label="w", requires_grad=True)
+    b = Tensor(0.1, label="b", requires_grad=True)
+    x = Tensor([[1.0, 2.0], [3.0, -1.0]], label="x")
+    y = Tensor([1.0, 2.0], label="y")
+    run = sgd_run({"w": w, "b": b}, lambda: ((x @ w + b - y) ** 2).mean(), 2, 0.1)
+    scene = dry_run(run, Measured)
+    assert scene.clearance > 0
 
 
 def test_a_loop_whose_graph_changes_is_refused_in_a_sentence():

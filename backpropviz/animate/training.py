@@ -50,16 +50,15 @@ from ..views import drawn_graph
 from .fades import Becomes, FadeIn, FadeOut
 from .formats import MAX_NODES, AnimateError, check_format, check_size, check_video
 from .mobjects import Z_BADGE, Z_MARK, ValueNode
-from .pacing import HOLD_FLOOR, READING_CPS
+from .pacing import frames_up, reading_time
 from .render import render_scene
 from .screen import (
     BAND_GAP,
     CAPTION_EM,
-    CAPTION_Y,
-    RULE_Y,
     SIDE_MARGIN,
     TEXT_EM,
     TITLE_BOTTOM,
+    caption_top,
     note_line,
     wrapped_words,
 )
@@ -78,8 +77,9 @@ CURVE_MIN, CURVE_ASPECT, CURVE_GAP = 3.6, 0.75, 0.6
 END_PANELS = 4
 # An update's caption takes at most this many rows (of the band's four).
 UPDATE_ROWS = 3
-# A pass at speed: its forward values, its backward sweep and its update, in seconds.
-FAST_FORWARD, FAST_BACKWARD, FAST_UPDATE = 1.0, 1.4, 1.6
+# A pass at speed: its forward values and its backward sweep, in seconds (its captions
+# stay until they can be read).
+FAST_FORWARD, FAST_BACKWARD = 1.0, 1.4
 
 
 class TrainingScene(BackpropScene):
@@ -111,13 +111,21 @@ class TrainingScene(BackpropScene):
                                    "first pass's, so the passes cannot share one drawing; draw "
                                    "that pass alone (--iteration), or the page, which draws "
                                    "each pass")
-        super().setup()
         names = value_names(self.graph)
         self.top = differentiated(self.graph, names).text if self.graph.graph.get("seeds") \
             else "L"
+        super().setup()
         self.parameter_nodes = parameter_nodes(self.graph, names)
         self.curve: VGroup | None = None
         self.curve_number: VMobject | None = None  # the newest loss, by its point
+
+    def rows_needed(self) -> int:
+        """The caption band's rows: the sweep's, and as many as the first update's caption
+        takes, which the full view shows under the graph too (it had run over the graph's
+        lowest boxes)."""
+        lines = self.update_lines(self.run.iterations[0])
+        rows = sum(len(wrapped_words(line, CAPTION_EM, at_equals=True)) for line in lines)
+        return max(super().rows_needed(), rows)
 
     def diagram_numbers(self) -> tuple[nx.MultiDiGraph, dict[Any, list], dict[Any, list]]:
         """Boxes with room for every pass's numbers: the layout is made from a copy of the
@@ -158,19 +166,21 @@ class TrainingScene(BackpropScene):
         self.show_graph()
         self.play_forward()
         self.play_backward()
-        self.play_update(0, reading=True)
+        self.play_update(0)
         self.make_room()
         for k in range(1, len(self.run.iterations)):
             self.play_pass_at_speed(k)
-            self.play_update(k, reading=False)
+            self.play_update(k)
         self.show_run()
 
-    def play_update(self, k: int, *, reading: bool) -> None:
+    def play_update(self, k: int) -> None:
         """Each parameter's number becomes the value the update left, its box outlined;
-        the caption writes each update with its numbers. ``reading``: held until the
-        caption can be read, else as long as a pass at speed allows."""
+        the caption writes each update with its numbers, held until it can be read."""
         start = self.time
         iteration = self.run.iterations[k]
+        if k == 0:  # (the camera shows every box it updates, above the caption's band)
+            self.focus([node for name in iteration.parameters
+                        if (node := self.parameter_nodes.get(name)) is not None])
         lines = self.update_lines(iteration)
         self.set_lines(lines, equations=True)
         self.clear_marks()
@@ -203,8 +213,10 @@ class TrainingScene(BackpropScene):
         self.play(*self._pending(), *turns, *self.grow_curve(k), run_time=self.t(0.9))
         self.updates_shown.append((k, shown))
         text = "\n".join(lines)
-        needed = max(HOLD_FLOOR, len(text) / READING_CPS) if reading else FAST_UPDATE
-        self.wait(max(self.t(0.3), self.t(needed) - (self.time - start)))
+        # (at speed too: its numbers are the ones the cards turn to; it had stayed 1.6 s,
+        # two lines of vectors)
+        self.wait(frames_up(max(self.t(0.3), self.t(reading_time(text)) - (self.time - start)),
+                            config.frame_rate))
         self.cue(text, start)
 
     def update_lines(self, iteration: Any) -> list[str]:
@@ -232,7 +244,8 @@ class TrainingScene(BackpropScene):
         block = VGroup(*(note_line(self.store, self.palette, line, at_equals=equations)
                          for line in lines))
         block.arrange(DOWN, buff=0.12)
-        block = self.place(block, 0, (RULE_Y + CAPTION_Y) / 2 + 0.1)
+        # (its top at the caption band's top: the graph's room ends above it)
+        block = self.place(block, 0, caption_top(self.caption_rows) - block.height / 2)
         if self.caption is not None:
             self.remove(self.caption)
         self.caption = block
@@ -373,6 +386,10 @@ class TrainingScene(BackpropScene):
             self._card_shown(k, name, G.nodes[card.node]["data"], grad)
         self.play(LaggedStart(*self._sweep_of(G), AnimationGroup(*cards), lag_ratio=0.5),
                   run_time=self.t(FAST_BACKWARD))
+        # (its caption, what the pass starts from, stays until it can be read)
+        rest = self.t(reading_time(self.caption_text)) - (self.time - start)
+        if rest > 1e-3:
+            self.wait(frames_up(rest, config.frame_rate))
         self.cue(self.caption_text, start)
 
     def _sweep_of(self, G: nx.MultiDiGraph) -> list[AnimationGroup]:
