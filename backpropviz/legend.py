@@ -12,10 +12,11 @@ import networkx as nx
 import numpy as np
 
 from . import ops
-from .formatting import byte_size
+from .formatting import byte_size, number_text
 from .memory import value_bytes
 from .style import LEGEND_PT, MARK_PT
 from .typeset import GAP, font
+from .worked import off_the_rule, wrong_seed
 
 __all__ = ["blocks_gradient", "legend_html"]
 
@@ -52,6 +53,17 @@ def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool
     if any(attrs.get("expected") is not None for attrs in nodes):
         items.append(font("wrong gradient", t.dead_text, LEGEND_PT)
                      + font(GAP + "(the reference's beneath)", t.muted, LEGEND_PT))
+    # A student's engine, drawn as it computed (render's note says so too): said on the
+    # picture, which a student keeps when the note has scrolled away, in a row under the
+    # key (as wide as it, not wider: the figure is not set smaller for it).
+    flagged = []
+    if partials and not any(attrs.get("expected") is not None for attrs in nodes):
+        seed = wrong_seed(G)
+        if seed is not None:
+            flagged.append(f"backward started from a gradient of {number_text(seed)}, not 1")
+        elif any(off_the_rule(G)):
+            flagged.append("this engine's gradients are not the chain rule's "
+                           "(backpropviz check says where)")
     if any(attrs.get("error_start") for attrs in nodes):
         items.append(font("●", t.dead_line, MARK_PT)
                      + font(GAP + "where the error starts", t.muted, LEGEND_PT))
@@ -65,7 +77,7 @@ def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool
         items.append(font("●", t.saved, MARK_PT) + font(note, t.muted, LEGEND_PT))
     # What a producer says about the picture (e.g. how another engine's graph was read).
     notes = G.graph.get("notes", [])
-    if len(items) == 1 and not notes:
+    if len(items) == 1 and not notes and not flagged:
         return None
     cells = "".join(f"<TD>{item}</TD>" for item in items)
     # Notes wrap to the key's width (in characters, roughly), so that they
@@ -73,9 +85,11 @@ def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool
     width = max(48, sum(len(re.sub(r"<[^>]*>", "", item)) + 4 for item in items))
     rows = "".join(
         f'<TR><TD COLSPAN="{len(items)}" ALIGN="LEFT">'
-        + '<BR ALIGN="LEFT"/>'.join(font(escape(line), t.muted, LEGEND_PT)
+        + '<BR ALIGN="LEFT"/>'.join(font(escape(line), colour, LEGEND_PT)
                                     for line in textwrap.wrap(note, width))
-        + '<BR ALIGN="LEFT"/></TD></TR>' for note in notes)
+        + '<BR ALIGN="LEFT"/></TD></TR>'
+        for note, colour in [*((note, t.dead_text) for note in flagged),
+                             *((note, t.muted) for note in notes)])
     fill = f' BGCOLOR="{t.text_fill}"' if t.text_fill else ""
     return (f'<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="2"{fill}>'
             f"<TR>{cells}</TR>{rows}</TABLE>>")

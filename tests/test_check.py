@@ -229,13 +229,18 @@ def test_render_says_when_a_students_engine_is_not_the_chain_rule(tmp_path, engi
     done = run_cli("render", script, "--steps", tmp_path / "steps", "-o", tmp_path / "n.svg",
                    cwd=tmp_path, text=True)
     assert done.returncode == 0 and (tmp_path / "n.svg").exists()
+    # (and its key says it, on the picture a student keeps)
+    key = " ".join(ET.parse(tmp_path / "n.svg").getroot().itertext())
     if said is None:
         assert "chain rule" not in done.stderr
+        assert "chain rule" not in key and "started from" not in key
     elif engine == "NoSeed":
         assert done.stderr.count(said) == 1 and "not the chain rule" not in done.stderr
+        assert "backward started from a gradient of 0, not 1" in key
     else:
         assert done.stderr.count("this engine's backward pass is not the chain rule") == 1
         assert said in done.stderr and "backpropviz check" in done.stderr
+        assert "this engine's gradients are not the chain rule's" in key
 
 
 def test_a_clip_of_an_engine_that_never_seeded_says_so_on_its_cards(monkeypatch):
