@@ -265,6 +265,37 @@ def one_dead_unit():
     return to_networkx(L)
 
 
+def test_a_forks_sum_stands_clear_of_the_value_a_negative_share_in_parentheses():
+    """At a fork the gradient so far, a plus and the share go side by side (as the
+    caption writes them: −3 + (−5), not −3 + −5), from beside the value rightwards: the
+    row had been centred on the gradient's half and run over the value."""
+    x = Value(0.3775, label="x")
+    a = x * -3.0
+    a.label = "a"
+    b = x * -5.0
+    b.label = "b"
+    L = a + b
+    L.label = "L"
+    L.backward()
+    seen = []
+
+    class Measured(BackpropScene):
+        def play(self, *animations, **kwargs):
+            signs = [animation.mobject for animation in _flat(animations)
+                     if getattr(animation.mobject, "text", None) in ("+", "(", ")")]
+            if signs:
+                value = self.data_labels[next(node for node in self.graph
+                                              if self.graph.nodes[node].get("label") == "x")]
+                seen.append(("".join(sign.text for sign in signs),
+                             min(sign.get_left()[0] for sign in signs), value.get_right()[0]))
+            super().play(*animations, **kwargs)
+
+    dry_played(Measured, to_networkx(L))
+    ((written, left, value_right),) = seen
+    assert written == "+()"
+    assert left > value_right
+
+
 def test_at_a_dead_relu_the_gradient_stops_at_the_gate():
     # (the scalar MLP's dead unit, alone with a live one: its story is the same)
     G = one_dead_unit()

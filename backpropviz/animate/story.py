@@ -554,25 +554,42 @@ def _sum_in(scene: Any, u: Any, share: VMobject, key: Any, total: Any, seconds: 
     old = scene.grad_labels[u]
     scene.turn_page(key)  # (a share too tall for a page has its sum on the next)
     caption: StepCaption = scene.caption
-    plus = scene.store.text("+", box.em, palette.grad)
-    row = VGroup(old.copy(), plus, share.copy()).arrange(RIGHT, buff=0.25 * box.em)
+    signs = [scene.store.text("+", box.em, palette.grad)]
+    # A negative number after the plus in parentheses, as the caption writes it:
+    # 0 + (−2.649), not 0 + −2.649.
+    entries = getattr(share, "entries", ())
+    if len(entries) == 1 and str(getattr(entries[0], "text", "")).startswith(("−", "-")):
+        signs += [scene.store.text(mark, box.em, palette.grad) for mark in "()"]
+    row = VGroup(old.copy(), signs[0], *signs[1:2], share.copy(), *signs[2:])
+    row.arrange(RIGHT, buff=0.25 * box.em)
+    for paren in signs[1:]:  # (a parenthesis hugs the number)
+        paren.shift((0.17 if paren is signs[1] else -0.17) * box.em * RIGHT)
     room = box.frame.width * 0.92
     if row.width > room:
         row.scale(room / row.width)
     row.move_to(box.grad_slot)
+    # From the rule between value and gradient rightwards, never over the value: a row
+    # wider than the gradient's side runs on past the box's edge, on its plate.
+    value = scene.data_labels.get(u)
+    bound = value.get_right()[0] + 0.5 * box.em if value is not None else old.get_left()[0]
+    if row.get_left()[0] < bound:
+        row.shift((bound - row.get_left()[0]) * RIGHT)
+    placed = row[3] if len(signs) > 1 else row[2]  # (where the share goes)
     plate = RoundedRectangle(corner_radius=0.15 * box.em, width=row.width + 0.3 * box.em,
                              height=row.height + 0.2 * box.em, stroke_width=0)
     plate.set_fill(palette.highlight_fill, 1).move_to(row).set_z_index(Z_MARK)
-    plus.move_to(row[1]).set_z_index(Z_FLYING)
+    for sign in signs:  # (the row's own: where they are drawn)
+        sign.set_z_index(Z_FLYING)
     scene.marks.append(plate)
     scene.bring_to_front(old)
     scene.play(FadeIn(plate), old.animate.move_to(row[0]).scale(row[0].width / old.width),
-               FadeIn(plus), share.animate.move_to(row[2]).scale(row[2].width / share.width),
+               *(FadeIn(sign) for sign in signs),
+               share.animate.move_to(placed).scale(placed.width / share.width),
                *caption.reveal(key, "share"), run_time=seconds["total"])
     scene.timeline.append((*moment, scene.time))
     scene.wait(seconds["total"] / 2)
     new = box.grad_label(total, scene.dead_values.get(u))
-    parts = VGroup(old, plus, share).set_z_index(Z_FLYING)
+    parts = VGroup(old, *signs, share).set_z_index(Z_FLYING)
     scene.play(Becomes(parts, new), FadeOut(plate), scene.mark_value(u, new),
                *caption.reveal(key, "total"), run_time=seconds["total"])
     scene.marks.remove(plate)
