@@ -471,6 +471,17 @@ def test_the_first_updates_caption_lies_under_every_box_it_updates():
     assert scene.clearance > 0
 
 
+def test_the_clip_opens_on_a_title_card_that_says_what_the_passes_will_show():
+    """As the sweep's clip does, a training clip opens on what is computed, and then
+    what comes: the loop's passes, each forward, backward and its update, at its rate."""
+    scene = _story(neuron_run(3, rate=0.25))
+    first_start, first = scene.cues[0]
+    assert first_start == 0
+    assert "by the chain rule" in first
+    assert first.endswith("then the loop's 3 passes in turn: forward, backward, and each "
+                          "parameter's update (η = 0.25), the first told in full")
+
+
 def test_a_loop_whose_graph_changes_is_refused_in_a_sentence():
     from backpropviz.animate import AnimateError
 

@@ -9,6 +9,7 @@ a dead ReLU zeros its units' gradients and with them rows of the weights'.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import networkx as nx
@@ -70,8 +71,9 @@ def _wanted(G: nx.MultiDiGraph, names: dict) -> str:
 
 
 def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: int,
-               backward: bool) -> tuple[VGroup, str]:
-    """The title card, in screen units, and its words (its cue)."""
+               backward: bool, more: Sequence[str] = ()) -> tuple[VGroup, str]:
+    """The title card, in screen units, and its words (its cue); ``more``: lines it says
+    after its own (a training clip's passes)."""
     computed, number = what_is_computed(G, precision)
     names = value_names(G)
     wanted = _wanted(G, names)
@@ -91,6 +93,7 @@ def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: 
                  f"with respect to {wanted}, {how}"]
     else:
         lines = [f"{number}, each value from its inputs"]
+    lines.extend(more)
     count = G.graph.get("loop_count")
     if count:  # a rolled loop (rolling.py): what its one block stands for
         lines.append(f"a loop repeated {count} times, drawn once (the dashed edge ⟲ ×{count}): "

@@ -288,11 +288,16 @@ class BackpropScene(Authoring, RedrawingWhatMoves):
         start = self.time
         self.move_camera(self.whole, animate=False)
         card, text = title_card(self.graph, self.store, self.palette, self.precision,
-                                self.backward)
+                                self.backward, self.title_lines())
         self.card = self.place(card, 0, 0)
         self.add(self.card)
         self.wait(frames_up(self.t(reading_time(text) + CARD_EXTRA), config.frame_rate))
         self.cue(text, start)
+
+    def title_lines(self) -> list[str]:
+        """Lines the title card says after what is computed (none here; a training clip
+        says its passes)."""
+        return []
 
     def show_recap(self) -> None:
         """The end: the graph gives way to the recap (recap_card): the gradients found,

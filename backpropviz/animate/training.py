@@ -163,6 +163,7 @@ class TrainingScene(BackpropScene):
     # ------------------------------------------------------------ the story
 
     def construct(self) -> None:
+        self.show_title_card()
         self.show_graph()
         self.play_forward()
         self.play_backward()
@@ -172,6 +173,18 @@ class TrainingScene(BackpropScene):
             self.play_pass_at_speed(k)
             self.play_update(k)
         self.show_run()
+
+    def title_lines(self) -> list[str]:
+        """What the clip goes on to show: the loop's passes, each forward, backward and
+        an update (its rate, where the updates say one)."""
+        passes = self.run.iterations
+        rates = {update.rate for it in passes for update in it.parameters.values()}
+        rate = (f" (η = {display_number(rates.pop(), self.precision)})"
+                if len(rates) == 1 and None not in rates else "")
+        shown = (f"{len(passes)} of the loop's {self.run.total} passes"
+                 if self.run.total > len(passes) else f"the loop's {len(passes)} passes")
+        return [f"then {shown} in turn: forward, backward, and each parameter's update"
+                f"{rate}, the first told in full"]
 
     def play_update(self, k: int) -> None:
         """Each parameter's number becomes the value the update left, its box outlined;
