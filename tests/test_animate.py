@@ -555,6 +555,27 @@ def test_dead_marks_land_on_their_entries_when_an_array_is_shortened():
     assert abs(mark.get_center()[1] - last_row.get_center()[1]) < 1e-6
 
 
+def test_a_values_numbers_are_centred_in_their_columns_and_a_gradients_right_aligned(
+        example):
+    """As the figure sets them (number_tables: a value's cells centred, a gradient's
+    right-aligned), so that a batch's "2  1  0.5" keeps its air in the clip too."""
+    from backpropviz.animate.mobjects import ValueNode
+
+    G = example("d2l_mlp")  # W1 = [1, −1; 0, 1]: a column of "−1" over "1"
+    with manim.tempconfig(quiet_config(dry_run=True)):
+        scene = BackpropScene(G)
+        scene.setup()
+    (w1,) = [node for node, attrs in G.nodes(data=True) if attrs.get("label") == "W1"]
+    box: ValueNode = scene.diagram.values[w1]
+    data, grad = box.data_label(), box.grad_label(G.nodes[w1]["grad"])
+    minus_one, one = data.entries[1], data.entries[3]  # (row by row: 1, −1; 0, 1)
+    assert (minus_one.text, one.text) == ("−1", "1")
+    assert abs(minus_one.get_center()[0] - one.get_center()[0]) < 1e-6
+    assert abs(minus_one.get_right()[0] - one.get_right()[0]) > 0.01
+    # W1's gradient [0, 0; 2, 4]: its columns right-aligned.
+    assert abs(grad.entries[0].get_right()[0] - grad.entries[2].get_right()[0]) < 1e-6
+
+
 def test_a_backward_step_shows_the_captions_numbers_as_text(add_mul_story):
     scene = add_mul_story
     # manim's Text keeps its string without spaces.

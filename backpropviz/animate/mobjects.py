@@ -251,7 +251,8 @@ class Table(VGroup):
                  color: str, *, bracketed: bool,
                  widths: Sequence[float] | None = None,
                  dead: np.ndarray | None = None, dead_color: str | None = None,
-                 dead_fill: str | None = None, backdrop: str | None = None) -> None:
+                 dead_fill: str | None = None, backdrop: str | None = None,
+                 centred: bool = False) -> None:
         super().__init__()
         self.em = em
         rows = len(cells)
@@ -273,9 +274,10 @@ class Table(VGroup):
             y = top - (i + 0.5) * row_height
             x = -total_width / 2
             for j, text in enumerate(row):
-                # Numbers are right-aligned in their column, as in the SVG.
+                # Numbers are right-aligned in their column, as the SVG sets a gradient's;
+                # ``centred``, centred, as it sets a value's.
                 text.move_to([x + widths[j] - text.width / 2, y, 0])
-                if cells[i][j] in "⋮⋱…":
+                if cells[i][j] in "⋮⋱…" or centred:
                     text.move_to([x + widths[j] / 2, y, 0])
                 if dead[i][j]:
                     mark = RoundedRectangle(corner_radius=0.1 * em, width=widths[j] + 0.3 * em,
@@ -396,7 +398,7 @@ class ValueNode(VGroup):
         cells = self.data_cells if data is None else format_array(data, self.precision,
                                                                    MAX_ITEMS)
         table = Table(cells, self.store, self.em, self.theme.text, bracketed=self.bracketed,
-                      widths=self.data_widths)
+                      widths=self.data_widths, centred=True)
         return table.move_to(self.data_slot).set_z_index(Z_NUMBER)
 
     def grad_label(self, grad: Any, dead: np.ndarray | None = None) -> Table:
