@@ -164,9 +164,10 @@ def not_the_chain_rules(G: nx.MultiDiGraph) -> list[Any]:
     """The values whose recorded gradient is not the chain rule's, in the graph's order:
     the reference engine's rules run backward over the recorded forward numbers, from
     the seed (from 1 where a checked pass started from another: wrong_seed), each op
-    once its result's gradient is whole. Empty where off_the_rule
-    finds the engine following the rule (or does not check the graph), and where the
-    reference lacks a rule on the way."""
+    once its result's gradient is whole. Empty where off_the_rule finds the engine
+    following the rule (or does not check the graph) from a seed of 1, and where the
+    reference lacks a rule on the way; but from a wrong seed, every value with a
+    gradient (the chain rule multiplies each by the seed)."""
     wrong_ops, wrong_sums = off_the_rule(G)
     seeded_wrong = wrong_seed(G) is not None
     if not wrong_ops and not wrong_sums and not seeded_wrong:
@@ -185,7 +186,8 @@ def not_the_chain_rules(G: nx.MultiDiGraph) -> list[Any]:
             # engine's own local derivatives, what it sent over what reached the op)
             shares = _scaled_shares(G, step, grads.get(step.result))
         if shares is None:
-            return []
+            return [node for node in order if seeded_wrong and G.nodes[node].get("kind")
+                    == "value" and G.nodes[node].get("grad") is not None]
         for (u, _, _), share in zip(step.edges, shares, strict=True):
             grads[u] = share if u not in grads else plus(grads[u], share)
     return [node for node in order if node in grads and G.nodes[node].get("grad") is not None

@@ -79,8 +79,8 @@ def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: 
     wanted = _wanted(G, names)
     parameters = wanted != "every input"
     # (an engine whose backward is not the chain rule is not said to follow it)
-    how = "by this engine's backward pass" if backward and (
-        not_the_chain_rules(G) or wrong_seed(G) is not None) else "by the chain rule"
+    how = "by this engine's backward pass" if backward and not_the_chain_rules(G) \
+        else "by the chain rule"
     if backward and G.graph.get("entered"):
         # (backward started beyond the drawing: a rolled loop's earlier repetition, a
         # value a later one was made from; what is drawn is not the loss)

@@ -12,7 +12,7 @@ from ..formatting import MAX_ITEMS, byte_size, format_array, number_text
 from ..metrics import text_width
 from ..names import differentiated, parenthesised, partial_name, value_names
 from ..style import Theme
-from ..worked import not_the_chain_rules, wrong_seed
+from ..worked import not_the_chain_rules
 from .mobjects import Table, TextStore
 
 __all__ = ["CAPTION_WIDTH", "PAGE_ROWS", "ROW_PITCH", "TEXT_EM", "caption_top", "graph_room",
@@ -162,9 +162,8 @@ def parameter_results(G: nx.MultiDiGraph) -> list[tuple[Any, str, str]]:
                   and attrs["role"] == "input" and attrs["grad"] is not None]
         found = [node for node in inputs if G.nodes[node].get("label")] or inputs
     # A gradient this engine got other than by the chain rule is its own .grad, not
-    # ∂L/∂w (the recap lists them: cards.lessons); every one, where it did not start
-    # from ∂L/∂L = 1.
-    off = set(found) if wrong_seed(G) is not None else set(not_the_chain_rules(G))
+    # ∂L/∂w (the recap lists them: cards.lessons).
+    off = set(not_the_chain_rules(G))
     results = []
     for node in found:
         if node in off:
