@@ -9,6 +9,7 @@ from pathlib import Path
 import manim
 
 from backpropviz.animate import encoding
+from backpropviz.animate.render import encoder_options
 
 
 class Held(encoding.HeldFrameScene):
@@ -28,7 +29,9 @@ def rendered(scene_class) -> bytes:
     with tempfile.TemporaryDirectory() as media, manim.tempconfig(
             {"media_dir": media, "quality": "low_quality", "disable_caching": True,
              "progress_bar": "none", "verbosity": "WARNING", "output_file": "clip",
-             "video_encoder_options": {"threads": "1", "preset": "veryfast"}}):
+             # (the clip's own options: x264 kept off its AVX-512 code, which on this
+             # machine encodes the same frames differently now and then)
+             "video_encoder_options": encoder_options(".mp4")}):
         scene = scene_class()
         scene.render()
         return Path(scene.renderer.file_writer.movie_file_path).read_bytes()
