@@ -39,6 +39,7 @@ from .authoring import Authoring
 from .camera import Room, View, column_heights, columns, view_of, whole_view
 from .cards import recap_card, title_card
 from .fades import Becomes, FadeIn, FadeOut, Moved
+from .families import QuickFamilies
 from .formats import AnimateError
 from .mobjects import (
     Z_MARK,
@@ -103,7 +104,7 @@ FORWARD_PACE = 0.6
 CARD_EXTRA = 0.5
 
 
-class BackpropScene(Authoring, RedrawingWhatMoves):
+class BackpropScene(Authoring, QuickFamilies, RedrawingWhatMoves):
     """A clip of the forward and backward passes of an IR graph.
 
     Subclass it with ``example`` (a script path, run by the script front end,
