@@ -254,6 +254,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               "the roots' gradients)", f"{_ENGINE}, {_TORCH}"),
     Attribute("backward_passes", GRAPH, COUNT, "how many backward() calls the seeds come "
               "from, where more than one: .grad adds up what each pass sent", _TORCH),
+    Attribute("earlier_passes", GRAPH, COUNT, "the graph is that of the script's last "
+              "backward() call, after this many on graphs of their own, not drawn (a loop's "
+              "earlier passes)", "the script front end (script.py)"),
     Attribute("differentiated", GRAPH, TEXT, "what a drawing that backward entered from beyond "
               "differentiates, by name (the whole graph's J, seen from inside a group)",
               "page_groups"),

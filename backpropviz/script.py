@@ -98,19 +98,21 @@ def graph_of_script(path: str | os.PathLike, roots: Sequence[str] = (), *,
         return graph_of_namespace(run.names, roots, called=run.called,
                                   recording=run.recording, backward=backward,
                                   max_nodes=max_nodes, fold=fold, where=run.path,
-                                  source=run.source)
+                                  source=run.source, graphs=run.graphs)
 
 
 @dataclass(frozen=True)
 class ScriptRun:
     """A script as ``running`` ran it: its names (its global names, then those of the
-    functions that made its last backward() call), that call's roots, the recording."""
+    functions that made its last backward() call), that call's roots, the recording, and
+    how many graphs its backward() calls ran on (a loop's passes, each on its own)."""
 
     path: Path
     source: str
     names: dict[str, Any]
     called: tuple
     recording: Any
+    graphs: int = 1
 
 
 @contextlib.contextmanager
@@ -140,19 +142,22 @@ def running(path: str | os.PathLike, argv: Sequence[str] = (), *,
         with watching(script, other_engines=may_use_another_engine(source),
                       on_pass=passed if on_pass is not None else None) as watch:
             namespace = run_script(script, argv, script_timeout=script_timeout)
-        yield ScriptRun(script, source, watch.names(namespace), watch.roots, recording)
+        yield ScriptRun(script, source, watch.names(namespace), watch.roots, recording,
+                        watch.graphs)
 
 
 def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
                        called: Sequence[Any] = (), recording: Any = None,
                        backward: bool = True, max_nodes: int = DEFAULT_MAX_NODES,
                        fold: bool = True, where: str | os.PathLike = "SCRIPT",
-                       source: str = "") -> nx.MultiDiGraph:
+                       source: str = "", graphs: int = 1) -> nx.MultiDiGraph:
     """The IR of the graph in ``namespace`` (a script's names after it ran, a notebook's
     after a cell), found as ``graph_of_script`` finds it: the ``roots`` named, else
     ``called`` (what backward() last ran from), else the outputs; ``recording`` is
     the PyTorch capture the values were made under, if any. ``where`` names the
-    script in advice; ``source`` is its code (names of plain numbers name constants)."""
+    script in advice; ``source`` is its code (names of plain numbers name constants);
+    ``graphs``, how many graphs its backward() calls ran on (the figure says it draws the
+    last, when others were not drawn)."""
     tree = syntax(source)
     namespace = without_loop_aliases(namespace, tree)
     producer = _Producer(namespace, recording, max_nodes, called, roots)
@@ -171,6 +176,15 @@ def graph_of_namespace(namespace: dict[str, Any], roots: Sequence[str] = (), *,
             raise
         validate(G)
         G = _finished(G, namespace, tree, fold)
+    # (a loop's earlier passes, each on a graph of its own: not the drawn graph's passes,
+    # whose roots each gave it a seed)
+    earlier = graphs - max(1, len(G.graph.get("seeds", {})))
+    if earlier > 0 and any(obj is root for obj in chosen.values() for root in called):
+        G.graph["earlier_passes"] = earlier  # (the clip's title card says so too)
+        G.graph.setdefault("notes", []).append(
+            f"drawn: the script's last backward pass; {earlier} earlier "
+            f"{'one' if earlier == 1 else 'ones'} ran on graphs of their own (a loop's "
+            f"passes: `backpropviz render {Path(where).name} --iterations` draws each)")
     return G if backward else without_gradients(G)
 
 

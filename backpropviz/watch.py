@@ -35,6 +35,7 @@ class Watch:
         self.script = None if script is None else os.path.realpath(script)
         self.on_pass = on_pass  # told once each backward() is over (a training run's record)
         self.calls = 0
+        self.graphs = 0  # the calls on roots other than the last call's (a loop's passes)
         self.roots: tuple = ()
         # The local names of the script's functions at the last call, innermost first,
         # and its global names as they were then.
@@ -48,6 +49,9 @@ class Watch:
     def called_from(self, frame: FrameType | None, roots: tuple) -> None:
         # Only the last call is kept: a training loop's earlier graphs can be freed.
         self.calls += 1
+        if len(roots) != len(self.roots) or any(
+                a is not b for a, b in zip(roots, self.roots, strict=True)):
+            self.graphs += 1
         self.roots = roots
         self.local_names, self.global_names = self._frames_names(frame)
 

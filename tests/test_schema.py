@@ -75,6 +75,8 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
     graphs.append(graph_of_script(ENGINES / "neuron.py", quiet=True))
     # a neuron's weighted sum folded into one + (remarks)
     graphs.append(graph_of_script(ROOT / "examples" / "scalar_neuron.py", quiet=True))
+    # a training loop drawn without --iterations: its last pass (earlier_passes)
+    graphs.append(graph_of_script(ROOT / "examples" / "training_loop.py", quiet=True))
     graphs.append(graph_of_script(ENGINES / "no_rule.py", quiet=True))  # unwatched
     monkeypatch.setenv("ENGINE", "Overwrites")  # a student's = instead of +=
     graphs.append(check_script(ENGINES / "graded.py").graph)  # expected, error_start

@@ -563,3 +563,56 @@ def test_the_memory_of_pass_k_is_the_same_for_every_pass_of_a_fixed_batch(tmp_pa
     assert main(["memory", str(EXAMPLES / "training_loop.py"), "--iteration", "5",
                  "-o", str(tmp_path / "late.json")]) == 2
     assert "ran 5 backward passes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_a_loop_drawn_whole_says_it_is_its_last_pass_with_that_passs_numbers(loop, tmp_path):
+    # `render train.py` (no --iterations) draws the graph of the last backward() call:
+    # the figure and the clip's title card say so, and how many passes came before.
+    from backpropviz.animate.cards import title_card
+    from backpropviz.animate.mobjects import TextStore
+    from backpropviz.script import graph_of_script
+    from backpropviz.style import THEMES
+
+    source, probe, numbers = LOOPS[loop]
+    if "torch" in source:
+        pytest.importorskip("torch")
+    reference = _reference(source, probe, numbers)
+    G = graph_of_script(_script(tmp_path, source), quiet=True)
+    earlier = len(reference) - 1
+    assert G.graph["earlier_passes"] == earlier
+    assert any(note.startswith(f"drawn: the script's last backward pass; {earlier} earlier "
+                               "ones ran on graphs of their own") and
+               "`backpropviz render train.py --iterations` draws each" in note
+               for note in G.graph["notes"])
+    _, words = title_card(G, TextStore(), THEMES["light"], 4, backward=True)
+    assert f"the script's last backward pass, after {earlier} on graphs of their own" in words
+    loss, parameters = reference[-1]
+    [root] = G.graph["roots"]
+    assert G.nodes[root]["data"] == pytest.approx(loss, rel=1e-12)
+    drawn = {attrs.get("label"): attrs for _, attrs in G.nodes(data=True)}
+    # (the parameters the figure names as the reference does: all but those of a list)
+    named = [name for name in parameters if name in drawn]
+    assert len(named) == (0 if loop in SETS else len(parameters))
+    for name in named:
+        value, grad, _ = parameters[name]
+        assert drawn[name]["data"] == value and drawn[name]["grad"] == grad
+
+
+@pytest.mark.parametrize("source", [
+    # two losses from one trunk, both drawn: no earlier pass left out
+    (Path(__file__).resolve().parent / "torch_scripts" / "two_losses.py").read_text(),
+    # one loss, its backward() run twice on the same graph
+    "import torch\nw = torch.tensor(2.0, requires_grad=True)\nL = w * w\n"
+    "L.backward(retain_graph=True)\nL.backward()\n",
+    # one backward() call
+    "from backpropviz import Value\nw = Value(2.0)\nL = w * w + w\nL.backward()\n",
+])
+def test_a_graph_whose_every_pass_is_drawn_says_nothing_of_earlier_ones(source, tmp_path):
+    from backpropviz.script import graph_of_script
+
+    if "torch" in source:
+        pytest.importorskip("torch")
+    G = graph_of_script(_script(tmp_path, source), quiet=True)
+    assert "earlier_passes" not in G.graph
+    assert not any("earlier" in note for note in G.graph.get("notes", ()))
