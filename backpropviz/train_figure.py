@@ -39,7 +39,7 @@ from .training import Run
 
 __all__ = ["ENTRY_LINES", "Curve", "curve_panel", "loss_curve", "nice_ticks", "parameter_curves",
            "peak_svg", "render_training_figure", "render_training_memory", "require_passes",
-           "training_svg"]
+           "training_svg", "value_ticks"]
 
 # Sizes in SVG pixels of the 1920×1080 frame: every number at least 28 px.
 TITLE_PX, SUBTITLE_PX, PANEL_PX, TICK_PX, LABEL_PX = 44, 30, 32, 28, 30
@@ -116,6 +116,16 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     return [k * step for k in range(first, last + 1)]
 
 
+def value_ticks(curve: Curve, from_zero: bool = False) -> list[float]:
+    """The round ticks of a panel's value axis (nice_ticks) over every number of
+    ``curve``: from 0 ``from_zero`` (the loss), else with the line kept off the axes, so
+    that there is room for the numbers written at its ends."""
+    values = [y for line in curve.lines for y in line] + list(curve.after or ())
+    low, high = min(values), max(values)
+    pad = 0.0 if from_zero else 0.15 * (high - low)
+    return nice_ticks(min(low, 0.0) if from_zero else low - pad, high + pad)
+
+
 def curve_panel(svg: Svg, box: tuple[float, float, float, float], curve: Curve, *,
                 x_max: int, precision: int, sizes: tuple[float, float, float] = (
                     PANEL_PX, TICK_PX, LABEL_PX), from_zero: bool = False,
@@ -127,11 +137,7 @@ def curve_panel(svg: Svg, box: tuple[float, float, float, float], curve: Curve, 
     t = svg.theme
     title_px, tick_px, label_px = sizes
     left, top, right, bottom = box
-    values = [y for line in curve.lines for y in line] + list(curve.after or ())
-    low, high = min(values), max(values)
-    # (a parameter's line is kept off the axes: room for the numbers at its ends)
-    pad = 0.0 if from_zero else 0.15 * (high - low)
-    ticks = nice_ticks(min(low, 0.0) if from_zero else low - pad, high + pad)
+    ticks = value_ticks(curve, from_zero)
     span = ticks[-1] - ticks[0]
 
     def at(x: float, y: float) -> tuple[float, float]:

@@ -654,3 +654,40 @@ def test_each_end_number_stands_away_from_the_segment_beside_it(tmp_path):
             assert over == (beside[1] > point[1]), (text, labels[text], point, beside)
             checked += 1
     assert checked == 4
+
+
+@pytest.mark.parametrize("made", ["neuron", "steep_fall", "four_parameters"])
+def test_the_clips_end_panels_number_the_passes_and_keep_each_last_number_off_its_line(made):
+    # The clip's closing panels as its figure draws them: the passes numbered along the
+    # bottom, each single line's last number beside its end where the line does not run
+    # (a b falling steeply to its end had its number written across it).
+    from manim import Line, Text, VMobject
+
+    from backpropviz.memory_chart import x_ticks
+
+    run = {"neuron": lambda: neuron_run(4), "four_parameters": four_parameter_run,
+           "steep_fall": lambda: neuron_run(3, rate=0.3)}[made]()
+    scene = _story(run)
+    x_max = run.iterations[-1].index + 1
+    checked = 0
+    for panel in scene.end_panels:
+        axis = next(part for part in panel[0] if isinstance(part, Line))
+        bottom = axis.get_start()[1]
+        numbers = panel[3]
+        assert [text.text for text in numbers] == [f"{x:g}" for x in x_ticks(x_max)]
+        assert all(text.get_top()[1] < bottom for text in numbers)
+        paths = [part for part in panel if type(part) is VMobject]
+        if len(paths) != 1:
+            continue
+        line, last = paths[0].get_anchors(), panel[-1]
+        assert isinstance(last, Text)
+        left, right = last.get_left()[0], last.get_right()[0]
+        low, high = last.get_bottom()[1], last.get_top()[1]
+        for x in np.linspace(left, right, 50):  # the line's height under the number's width
+            heights = [y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+                       for (x0, y0, _), (x1, y1, _) in itertools.pairwise(line)
+                       if x0 <= x <= x1 and x1 > x0]
+            assert all(not low - 0.02 < y < high + 0.02 for y in heights), (made, last.text)
+        assert low > bottom  # (and over the axis)
+        checked += 1
+    assert checked >= 2

@@ -16,6 +16,7 @@ passes cannot share one drawing and is refused in a sentence.
 
 from __future__ import annotations
 
+import itertools
 import os
 import pathlib
 from typing import Any
@@ -39,11 +40,12 @@ from manim import (
 )
 
 from ..formatting import MAX_ITEMS, display_number, format_array
+from ..memory_chart import x_ticks
 from ..names import differentiated, value_names
 from ..options import Options
 from ..steps import gradient_history
 from ..style import THEMES, VALUE_PT
-from ..train_figure import Curve, loss_curve, parameter_curves, require_passes
+from ..train_figure import Curve, loss_curve, parameter_curves, require_passes, value_ticks
 from ..training import Run
 from ..updates import parameter_nodes, start_line, update_line
 from ..views import drawn_graph
@@ -511,14 +513,15 @@ class TrainingScene(BackpropScene):
         self.cue("The run: the loss, and each parameter's path, pass by pass", start)
 
     def _panel(self, curve: Curve, size: tuple[float, float], x_max: int) -> VGroup:
-        """One of the end's panels, in screen units: ``curve``'s lines over the passes
-        (the hollow point: the value the last update left), its name, its range, and
-        for a single line its last number."""
+        """One of the end's panels, in screen units, on the scale its figure's panel has
+        (train_figure.value_ticks: the loss from 0, a parameter's line off the axes):
+        ``curve``'s lines over the passes (the hollow point: the value the last update
+        left), its name, its axis's ends, the passes numbered along the bottom, and for a
+        single line its last number, on the side of its point away from the line."""
         width, height = size
         palette, em = self.palette, 0.26
-        values = [y for line in curve.lines for y in line] + list(curve.after or ())
-        low = min(0.0, min(values)) if curve.name == "loss" else min(values)
-        high = max(values) if max(values) > low else low + 1.0
+        ticks = value_ticks(curve, from_zero=curve.name == "loss")
+        low, high = ticks[0], ticks[-1]
 
         def at(x: float, y: float) -> list[float]:
             return [width * (x / x_max - 0.5), height * ((y - low) / (high - low) - 0.5), 0]
@@ -536,7 +539,9 @@ class TrainingScene(BackpropScene):
                         for y in (high, low)))
         ends[0].next_to(at(0, high), [-1, 0, 0], buff=0.12)
         ends[1].next_to(at(0, low), [-1, 0, 0], buff=0.12)
-        panel = VGroup(axes, title, ends)
+        passes = VGroup(*(self.store.text(f"{x:g}", em * 0.85, palette.muted)
+                          .next_to(at(x, low), DOWN, buff=0.1) for x in x_ticks(x_max)))
+        panel = VGroup(axes, title, ends, passes)
         single = len(curve.lines) == 1
         for number, line in enumerate(curve.lines):
             points = [at(x, y) for x, y in zip(curve.xs, line, strict=True)]
@@ -554,8 +559,28 @@ class TrainingScene(BackpropScene):
                 shown = [*line, *(curve.after or ())]
                 last = self.store.text(display_number(shown[-1], self.precision), em,
                                        palette.text)
-                panel.add(last.next_to(points[-1], UP, buff=0.12, aligned_edge=RIGHT))
+                # (as the figure writes it: under the end of a fall, over the end of a
+                # rise, so that the line, coming from the left, runs clear of it; over
+                # where under would reach the axis, and then above the line where it
+                # starts, at the number's left)
+                falls = len(points) > 1 and points[-2][1] > points[-1][1]
+                under = falls and points[-1][1] - last.height - 0.2 > at(0, low)[1]
+                last.next_to(points[-1], DOWN if under else UP, buff=0.12, aligned_edge=RIGHT)
+                if falls and not under:
+                    clear = _highest(points, last.get_left()[0], last.get_right()[0]) + 0.12
+                    last.shift(UP * max(0.0, clear - last.get_bottom()[1]))
+                panel.add(last)
         return panel
+
+
+def _highest(points: list[list[float]], left: float, right: float) -> float:
+    """The highest the line through ``points`` (left to right) runs between ``left`` and
+    ``right``: at one of its points there, or where it crosses either end."""
+    heights = [y for x, y, _ in points if left <= x <= right]
+    for (x0, y0, _), (x1, y1, _) in itertools.pairwise(points):
+        heights.extend(y0 + (y1 - y0) * (x - x0) / (x1 - x0) for x in (left, right)
+                       if x0 < x < x1)
+    return max(heights)
 
 
 def _text_width(x: Any, precision: int) -> int:
