@@ -131,6 +131,7 @@ class ForeignGraph:
     notes: list[str] = field(default_factory=list)
     used: dict[Any, float] = field(default_factory=dict)  # data as backward() found it
     updated: dict[Any, float] = field(default_factory=dict)  # data changed since: now
+    held: dict[Any, float] = field(default_factory=dict)  # .grad before the last backward()
     constants: set = field(default_factory=set)  # numbers an operator wrapped in a node
     unwatched: str | None = None  # why no chain rule could be watched
 
@@ -280,6 +281,7 @@ def _use_run(graph: ForeignGraph, run: Run) -> None:
     _unwatched(graph, run)
     root = graph.roots[0]
     earlier = [node for node in graph.order if node is not root and run.before.get(node)]
+    graph.held = {node: run.before[node] for node in earlier}
     if earlier:
         if run.passes > 1:
             graph.inconsistency = f"backward() ran {run.passes} times and the gradients added up"
@@ -463,9 +465,10 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
                 else "param" if node in params else "const" if node in graph.constants
                 else "input")
         grad = None if graph.grads is None else graph.grads[node]
+        held = {"held_before": graph.held[node]} if node in graph.held else {}
         build.add_value(node, label=graph.names.get(node), data=graph.data(node),
                         grad=grad, shape=(), role=role, made_by=node if kids else None,
-                        live=None if kids else (node, _data_now))
+                        live=None if kids else (node, _data_now), **held)
     graph.value_ids = build.value_ids
     notes = list(graph.notes)
     if halved:

@@ -180,6 +180,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               _PRODUCERS),
     Attribute("nbytes", VALUE, COUNT, "the bytes kept for backward (0 if not stored)",
               _PRODUCERS),
+    Attribute("held_before", VALUE, NUMBERS, "the gradient it held when the drawn backward "
+              "pass began: what backward passes not drawn left in .grad, which the drawn "
+              "pass's shares add to", f"{_TORCH}, {_FOREIGN}"),
     Attribute("passes", VALUE, COUNT, "how many backward passes its gradient sums (if > 1)",
               f"{_ENGINE}, {_TORCH}"),
     Attribute("group", VALUE, TEXTS, "the groups a leaf was made in, outermost first",

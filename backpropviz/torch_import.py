@@ -298,9 +298,12 @@ class _Builder:
         (hooked where it is an op's result, the leaf's sum of arrivals where it
         is a leaf). Only a sum between the first and the last of three or more
         contributions is one autograd never shows: it is added here, in that order.
-        A leaf's sums start from ``earlier``: the share of backward passes not drawn.
+        A leaf's sums start from ``earlier``: the share of backward passes not drawn,
+        which the leaf's ``held_before`` keeps.
         """
         running: dict[Any, Any] = dict(earlier)
+        for key, held in earlier.items():
+            G.nodes[value_id[key]]["held_before"] = _plain(held)
         last_edge: dict[Any, tuple] = {}
         for call in processed:
             for arg, operand in enumerate(call.operands):

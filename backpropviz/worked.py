@@ -122,6 +122,8 @@ def off_the_rule(G: nx.MultiDiGraph) -> tuple[list[Any], list[Any]]:
     # (a rolled loop's shared values: what the other repetitions had sent when the drawn
     # one's first share arrived, known then even where it arrived during the sweep)
     held: dict[Any, Any] = {**G.graph.get("seeds", {}), **G.graph.get("loop_before", {})}
+    # (and what backward passes not drawn left in a value's .grad: the drawn shares add to it)
+    held.update((v, before) for v, before in G.nodes(data="held_before") if before is not None)
     for step in backward_steps(G):
         if step.op is None:  # a rolled loop's closing step: no op, the engine's sums
             held.update(step.grads)

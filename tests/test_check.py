@@ -270,3 +270,54 @@ def test_checks_own_figure_carries_its_verdict_and_no_note(tmp_path):
     done = check("overwritten_fork.py", "-o", str(tmp_path / "report.svg"))
     assert done.returncode == 1 and (tmp_path / "report.svg").exists()
     assert "not the chain rule" not in done.stderr
+
+
+# A loop whose gradients add up from pass to pass (.grad never reset): the drawn pass's
+# shares add to what the earlier passes left, which is no fault of the engine's.
+NEVER_RESET = {
+    "torch": '''
+import torch
+w = torch.tensor(1.5, requires_grad=True)
+x = torch.tensor(2.0)
+for i in range(3):
+    loss = (w * x - 1.0) ** 2
+    loss.backward()
+''',
+    "lecture": '''
+import sys
+sys.path.insert(0, {engines!r})
+from lecture import Value
+w, x = Value(0.8), Value(1.5)
+for i in range(3):
+    loss = (w * x - 0.5) * (w * x - 0.5)
+    w.grad = 0.0  # (x's is never reset)
+    loss.backward()
+    w.data -= 0.1 * w.grad
+''',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NEVER_RESET))
+def test_gradients_added_up_over_passes_are_not_called_off_the_chain_rule(tmp_path, kind):
+    if kind == "torch":
+        pytest.importorskip("torch")
+    from backpropviz.worked import off_the_rule
+
+    source = NEVER_RESET[kind].replace("{engines!r}", repr(str(ENGINES)))
+    script = tmp_path / "loop.py"
+    script.write_text(source)
+    # what .grad held before the last backward(), as the loop run by plain Python leaves it
+    before = {}
+    marked = source.replace("    loss.backward()", "    before = {n: None if v.grad is None "
+                                                   "else float(v.grad) for n, v in "
+                                                   "(('w', w), ('x', x))}\n    loss.backward()")
+    exec(compile(marked, "<reference>", "exec"), before)
+    held = {name: value for name, value in before["before"].items() if value}
+    G = graph_of_script(script, quiet=True)
+    drawn = {attrs["label"]: attrs.get("held_before") for _, attrs in G.nodes(data=True)
+             if attrs.get("label") in ("w", "x")}
+    assert drawn == {name: held.get(name) for name in ("w", "x")}
+    assert held  # (something was held: x's, or torch's w's)
+    assert off_the_rule(G) == ([], [])
+    done = run_cli("render", script, "-o", tmp_path / "loop.svg", text=True)
+    assert done.returncode == 0 and "not the chain rule" not in done.stderr

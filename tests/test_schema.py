@@ -107,6 +107,9 @@ def all_graphs(monkeypatch: pytest.MonkeyPatch) -> list[nx.MultiDiGraph]:
         # (modules holding their parameters: parameters, their names and gradients)
         graphs.append(drawn_graph(graph_of_script(
             ROOT / "tests" / "torch_scripts" / "wide_sequential.py", quiet=True), modules=True))
+        # (a loop that never resets .grad: what the passes not drawn left, held_before)
+        graphs.append(graph_of_script(ROOT / "tests" / "torch_scripts" / "never_reset.py",
+                                      quiet=True))
         # (two backward() calls drawn together: backward_passes)
         graphs.append(graph_of_script(ROOT / "tests" / "torch_scripts" / "two_losses.py",
                                       quiet=True))
