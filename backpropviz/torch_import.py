@@ -41,8 +41,9 @@ from .torch_record import (
 __all__ = ["PRODUCER", "Recording", "TorchImportError", "capture", "from_torch", "is_torch_tensor"]
 
 
-# How many changed tensors the legend names one by one, each on its line.
-_CHANGED_NOTES = 4
+# How many changed tensors the legend names one by one, each on its line (more, one line:
+# as the other engines' legend says a training loop's update, from four parameters on).
+_CHANGED_NOTES = 3
 
 
 class TorchProducer(Producer):

@@ -617,3 +617,15 @@ def test_a_graph_whose_every_pass_is_drawn_says_nothing_of_earlier_ones(source, 
     G = graph_of_script(_script(tmp_path, source), quiet=True)
     assert "earlier_passes" not in G.graph
     assert not any("earlier" in note for note in G.graph.get("notes", ()))
+
+
+def test_an_update_of_four_parameters_is_one_line_of_the_legend(tmp_path):
+    # (a two-layer nn.Sequential's four tensors: one note, as another engine's loop gets)
+    pytest.importorskip("torch")
+    from backpropviz.script import graph_of_script
+
+    G = graph_of_script(_script(tmp_path, TORCH_SGD), quiet=True)
+    changed = [note for note in G.graph["notes"] if "changed after" in note]
+    assert changed == ["4 tensors changed after the forward pass used them (model.0.weight, "
+                       "model.0.bias and 2 more); a picture draws them as it used them (a "
+                       "view of modules holds them inside)"]
