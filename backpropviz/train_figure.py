@@ -11,6 +11,7 @@ line per entry; a larger one as its norm, which is named so.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Sequence
@@ -209,16 +210,37 @@ def _end_labels(svg: Svg, points: list[tuple[float, float]], values: list[float]
     last_falls = len(points) > 1 and points[-2][1] < y1
     above, below = -14, px + 12
 
-    def side(y: float, under: bool) -> float:
-        return below if under and y + below <= rows[1] - 6 else above
+    def baseline(y: float, under: bool, left: float, right: float) -> float:
+        """Under or over the point, and clear of the line across the number's width (a
+        line that rises steeply from a number written over its start would cross it)."""
+        top, bottom = _line_span(points, left, right)
+        if under and y + below <= rows[1] - 6:
+            return max(y + below, bottom + 6 + 0.8 * px)
+        return min(y + above, top - 6)
 
-    svg.text(max(x0, edges[0] + 4), y0 + side(y0, not first_falls),
-             display_number(values[0], precision), px, t.text, bold=True,
-             extra=' class="value-label" data-which="first"')
+    first, last = (display_number(values[i], precision) for i in (0, -1))
+    x = max(x0, edges[0] + 4)
+    svg.text(x, baseline(y0, not first_falls, x, x + _bold_width(first, px)), first, px,
+             t.text, bold=True, extra=' class="value-label" data-which="first"')
     if len(points) > 1:
-        svg.text(min(x1, edges[1] - 4), y1 + side(y1, last_falls),
-                 display_number(values[-1], precision), px, t.text, anchor="end", bold=True,
-                 extra=' class="value-label" data-which="last"')
+        x = min(x1, edges[1] - 4)
+        svg.text(x, baseline(y1, last_falls, x - _bold_width(last, px), x), last, px, t.text,
+                 anchor="end", bold=True, extra=' class="value-label" data-which="last"')
+
+
+def _bold_width(text: str, px: float) -> float:
+    """About how wide ``text`` sets in bold at ``px`` (a bold face runs some 6 % wider)."""
+    return 1.06 * text_width(text, px)
+
+
+def _line_span(points: list[tuple[float, float]], left: float,
+               right: float) -> tuple[float, float]:
+    """The highest and the lowest (least and greatest SVG y) the line through ``points``
+    (left to right) runs between ``left`` and ``right``."""
+    ys = [y for x, y in points if left <= x <= right]
+    for (xa, ya), (xb, yb) in itertools.pairwise(points):
+        ys.extend(ya + (yb - ya) * (x - xa) / (xb - xa) for x in (left, right) if xa < x < xb)
+    return (min(ys), max(ys)) if ys else (math.inf, -math.inf)
 
 
 def _subtitle(run: Run) -> str:

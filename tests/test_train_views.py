@@ -691,3 +691,34 @@ def test_the_clips_end_panels_number_the_passes_and_keep_each_last_number_off_it
         assert low > bottom  # (and over the axis)
         checked += 1
     assert checked >= 2
+
+
+def test_the_figures_end_numbers_do_not_cross_their_lines(tmp_path):
+    # A bias rising steeply from near its axis (a trial user's model.2.bias, −0.06275 to
+    # 0.3398): its first number, over the point as under would reach the axis, had the
+    # line run through it; it now stands clear of the line across its whole width.
+    from backpropviz.metrics import text_width
+
+    made = neuron_run(4)  # (four parameters: the slide's small panels, two by two)
+    steps = {"w": [0.5, 0.49, 0.5, 0.51, 0.5], "u": [0.5, 0.6, 0.7, 0.8, 0.85],
+             "v": [0.1, 0.2, 0.25, 0.3, 0.33], "b": [-0.06275, 0.1, 0.2145, 0.2903, 0.3398]}
+    run = Run([Iteration(it.index, it.loss, it.graph, {
+        name: Update(values[k], (values[k] - values[k + 1]) / 0.1, values[k + 1], 0.1)
+        for name, values in steps.items()}) for k, it in enumerate(made.iterations)],
+        total=4)
+    root = _svg(render_training_figure(run, tmp_path / "run.svg", Options()))
+    lines = [[tuple(map(float, point.split(","))) for point in line.get("points").split()]
+             for line in root.iter(f"{SVG}polyline") if line.get("class") == "line"]
+    labels = [t for t in root.iter(f"{SVG}text") if t.get("class") == "value-label"]
+    assert len(labels) == 2 * len(lines)  # (a first and a last number for each line)
+    for label in labels:
+        text, px = "".join(label.itertext()), float(label.get("font-size"))
+        x, baseline = float(label.get("x")), float(label.get("y"))
+        width = text_width(text, px)
+        left = x - width if label.get("text-anchor") == "end" else x
+        top = baseline - 0.75 * px
+        for line in lines:
+            for (xa, ya), (xb, yb) in itertools.pairwise(line):
+                for s in np.linspace(0, 1, 40):
+                    px_, py_ = xa + s * (xb - xa), ya + s * (yb - ya)
+                    assert not (left < px_ < left + width and top < py_ < baseline), text
