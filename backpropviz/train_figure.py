@@ -251,7 +251,7 @@ def _subtitle(run: Run) -> str:
     words = f"{kept} pass{'es' if kept != 1 else ''} ({first}–{last}{every})"
     if len(rates) == 1 and None not in rates:
         return f"{words}; plain SGD, η = {display_number(rates.pop())}"
-    return f"{words}; the optimizer's update (values before and after)"
+    return f"{words}; each update as the script made it (values before and after)"
 
 
 def training_svg(run: Run, *, theme: str = "light", precision: int = 4) -> str:

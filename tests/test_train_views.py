@@ -722,3 +722,14 @@ def test_the_figures_end_numbers_do_not_cross_their_lines(tmp_path):
                 for s in np.linspace(0, 1, 40):
                     px_, py_ = xa + s * (xb - xa), ya + s * (yb - ya)
                     assert not (left < px_ < left + width and top < py_ < baseline), text
+
+
+def test_a_run_whose_rate_cannot_be_read_says_so_without_naming_an_optimizer(tmp_path):
+    # (momentum, Adam, a loop that sums its gradients before updating once, an update by
+    # hand with a rate per entry: the subtitle says what was drawn, not who made it)
+    root = _svg(render_training_figure(neuron_run(3, momentum=0.9), tmp_path / "m.svg",
+                                       Options()))
+    texts = ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+    assert "3 passes (0–2); each update as the script made it (values before and after)" \
+        in texts
+    assert not any("η =" in text or "optimizer" in text for text in texts)
