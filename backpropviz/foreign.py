@@ -55,7 +55,7 @@ from .foreign_nodes import (
     start_run,
     tag_of,
 )
-from .formatting import changed_note
+from .formatting import changed_note, display_number
 
 __all__ = ["CHILD_ATTRS", "PRODUCER", "TAGS", "ForeignError", "ForeignGraph", "children_attr",
            "collect", "from_objects", "from_tag",
@@ -262,6 +262,18 @@ def _read_op(graph: ForeignGraph, node: Any, kids: list[Any], ordered: bool) -> 
     graph.operands[node] = kids
 
 
+def _used_twice(graph: ForeignGraph) -> str:
+    """The first op of the graph that uses one value twice, as written: ``diff × diff``
+    (``a + a`` if there is none)."""
+    for node in graph.order:
+        if node in graph.reconstructed:
+            name, exponent = graph.ops[node]
+            kid = graph.operands[node][0]
+            operand = graph.names.get(kid) or "a"
+            return f"{operand} {ops.get(name).symbol_for(exponent)} {operand}"
+    return "a + a"
+
+
 def _gives(op: str, operands: list[float], data: float, exponent: float | None = None) -> bool:
     """Whether the reference engine's ``op`` of the ``operands`` is ``data``."""
     try:
@@ -289,7 +301,8 @@ def _use_run(graph: ForeignGraph, run: Run) -> None:
             first = earlier[0]
             graph.inconsistency = (
                 f"the last backward() added to gradients an earlier one left "
-                f"({graph.names.get(first, 'a value')} held {run.before[first]:.6g}); reset "
+                f"({graph.names.get(first, 'a value')} held "
+                f"{display_number(run.before[first])}); reset "
                 "them (p.grad = 0) before each backward()")
         graph.notes.append(f"gradients as .grad holds them ({graph.inconsistency}); the edges "
                            "show the last backward()'s shares")
@@ -471,12 +484,13 @@ def to_ir(graph: ForeignGraph) -> nx.MultiDiGraph:
                         live=None if kids else (node, _data_now), **held)
     graph.value_ids = build.value_ids
     notes = list(graph.notes)
+    twice = _used_twice(graph)
     if halved:
-        notes.append("a value used twice by one op (a + a) is kept once in the engine's "
+        notes.append(f"a value used twice by one op ({twice}) is kept once in the engine's "
                      "children set, and what its backward sent it is not the rule's two "
                      "shares, added or set in turn: both edges are drawn, each with half")
     elif graph.reconstructed:
-        notes.append("a value used twice by one op (a + a) is kept once in the engine's "
+        notes.append(f"a value used twice by one op ({twice}) is kept once in the engine's "
                      "children set; both edges are drawn, each with the rule's share, "
                      "as the engine's backward added or set them in turn")
     unwatched = {"unwatched": graph.unwatched} if graph.unwatched else {}

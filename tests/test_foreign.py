@@ -284,3 +284,7 @@ def test_a_value_used_twice_by_one_op_gets_the_shares_its_engine_held_in_turn(
             if line.startswith("∂y/∂h ")]
     assert said[:len(lines)] == lines
     assert not any("half" in note for note in G.graph["notes"])
+    # (its note names the op as the script wrote it, not an example of another)
+    symbol = "−" if engine == "Subtracts" else "×"
+    assert any(note.startswith(f"a value used twice by one op (h {symbol} h) is kept once")
+               for note in G.graph["notes"])
