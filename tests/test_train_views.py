@@ -691,6 +691,9 @@ def test_the_clips_end_panels_number_the_passes_and_keep_each_last_number_off_it
         assert low > bottom  # (and over the axis)
         checked += 1
     assert checked >= 2
+    # (its title keeps no key to the gradients' colour: the panels draw values only)
+    said = [part.text for part in scene.title.get_family() if isinstance(part, Text)]
+    assert said and not any("gradient" in text for text in said)
 
 
 def test_the_figures_end_numbers_do_not_cross_their_lines(tmp_path):

@@ -109,10 +109,12 @@ def _bracketed_words(text: str) -> list[str]:
     return words
 
 
-def title_block(store: TextStore, palette: Theme, text: str) -> VGroup:
-    """The phase title, muted, and on its line the key to the colours: numbers in the
-    theme's text colour are values, in blue gradients."""
+def title_block(store: TextStore, palette: Theme, text: str, key: bool = True) -> VGroup:
+    """The phase title, muted, and on its line (with ``key``) the key to the colours:
+    numbers in the theme's text colour are values, in blue gradients."""
     words = store.text(text, TITLE_EM, palette.muted)
+    if not key:  # (a picture of values only: a training run's paths)
+        return VGroup(words)
     key = VGroup(Square(0.2, fill_color=palette.text, fill_opacity=1, stroke_width=0),
                  store.text("value", TITLE_EM, palette.text),
                  Square(0.2, fill_color=palette.grad, fill_opacity=1, stroke_width=0),

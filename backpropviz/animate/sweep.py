@@ -641,9 +641,9 @@ class BackpropScene(Authoring, QuickFamilies, RedrawingWhatMoves):
 
     # ------------------------------------------------------------ pieces
 
-    def set_title(self, text: str) -> None:
-        """The phase title, top left, muted, with the key to the colours."""
-        title = title_block(self.store, self.palette, text)
+    def set_title(self, text: str, key: bool = True) -> None:
+        """The phase title, top left, muted, with (``key``) the key to the colours."""
+        title = title_block(self.store, self.palette, text, key)
         self.place(title, -config.frame_width / 2 + SIDE_MARGIN + title.width / 2,
                    TITLE_Y - title.height / 2 + title[0].height / 2)
         self.on_plate(title)

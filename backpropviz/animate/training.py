@@ -493,7 +493,7 @@ class TrainingScene(BackpropScene):
         frame = self.camera.frame
         self.play(*(FadeOut(m) for m in self.mobjects if m is not frame), run_time=self.t(0.6))
         self.title = self.caption = self.meter = None
-        self.set_title("The run: the loss and the parameters, pass by pass")
+        self.set_title("The run: the loss and the parameters, pass by pass", key=False)
         curves = parameter_curves(self.run)[:END_PANELS]
         x_max = max(1, self.run.iterations[-1].index + 1)
         # The loss on the left half of the screen, the parameters in a grid on the right.
