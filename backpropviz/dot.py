@@ -379,7 +379,9 @@ class Writer:
         elif html is not None:
             # (before its step the badge keeps its place, unseen: no empty frame)
             line = self.t.grad if look[2] else "transparent"
-            table = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1" '
+            # (a matrix's brackets set in from the rounded corners, which they crossed)
+            pad = 4 if np.ndim(data.get("grad")) else 1
+            table = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="{pad}" '
                      f'STYLE="ROUNDED" COLOR="{line}"{_bgcolor(self.t)}>'
                      f"<TR><TD>{html}</TD></TR></TABLE>")
             badge = {"id": eid, "shape": "plain", "label": f"<{table}>", "class": badge_class}

@@ -7,6 +7,7 @@ and look at the pictures before committing them.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -512,3 +513,33 @@ def test_draw_accepts_a_root_and_names():
     assert {label for _, label in diagram.graph.nodes(data="label")} == {"a", "b", "c", None}
     assert "<I>a</I>" in diagram.source
     assert texts(svg_groups(diagram.svg)["v0"], THEMES["light"].grad) == ["4"]
+
+
+def test_a_vector_shares_brackets_stay_inside_its_badges_rounded_corners():
+    # (p forks into log(p) and 1 − p: its shares are vectors, each in a rounded badge,
+    # whose bracket corners stood out past the rounded corners, a glitch on a slide)
+    pytest.importorskip("torch")
+    from backpropviz.script import graph_of_script
+
+    G = graph_of_script(ROOT / "tests" / "torch_scripts" / "logistic_by_hand.py", quiet=True)
+    root = ET.fromstring(draw(G).pipe("svg"))
+    ns = "{http://www.w3.org/2000/svg}"
+    checked = 0
+    for group in root.iter(f"{ns}g"):
+        if "badge" not in (group.get("class") or "").split():
+            continue
+        border = next(path for path in group.iter(f"{ns}path")
+                      if path.get("stroke") not in (None, "transparent"))
+        numbers = [float(n) for n in re.findall(r"-?\d+\.?\d*", border.get("d"))]
+        xs, ys = numbers[0::2], numbers[1::2]
+        left, right, top, bottom = min(xs), max(xs), min(ys), max(ys)
+        radius = xs[0] - left  # (the path starts where the top left corner's curve ends)
+        corners = [(x, y) for line in group.iter(f"{ns}polyline")
+                   for x, y in (map(float, point.split(","))
+                                for point in line.get("points").split())]
+        for x, y in corners:
+            cx = min(max(x, left + radius), right - radius)  # the nearest corner's centre
+            cy = min(max(y, top + radius), bottom - radius)
+            assert math.hypot(x - cx, y - cy) <= radius - 1, (group.get("id"), x, y)
+        checked += bool(corners)
+    assert checked >= 2  # (both of p's shares)
