@@ -50,8 +50,14 @@ def equation_cells(text: str, color: str, pt: float) -> str:
     each array in brackets as the boxes draw one. (One family for the whole line:
     graphviz places each run of a label by its own estimate of the run's width, and
     runs of two families drift apart.)"""
-    return "".join(f"<TD>{_equation_text(piece, color, pt)}</TD>" if isinstance(piece, str)
-                   else _array_cell(piece, color, pt) for piece in _equation_pieces(text))
+    note = next((text.index(opening) for opening in ENGINE_NOTES if opening in text), None)
+    words = "" if note is None else text[note:]  # (what an engine did: words, its "a" no name)
+    text = text if note is None else text[:note]
+    cells = "".join(f"<TD>{_equation_text(piece, color, pt)}</TD>" if isinstance(piece, str)
+                    else _array_cell(piece, color, pt) for piece in _equation_pieces(text))
+    if words:
+        cells += f"<TD>{font(escape(words).replace(' ', GAP), color, pt, NAME_FONT)}</TD>"
+    return cells
 
 
 def equation_height(text: str, pt: float) -> int:

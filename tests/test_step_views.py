@@ -309,3 +309,26 @@ def test_a_caption_band_that_closes_a_bracket_in_a_cell_of_its_own_is_drawn():
     table.node("band", label=f"<<TABLE><TR>{cells}</TR></TABLE>>", shape="plain")
     svg = table.pipe("svg").decode("utf-8")
     assert svg.startswith("<?xml") and ">]</text>" in svg
+
+
+def test_an_engines_note_in_a_steps_equation_is_set_as_words(monkeypatch):
+    # "(overwrote 0.25 — gradients at a fork must add: +=)": its "a" is the article, not
+    # the name a, so upright, while the names of the equation before it stay italic.
+    import pathlib
+    import sys
+
+    from backpropviz.script import graph_of_script
+    from backpropviz.step_bands import step_bands
+    from backpropviz.views import drawn_graph
+
+    engines = pathlib.Path(__file__).resolve().parent / "engines"
+    monkeypatch.setenv("ENGINE", "Overwrites")  # a student's = for += at a fork
+    monkeypatch.syspath_prepend(str(engines))
+    sys.modules.pop("students", None)
+    G = graph_of_script(engines / "graded.py", quiet=True)
+    bands = [band for band in step_bands(drawn_graph(G)) if "overwrote" in band]
+    assert bands
+    for band in bands:
+        before, note = band.split("(overwrote", 1)
+        assert "<I>" in before  # (∂L/∂x, the names)
+        assert "gradients" in note and "fork" in note and "<I>" not in note.split("</TD>")[0]
