@@ -31,7 +31,16 @@ from .names import (
 )
 from .ops import ATOM
 from .steps import backward_steps, loop_sums_known
-from .worked import RESULT_ENTRIES, as_written, digits_for, exactly, plus, rule_shares, same
+from .worked import (
+    RESULT_ENTRIES,
+    as_written,
+    digits_for,
+    exactly,
+    out_of_order,
+    plus,
+    rule_shares,
+    same,
+)
 
 __all__ = ["ENGINE_NOTES", "Caption", "step_captions", "step_form"]
 
@@ -323,6 +332,7 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
     gradient, or sends another number), the worked line says what it did.
     """
     names = value_names(G)
+    early = out_of_order(G)  # (ops an engine ran before their result's gradient was whole)
     top = differentiated(G, names)
     captions = [_seed_caption(G, names, top)]
     # A value that earlier backward passes reached already has a gradient: the
@@ -398,6 +408,12 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         had_gradient.update(sent)
         reached.update(sent)
         rule = spec.rule
+        if step.op in early:  # (what its equations call ∂o/∂n is what had come of it)
+            arrived = "none of it had arrived" if upstream_number is None else \
+                f"only {number_text(upstream_number)} of it had arrived"
+            rule += (f"; this engine ran it before the {G.nodes[early[step.op]]['symbol']} "
+                     f"that uses {names[step.result].text}, when {arrived}: the "
+                     f"{upstream.text} its lines use is not the chain rule's")
         if spec.gate_note and np.any(op_attrs.get("dead", False)):
             rule += "; " + spec.gate_note
         if any(" += " in text for text in texts):

@@ -16,7 +16,7 @@ from .formatting import byte_size, number_text
 from .memory import value_bytes
 from .style import LEGEND_PT, MARK_PT
 from .typeset import GAP, font
-from .worked import off_the_rule, wrong_seed
+from .worked import off_the_rule, out_of_order, wrong_seed
 
 __all__ = ["blocks_gradient", "legend_html"]
 
@@ -61,7 +61,7 @@ def legend_html(G: nx.MultiDiGraph, options: Any, *, partials: bool, forks: bool
         seed = wrong_seed(G)
         if seed is not None:
             flagged.append(f"backward started from a gradient of {number_text(seed)}, not 1")
-        elif any(off_the_rule(G)):
+        elif any(off_the_rule(G)) or out_of_order(G):
             flagged.append("this engine's gradients are not the chain rule's "
                            "(backpropviz check says where)")
     if any(attrs.get("error_start") for attrs in nodes):

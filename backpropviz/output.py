@@ -28,6 +28,7 @@ from .errors import DrawError, Note, UsageError
 from .files import staged_folder, write_atomically
 from .formatting import number_text
 from .graphviz import DotTimeoutError, check_layout, dot_time_limit
+from .names import value_names
 from .options import (
     CLIP,
     CLIP_MAX_NODES,
@@ -47,7 +48,7 @@ from .schema import validated, validated_once
 from .script import GraphTooLargeError, as_graph
 from .training import Run
 from .views import drawn_graph
-from .worked import off_the_rule, wrong_seed
+from .worked import off_the_rule, out_of_order, wrong_seed
 
 __all__ = ["prepare", "render", "render_memory", "roll", "show", "stdout_for", "to_stdout",
            "write", "write_memory", "write_steps", "write_training"]
@@ -119,6 +120,18 @@ def view(G: nx.MultiDiGraph, options: Options) -> nx.MultiDiGraph:
         warnings.warn(f"this engine's backward pass is not the chain rule: {' and '.join(found)}"
                       "; the picture shows its own numbers, and backpropviz check on the "
                       "script says which gradients are wrong and why", Note, stacklevel=4)
+    early = {} if graded else out_of_order(G)
+    if early:  # (an engine that sweeps its topological order forwards)
+        op, user = next(iter(early.items()))
+        names = value_names(G)
+        result = next(iter(G.successors(op)))
+        warnings.warn(f"this engine's backward pass is not the chain rule: the "
+                      f"{G.nodes[op]['symbol']} giving {names[result].text} ran before the "
+                      f"{G.nodes[user]['symbol']} that uses {names[result].text}, so it sent "
+                      "on a gradient that had not all arrived (backward must visit the ops "
+                      "in the reverse of their topological order); the picture shows its own "
+                      "numbers, and backpropviz check on the script says which gradients "
+                      "are wrong and why", Note, stacklevel=4)
     seed = None if graded else wrong_seed(G)
     if seed is not None:  # (a student's engine that never set it; or backward(gradient=))
         warnings.warn(f"the backward pass started from a gradient of {number_text(seed)} at "

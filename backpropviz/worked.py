@@ -18,8 +18,8 @@ from .formatting import display_number, number_text
 from .steps import backward_steps
 
 __all__ = ["EXTRA_DIGITS", "RESULT_ENTRIES", "as_written", "digits_for", "exactly",
-           "not_the_chain_rules", "off_the_rule", "plus", "rule_shares", "same", "sum_line",
-           "written_exactly", "wrong_seed", "zero"]
+           "not_the_chain_rules", "off_the_rule", "out_of_order", "plus", "rule_shares", "same",
+           "sum_line", "written_exactly", "wrong_seed", "zero"]
 
 # Past this many ops a graph is not checked against the rule (a hand-written engine's
 # graph is small; our engine and autograd follow the rule anyway).
@@ -151,6 +151,23 @@ def _checked(G: nx.MultiDiGraph) -> bool:
         and not any(shape for _, shape in G.nodes(data="shape") if shape is not None)
 
 
+def out_of_order(G: nx.MultiDiGraph) -> dict[Any, Any]:
+    """Each op a checked backward pass (off_the_rule's) ran before an op that uses its
+    result, with the first such op: it sent on a gradient that had not all arrived (an
+    engine that skips the reverse of its topological sort). Empty for a rolled loop,
+    whose drawn repetition is swept among the others."""
+    if not _checked(G) or G.graph.get("loop_count"):
+        return {}
+    when = {op: i for i, op in enumerate(G.graph.get("backward_order", ()))}
+    early = {}
+    for op, i in when.items():
+        for result in G.successors(op):
+            later = [user for user in G.successors(result) if when.get(user, -1) > i]
+            if later:
+                early[op] = min(later, key=when.__getitem__)
+    return early
+
+
 def wrong_seed(G: nx.MultiDiGraph) -> float | None:
     """The gradient a checked backward pass (off_the_rule's) started from at its root,
     where it is not 1 (∂L/∂L): a student's engine that never set it (0), or a seed given
@@ -172,7 +189,7 @@ def not_the_chain_rules(G: nx.MultiDiGraph) -> list[Any]:
     gradient (the chain rule multiplies each by the seed)."""
     wrong_ops, wrong_sums = off_the_rule(G)
     seeded_wrong = wrong_seed(G) is not None
-    if not wrong_ops and not wrong_sums and not seeded_wrong:
+    if not wrong_ops and not wrong_sums and not seeded_wrong and not out_of_order(G):
         return []
     steps = {step.op: step for step in backward_steps(G) if step.op is not None}
     order = list(nx.topological_sort(G))

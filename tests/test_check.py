@@ -216,7 +216,10 @@ def test_a_right_engine_in_main_passes(tmp_path, capsys):
     # (an engine that overwrites sends the rule's shares, and keeps only the last)
     ("Overwrites", "1 gradient is not the sum of its shares"),
     # (one that never set the root's gradient follows every rule, from 0)
-    ("NoSeed", "the backward pass started from a gradient of 0 at the root, not 1")])
+    ("NoSeed", "the backward pass started from a gradient of 0 at the root, not 1"),
+    # (one that sweeps its order forwards follows every rule, from what had arrived)
+    ("WrongOrder", "the × giving x·w ran before the + that uses x·w, so it sent on a "
+                   "gradient that had not all arrived")])
 def test_render_says_when_a_students_engine_is_not_the_chain_rule(tmp_path, engine, said):
     """The figure draws the engine's own numbers; render says, on stderr, when its
     backward is not the chain rule (and points to check), and says nothing for a right one."""
@@ -321,3 +324,24 @@ def test_gradients_added_up_over_passes_are_not_called_off_the_chain_rule(tmp_pa
     assert off_the_rule(G) == ([], [])
     done = run_cli("render", script, "-o", tmp_path / "loop.svg", text=True)
     assert done.returncode == 0 and "not the chain rule" not in done.stderr
+
+
+def test_the_steps_of_an_engine_that_sweeps_forwards_say_what_their_gradients_are(
+        monkeypatch):
+    # Its × ran before the + that uses x·w: its lines' ∂L/∂(x·w) is what had arrived then
+    # (nothing), not the chain rule's, and its caption says so; the clip's title card and
+    # recap name the engine's gradients as its own.
+    from backpropviz.captions import step_captions
+    from backpropviz.worked import not_the_chain_rules, out_of_order
+
+    script = ENGINES / "graded.py"
+    monkeypatch.setenv("ENGINE", "WrongOrder")
+    G = graph_of_script(script, quiet=True)
+    monkeypatch.delenv("ENGINE")
+    early = out_of_order(G)
+    assert early and not_the_chain_rules(G)
+    ruled = [c.rule for c in step_captions(G) if "this engine ran it before" in c.rule]
+    assert len(ruled) == len(early)
+    assert all("its lines use is not the chain rule's" in rule for rule in ruled)
+    right = graph_of_script(script, quiet=True)  # (the Correct engine: in order)
+    assert not out_of_order(right) and not not_the_chain_rules(right)
