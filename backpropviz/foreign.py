@@ -263,15 +263,15 @@ def _read_op(graph: ForeignGraph, node: Any, kids: list[Any], ordered: bool) -> 
 
 
 def _used_twice(graph: ForeignGraph) -> str:
-    """The first op of the graph that uses one value twice, as written: ``diff × diff``
-    (``a + a`` if there is none)."""
+    """The ops of the graph that use one value twice, as written: ``diff × diff`` (``a +
+    a`` if there is none)."""
+    found = []
     for node in graph.order:
         if node in graph.reconstructed:
             name, exponent = graph.ops[node]
-            kid = graph.operands[node][0]
-            operand = graph.names.get(kid) or "a"
-            return f"{operand} {ops.get(name).symbol_for(exponent)} {operand}"
-    return "a + a"
+            operand = graph.names.get(graph.operands[node][0]) or "a"
+            found.append(f"{operand} {ops.get(name).symbol_for(exponent)} {operand}")
+    return ", ".join(dict.fromkeys(found)) or "a + a"
 
 
 def _gives(op: str, operands: list[float], data: float, exponent: float | None = None) -> bool:

@@ -288,3 +288,13 @@ def test_a_value_used_twice_by_one_op_gets_the_shares_its_engine_held_in_turn(
     symbol = "−" if engine == "Subtracts" else "×"
     assert any(note.startswith(f"a value used twice by one op (h {symbol} h) is kept once")
                for note in G.graph["notes"])
+
+
+def test_a_note_names_every_op_that_used_a_value_twice(tmp_path):
+    path = tmp_path / "two_twice.py"
+    path.write_text(f"import sys\nsys.path.insert(0, {str(ENGINES)!r})\n"
+                    "from students import Correct as Value\nx = Value(2.0, label='x')\n"
+                    "h = x * x\nh.label = 'h'\nd = h + h\nd.label = 'd'\nd.backward()\n")
+    G = graph_of(path, tmp_path)
+    assert any(note.startswith("a value used twice by one op (x × x, h + h) is kept once")
+               for note in G.graph["notes"]), G.graph["notes"]
