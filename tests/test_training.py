@@ -586,8 +586,7 @@ def test_a_loop_drawn_whole_says_it_is_its_last_pass_with_that_passs_numbers(loo
                "`backpropviz render train.py --iterations` draws each" in note
                for note in G.graph["notes"])
     _, words = title_card(G, TextStore(), THEMES["light"], 4, backward=True)
-    assert (f"the script's last backward pass ({earlier} came before it, on graphs of their "
-            "own): its numbers are this pass's") in words
+    assert f"the script's last backward pass, after {earlier} others: its numbers" in words
     loss, parameters = reference[-1]
     [root] = G.graph["roots"]
     assert G.nodes[root]["data"] == pytest.approx(loss, rel=1e-12)

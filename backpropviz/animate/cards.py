@@ -96,8 +96,8 @@ def title_card(G: nx.MultiDiGraph, store: TextStore, palette: Theme, precision: 
     lines.extend(more)
     earlier = G.graph.get("earlier_passes")
     if earlier:  # (a loop's passes, each on a graph of its own)
-        lines.append(f"the script's last backward pass ({earlier} came before it, on graphs "
-                     f"of their own): its numbers are this pass's")
+        lines.append(f"the script's last backward pass, after {earlier} "
+                     f"other{'s' if earlier > 1 else ''}: its numbers")
     count = G.graph.get("loop_count")
     if count:  # a rolled loop (rolling.py): what its one block stands for
         lines.append(f"a loop repeated {count} times, drawn once (the dashed edge ⟲ ×{count}): "
