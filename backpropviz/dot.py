@@ -381,8 +381,10 @@ class Writer:
             line = self.t.grad if look[2] else "transparent"
             # (a matrix's brackets set in from the rounded corners, which they crossed)
             pad = 4 if np.ndim(data.get("grad")) else 1
+            # (and before its step no background: the edge runs on through it, unbroken)
+            fill = _bgcolor(self.t) if look[2] else ""
             table = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="{pad}" '
-                     f'STYLE="ROUNDED" COLOR="{line}"{_bgcolor(self.t)}>'
+                     f'STYLE="ROUNDED" COLOR="{line}"{fill}>'
                      f"<TR><TD>{html}</TD></TR></TABLE>")
             badge = {"id": eid, "shape": "plain", "label": f"<{table}>", "class": badge_class}
         attrs.update(shared)
@@ -410,10 +412,13 @@ class Writer:
                 badge["pos"] = self.pins[eid]
             placed.append((band.get(u, 0), f"{_quote(eid)} {_attrs(badge)};"))
             into = {**attrs, "id": eid + BADGE_IN, "arrowhead": "none"}
+            onward = _onward(attrs, eid + BADGE_OUT)
+            if not look[2]:  # (unseen: its two pieces meet in its middle, one line)
+                into["headclip"] = onward["tailclip"] = "false"
             statements.append(f"  {self._names[u]} -> {_quote(eid)} "
                               f"{_attrs(self.pinned(into))};")
             statements.append(f"  {_quote(eid)} -> {head_name} "
-                              f"{_attrs(self.pinned(_onward(attrs, eid + BADGE_OUT)))};")
+                              f"{_attrs(self.pinned(onward))};")
         return placed, statements
 
     def boxed_groups(self, statements: list[str]) -> list[str]:

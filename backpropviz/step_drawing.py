@@ -133,6 +133,10 @@ def draw_steps(first: str, later: Sequence[tuple[str, Sequence[str]]]) -> StepDr
 
     places = {obj["name"]: _shifted(obj["pos"], x0, y0)
               for obj in layout.get("objects", []) if "pos" in obj}
+    # (each node's half width and height, in points: where an edge laid out to a
+    # node's middle stops once the node shows)
+    halves = {obj["name"]: (36 * float(obj["width"]), 36 * float(obj["height"]))
+              for obj in layout.get("objects", []) if "width" in obj}
     routes = {edge["id"]: _shifted(edge["pos"], x0, y0) for edge in layout.get("edges", [])
               if "pos" in edge and "id" in edge}
     # (a large graph's edges have their labels placed after the layout: xlabel)
@@ -167,6 +171,13 @@ def draw_steps(first: str, later: Sequence[tuple[str, Sequence[str]]]) -> StepDr
                 # an arrow at its start too: the curve starts an arrow further on
                 route = (_clipped(pos, _ARROW_LENGTH * arrowsize) if ' dir="both"' in text
                          else pos)
+                # a piece laid out into an unseen badge's middle stops at its edge once it
+                # shows (dot.Writer: before, it runs on through)
+                for end, clip in ((-1, ' headclip="false"'), (0, ' tailclip="false"')):
+                    if clip in looks[gid][0]:
+                        node = json.loads(heads[gid] if end else text[:start].split(" -> ")[0])
+                        route = (_met(route, places[node], end) if clip in text
+                                 else _stopped(route, places[node], halves[node], end))
                 attrs = _ATTRS.match(text).group(1)
                 if " xlabel=<" in attrs:  # drawn as a node where the layout put it
                     if gid not in beside:
@@ -228,6 +239,53 @@ def _clipped(route: str, length: float) -> str:
     points[:4] = _right_part(points[:4], high)
     return " ".join([f"s,{start[0]:.2f},{start[1]:.2f}", *ends,
                      *(f"{x:.2f},{y:.2f}" for x, y in points)])
+
+
+def _stopped(route: str, centre: str, half: tuple[float, float], end: int) -> str:
+    """An edge's route (graphviz's ``pos``) laid out to a node's ``centre``, stopped where
+    it meets the node's box (``half`` its half width and height) at its ``end`` (-1 its
+    last point, 0 its first), as graphviz clips an edge at a node's edge."""
+    cx, cy = (float(n) for n in centre.rstrip("!").split(","))
+    parts = route.split()
+    ends = [part for part in parts if part[:2] in ("e,", "s,")]
+    points = [tuple(float(n) for n in part.split(",")) for part in parts
+              if part[:2] not in ("e,", "s,")]
+
+    def inside(point: tuple[float, float]) -> bool:
+        return abs(point[0] - cx) <= half[0] and abs(point[1] - cy) <= half[1]
+
+    piece = points[-4:] if end else points[:4]
+    if not end:
+        piece = piece[::-1]  # (from the node's middle outwards, as the last piece runs)
+    low, high = 0.0, 1.0  # where the piece, run towards the middle, enters the box
+    for _ in range(40):
+        middle = (low + high) / 2
+        if inside(_bezier(piece, middle)):
+            high = middle
+        else:
+            low = middle
+    kept = _left_part(piece, low)
+    if end:
+        points[-4:] = kept
+    else:
+        points[:4] = kept[::-1]
+    return " ".join([*ends, *(f"{x:.2f},{y:.2f}" for x, y in points)])
+
+
+def _met(route: str, centre: str, end: int) -> str:
+    """An edge's route laid out to a node's middle, its ``end`` point moved onto the
+    middle itself (graphviz leaves it a point short, on the side it comes from): the two
+    pieces of an edge through an unseen badge meet there, one line."""
+    parts = route.split()
+    at = max(i for i, part in enumerate(parts) if part[:2] not in ("e,", "s,")) if end \
+        else min(i for i, part in enumerate(parts) if part[:2] not in ("e,", "s,"))
+    parts[at] = centre.rstrip("!")
+    return " ".join(parts)
+
+
+def _left_part(points: Sequence[tuple[float, float]], t: float) -> list[tuple[float, float]]:
+    """The part of a cubic Bézier piece from its start to ``t``."""
+    return _right_part(points[::-1], 1 - t)[::-1]
 
 
 def _shifted(pos: str, x0: float, y0: float) -> str:

@@ -97,8 +97,17 @@ def test_every_backward_step_has_the_final_pictures_layout(example, name):
         # The step's own operand edges end in a backward arrowhead at the
         # operand as well, which shortens them there; every other edge is as drawn.
         own = set(steps[step - 1].edges) if step else set()
-        assert {k: e for k, e in now.edges.items() if k not in own} == \
-            {k: e for k, e in final.edges.items() if k not in own}, step
+        # A share not sent yet has its badge unseen, and its edge runs on through the
+        # badge's middle, unbroken: the same from its operand to its op, joined where
+        # the final picture leaves the badge between its two pieces.
+        pending = {edge for later in steps[step:] for edge in later.edges
+                   if final.edges[edge].badge}
+        assert {k: e for k, e in now.edges.items() if k not in own | pending} == \
+            {k: e for k, e in final.edges.items() if k not in own | pending}, step
+        for edge in pending - own:
+            ends = [*now.edges[edge].points[0], *now.edges[edge].arrow_end]
+            assert ends == pytest.approx([*final.edges[edge].points[0],
+                                          *final.edges[edge].arrow_end], abs=0.5), edge
         # With the legend, a step adds its caption band beneath the drawing (and
         # centres a narrower drawing over it): every box moves by one offset.
         banded = layout(G, step=step)

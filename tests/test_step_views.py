@@ -3,6 +3,7 @@ with the engine's numbers, and shows the gradient flowing back on its edges."""
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
 
@@ -332,3 +333,44 @@ def test_an_engines_note_in_a_steps_equation_is_set_as_words(monkeypatch):
         before, note = band.split("(overwrote", 1)
         assert "<I>" in before  # (∂L/∂x, the names)
         assert "gradients" in note and "fork" in note and "<I>" not in note.split("</TD>")[0]
+
+
+def test_an_edge_whose_share_is_not_sent_yet_runs_through_its_unseen_badge(example):
+    # Before its step a share's badge keeps its place, unseen, with no fill; the edge's two
+    # pieces, into the badge and out of it, meet at its middle: one line (they had stopped
+    # at its unseen border, a gap a student took for a glitch). Once the badge shows,
+    # filled, they stop at its border, off its number.
+    G = example("fork")
+    ns = "{http://www.w3.org/2000/svg}"
+
+    def pieces(svg: str) -> tuple[dict[str, tuple], dict[str, tuple], dict[str, bool]]:
+        ends, boxes, filled = {}, {}, {}
+        for group in ET.fromstring(svg).iter(f"{ns}g"):
+            gid, classes = group.get("id") or "", (group.get("class") or "").split()
+            if gid.endswith(("/in", "/out")):
+                d = next(group.iter(f"{ns}path")).get("d")
+                numbers = [float(n) for n in re.findall(r"-?\d+\.?\d*", d)]
+                ends[gid] = (tuple(numbers[:2]), tuple(numbers[-2:]))
+            if "badge" in classes:
+                border = [path for path in group.iter(f"{ns}path")][-1]
+                numbers = [float(n) for n in re.findall(r"-?\d+\.?\d*", border.get("d"))]
+                boxes[gid] = (min(numbers[0::2]), min(numbers[1::2]),
+                              max(numbers[0::2]), max(numbers[1::2]))
+                filled[gid] = any(shape.get("fill") not in (None, "none", "transparent")
+                                  for shape in group
+                                  if shape.tag in (f"{ns}path", f"{ns}polygon"))
+        return ends, boxes, filled
+
+    drawings = step_diagrams(G)
+    assert drawings[0].steps is not None  # (the step pictures cut from one layout)
+    for k, shown in ((0, False), (len(drawings) - 1, True)):
+        ends, boxes, filled = pieces(drawings[k].svg)
+        assert len(boxes) == 4 and set(filled.values()) == {shown}
+        for eid, (left, top, right, bottom) in boxes.items():
+            into, out = ends[eid + "/in"][1], ends[eid + "/out"][0]
+            if not shown:
+                assert math.dist(into, out) < 0.5, eid
+                continue
+            for x, y in (into, out):  # (on its border, not inside it)
+                assert not (left + 1 < x < right - 1 and top + 1 < y < bottom - 1), eid
+                assert left - 1 <= x <= right + 1 and top - 1 <= y <= bottom + 1, eid
