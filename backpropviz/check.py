@@ -55,6 +55,7 @@ class Wrong:
     name: str
     got: float
     expected: float
+    constant: bool = False  # a number the script wrote, wrapped in a node by an operator
 
 
 @dataclass
@@ -85,9 +86,17 @@ class Report:
         if self.wrong:
             lines.append(f"{len(self.wrong)} of {self.checked} gradients differ from the "
                          "reference:")
-            width = max(len(w.name) for w in self.wrong)
+            # (the script's values first; then, on a line of their own, the numbers it
+            # wrote that an operator wrapped, whose gradients nobody reads)
+            named = [w for w in self.wrong if not w.constant] or self.wrong
+            width = max(len(w.name) for w in named)
             lines += [f"  {w.name:<{width}}  got {_show(w.got)}, expected {_show(w.expected)}"
-                      for w in self.wrong]
+                      for w in named]
+            wrapped = [w for w in self.wrong if w not in named]
+            if wrapped:
+                lines.append("  and the numbers the script wrote, wrapped by its operators: "
+                             + ", ".join(f"{w.name} (got {_show(w.got)}, expected "
+                                         f"{_show(w.expected)})" for w in wrapped))
         return "\n".join(lines + self.findings() + notes)
 
     def findings(self) -> list[str]:
@@ -277,7 +286,8 @@ def check_graph(graph: foreign.ForeignGraph, used: Mapping[Any, float] | None = 
     root.backward()
     got = graph.grads or {}
     wrong_nodes = [node for node in graph.order if not _close(got[node], reference[node].grad)]
-    report = Report(len(graph.order), [Wrong(name_of(node), got[node], reference[node].grad)
+    report = Report(len(graph.order), [Wrong(name_of(node), got[node], reference[node].grad,
+                                             node in graph.constants)
                                        for node in wrong_nodes], forward=forward, graph=G,
                     notes=changed)
     for node in wrong_nodes:

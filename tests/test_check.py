@@ -345,3 +345,22 @@ def test_the_steps_of_an_engine_that_sweeps_forwards_say_what_their_gradients_ar
     assert all("its lines use is not the chain rule's" in rule for rule in ruled)
     right = graph_of_script(script, quiet=True)  # (the Correct engine: in order)
     assert not out_of_order(right) and not not_the_chain_rules(right)
+
+
+def test_numbers_an_operator_wrapped_are_listed_after_the_scripts_values(tmp_path):
+    # (z + 2: the engine wraps the 2 in a Value, whose gradient is as wrong as z's under a
+    # wrong tanh, but no student reads it: named once, after the values they wrote)
+    script = tmp_path / "wrapped.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ENGINES)!r})\n"
+                      "from students import WrongTanh as Value\n"
+                      "x, w = Value(0.5), Value(-1.5)\nz = x * w\nL = (z + 2).tanh()\n"
+                      "L.backward()\n")
+    done = check(script, cwd=tmp_path)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    listed = [line.split()[0] for line in lines if line.startswith("  ") and " got " in line
+              and not line.startswith("  and ")]
+    assert "2" not in listed and {"x", "w", "z"} <= set(listed)
+    wrapped = [line for line in lines if line.startswith("  and the numbers the script wrote")]
+    assert len(wrapped) == 1
+    assert re.search(r"wrapped by its operators: 2 \(got [^,]+, expected [^)]+\)$", wrapped[0])
