@@ -18,6 +18,7 @@ import importlib.util
 import io
 import math
 import os
+import re
 import runpy
 import signal
 import sys
@@ -270,12 +271,35 @@ def _run_path(path: str) -> dict[str, Any]:
             raise ScriptError(_TORCH_MISSING) from None
         _print_script_traceback(error, path)
         raise ScriptError(f"{path} failed with {type(error).__name__} "
-                          "(its traceback is above)") from None
+                          f"(its traceback is above){_reflected_advice(error)}") from None
     if hard_exits:  # even if the script caught what stood in for it
         raise ScriptError(f"{path} called os._exit({hard_exits[0]}), which ends the process "
                           "at once, so backpropviz had nothing to draw; let the script end "
                           "normally (or call sys.exit())")
     return namespace
+
+
+# A number on the left of an operator calls the right-hand value's reflected method.
+_REFLECTED = {"+": "__radd__", "-": "__rsub__", "*": "__rmul__", "/": "__rtruediv__",
+              "**": "__rpow__", "@": "__rmatmul__"}
+_UNSUPPORTED = re.compile(r"unsupported operand type\(s\) for ([-+*/@]+|\*\* or pow\(\)): "
+                          r"'(int|float)' and '(\w+)'")
+
+
+def _reflected_advice(error: Exception) -> str:
+    """What a TypeError from ``2 - a`` asks of a hand-written Value class: its
+    reflected method (``__rsub__``), which Python calls for a number on the left."""
+    found = _UNSUPPORTED.search(str(error)) if isinstance(error, TypeError) else None
+    if found is None:
+        return ""
+    op = "**" if found.group(1).startswith("**") else found.group(1)
+    method, cls = _REFLECTED.get(op), found.group(3)
+    if method is None:
+        return ""
+    start = "; sum() starts from 0" if op == "+" else ""
+    return (f"; a number on the left of {op} ({found.group(2)} {op} {cls}{start}) calls "
+            f"{cls}.{method}, which the class does not define: give it one, as "
+            f"micrograd's Value does")
 
 
 @contextlib.contextmanager

@@ -374,6 +374,35 @@ def test_exception_in_the_script_shows_its_own_traceback(tmp_path):
     assert files(tmp_path) == {"bad.py"}
 
 
+@pytest.mark.parametrize(("line", "said"), [
+    ("b = 2 - a", "a number on the left of - (int - Value) calls Value.__rsub__"),
+    ("b = sum([a, a])", "a number on the left of + (int + Value; sum() starts from 0) calls "
+                        "Value.__radd__"),
+    ("b = 0.5 * a", "a number on the left of * (float * Value) calls Value.__rmul__")])
+def test_a_value_class_without_a_reflected_method_is_told_which_one(tmp_path, line, said):
+    # (a student's class has __sub__, __add__, __mul__ but not their reflections)
+    script(tmp_path, "student.py", f"""
+        class Value:
+            def __init__(self, data):
+                self.data = data
+            def __add__(self, other):
+                return Value(self.data + getattr(other, "data", other))
+            def __sub__(self, other):
+                return Value(self.data - getattr(other, "data", other))
+            def __mul__(self, other):
+                return Value(self.data * getattr(other, "data", other))
+        a = Value(3.0)
+        {line}
+        """)
+    done = run("render", "student.py", cwd=tmp_path)
+    assert done.returncode == 1
+    last = done.stderr.decode().splitlines()[-1]
+    assert last.startswith("backpropviz: error: student.py failed with TypeError (its "
+                           "traceback is above); ")
+    assert said in last and last.endswith("give it one, as micrograd's Value does")
+    assert files(tmp_path) == {"student.py"}
+
+
 def test_syntax_error_in_the_script(tmp_path):
     script(tmp_path, "syntax.py", "x = (\n")
     done = run("render", "syntax.py", cwd=tmp_path)
