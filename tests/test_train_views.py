@@ -625,20 +625,27 @@ def test_the_figures_end_numbers_stay_clear_of_the_axes_numbers_and_titles_on_th
             assert x + text_width(text, size, face) <= 1920, text
 
 
+def _figure_of(steps: dict[str, list[float]], tmp_path) -> tuple[ET.Element, list]:
+    """The training figure of a neuron's run whose parameters took ``steps`` (each's value
+    at every pass, then after the last update: SGD at rate 0.1), and its lines' points."""
+    made = neuron_run(len(next(iter(steps.values()))) - 1)
+    run = Run([Iteration(it.index, it.loss, it.graph, {
+        name: Update(values[k], (values[k] - values[k + 1]) / 0.1, values[k + 1], 0.1)
+        for name, values in steps.items()}) for k, it in enumerate(made.iterations)],
+        total=len(made.iterations))
+    root = _svg(render_training_figure(run, tmp_path / "run.svg", Options()))
+    lines = [[tuple(map(float, point.split(","))) for point in line.get("points").split()]
+             for line in root.iter(f"{SVG}polyline") if line.get("class") == "line"]
+    return root, lines
+
+
 def test_each_end_number_stands_away_from_the_segment_beside_it(tmp_path):
     """w's line falls as a whole but rises to its end: its last number goes over the end,
     where the line does not run, not under it by the point before (a student read w₁'s
     0.03809 as pass 2's); and a first number goes on the side its first segment leaves."""
     # (a student's three passes, as their engine printed them)
-    made = neuron_run(3)
     steps = {"w": [0.3, 0.3717, -0.2420, 0.03809], "b": [0.1, 0.1102, -0.2442, -0.148]}
-    run = Run([Iteration(it.index, it.loss, it.graph, {
-        name: Update(values[k], (values[k] - values[k + 1]) / 0.1, values[k + 1], 0.1)
-        for name, values in steps.items()}) for k, it in enumerate(made.iterations)],
-        total=3)
-    root = _svg(render_training_figure(run, tmp_path / "run.svg", Options()))
-    lines = [[tuple(map(float, point.split(","))) for point in line.get("points").split()]
-             for line in root.iter(f"{SVG}polyline") if line.get("class") == "line"]
+    root, lines = _figure_of(steps, tmp_path)
     labels = {"".join(t.itertext()): (t.get("data-which"), float(t.get("y")))
               for t in root.iter(f"{SVG}text") if t.get("class") == "value-label"}
     checked = 0
@@ -702,16 +709,10 @@ def test_the_figures_end_numbers_do_not_cross_their_lines(tmp_path):
     # line run through it; it now stands clear of the line across its whole width.
     from backpropviz.metrics import text_width
 
-    made = neuron_run(4)  # (four parameters: the slide's small panels, two by two)
+    # (four parameters: the slide's small panels, two by two)
     steps = {"w": [0.5, 0.49, 0.5, 0.51, 0.5], "u": [0.5, 0.6, 0.7, 0.8, 0.85],
              "v": [0.1, 0.2, 0.25, 0.3, 0.33], "b": [-0.06275, 0.1, 0.2145, 0.2903, 0.3398]}
-    run = Run([Iteration(it.index, it.loss, it.graph, {
-        name: Update(values[k], (values[k] - values[k + 1]) / 0.1, values[k + 1], 0.1)
-        for name, values in steps.items()}) for k, it in enumerate(made.iterations)],
-        total=4)
-    root = _svg(render_training_figure(run, tmp_path / "run.svg", Options()))
-    lines = [[tuple(map(float, point.split(","))) for point in line.get("points").split()]
-             for line in root.iter(f"{SVG}polyline") if line.get("class") == "line"]
+    root, lines = _figure_of(steps, tmp_path)
     labels = [t for t in root.iter(f"{SVG}text") if t.get("class") == "value-label"]
     assert len(labels) == 2 * len(lines)  # (a first and a last number for each line)
     for label in labels:
