@@ -38,9 +38,9 @@ from .options import Options
 from .style import THEMES
 from .training import Run
 
-__all__ = ["ENTRY_LINES", "Curve", "curve_panel", "loss_curve", "nice_ticks", "parameter_curves",
-           "peak_svg", "render_training_figure", "render_training_memory", "require_passes",
-           "training_svg", "value_ticks"]
+__all__ = ["ENTRY_LINES", "Curve", "curve_panel", "line_span", "loss_curve", "nice_ticks",
+           "parameter_curves", "peak_svg", "render_training_figure", "render_training_memory",
+           "require_passes", "training_svg", "value_ticks"]
 
 # Sizes in SVG pixels of the 1920×1080 frame: every number at least 28 px.
 TITLE_PX, SUBTITLE_PX, PANEL_PX, TICK_PX, LABEL_PX = 44, 30, 32, 28, 30
@@ -213,7 +213,7 @@ def _end_labels(svg: Svg, points: list[tuple[float, float]], values: list[float]
     def baseline(y: float, under: bool, left: float, right: float) -> float:
         """Under or over the point, and clear of the line across the number's width (a
         line that rises steeply from a number written over its start would cross it)."""
-        top, bottom = _line_span(points, left, right)
+        top, bottom = line_span(points, left, right)  # (SVG's y runs down)
         if under and y + below <= rows[1] - 6:
             return max(y + below, bottom + 6 + 0.8 * px)
         return min(y + above, top - 6)
@@ -233,12 +233,13 @@ def _bold_width(text: str, px: float) -> float:
     return 1.06 * text_width(text, px)
 
 
-def _line_span(points: list[tuple[float, float]], left: float,
-               right: float) -> tuple[float, float]:
-    """The highest and the lowest (least and greatest SVG y) the line through ``points``
-    (left to right) runs between ``left`` and ``right``."""
-    ys = [y for x, y in points if left <= x <= right]
-    for (xa, ya), (xb, yb) in itertools.pairwise(points):
+def line_span(points: Sequence[Sequence[float]], left: float,
+              right: float) -> tuple[float, float]:
+    """The least and the greatest height (y) the line through ``points`` (each x, y first,
+    left to right) runs at between ``left`` and ``right``: at its points there, or where it
+    crosses either end; (inf, -inf) if it runs nowhere there."""
+    ys = [point[1] for point in points if left <= point[0] <= right]
+    for (xa, ya, *_), (xb, yb, *_) in itertools.pairwise(points):
         ys.extend(ya + (yb - ya) * (x - xa) / (xb - xa) for x in (left, right) if xa < x < xb)
     return (min(ys), max(ys)) if ys else (math.inf, -math.inf)
 

@@ -16,7 +16,6 @@ passes cannot share one drawing and is refused in a sentence.
 
 from __future__ import annotations
 
-import itertools
 import os
 import pathlib
 from typing import Any
@@ -45,7 +44,14 @@ from ..names import differentiated, value_names
 from ..options import Options
 from ..steps import gradient_history
 from ..style import THEMES, VALUE_PT
-from ..train_figure import Curve, loss_curve, parameter_curves, require_passes, value_ticks
+from ..train_figure import (
+    Curve,
+    line_span,
+    loss_curve,
+    parameter_curves,
+    require_passes,
+    value_ticks,
+)
 from ..training import Run
 from ..updates import parameter_nodes, start_line, update_line
 from ..views import drawn_graph
@@ -567,20 +573,11 @@ class TrainingScene(BackpropScene):
                 under = falls and points[-1][1] - last.height - 0.2 > at(0, low)[1]
                 last.next_to(points[-1], DOWN if under else UP, buff=0.12, aligned_edge=RIGHT)
                 if falls and not under:
-                    clear = _highest(points, last.get_left()[0], last.get_right()[0]) + 0.12
+                    _, top = line_span(points, last.get_left()[0], last.get_right()[0])
+                    clear = top + 0.12
                     last.shift(UP * max(0.0, clear - last.get_bottom()[1]))
                 panel.add(last)
         return panel
-
-
-def _highest(points: list[list[float]], left: float, right: float) -> float:
-    """The highest the line through ``points`` (left to right) runs between ``left`` and
-    ``right``: at one of its points there, or where it crosses either end."""
-    heights = [y for x, y, _ in points if left <= x <= right]
-    for (x0, y0, _), (x1, y1, _) in itertools.pairwise(points):
-        heights.extend(y0 + (y1 - y0) * (x - x0) / (x1 - x0) for x in (left, right)
-                       if x0 < x < x1)
-    return max(heights)
 
 
 def _text_width(x: Any, precision: int) -> int:
