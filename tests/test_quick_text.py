@@ -97,3 +97,24 @@ def test_a_quick_text_morphs_into_another_as_manims_text_does(tmp_path):
     manims[0].align_data(manims[1])
     for mine, theirs in zip(ours, manims, strict=True):
         assert_same(mine, theirs, "aligned")
+
+
+def test_a_glyph_set_before_in_another_text_is_not_read_again(tmp_path, monkeypatch):
+    """Pango numbers each text's glyphs as they come ("ab": a is glyph0-1; "ba": b is):
+    a glyph met in an earlier text is known by its outline, not by that number, so a
+    text of glyphs all set before reads no SVG through manim's parser, and is still
+    manim's text."""
+    from backpropviz.animate import quick_text
+
+    read: list[str] = []
+    parsed = quick_text._parsed
+    monkeypatch.setattr(quick_text, "_parsed",
+                        lambda text, document: read.append(document) or parsed(text, document))
+    style = {"font": "DejaVu Sans", "font_size": 21.5, "color": "#123456"}
+    with manim.tempconfig({"media_dir": str(tmp_path)}):
+        QuickText("0.25 = ab", **style)
+        read.clear()
+        ours = QuickText("ba = 5.20", **style)
+        manims = manim.Text("ba = 5.20", **style)
+    assert read == []
+    assert_same(ours, manims, "ba = 5.20")

@@ -54,8 +54,7 @@ class QuickText(Text):
         if not self.should_center or not _only_glyphs(root):
             return super().generate_mobject()
         frame = tuple(sorted((k, v) for k, v in root.attrib.items() if "}" not in k))
-        outlines = {symbol.get("id"): ET.tostring(symbol, encoding="unicode")
-                    for symbol in root.iter(f"{SVG}symbol")}
+        outlines = {symbol.get("id"): _outline(symbol) for symbol in root.iter(f"{SVG}symbol")}
         if len(_GLYPHS) > _AT_MOST:
             _GLYPHS.clear()
         scale = _scale(self, frame)
@@ -121,6 +120,14 @@ def _copied_colour(colour: ManimColor, memo: dict[int, Any]) -> ManimColor:
                             else copy.deepcopy(value, memo))
                            for name, value in vars(colour).items())
     return copied
+
+
+def _outline(symbol: ET.Element) -> str:
+    """A glyph's ``<symbol>`` as text, without the id Pango numbers it by in its document
+    (the same glyph is glyph0-3 in one text and glyph0-7 in the next)."""
+    symbol = copy.copy(symbol)
+    symbol.attrib.pop("id", None)
+    return ET.tostring(symbol, encoding="unicode")
 
 
 def _only_glyphs(root: ET.Element) -> bool:
