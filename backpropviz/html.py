@@ -481,9 +481,9 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 {svg}
 </main>
 <section id="caption-box">
-<div id="step-label"></div>
-<div id="caption" aria-live="polite"></div>
-<div id="rule"></div>
+<div id="step-label" class="step-label"></div>
+<div id="caption" class="caption" aria-live="polite"></div>
+<div id="rule" class="rule"></div>
 {_PRACTICE_PANEL if practice else ""}</section>
 {loop_panel(loop) if loop else ""}<section id="memory" aria-label="memory kept for backward" hidden>
 {spark}
@@ -510,8 +510,8 @@ def to_html(G: Any, *, names: Any = None, rankdir: str = "LR", theme: str = "lig
 </div>
 <script type="application/json" id="bpv-data">{json_for_script(data)}</script>
 <script>
-{asset("html_page.js")}{asset("html_groups.js")}{asset("html_loop.js") if loop else ""}\
-{asset("html_follow.js")}</script>
+{asset("caption_room.js")}{asset("html_page.js")}{asset("html_groups.js")}\
+{asset("html_loop.js") if loop else ""}{asset("html_follow.js")}</script>
 </body>
 </html>
 """

@@ -250,6 +250,13 @@
 
   function showCaption(now) {
     var step = steps[now];
+    byId("step-label").textContent = stepLabel(now);
+    typesetCaption(byId("caption"), step);
+    byId("rule").textContent = step.rule;
+  }
+
+  function stepLabel(now) {
+    var step = steps[now];
     var label;
     if (now === 0) {
       label = "Step 0 of " + last + ": the forward values" +
@@ -260,9 +267,33 @@
       var op = data.ops[step.op];
       label = "Step " + now + " of " + last + ": " + op.symbol + " (" + op.op + ")";
     }
-    byId("step-label").textContent = label;
-    typesetCaption(byId("caption"), step);
-    byId("rule").textContent = step.rule;
+    return label;
+  }
+
+  /* The caption's room held at the tallest step's (caption_room.js). */
+  var holdCaptionRoom = window.bpvCaptionRoom(byId("caption-box"), steps.length, lines,
+    function (k, label, caption, rule) {
+      label.textContent = stepLabel(k);
+      typesetCaption(caption, steps[k]);
+      rule.textContent = steps[k].rule;
+    });
+  /* About how many lines step k's caption and rule take, `across` characters a line:
+   * an array's rows each a line, a line too long for the window wrapped. */
+  function lines(k, across) {
+    var step = steps[k];
+    var count = window.bpvCaptionRoom.lines(step.rule, across);
+    if (!step.typeset) { return count + window.bpvCaptionRoom.lines(step.caption, across); }
+    step.typeset.forEach(function (line) {
+      var rows = 1, characters = 0;
+      line.forEach(function (run) {
+        if (run[0] === "array") {
+          rows = Math.max(rows, run[1].length);
+          characters += run[1][0].join("  ").length + 2;
+        } else { characters += run[1].length; }
+      });
+      count += rows + Math.floor(characters / across);
+    });
+    return count;
   }
 
   /* A step's worked lines typeset as the figures set them (data: typeset.caption_runs):
@@ -345,6 +376,7 @@
     showPractice(now);
     bridgePendingBadges();
     frameDeadLabels();
+    holdCaptionRoom();
     measureRoom();
     bpv.follow(now);
     root.setAttribute("data-step", String(now));
@@ -479,6 +511,8 @@
     // A trackpad's pinch arrives as a wheel with ctrlKey, in finer steps.
     var speed = event.ctrlKey ? 0.01 : 0.0015;
     zoomAt(event.clientX, event.clientY, Math.exp(-event.deltaY * speed));
+    tooltip.hidden = true;
+    pointerStill = true;
   }, { passive: false });
   var pointers = {};  // pointer id -> last client position: one drags, two pinch
   function spread() {
@@ -656,15 +690,26 @@
     tooltip.style.top = y + "px";
   }
 
-  svg.addEventListener("mouseover", function (event) {
+  /* The tooltip follows the pointer's own moves: not a drag's, nor the drawing moving
+   * under a pointer held still (a wheel's zoom), where it chased every value passing
+   * under it and had the page lay it out again at each notch; it comes back with the
+   * pointer's next move. */
+  var pointerStill = false;
+  function hover(event) {
     var node = event.target.closest("g.node");
     if (!node) { tooltip.hidden = true; return; }
     describe(node.id);
     tooltip.hidden = false;
     place(event);
+  }
+  svg.addEventListener("mouseover", function (event) {
+    if (!pointerStill && !Object.keys(pointers).length) { hover(event); }
   });
   svg.addEventListener("mousemove", function (event) {
-    if (!tooltip.hidden) { place(event); }
+    if (pointerStill && (event.movementX || event.movementY)) {
+      pointerStill = false;
+      if (!Object.keys(pointers).length) { hover(event); }
+    } else if (!tooltip.hidden) { place(event); }
   });
   svg.addEventListener("mouseleave", function () { tooltip.hidden = true; });
 
@@ -726,8 +771,10 @@
   });
   svg.addEventListener("focusin", function (event) {
     var node = event.target.closest("g.node.value");
-    if (!node) { return; }
-    if (node.matches(":focus-visible")) { bringIntoView(node); }  // (Tab's; not a click's)
+    // (A press of the mouse focuses the value under the pointer, which the pointer's
+    // own tooltip describes already: a drag begun there flashed a second one.)
+    if (!node || !node.matches(":focus-visible")) { return; }
+    bringIntoView(node);  // (Tab's; not a click's)
     describe(node.id);
     tooltip.hidden = false;
     var rect = node.getBoundingClientRect();

@@ -147,27 +147,52 @@
     }).join(" "));
   }
 
-  function showCaption(k, step) {
+  /* What the caption says at pass k, step `step`: its label, worked lines and rule. */
+  function captionAt(k, step) {
     var pass = passes[k];
     var where = "Pass " + pass.index;
-    var label, caption, rule;
     if (step === updateStep(k)) {
-      label = where + ", the update: the script changes each parameter";
-      caption = pass.updates.map(function (entry) { return entry.line; }).join("\n");
-      rule = k + 1 < passes.length ? "The next forward pass reads these values." :
-        "The last kept pass: these are the values the script ends with.";
-    } else {
-      var state = pass.steps[step];
-      label = where + ", step " + step + " of " + updateStep(k) + ": " + (step === 0 ?
-        "the forward values and the seed" :
-        pass.ops[state.op].symbol + " (" + pass.ops[state.op].op + ")");
-      caption = state.caption;
-      rule = step === 0 && pass.start ? pass.start : state.rule;
+      return {
+        label: where + ", the update: the script changes each parameter",
+        caption: pass.updates.map(function (entry) { return entry.line; }).join("\n"),
+        rule: k + 1 < passes.length ? "The next forward pass reads these values." :
+          "The last kept pass: these are the values the script ends with."
+      };
     }
-    byId("step-label").textContent = label;
-    byId("caption").textContent = caption;
-    byId("rule").textContent = rule;
+    var state = pass.steps[step];
+    return {
+      label: where + ", step " + step + " of " + updateStep(k) + ": " + (step === 0 ?
+        "the forward values and the seed" :
+        pass.ops[state.op].symbol + " (" + pass.ops[state.op].op + ")"),
+      caption: state.caption,
+      rule: step === 0 && pass.start ? pass.start : state.rule
+    };
   }
+
+  function showCaption(k, step) {
+    var said = captionAt(k, step);
+    byId("step-label").textContent = said.label;
+    byId("caption").textContent = said.caption;
+    byId("rule").textContent = said.rule;
+  }
+
+  /* The caption's room held at the tallest of every pass's every step (caption_room.js). */
+  var moments = [];
+  passes.forEach(function (pass, k) {
+    for (var step = 0; step <= updateStep(k); step++) { moments.push([k, step]); }
+  });
+  var holdCaptionRoom = window.bpvCaptionRoom(byId("caption-box"), moments.length,
+    function (i, across) {
+      var said = captionAt(moments[i][0], moments[i][1]);
+      return window.bpvCaptionRoom.lines(said.caption, across) +
+        window.bpvCaptionRoom.lines(said.rule, across);
+    },
+    function (i, label, caption, rule) {
+      var said = captionAt(moments[i][0], moments[i][1]);
+      label.textContent = said.label;
+      caption.textContent = said.caption;
+      rule.textContent = said.rule;
+    });
 
   function showLoss(k) {
     root.querySelectorAll("#loss-curve .loss-point.now").forEach(function (point) {
@@ -187,6 +212,7 @@
     drawStep(k, step);
     markParameters(k, step);
     showCaption(k, step);
+    holdCaptionRoom();
     now = { pass: k, step: step };
     root.setAttribute("data-iter", String(k));
     root.setAttribute("data-step", String(step));

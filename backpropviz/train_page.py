@@ -88,9 +88,9 @@ def training_page(run: Run, options: Options) -> str:
 </aside>
 </div>
 <section id="caption-box">
-<div id="step-label"></div>
-<div id="caption" aria-live="polite"></div>
-<div id="rule"></div>
+<div id="step-label" class="step-label"></div>
+<div id="caption" class="caption" aria-live="polite"></div>
+<div id="rule" class="rule"></div>
 </section>
 <nav id="controls" aria-label="passes and steps">
 <span class="group" aria-label="passes">
@@ -111,7 +111,7 @@ def training_page(run: Run, options: Options) -> str:
 </div>
 <script type="application/json" id="bpv-data">{json_for_script(data)}</script>
 <script>
-{asset("train_page.js")}</script>
+{asset("caption_room.js")}{asset("train_page.js")}</script>
 </body>
 </html>
 """

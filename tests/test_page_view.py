@@ -105,8 +105,8 @@ def test_zooming_and_panning_lay_the_drawing_out_no_more(example, browser, tmp_p
         metrics = cdp.send("Performance.getMetrics")["metrics"]
         return next(m["value"] for m in metrics if m["name"] == "LayoutCount")
 
+    page.mouse.move(500, 300)  # (onto a value: its tooltip is laid out as it shows)
     before, fitted = layouts(), page.evaluate(VIEW)
-    page.mouse.move(500, 300)
     for _ in range(10):
         page.mouse.wheel(0, -120)
         layouts()
@@ -118,6 +118,60 @@ def test_zooming_and_panning_lay_the_drawing_out_no_more(example, browser, tmp_p
     assert layouts() - before <= 2  # (20 moves of the view)
     assert errors == []
     page.close()
+
+
+@pytest.mark.parametrize(("name", "width", "height"), [("scalar_neuron", 1280, 720),
+                                                      ("mlp3", 1920, 1080)])
+def test_the_drawing_keeps_its_size_and_place_from_step_to_step(
+        name, width, height, example, browser, tmp_path):
+    """The caption's room is held at the tallest step's: a step whose caption has more
+    lines (the + of the neuron: three worked lines, against tanh's one) no longer
+    shrinks the drawing and moves it (from 1,080 px wide to 997 and back to 1,039)."""
+    page, _, _, errors = open_page(browser, tmp_path, example(name), name)
+    page.set_viewport_size({"width": width, "height": height})
+    page.evaluate(FRAME)
+    if page.evaluate("() => document.getElementById('follow').ariaPressed === 'true'"):
+        page.click("#follow")  # (the view left whole: following frames each step's op)
+    seen = []
+    for _ in range(int(page.get_attribute("#slider", "max")) + 1):
+        view = page.evaluate(VIEW)
+        lines = page.evaluate("() => document.getElementById('caption').textContent")
+        seen.append((view["stage"], view["drawn"], lines.count("\n") + 1))
+        page.keyboard.press("ArrowRight")
+        page.evaluate(FRAME)
+    assert len({lines for _, _, lines in seen}) > 1  # (the case: captions of more lines)
+    assert all(stage == seen[0][0] and drawn == pytest.approx(seen[0][1], abs=0.01)
+               for stage, drawn, _ in seen)
+    assert errors == []
+
+
+def test_the_tooltip_follows_the_pointer_not_the_drawing_moving_under_it(
+        example, browser, tmp_path):
+    """A wheel's zoom moves values under a pointer held still: the tooltip goes and comes
+    back with the pointer's next move; a press on a value to drag the drawing shows
+    none (its focus had shown one beside the value, at once hidden by the drag)."""
+    page, _, _, errors = open_page(browser, tmp_path, example("d2l_mlp"), "d2l_mlp")
+    shown = "() => !document.getElementById('tooltip').hidden"
+    box = page.locator("#stage g.node.value").first.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    assert page.evaluate(shown)
+    page.evaluate("""() => { window.tooltipShown = 0; new MutationObserver(() => {
+        if (!document.getElementById('tooltip').hidden) { window.tooltipShown++; } })
+      .observe(document.getElementById('tooltip'), {attributes: true, childList: true}); }""")
+    for _ in range(4):
+        page.mouse.wheel(0, -120)
+        page.evaluate(FRAME)
+    assert not page.evaluate(shown) and page.evaluate("() => window.tooltipShown") == 0
+    page.mouse.down()
+    page.mouse.move(x + 60, y + 30, steps=4)
+    page.mouse.up()
+    page.evaluate(FRAME)
+    assert not page.evaluate(shown) and page.evaluate("() => window.tooltipShown") == 0
+    moved = page.locator("#stage g.node.value").first.bounding_box()
+    page.mouse.move(moved["x"] + moved["width"] / 2, moved["y"] + moved["height"] / 2, steps=3)
+    assert page.evaluate(shown)
+    assert errors == []
 
 
 def test_the_pages_text_is_set_in_the_figures_fonts_and_laid_out_at_a_slides_size(

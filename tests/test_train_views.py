@@ -269,10 +269,13 @@ def test_the_pass_control_and_its_keys_move_between_passes_keeping_the_step(brow
 
 def test_each_passs_picture_is_fitted_to_the_stage_at_every_step(browser, tmp_path):
     """The whole drawing on the stage, however long the step's caption (the update's
-    runs to two lines): the training page fits each picture to the stage itself."""
+    runs to two lines): the training page fits each picture to the stage itself, and
+    the stage keeps its size from step to step and pass to pass (the caption's room is
+    held at the tallest caption's: the update's two lines had shrunk it)."""
     run = neuron_run()
     page, _, _, errors = _open(browser, tmp_path, run)
-    for step in range(_steps(run, 0) + 1):
+    stages = set()
+    for step in range(_steps(run, 0) + _steps(run, 1) + 2):  # (pass 0, then pass 1)
         if step:
             page.keyboard.press("ArrowRight")
         placed = page.evaluate("""() => {
@@ -284,6 +287,9 @@ def test_each_passs_picture_is_fitted_to_the_stage_at_every_step(browser, tmp_pa
         (sl, st, sr, sb), (dl, dt, dr, db) = placed["stage"], placed["drawn"]
         assert sl - 1 <= dl and dr <= sr + 1 and st - 1 <= dt and db <= sb + 1, step
         assert dr - dl >= 0.9 * (sr - sl) or db - dt >= 0.9 * (sb - st), step  # (filled)
+        stages.add(tuple(placed["stage"]))
+    assert page.evaluate(MOMENT)["iter"] == 1
+    assert len(stages) == 1
     assert errors == []
 
 
