@@ -107,8 +107,15 @@ def format_of(path: str | Path | None, format: str | None = None,
                          f"(one of {list(formats)}); name it e.g. {Path(path).name}.svg or "
                          "pass --format")
     if extension not in formats:
-        raise UsageError(f"{unknown}: {extension!r} (must be one of {list(formats)})")
+        pixels = extension in RASTERS and "png" in formats
+        raise UsageError(f"{unknown}: {extension!r} (must be one of {list(formats)})" +
+                         (f"; for a picture in pixels, name it {Path(path).stem}.png"
+                          if pixels else ""))
     return extension
+
+
+# Picture formats of pixels other than PNG, which a figure is written as instead.
+RASTERS = ("jpg", "jpeg", "bmp", "tif", "tiff", "webp")
 
 
 def parse_frame(frame: Any) -> tuple[int, int]:

@@ -110,6 +110,15 @@ def test_the_extension_picks_the_format(fmt, magic, tmp_path):
     assert files(tmp_path) == {f"fig.{fmt}"}
 
 
+def test_a_picture_asked_for_in_another_format_of_pixels_is_told_to_be_a_png(tmp_path):
+    """A lecturer's slide.jpg: refused before the script runs, with the name to use."""
+    done = run_cli("render", EXAMPLES / "add_mul.py", "-o", "slide.jpg", cwd=tmp_path,
+                   text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("for a picture in pixels, name it slide.png")
+    assert done.stderr.count("\n") == 1 and files(tmp_path) == set()
+
+
 def test_json_is_the_engines_graph_with_its_numbers(reference_graph, tmp_path):
     ok(EXAMPLES / "d2l_mlp.py", "-o", "graph.json", cwd=tmp_path)
     written = json.loads((tmp_path / "graph.json").read_text())
