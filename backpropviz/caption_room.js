@@ -64,3 +64,10 @@ window.bpvCaptionRoom.lines = function (text, across) {
     return sum + 1 + Math.floor(line.length / across);
   }, 0);
 };
+
+/* An op as a step's label names it: its symbol, and its name where that says more
+ * ("× (mul)"; "sin", not "sin (sin)"). */
+window.bpvCaptionRoom.opTitle = function (op) {
+  "use strict";
+  return op.symbol === op.op ? op.symbol : op.symbol + " (" + op.op + ")";
+};

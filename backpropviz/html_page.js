@@ -255,6 +255,8 @@
     byId("rule").textContent = step.rule;
   }
 
+  var opTitle = window.bpvCaptionRoom.opTitle;
+
   function stepLabel(now) {
     var step = steps[now];
     var label;
@@ -265,7 +267,7 @@
       label = "Step " + now + " of " + last + ": " + step.title;
     } else {
       var op = data.ops[step.op];
-      label = "Step " + now + " of " + last + ": " + op.symbol + " (" + op.op + ")";
+      label = "Step " + now + " of " + last + ": " + opTitle(op);
     }
     return label;
   }

@@ -355,8 +355,24 @@ def _generic_form(name: str, arity: int) -> Form:
 _FOREIGN_FLOWS = {"linear": LINEAR}
 
 
+# Ops other engines record and this one has not, whose local derivative is written
+# with the numbers recorded (PyTorch's sin at x: cos(x) times the gradient).
+_FOREIGN = {
+    "sin": Op("sin", "sin", _unary(_function("sin", r"\sin"), "cos($a) $dot $g",
+                                   r"\cos\left($a\right) $dot $g", "cos($a) $dot $g",
+                                   saved=(0,)),
+              "sin multiplies the gradient by the cosine of its input"),
+    "cos": Op("cos", "cos", _unary(_function("cos", r"\cos"), "−sin($a) $dot $g",
+                                   r"-\sin\left($a\right) $dot $g", "−sin($a) $dot $g",
+                                   saved=(0,)),
+              "cos multiplies the gradient by minus the sine of its input"),
+}
+
+
 @functools.lru_cache(maxsize=256)
 def _unknown(name: str) -> Op:
+    if name in _FOREIGN:
+        return _FOREIGN[name]
     return Op(name, name, {}, f"{name} multiplies the gradient by its local derivative",
               flow=_FOREIGN_FLOWS.get(name, ENTRYWISE))
 

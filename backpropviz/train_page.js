@@ -163,7 +163,7 @@
     return {
       label: where + ", step " + step + " of " + updateStep(k) + ": " + (step === 0 ?
         "the forward values and the seed" :
-        pass.ops[state.op].symbol + " (" + pass.ops[state.op].op + ")"),
+        window.bpvCaptionRoom.opTitle(pass.ops[state.op])),
       caption: state.caption,
       rule: step === 0 && pass.start ? pass.start : state.rule
     };

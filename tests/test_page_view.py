@@ -591,3 +591,18 @@ def test_the_caption_is_typeset_as_the_figure_names_its_boxes(example, browser, 
         (["0", "2"], 1), (["1", "2"], 1), (["0", "0", "2", "4"], 2)]
     assert all(a["height"] > 30 for a in caption["arrays"][:3])  # two lines tall
     assert errors == []
+
+
+def test_a_steps_label_names_an_op_once_where_its_symbol_is_its_name(browser, tmp_path):
+    """"Step 1 of 2: sin", not "sin (sin)"; "× (mul)" keeps the name its symbol hides."""
+    script = tmp_path / "sine.py"
+    script.write_text("import torch\nx = torch.tensor(1.5, requires_grad=True)\n"
+                      "f = torch.sin(x) * x\nf.backward()\n")
+    page, _, _, errors = open_page(browser, tmp_path, graph_of_script(script, quiet=True),
+                                   "sine")
+    labels = []
+    for _ in range(2):
+        page.keyboard.press("ArrowRight")
+        labels.append(page.text_content("#step-label"))
+    assert labels == ["Step 1 of 2: × (mul)", "Step 2 of 2: sin"]
+    assert errors == []
