@@ -366,7 +366,29 @@ _FOREIGN = {
                                    r"-\sin\left($a\right) $dot $g", "−sin($a) $dot $g",
                                    saved=(0,)),
               "cos multiplies the gradient by minus the sine of its input"),
+    "linear": None,  # (below: _linear_layer)
 }
+
+
+def _linear_layer() -> Op:
+    """PyTorch's linear layer (nn.Linear, F.linear): y = x Wᵀ + b for a batch x of rows,
+    y = W x + b for one input x, a column. Its operands: x, W and (if it has one) b."""
+    writing = _generic_form("linear", 1).expression
+    batch = (("$g · $b", r"$g \, $b"), ("${g_atom}ᵀ · $a", r"$g_atom^\top $a"),
+             ("Σ₀ $g", r"\sum_{0} $g"))
+    one = (("${b_atom}ᵀ · $g", r"$b_atom^\top $g"), ("$g · ${a_atom}ᵀ", r"$g \, $a_atom^\top"),
+           ("$g", "$g"))
+    batch_numbers = ("$g · $b", "${g}ᵀ · $a", "Σ₀ $g")
+    one_numbers = ("${b}ᵀ · $g", "$g · ${a}ᵀ", "$g")
+    forms = {n: Form(writing, batch[:n], (0, 1), batch_numbers[:n]) for n in (2, 3)}
+    shaped = {(1, 2, 1)[:n]: Form(writing, one[:n], (0, 1), one_numbers[:n]) for n in (2, 3)}
+    return Op("linear", "linear", forms,
+              "a linear layer gives its input the gradient times W, W the gradient times "
+              "the input, and b the gradient, summed over the batch's rows",
+              flow=LINEAR, shaped=shaped)
+
+
+_FOREIGN["linear"] = _linear_layer()
 
 
 @functools.lru_cache(maxsize=256)

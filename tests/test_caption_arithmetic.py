@@ -642,3 +642,50 @@ def test_a_sine_and_a_cosine_are_worked_with_their_derivatives_numbers(tmp_path)
     rules = " ".join(caption.rule for caption in step_captions(G))
     assert "sin multiplies the gradient by the cosine of its input" in rules
     assert "cos multiplies the gradient by minus the sine of its input" in rules
+
+
+def test_a_linear_layers_step_is_worked_in_its_numbers(tmp_path):
+    """nn.Linear, on a batch and on one input: its step works each gradient in the
+    numbers recorded (G · W for the input, Gᵀ · X for W, Σ₀ G for b on a batch), not as
+    ∂y/∂W · G with the factor never given; the lines are true arithmetic, and the
+    results are torch's .grad (the lecturer's and the video maker's MLPs)."""
+    batch = tmp_path / "mlp.py"
+    batch.write_text(
+        "import torch\nimport torch.nn as nn\n"
+        "X = torch.tensor([[1.0, -2.0, 0.5], [0.0, 1.0, -1.0]])\n"
+        "y = torch.tensor([[1.0], [-1.0]])\n"
+        "model = nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 1))\n"
+        "with torch.no_grad():\n"
+        "    model[0].weight.copy_(torch.tensor([[0.5, -0.3, 0.2], [-0.4, 0.1, 0.6]]))\n"
+        "    model[0].bias.copy_(torch.tensor([0.1, -0.2]))\n"
+        "    model[2].weight.copy_(torch.tensor([[1.5, -0.7]]))\n"
+        "    model[2].bias.copy_(torch.tensor([0.05]))\n"
+        "loss = nn.functional.mse_loss(model(X), y)\n"
+        "loss.backward()\n")
+    one = tmp_path / "one.py"
+    one.write_text(
+        "import torch\n"
+        "x = torch.tensor([1.0, -2.0], requires_grad=True)\n"
+        "W = torch.tensor([[0.5, -0.25], [2.0, 1.0]], requires_grad=True)\n"
+        "loss = (torch.nn.functional.linear(x, W) * torch.tensor([1.0, 2.0])).sum()\n"
+        "loss.backward()\n")
+    for script, parameters in ((batch, ("model.0.weight", "model.0.bias", "model.2.weight")),
+                               (one, ("x", "W"))):
+        namespace = runpy.run_path(str(script))
+        G = graph_of_script(script, quiet=True)
+        steps = [caption for caption in step_captions(G) if "linear layer" in caption.rule]
+        assert steps
+        lines = {line.split(" ")[0]: line for caption in steps for line in caption.worked}
+        for line in lines.values():
+            # (every derivative named is of the loss: no ∂y/∂W standing for a factor)
+            assert set(re.findall(r"∂([^∂/ ]+)/∂", line)) == {"loss"}, line
+            assert false_arithmetic(line) is None, line
+        for name in parameters:
+            line = lines[f"∂loss/∂{name}"]
+            written = re.split(r" [=≈] ", line)[-1]
+            rows = [[float(n.replace("−", "-")) for n in row.split(",")]
+                    for row in written.strip(" []").split(";")]
+            owner, _, attribute = name.rpartition(".")
+            grad = (getattr(namespace["model"][int(owner.split(".")[1])], attribute) if owner
+                    else namespace[name]).grad.numpy()
+            assert np.allclose(np.reshape(rows, grad.shape), grad, rtol=1e-3, atol=1e-6), line
