@@ -11,9 +11,11 @@ import numpy as np
 from . import ops
 from .captions import step_captions
 from .dot import edge_id
+from .errors import DrawError
 from .formatting import MAX_ITEMS, format_array, number_text
 from .names import differentiated, partial_name, subscripted, value_names
 from .steps import backward_steps
+from .worked import not_the_chain_rules
 
 __all__ = ["FORK_RULE", "GATE_CHOICES", "practice_questions"]
 
@@ -124,6 +126,18 @@ def practice_questions(G: nx.MultiDiGraph, precision: int = 4) -> list[list[dict
     Its words write names as the figure does (names.subscripted: W₁, not W1).
     """
     names = value_names(G)
+    wrong = not_the_chain_rules(G)
+    if wrong:  # (a student's engine whose backward pass is not the chain rule)
+        shown = [subscripted(names[value].text) for value in wrong[:3]]
+        more = len(wrong) - len(shown)
+        which = (f"the gradient of {shown[0]} differs" if len(wrong) == 1 else
+                 f"the gradients of {', '.join(shown[:-1])} and {shown[-1]} differ" if not more
+                 else f"the gradients of {', '.join(shown)} and {more} more differ")
+        raise DrawError(
+            "--practice asks for the chain rule's gradients, and this engine's backward "
+            f"pass does not give them ({which}): the page would mark the rule's answers "
+            "wrong; run backpropviz check on the script to find why, or draw the page "
+            "without --practice")
     top = differentiated(G, names)
     captions = step_captions(G, precision)
     asked = [_step_questions(G, step, caption, names, top, precision)

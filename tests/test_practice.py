@@ -16,6 +16,7 @@ from backpropviz.html import render_html, to_html
 from backpropviz.options import Options
 from backpropviz.practice import practice_questions
 from backpropviz.script import graph_of_script
+from tests.in_process import run_cli
 from tests.test_caption_arithmetic import false_arithmetic, numeric
 from tests.test_html import EXAMPLES, read_state
 
@@ -324,27 +325,22 @@ def test_a_matrix_answer_in_either_form_and_the_dead_relus_question(example, bro
     page.close()
 
 
-def test_a_students_engine_is_practised_with_its_own_numbers(browser, tmp_path):
-    # The capstone's engine sets gradients with = in __mul__: the page asks for what
-    # that engine held (h's 1 overwritten by 0.5), worked out here by hand.
-    G = graph_of_script(EXAMPLES / "capstone" / "forked_neuron.py", (), quiet=True)
-    path = render_html(G, tmp_path / "capstone.html", practice=True)
-    page, errors = open_practice(browser, path)
-    x, w, b = 0.5, -1.5, 0.8
-    h = math.tanh(x * w + b)
-    answers = {"h": [1, x], "x·h": [1], "x": [h, w * (1 - h * h) * x],
-               "z": [(1 - h * h) * x], "x·w": [(1 - h * h) * x], "b": [(1 - h * h) * x],
-               "w": [x * (1 - h * h) * x]}
-    while page.locator("#practice-score").is_hidden():
-        asked = _asked(prompt(page))
-        if not page.locator("#practice-score").is_hidden():
-            break
-        assert not page.text_content("#practice-feedback").startswith("Not quite"), asked
-        type_answer(page, f"{answers[asked].pop(0):.6g}")
-    assert all(not left for left in answers.values())
-    assert page.text_content("#practice-score").startswith("Done: 9 of 9 right at the first try")
-    assert errors == []
-    page.close()
+def test_a_students_engine_off_the_chain_rule_is_not_practised(tmp_path):
+    """The capstone's engine sets gradients with = in __mul__ (h's 1 overwritten by
+    0.5). Its page had asked for what that engine held: a trial student's right answer
+    by the chain rule was marked "Not quite" under a hint giving the very rule, and the
+    score sent the student to review rules the engine broke. Such an engine's page is
+    refused in one sentence that names the gradients and sends to check; no file is
+    left. A right engine's page is practised as before (the tests above)."""
+    done = run_cli("render", EXAMPLES / "capstone" / "forked_neuron.py", "-o", "p.html",
+                   "--practice", cwd=tmp_path, text=True)
+    assert done.returncode == 1
+    message = done.stderr.strip().splitlines()[-1]
+    assert message.startswith("backpropviz: error: --practice asks for the chain rule's "
+                              "gradients, and this engine's backward pass does not give them")
+    assert "(the gradients of x, w, b and 3 more differ)" in message
+    assert "run backpropviz check on the script" in message
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_practice_page_is_one_offline_file(example):
