@@ -957,11 +957,17 @@
     return bad || !t ? null : parsed;
   }
 
-  /* Whether a typed number is the drawn one: equal, or equal once rounded to the
-   * digits drawn (0.50 and 0.5; 0.333333 for 0.3333). */
+  /* Whether a typed number is the drawn one: equal, equal once rounded to the digits
+   * drawn (0.50 and 0.5; 0.333333 for 0.3333), or within three units of its last
+   * digit, as a sum or product of the drawn numbers, rounded as drawn, comes out
+   * (−0.2646 + 0.1487 = −0.1159, drawn −0.1158: a student who added the shares shown
+   * was marked wrong). */
   function sameNumber(typed, drawnText) {
     var drawn = Number(drawnText.replace("\u2212", "-"));
-    return typed === drawn || Number(typed.toPrecision(data.precision)) === drawn;
+    if (typed === drawn || Number(typed.toPrecision(data.precision)) === drawn) { return true; }
+    if (!drawn) { return false; }
+    var unit = Math.pow(10, Math.floor(Math.log10(Math.abs(drawn))) - data.precision + 1);
+    return Math.abs(typed - drawn) <= 3 * unit * (1 + 1e-9);
   }
 
   function flat(rows) { return [].concat.apply([], rows); }

@@ -215,6 +215,26 @@ def test_the_mlp_answered_right_from_the_keyboard(example, browser, tmp_path):
     page.close()
 
 
+def test_an_answer_worked_from_the_numbers_shown_is_right(browser, tmp_path):
+    """A number worked from the page's own numbers, rounded as drawn, may differ from
+    the drawn result in its last digit (a trial student's −0.2646 + 0.1487 = −0.1159,
+    drawn −0.1158, was marked wrong): within three units of that digit it is right;
+    farther off it is not."""
+    script = tmp_path / "neuron.py"
+    script.write_text(NEURON)
+    G = graph_of_script(script, (), quiet=True)
+    path = render_html(G, tmp_path / "neuron.html", practice=True)
+    page, errors = open_practice(browser, path)
+    assert prompt(page) == "∂o/∂n = ?"  # (drawn 0.5)
+    type_answer(page, "0.501")
+    assert page.text_content("#practice-feedback").startswith("Not quite")
+    assert prompt(page) == "∂o/∂n = ?"
+    type_answer(page, "0.5002")
+    assert prompt(page) != "∂o/∂n = ?"
+    assert errors == []
+    page.close()
+
+
 def test_a_wrong_answer_gets_the_rule_then_the_worked_line(browser, tmp_path):
     script = tmp_path / "neuron.py"
     script.write_text(NEURON)
