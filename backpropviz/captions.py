@@ -345,6 +345,10 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
     had_gradient = set(G.graph.get("seeds", {})) | set(looped) | {
         v for v, passes in G.nodes(data="passes") if passes and passes > 1}
     reached: set = set()  # the values a drawn share of this pass has reached
+    shares_of: dict[Any, int] = {}  # how many shares of this pass each value gets
+    for u, _, grad in G.edges(data="grad"):
+        if grad is not None and G.nodes[u].get("role") != "const":
+            shares_of[u] = shares_of.get(u, 0) + 1
     # Each value's running sum as the steps reach it: its number before a fork adds to it.
     running: dict[Any, Any] = {**G.graph.get("seeds", {}), **looped}
     for v, passes in G.nodes(data="passes"):
@@ -357,6 +361,7 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
             had_gradient.update(step.updated)
             continue
         forked_now = False
+        first_shares: list = []  # (values used again, whose first share this step sends)
         op_attrs = G.nodes[step.op]
         spec = ops.get(op_attrs["op"])
         result_attrs = G.nodes[step.result]
@@ -404,6 +409,8 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
             lines = _edge_lines(left, sign, rhs, product,
                                 None if shares is None else shares[position], before,
                                 edge["grad"], edge.get("running"), precision)
+            if sign == "=" and shares_of.get(u, 0) > 1:
+                first_shares.append(u)
             worked += lines
             per_edge.append(((u, v, key), tuple(lines)))
         # Constants left out of the equation still hold a gradient from now on.
@@ -419,6 +426,10 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
                      f"{upstream.text} its lines use is not the chain rule's")
         if spec.gate_note and np.any(op_attrs.get("dead", False)):
             rule += "; " + spec.gate_note
+        if first_shares and not any(" += " in text for text in texts):
+            # (a fork's first share, which readers took for the whole gradient)
+            said = listed([names[u].text for u in dict.fromkeys(first_shares)])
+            rule += f"; {said}: a first share, more to come"
         if any(" += " in text for text in texts):
             # (+= for a share of this pass's at a fork, or only for earlier passes')
             rule += ("; a value used twice adds up its gradients (+=)" if forked_now else

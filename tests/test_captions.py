@@ -460,3 +460,22 @@ def test_a_vector_times_a_matrix_is_captioned_as_an_outer_product():
     assert any(line.startswith("∂L/∂v = ∂L/∂s · (u W) = ") for line in lines)
     (W,) = [node for node, label in G.nodes(data="label") if label == "W"]
     assert np.allclose(G.nodes[W]["grad"], [[10, -3, 2.5], [11, 0, 3.5]])  # torch's W.grad
+
+
+def test_a_forks_first_share_is_said_to_be_one(tmp_path):
+    """x feeds sin and ×: the sin step sends x its first share, which a lecturer and a
+    student both read as x's whole gradient (∂f/∂x = … ≈ 0.03501, then −0.2125). Its
+    rule says it is a first share with more to come; the × step adds the next (+=);
+    a value used once is said nothing of."""
+    from backpropviz.script import graph_of_script
+
+    script = tmp_path / "chain.py"
+    script.write_text("import torch\nx = torch.tensor(1.5, requires_grad=True)\n"
+                      "y = torch.tensor(-0.5, requires_grad=True)\n"
+                      "f = (x * y + torch.sin(x)) ** 2\nf.backward()\n")
+    captions = step_captions(graph_of_script(script, quiet=True))
+    (sine,) = [caption for caption in captions if caption.text.startswith("∂f/∂x = cos(x)")]
+    assert sine.rule.endswith("; x: a first share, more to come")
+    (product,) = [caption for caption in captions if "∂f/∂x += y" in caption.text]
+    assert "more to come" not in product.rule and product.rule.endswith("(+=)")
+    assert sum("first share" in caption.rule for caption in captions) == 1
