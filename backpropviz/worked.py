@@ -45,7 +45,8 @@ def rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any,
     """What the op's rule, as the reference engine has it, sends each operand when
     ``upstream`` arrives, from the operands' and the result's recorded numbers (with
     ``precision``: as written with that many digits); None where the reference cannot
-    say (an op it does not have, a group, a folded chain of many operands, an odd shape)."""
+    say (an op it does not have, a group, a folded chain of operands of several shapes, an
+    odd shape)."""
     attrs = G.nodes[step.op]
     data = [G.nodes[u]["data"] for u, _, _ in step.edges]
     if upstream is None or not can_apply(attrs["op"]):
@@ -54,6 +55,12 @@ def rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any,
         data = [as_written(x, precision) for x in data]
         upstream = as_written(upstream, precision)
     scalar = all(np.ndim(x) == 0 for x in (*data, upstream))
+    if attrs["op"] == "add" and len(data) > 2:  # (a folded chain of +: each gets it all)
+        shape = np.shape(G.nodes[step.result]["data"])
+        if all(np.shape(x) == shape for x in (*data, upstream)):
+            g = float(upstream) if scalar else np.asarray(upstream, np.float64)
+            return [g] * len(data)
+        return None
     try:
         operands = [Value(float(x)) if scalar else Tensor(np.asarray(x, dtype=np.float64))
                     for x in data]

@@ -125,3 +125,18 @@ class Subtracts(Correct):
             other.grad -= out.grad
         out._backward = _backward
         return out
+
+
+class Recursive(Correct):
+    """Sends each gradient down at once, each child in turn, with no topological order:
+    a value reached by two paths runs its rule once a path, each time with what had
+    arrived by then."""
+
+    def backward(self):
+        self.grad = 1.0
+        self._send()
+
+    def _send(self):
+        self._backward()
+        for child in self._prev:
+            child._send()
