@@ -71,7 +71,8 @@
     text.textContent = line;
     label.append(back, text);
     graph.appendChild(label);
-    var others = Array.prototype.filter.call(graph.querySelectorAll("g.node"),
+    // (the other boxes and the key: a label laid over the key hid its words)
+    var others = Array.prototype.filter.call(graph.querySelectorAll("g.node, g.legend"),
       function (other) { return other !== node; }).map(function (other) {
       return other.getBBox();
     }).concat(placed);
@@ -118,7 +119,7 @@
       if (!node) { return; }
       node.classList.toggle("updated", update);
       node.classList.toggle("started", step === 0 && k > 0);
-      if (update) { addUpdateLabel(graph, node, entry.line, placed); }
+      if (update) { addUpdateLabel(graph, node, entry.mark, placed); }
     });
     holdLabels(graph);
   }

@@ -37,6 +37,17 @@ CURVE_SIZES = (24.0, 20.0, 20.0)  # its title, ticks and end labels
 STAGE_FRAME = "940x480"
 
 
+# A parameter's update drawn beside its box is its line whole up to this many
+# characters; past them (a matrix's), its rule alone, the numbers left to the caption
+# (a 2×3 weight's line, set at 13 px, ran across the picture over the other boxes).
+MARK_CHARACTERS = 64
+
+
+def _mark(line: str) -> str:
+    """What the page draws beside a parameter's box of its update ``line``."""
+    return line if len(line) <= MARK_CHARACTERS else line.split(" = ", 1)[0]
+
+
 def _pass_data(iteration: Iteration, later: bool, options: Options) -> dict:
     """One kept pass for the page: its picture and steps (html.py's), the update's lines,
     each parameter's node, and (``later``: not the first pass) where it started from."""
@@ -48,10 +59,10 @@ def _pass_data(iteration: Iteration, later: bool, options: Options) -> dict:
     names = value_names(G)
     top = differentiated(G, names).text if G.graph.get("seeds") else "L"
     nodes = parameter_nodes(G, names)
-    updates = [{"name": name, "node": nodes.get(name),
-                "line": subscripted(update_line(name, update, top, options.precision)),
-                "after": number_text(update.after, options.precision)}
-               for name, update in iteration.parameters.items()]
+    updates = [{"name": name, "node": nodes.get(name), "line": line,
+                "mark": _mark(line), "after": number_text(update.after, options.precision)}
+               for name, update in iteration.parameters.items()
+               for line in [subscripted(update_line(name, update, top, options.precision))]]
     start = subscripted(start_line(iteration, options.precision)) if later else ""
     return {"index": iteration.index, "loss": display_number(iteration.loss, options.precision),
             "svg": svg, "frames": frames, "graphClasses": graph_classes,

@@ -743,3 +743,28 @@ def test_a_run_whose_rate_cannot_be_read_says_so_without_naming_an_optimizer(tmp
     assert "3 passes (0–2); each update as the script made it (values before and after)" \
         in texts
     assert not any("η =" in text or "optimizer" in text for text in texts)
+
+
+def test_a_matrix_parameters_update_is_marked_by_its_rule_clear_of_the_key(browser,
+                                                                            tmp_path):
+    """A weight matrix's update line runs to a hundred characters and more: drawn whole
+    beside its box (at 13 px, scaled down with the picture) it ran across the other
+    boxes and the key. Its mark is its rule, W₁ ← W₁ − η·∂L/∂W₁, the numbers left to
+    the caption below; no mark lies on the key."""
+    run = matrix_run()
+    page, _, _, errors = _open(browser, tmp_path, run, f"#iter=0&step={_steps(run, 0)}")
+    moment = page.evaluate(MOMENT)
+    assert sorted(text for _, text in moment["labels"]) == [  # (W₂'s line is short: whole)
+        "W₁ ← W₁ − η·∂L/∂W₁", "W₂ ← W₂ − η·∂L/∂W₂ = [2, −1] − 0.05 · [0, −6] = [2, −0.7]"]
+    assert all(f"{name} ← {name} − η·∂L/∂{name} = [" in moment["caption"]
+               for name in ("W₁", "W₂"))
+    boxes = page.evaluate("""() => {
+      const box = (e) => { const r = e.getBoundingClientRect();
+                           return [r.left, r.top, r.right, r.bottom]; };
+      return {key: box(document.querySelector('#stage g.legend')),
+              labels: [...document.querySelectorAll('#stage .update-label rect')].map(box)};
+    }""")
+    kl, kt, kr, kb = boxes["key"]
+    for left, top, right, bottom in boxes["labels"]:
+        assert right <= kl or left >= kr or bottom <= kt or top >= kb
+    assert errors == []
