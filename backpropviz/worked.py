@@ -13,6 +13,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from . import ops
 from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradients
 from .formatting import display_number, number_text
 from .steps import backward_steps
@@ -55,7 +56,8 @@ def rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any,
         data = [as_written(x, precision) for x in data]
         upstream = as_written(upstream, precision)
     scalar = all(np.ndim(x) == 0 for x in (*data, upstream))
-    if attrs["op"] == "add" and len(data) > 2:  # (a folded chain of +: each gets it all)
+    if len(data) > 2 and set(ops.get(attrs["op"]).form(len(data)).numbers) == {"$g"}:
+        # (a folded chain of an op that passes the gradient on, +: each operand gets it)
         shape = np.shape(G.nodes[step.result]["data"])
         if all(np.shape(x) == shape for x in (*data, upstream)):
             g = float(upstream) if scalar else np.asarray(upstream, np.float64)
