@@ -72,8 +72,13 @@ def near_miss(obj: Any) -> str | None:
     missing = [name for name in ("data", "grad") if not hasattr(obj, name)]
     if not missing:
         return None
+    held = [f".{name}" for name, value in getattr(obj, "__dict__", {}).items()
+            if type(value) in (int, float) and name not in ("data", "grad")]
+    keeps = f" (it keeps numbers in {', '.join(held[:3])})" if held else ""
     return (f"a {type(obj).__name__} has {children} like a Value but no "
-            f"{' and no '.join('.' + name for name in missing)}, so it is not drawn as a node")
+            f"{' and no '.join('.' + name for name in missing)}, so it is not drawn as a "
+            f"node{keeps}: name its number data and its gradient grad, or give the class "
+            "properties data and grad that return them, as micrograd's Value has")
 
 
 # The op tags micrograd-style engines give their results (micrograd's ``_op``), by

@@ -137,6 +137,13 @@ def test_draw_takes_another_engines_node_in_python():
 @pytest.mark.parametrize(("source", "message"), [
     ("class Node:\n    def __init__(self):\n        self._prev = set()\n        self._op = ''\n"
      "n = Node()\n", "a Node has _prev like a Value but no .data and no .grad"),
+    # (a trial student's engine: .value and .gradient, parents in a tuple)
+    ("class Scalar:\n    def __init__(self, value, parents=()):\n"
+     "        self.value, self.gradient, self.parents = value, 0.0, parents\n"
+     "s = Scalar(2.0, (Scalar(1.0),))\n",
+     "a Scalar has parents like a Value but no .data and no .grad, so it is not drawn as a "
+     "node (it keeps numbers in .value, .gradient): name its number data and its gradient "
+     "grad, or give the class properties data and grad that return them"),
     ("import sys\nsys.path.insert(0, {engines!r})\nfrom lecture import Value\n"
      "a = Value(1.0)\nb = a * 2\nb._prev.add(b)\n", "lead back to it: a graph of values has no "
                                                     "cycles"),
