@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -234,9 +233,8 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
         a = _factor(operands[0], precision).text  # (−3), [1; 2] or 3: each takes a power
         fields["a_pow"] = a if less == 1 else a + superscript(f"{less:g}")
     text = template.substitute(fields)
-    # (a function of a number, cos(1.5), is never written exactly)
-    exact = all(arithmetic.written_exactly(v, precision) for v in filled.values()) and \
-        not re.search(r"\w\(", template.template.replace("$", ""))
+    exact = form.exact and all(arithmetic.written_exactly(v, precision)
+                               for v in filled.values())
     return (f"Σ({text})" if broadcast else text), exact
 
 

@@ -127,6 +127,9 @@ class Form:
     derivatives: tuple[tuple[str, str], ...]
     saved: tuple[int | str, ...] = ()
     numbers: tuple[str, ...] = ()
+    # Whether ``numbers``, filled with numbers written exactly, gives its result exactly
+    # (not where it takes a function of them: cos(1.5)).
+    exact: bool = True
 
 
 @dataclass(frozen=True)
@@ -216,8 +219,8 @@ def _function(text: str, tex: str) -> Writing:
 
 
 def _unary(expression: Writing, text: str, tex: str, numbers: str,
-           saved: tuple = ()) -> dict[int, Form]:
-    return {1: Form(expression, ((text, tex),), saved, (numbers,))}
+           saved: tuple = (), exact: bool = True) -> dict[int, Form]:
+    return {1: Form(expression, ((text, tex),), saved, (numbers,), exact)}
 
 
 def _relu_gate(data: Any) -> Any:
@@ -350,26 +353,6 @@ def _generic_form(name: str, arity: int) -> Form:
                 numbers=(_UNRECORDED,) * arity)
 
 
-# Ops other engines record and this one has not, by how a zero in the result's
-# gradient reaches their operands' (Op.flow): PyTorch's linear layer.
-_FOREIGN_FLOWS = {"linear": LINEAR}
-
-
-# Ops other engines record and this one has not, whose local derivative is written
-# with the numbers recorded (PyTorch's sin at x: cos(x) times the gradient).
-_FOREIGN = {
-    "sin": Op("sin", "sin", _unary(_function("sin", r"\sin"), "cos($a) $dot $g",
-                                   r"\cos\left($a\right) $dot $g", "cos($a) $dot $g",
-                                   saved=(0,)),
-              "sin multiplies the gradient by the cosine of its input"),
-    "cos": Op("cos", "cos", _unary(_function("cos", r"\cos"), "−sin($a) $dot $g",
-                                   r"-\sin\left($a\right) $dot $g", "−sin($a) $dot $g",
-                                   saved=(0,)),
-              "cos multiplies the gradient by minus the sine of its input"),
-    "linear": None,  # (below: _linear_layer)
-}
-
-
 def _linear_layer() -> Op:
     """PyTorch's linear layer (nn.Linear, F.linear): y = x Wᵀ + b for a batch x of rows,
     y = W x + b for one input x, a column. Its operands: x, W and (if it has one) b."""
@@ -388,15 +371,26 @@ def _linear_layer() -> Op:
               flow=LINEAR, shaped=shaped)
 
 
-_FOREIGN["linear"] = _linear_layer()
+# Ops other engines record and this one has not, whose local derivative is written
+# with the numbers recorded (PyTorch's sin at x: cos(x) times the gradient).
+_FOREIGN = {
+    "sin": Op("sin", "sin", _unary(_function("sin", r"\sin"), "cos($a) $dot $g",
+                                   r"\cos\left($a\right) $dot $g", "cos($a) $dot $g",
+                                   saved=(0,), exact=False),
+              "sin multiplies the gradient by the cosine of its input"),
+    "cos": Op("cos", "cos", _unary(_function("cos", r"\cos"), "−sin($a) $dot $g",
+                                   r"-\sin\left($a\right) $dot $g", "−sin($a) $dot $g",
+                                   saved=(0,), exact=False),
+              "cos multiplies the gradient by minus the sine of its input"),
+    "linear": _linear_layer(),
+}
 
 
 @functools.lru_cache(maxsize=256)
 def _unknown(name: str) -> Op:
     if name in _FOREIGN:
         return _FOREIGN[name]
-    return Op(name, name, {}, f"{name} multiplies the gradient by its local derivative",
-              flow=_FOREIGN_FLOWS.get(name, ENTRYWISE))
+    return Op(name, name, {}, f"{name} multiplies the gradient by its local derivative")
 
 
 # A group (with group("l"): ...) drawn closed, as one operator standing for the
