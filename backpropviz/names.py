@@ -41,6 +41,7 @@ __all__ = [
     "name_parts",
     "name_runs",
     "number_name",
+    "op_expression",
     "parenthesised",
     "partial_name",
     "product_sign",
@@ -208,8 +209,19 @@ def index_name(attrs: Mapping) -> Name:
     return Name(index, tex.replace("…", r"\ldots ").replace("−", "-"))
 
 
-def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
-    """How the result of the op ``attrs`` applied to ``args`` is written."""
+def op_expression(G: nx.MultiDiGraph, op: Any, args: Sequence[Name],
+                  numbers: bool = False) -> Name:
+    """The op ``op`` applied to ``args`` (its operands in order, as names or, with
+    ``numbers``, as numbers), written as captions write it: as called, its own module's
+    parameters left out."""
+    tensor = G.nodes[next(iter(G.successors(op)))].get("shape", ()) != ()
+    return _expression(G.nodes[op], _as_called(G, op, list(args)), tensor, numbers)
+
+
+def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool,
+                numbers: bool = False) -> Name:
+    """How the result of the op ``attrs`` applied to ``args`` is written (``numbers``:
+    numbers for the operands, where the op is written otherwise with them)."""
     writing = ops.get(attrs["op"]).form(len(args)).expression
     wrapped = [parenthesised(arg, writing.wrap[i] if i < len(writing.wrap) else 0)
                for i, arg in enumerate(args)]
@@ -223,7 +235,8 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool) -> Name:
               "terms": Name(" + ".join(arg.text for arg in terms),
                             " + ".join(arg.tex for arg in terms))}
     fields.update(zip("ab", wrapped, strict=False))
-    name = filled(writing.text, writing.tex, fields)
+    name = filled(writing.numbers if numbers and writing.numbers else writing.text,
+                  writing.tex, fields)
     return Name(name.text, name.tex, writing.precedence)
 
 

@@ -99,12 +99,15 @@ class Writing:
 
     ``wrap[i]`` is the precedence operand ``i`` needs, else it is put in
     parentheses (0: never); ``precedence`` is how tightly the whole binds.
+    ``numbers`` is the text with numbers for the operands where it differs from
+    ``text`` (names juxtaposed, ``W x``, are numbers with a sign between them).
     """
 
     text: str
     tex: str
     precedence: int = ATOM
     wrap: tuple[int, ...] = ()
+    numbers: str = ""
 
     @property
     def call(self) -> bool:
@@ -239,7 +242,8 @@ _OPS = [
                             (("$g", "$g"), ("−$g", "-$g")), numbers=("$g", "−$g"))},
        "a − b passes the gradient to a, and minus it to b",
        broadcasts=True, verb="subtract", number_operands=True),
-    Op("mul", "×", {2: Form(Writing("$a$dot$b", "$a $dot $b", PRODUCT, (PRODUCT, POSTFIX)),
+    Op("mul", "×", {2: Form(Writing("$a$dot$b", "$a $dot $b", PRODUCT, (PRODUCT, POSTFIX),
+                                    "$a $dot $b"),
                             (("$b $dot $g", "$b $dot $g"), ("$a $dot $g", "$a $dot $g")),
                             saved=(0, 1), numbers=("$b $dot $g", "$a $dot $g"))},
        "a product gives each factor the gradient times the other",
@@ -265,7 +269,8 @@ _OPS = [
     Op("neg", "−", _unary(Writing("−$a", "-$a", SIGNED, (PRODUCT,)), "−$g", "-$g",
                          "−$g"),
        "negation flips the sign of the gradient"),
-    Op("matmul", "@", {2: Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),
+    Op("matmul", "@", {2: Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX),
+                                       "$a · $b"),
                                (("$g · ${b_atom}ᵀ", r"$g \, $b_atom^\top"),
                                 ("${a_atom}ᵀ · $g", r"$a_atom^\top $g")), saved=(0, 1),
                                numbers=("$g · ${b}ᵀ", "${a}ᵀ · $g"))},
@@ -273,11 +278,11 @@ _OPS = [
        "transposed",
        flow=ROWS_COLUMNS, shaped={
            # a vector first (x @ W, a row of inputs): its gradient is W g, W's is x gᵀ
-           (1, 2): Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),
+           (1, 2): Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX), "$a · $b"),
                         (("$b · $g", r"$b \, $g"), ("$a · ${g_atom}ᵀ", r"$a \, $g_atom^\top")),
                         saved=(0, 1), numbers=("$b · $g", "$a · ${g}ᵀ")),
            # two vectors (u @ v, their inner product): each gets the other times g
-           (1, 1): Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX)),
+           (1, 1): Form(Writing("$a $b", "$a $b", PRODUCT, (PRODUCT, POSTFIX), "$a · $b"),
                         (("$g · $b", r"$g \, $b"), ("$g · $a", r"$g \, $a")),
                         saved=(0, 1), numbers=("$g · $b", "$g · $a"))}),
     Op("relu", "ReLU", _unary(_function("ReLU", r"\mathrm{ReLU}"),

@@ -1,5 +1,6 @@
 """A worked caption's numbers checked against the reference engine: what its rule sends
-from a step's recorded numbers, or from those numbers as the caption writes them.
+from a step's recorded numbers (what an op gives, for the forward pass's), or from those
+numbers as the caption writes them.
 
 Never drawn: it tells a caption whether the engine did what the rule says, and
 whether its arithmetic holds exactly as written (``=``) or only at the precision
@@ -16,6 +17,7 @@ import numpy as np
 from . import ops
 from .engine import EngineError, Tensor, Value, apply, can_apply, local_gradients
 from .formatting import display_number, number_text
+from .ir import operand_edges
 from .steps import backward_steps
 
 __all__ = ["EXTRA_DIGITS", "RESULT_ENTRIES", "as_written", "digits_for", "exactly",
@@ -79,6 +81,34 @@ def rule_shares(G: nx.MultiDiGraph, step: Any, upstream: Any,
         return list(local_gradients(result, g))
     except (EngineError, TypeError, ValueError, KeyError, ArithmeticError):
         return None
+
+
+def forward_result(G: nx.MultiDiGraph, op: Any, precision: int | None = None) -> Any:
+    """What ``op`` gives, as the reference engine computes it, from its operands' recorded
+    numbers (with ``precision``: as written with that many digits), in the shape of the
+    result recorded; None where the reference cannot say (an op it does not have, a
+    group, an axis the IR does not hold)."""
+    attrs = G.nodes[op]
+    if not can_apply(attrs["op"]):
+        return None
+    data = [G.nodes[u]["data"] for u, _, _ in operand_edges(G, op)]
+    if any(x is None for x in data):
+        return None
+    if precision is not None:
+        data = [as_written(x, precision) for x in data]
+    scalar = all(np.ndim(x) == 0 for x in data)
+    recorded = G.nodes[next(iter(G.successors(op)))].get("data")
+    try:
+        operands = [Value(float(x)) if scalar else Tensor(np.asarray(x, dtype=np.float64))
+                    for x in data]
+        result = apply(attrs["op"], operands, attrs.get("exponent"), attrs.get("axis"),
+                       attrs.get("keepdims", False))
+    except (EngineError, TypeError, ValueError, KeyError, ArithmeticError):
+        return None
+    if recorded is None or _squeezed(np.shape(result.data)) != _squeezed(np.shape(recorded)):
+        return None
+    return float(result.data) if np.ndim(recorded) == 0 else np.reshape(
+        np.asarray(result.data, dtype=np.float64), np.shape(recorded))
 
 
 def _squeezed(shape: tuple[int, ...]) -> list[int]:

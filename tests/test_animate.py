@@ -348,7 +348,10 @@ def test_mp4_duration_size_and_subtitles(mp4, mp4_story):
     # then the recap.
     assert texts[0].startswith("e = ") and texts[-1].startswith("Recap")
     assert texts[1] == "Forward pass: compute and store each value"
-    assert [text.splitlines()[1:] for text in texts[2:-1]] == ADD_MUL_WORKED
+    # Each op of the forward pass worked in its numbers (a = 2, b = 1, c = −3), then the
+    # backward pass's steps.
+    assert texts[2:4] == ["d = a + b = 2 + 1 = 3", "e = d·c = 3 · (−3) = −9"]
+    assert [text.splitlines()[1:] for text in texts[4:-1]] == ADD_MUL_WORKED
     assert all(start < end <= duration + 0.1 for start, end, _ in entries)
     # Cue for cue, the .srt is the clip's caption text, at the times it was shown.
     assert [(round(start, 1), text) for start, _, text in entries] == \
@@ -584,7 +587,8 @@ def test_a_backward_step_shows_the_captions_numbers_as_text(add_mul_story):
     assert "∂e/∂a=∂e/∂d=−3" in add
     # What is on screen is the step's cue, line for line.
     cues = [text for _, text in scene.cues]
-    for shown, cue in zip(scene.shown, cues[3:-1], strict=True):  # (title, forward, seed)
+    seed = next(i for i, cue in enumerate(cues) if cue.startswith("backward starts"))
+    for shown, cue in zip(scene.shown, cues[seed + 1:-1], strict=True):
         assert shown == [line.replace(" ", "") for line in cue.splitlines()]
 
 
@@ -595,9 +599,11 @@ def test_each_caption_stays_long_enough_to_be_read(d2l_mlp_story):
     for (start, text), (end, _) in itertools.pairwise(cues[2:]):
         # Every word of the cue is on screen: all of it must be read.
         assert end - start >= max(HOLD_FLOOR, len(text) / READING_CPS) - 1e-6, text
-    # The forward pass, which has no caption to read, is quicker than the backward story.
-    forward = cues[2][0] - cues[1][0]
-    backward = scene.time - cues[2][0]
+    # The forward pass, a line an op, is quicker than the backward story, a rule and its
+    # numbers a step.
+    seed = next(start for start, text in cues if text.startswith("backward starts"))
+    forward = seed - cues[1][0]
+    backward = scene.time - seed
     assert forward < backward / 2
 
 

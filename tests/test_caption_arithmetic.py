@@ -24,6 +24,7 @@ import pytest
 
 from backpropviz import Value
 from backpropviz.captions import step_captions
+from backpropviz.forward_lines import forward_lines
 from backpropviz.html import page_data
 from backpropviz.ir import to_networkx
 from backpropviz.script import graph_of_script
@@ -89,7 +90,7 @@ _NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:e[−+-]?\d+)?|nan|inf")
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻·", "0123456789-.")
 _POWER = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+[⁰¹²³⁴⁵⁶⁷⁸⁹·]*")  # ² or ⁻⁰·⁵ (its point a raised dot)
 _TOKEN = re.compile(r"\s*(" + _NUMBER.pattern + r"|ln|" + _POWER.pattern +
-                    r"|[\[\];,()·⊙/+−^>ᵀ])")
+                    r"|[\[\];,()·⊙/+−^>ᵀ‖])")
 
 
 def shown(text: str, precision: int | None) -> Interval:
@@ -190,6 +191,12 @@ class Arithmetic:
             return inner
         if token == "[":
             return self.table()
+        if token == "‖":  # ‖X‖, the Euclidean norm: within ‖rad‖ of ‖mid‖
+            inner = self.sum()
+            self.take("‖")
+            rad = np.broadcast_to(inner.rad, inner.mid.shape)
+            return Interval(np.asarray(np.sqrt(np.sum(inner.mid ** 2))),
+                            np.asarray(np.sqrt(np.sum(rad ** 2))))
         if _NUMBER.fullmatch(token):
             return shown(token, self.precision)
         raise ValueError(f"unexpected {token!r} in {self.tokens}")
@@ -282,6 +289,7 @@ def false_arithmetic(line: str, precision: int = 4) -> str | None:
     "∂L/∂a = ∂L/∂r · 1 / 64 = 1 · 1 / 64 ≈ 0.01562",
     "∂L/∂b = 2 · 3^(2 − 1) · 1 = 6",
     "∂L/∂a = ln 2 · 8 · 1 ≈ 5.545",
+    "‖W‖² = ‖[1, −1; 0, 1]‖² = 3",
 ])
 def test_the_checker_passes_true_lines(line):
     assert false_arithmetic(line) is None
@@ -295,6 +303,7 @@ def test_the_checker_passes_true_lines(line):
     "∂L/∂z = [−4; 2] ⊙ [0; 1] = [−4; 2]",
     "∂L/∂x = (−1.5) · 0.4988 ≈ −0.7581",  # a digit off, far outside the rounding
     "∂L/∂x = (−1.2) · 0.6127 = −0.7353",  # rounded, but said to be exact (it is −0.73524)
+    "‖W‖² = ‖[1, −1; 0, 2]‖² = 3",
 ])
 def test_the_checker_catches_false_lines(line):
     assert false_arithmetic(line) is not None
@@ -343,6 +352,12 @@ def view_lines(G, precision: int = 4) -> dict[str, list[str]]:
     }
 
 
+def every_line(G, precision: int = 4) -> dict[str, list[str]]:
+    """view_lines, and the clip's forward pass: a line an op."""
+    forward = forward_lines(drawn_graph(G), precision)
+    return {**view_lines(G, precision), "forward": [line.text for line in forward.values()]}
+
+
 def _scripts() -> list[tuple[Path, dict[str, str]]]:
     # Every example but memory_growth, a measurement (seconds to run) whose steps are
     # matrices too large to work out in a caption; and the capstone's engine module.
@@ -352,7 +367,7 @@ def _scripts() -> list[tuple[Path, dict[str, str]]]:
                  "ordered.py", "shuffled.py", "from_later.py", "twice_backward.py",
                  "after_update.py", "recursive.py"):
         found.append((ENGINES / name, {}))
-    for engine in ("Overwrites", "WrongTanh", "WrongOrder", "NoSeed", "Subtracts"):
+    for engine in ("Overwrites", "WrongTanh", "WrongOrder", "NoSeed", "Subtracts", "AddsInMul"):
         found.append((ENGINES / "graded.py", {"ENGINE": engine}))
     found += [(TORCH_SCRIPTS / name, {}) for name in ("sequential.py", "inplace_relu.py",
                                                       "vector_times_matrix.py",
@@ -370,15 +385,18 @@ def test_every_caption_of_every_view_is_true_arithmetic(script, env, monkeypatch
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     G = graph_of_script(script, quiet=True)
-    for view, lines in view_lines(G).items():
+    for view, lines in every_line(G).items():
         assert lines or not G.graph.get("backward_order"), view
         false = {line: why for line in lines if (why := false_arithmetic(line))}
         assert false == {}, view
         # A right engine (ours, PyTorch, a correct hand-written one) did what each
         # rule says: no caption of it may say otherwise. (The capstone's and the
-        # recursive engine are wrong; so are the ENGINEs but Subtracts.)
-        if script.name not in ("forked_neuron.py", "recursive.py") and \
-                env.get("ENGINE", "Subtracts") == "Subtracts":
+        # recursive engine's backward passes are wrong; so are the ENGINEs' but
+        # Subtracts'; AddsInMul's forward pass is.)
+        engine = env.get("ENGINE", "Subtracts")
+        right = engine != "AddsInMul" if view == "forward" else \
+            script.name not in ("forked_neuron.py", "recursive.py") and engine == "Subtracts"
+        if right:
             assert [line for line in lines if "(overwrote" in line or "(but the" in line
                     or "seed backward() started" in line] == [], view
 
@@ -391,7 +409,7 @@ def test_captions_are_true_at_any_precision_shown(script, env, precision, monkey
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     G = graph_of_script(script, quiet=True)
-    for view, lines in view_lines(G, precision).items():
+    for view, lines in every_line(G, precision).items():
         false = {line: why for line in lines if (why := false_arithmetic(line, precision))}
         assert false == {}, view
 

@@ -343,9 +343,15 @@ def test_a_rule_seen_before_goes_quicker_and_is_not_repeated():
     assert kinds == ["new", "again", "again"]
     assert motion[1] < 0.8 * motion[0] and motion[2] < 0.8 * motion[0]
     # The rule is written the first time only.
-    cues = [text for _, text in scene.cues[3:-1]]  # (the title card, forward, seed; recap)
+    cues = [text for _, text in scene.cues[_seed(scene) + 1:-1]]  # (then the recap)
     rule = step_captions(G)[1].rule
     assert cues[0].startswith(rule) and rule not in cues[1] and rule not in cues[2]
+
+
+def _seed(scene) -> int:
+    """The index of the seed's cue, the backward pass's first (after the title card's, the
+    forward pass's header and a line an op of it)."""
+    return next(i for i, (_, text) in enumerate(scene.cues) if text.startswith("backward"))
 
 
 def test_held_beats_stay_longer_than_their_reading_and_brief_ones_are_short(mlp_told):
@@ -354,11 +360,11 @@ def test_held_beats_stay_longer_than_their_reading_and_brief_ones_are_short(mlp_
     spans = {text: end - start for (start, text), (end, _) in itertools.pairwise(cues)}
     paces = scene.paces
     for index, pace in paces.items():
-        _, text = scene.cues[index + 2]  # (the title card's, the forward pass's, the seed's)
+        _, text = scene.cues[index + _seed(scene)]
         if pace.held:
             assert spans[text] >= pacing.reading_time(text) + pacing.HELD_EXTRA - 1e-6
     # The ÷ 2 step (9.3 s before pacing by meaning) is brief; the dead ReLU is held.
-    divide = scene.cues[3][1]
+    divide = scene.cues[_seed(scene) + 1][1]
     assert divide.startswith("∂L/∂(Σ(o − y)²) = ")
     assert spans[divide] < 3.0
     relu = next(text for text in spans if text.startswith("ReLU"))

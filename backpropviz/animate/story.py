@@ -33,6 +33,7 @@ from manim import (
 
 from ..captions import ENGINE_NOTES, Caption, step_form
 from ..formatting import MAX_ITEMS, format_array, number_text
+from ..forward_lines import ForwardLine
 from ..metrics import text_width
 from ..names import differentiated, partial_name, subscripted, value_names
 from ..steps import start_grads
@@ -44,7 +45,8 @@ from .pacing import Pace, durations, factor_sources, share_pace
 from .screen import CAPTION_WIDTH, ROW_PITCH, RULE_EM, WORKED_EM, wrapped, wrapped_words
 
 __all__ = ["PHASES", "StepCaption", "Term", "add_share", "caption_lines",
-           "caption_pages", "caption_rows", "closing_story", "finish_story", "gate_stop",
+           "caption_pages", "caption_rows", "closing_story", "finish_story",
+           "forward_terms", "gate_stop",
            "line_rows_of", "line_terms", "seed_story", "share_story", "spaced", "step_caption",
            "sum_terms"]
 
@@ -163,7 +165,8 @@ class StepCaption(VGroup):
                  lines: Sequence[tuple[Any, Sequence[Term]]], most: int | None = None) -> None:
         super().__init__()
         colours = {"gradient": palette.grad, "upstream": palette.grad, "local": palette.saved,
-                   "operator": palette.muted, "note": palette.dead_text}
+                   "operator": palette.muted, "note": palette.dead_text,
+                   "value": palette.text}
         self.rule_text = subscripted(rule)
         # The rule in rows of the caption's width; each worked line too, cut before an
         # "=" or a note where it is wider (terms are never cut).
@@ -374,6 +377,42 @@ def _matrix_pieces(term: Term) -> list[Term]:
         pieces[-1] += mark
     pieces[-1] = pieces[-1][:-1]
     return [replace(term, text=piece) for piece in pieces]
+
+
+def forward_terms(line: ForwardLine) -> list[tuple[Any, Sequence[Term]]]:
+    """A forward op's line (forward_lines) as the terms of a caption keyed "forward": the
+    equation in names as the operands travel in, their numbers as they meet at the op,
+    the result as it lands in its box; the terms joined by spaces are the line."""
+    def terms(text: str, phase: str) -> list[Term]:
+        return [Term(token, "operator" if token in _OPERATORS else "value", phase)
+                for token in _tokens(text)]
+
+    found: list[Term] = []
+    for part, phase in ((line.named, "travel"), (line.expression, "travel"),
+                        (line.numbers, "meet")):
+        if part:
+            found += [Term("=", "operator", phase)] if found else []
+            found += terms(part, phase)
+    if line.result:
+        found += [Term(line.sign, "operator", "land"), *terms(line.result, "land")]
+    if line.shape:  # (", a 64 × 16 array": the comma on the term before it)
+        found[-1] = replace(found[-1], text=found[-1].text + ",")
+        found.append(Term(line.shape, "value", "land"))
+    if line.note:
+        found.append(Term(line.note.strip(), "note", "land"))
+    return _subscripted([("forward", found)])
+
+
+def _tokens(text: str) -> list[str]:
+    """``text`` cut at its spaces outside brackets and parentheses."""
+    tokens, depth = [""], 0
+    for char in text:
+        depth += (char in "([") - (char in ")]")
+        if char == " " and depth == 0:
+            tokens.append("")
+        else:
+            tokens[-1] += char
+    return [token for token in tokens if token]
 
 
 def caption_rows(rule: str, lines: Sequence[tuple[Any, Sequence[Term]]],

@@ -19,11 +19,9 @@ from manim import (
     Create,
     LaggedStart,
     RoundedRectangle,
-    Succession,
     VGroup,
     VMobject,
     config,
-    rate_functions,
 )
 
 from ..captions import step_captions
@@ -41,6 +39,7 @@ from .cards import recap_card, title_card
 from .fades import Becomes, FadeIn, FadeOut, Moved
 from .families import QuickFamilies
 from .formats import AnimateError
+from .forward import ForwardPass
 from .mobjects import (
     Z_MARK,
     Z_NUMBER,
@@ -50,10 +49,9 @@ from .mobjects import (
     Table,
     TextStore,
 )
-from .motion import dead_unit_note, overlap, parallel, pulse, ring_over, within
+from .motion import dead_unit_note, overlap, pulse, ring_over, within
 from .pacing import (
     Pace,
-    forward_pace,
     frames_up,
     pace_of,
     reading_time,
@@ -97,14 +95,11 @@ __all__ = ["BackpropScene", "parameter_results"]
 # a run of whole columns at a time (camera.py), zoomed in at most by ZOOM_IN.
 MIN_SCALE = TEXT_EM / EXPRESSION_PT
 ZOOM_IN = 0.5
-# Pacing (pacing.py says how long each backward beat is held); the forward pass,
-# which has no caption to read, plays at FORWARD_PACE of the backward's times.
-FORWARD_PACE = 0.6
 # The title card and the recap are held this long beyond their reading time.
 CARD_EXTRA = 0.5
 
 
-class BackpropScene(Authoring, QuickFamilies, RedrawingWhatMoves):
+class BackpropScene(ForwardPass, Authoring, QuickFamilies, RedrawingWhatMoves):
     """A clip of the forward and backward passes of an IR graph.
 
     Subclass it with ``example`` (a script path, run by the script front end,
@@ -158,6 +153,8 @@ class BackpropScene(Authoring, QuickFamilies, RedrawingWhatMoves):
                            self.palette.text)
         self.dead_values, self.dead_edges = dead_masks(G) if self.backward else ({}, {})
         self.caption_rows = self.rows_needed()
+        self.forward_captions = self.forward_lines_within(self.caption_rows) \
+            if self.phase != "backward" else {}
         room = Room(*graph_room(self.caption_rows, self.show_memory))
         sized, shown, others = self.diagram_numbers()
         self.diagram = GraphMobject(G, layout(sized, rankdir=self.rankdir, theme=self.theme,
@@ -464,53 +461,6 @@ class BackpropScene(Authoring, QuickFamilies, RedrawingWhatMoves):
         self.data_labels = {node: value.data_label()
                             for node, value in self.diagram.values.items()}
         self.play(FadeIn(VGroup(*self.data_labels.values())), run_time=self.t(0.8))
-        self._tick()
-
-    def play_forward(self) -> None:
-        """Inputs first; then, op by op in topological order, each result appears."""
-        G, diagram = self.graph, self.diagram
-        start = self.time
-        leaves = [v for v in diagram.values if G.in_degree(v) == 0]
-        self.data_labels.update({v: diagram.values[v].data_label() for v in leaves})
-        self.play(LaggedStart(*(FadeIn(self.data_labels[v], scale=1.3) for v in leaves),
-                              lag_ratio=0.15),
-                  run_time=self.t(0.9))
-        self._tick()
-        ops = self.forward_order()
-        if ops:
-            self.focus(self.beat(ops[0], next(iter(G.successors(ops[0])))))
-        header = "Forward pass: compute and store each value"
-        self.set_title(header)
-        kept = {step.op: step for step in self.memory.forward}
-        for op in ops:
-            self.focus(self.beat(op, next(iter(G.successors(op)))))
-            self.forward_op(op)
-            self.show_meter(kept[op])
-        self.cue(header, start)
-
-    def forward_order(self) -> list:
-        """The ops in the order the forward pass is played."""
-        G = self.graph
-        return [node for node in nx.topological_sort(G) if G.nodes[node]["kind"] == "op"]
-
-    def forward_op(self, op: Any) -> None:
-        """Values travel into ``op``, it pulses, and its result appears in black."""
-        G, diagram, palette = self.graph, self.diagram, self.palette
-        incoming = [diagram.edges[e] for e in G.in_edges(op, keys=True)]
-        (result_edge,) = G.out_edges(op, keys=True)
-        result = result_edge[1]
-        pace = FORWARD_PACE * forward_pace(G.nodes[op]["op"],
-                                           self.__dict__.setdefault("forward_seen", set()))
-        dots = [self._pulse(edge.forward_path(), palette.text, 0.7 * pace) for edge in incoming]
-        ring = ring_over(diagram.ops[op], palette.text, palette.op_fill).set_z_index(Z_MARK)
-        label = self.data_labels[result] = diagram.values[result].data_label()
-        self.play(Succession(parallel(dots, self.t(0.7 * pace)),
-                             FadeIn(ring, scale=1.25, rate_func=rate_functions.there_and_back,
-                                    run_time=self.t(0.35 * pace)),
-                             self._pulse(diagram.edges[result_edge].forward_path(),
-                                         palette.text, 0.35 * pace),
-                             FadeIn(label, scale=1.3, run_time=self.t(0.4 * pace))))
-        self.remove(ring)
         self._tick()
 
     def play_backward(self) -> None:

@@ -140,3 +140,18 @@ class Recursive(Correct):
         self._backward()
         for child in self._prev:
             child._send()
+
+
+class AddsInMul(Correct):
+    """__mul__ written from a copy of __add__: its forward pass adds (its backward rule is
+    the product's)."""
+
+    def __mul__(self, other):
+        other = self._wrap(other)
+        out = self._result(self.data + other.data, (self, other), "*")
+
+        def _backward():
+            self.grad += other.data * out.grad
+            other.grad += self.data * out.grad
+        out._backward = _backward
+        return out
