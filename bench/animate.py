@@ -51,12 +51,15 @@ from manim import (
 )
 
 from backpropviz.animate import render_video
+from backpropviz.animate.forward import FORWARD_PACE
 from backpropviz.animate.mobjects import GraphMobject, Table, TextStore, pen_width
+from backpropviz.animate.pacing import reading_time
 from backpropviz.animate.render import encoder_options
-from backpropviz.animate.screen import CAPTION_EM, RESULT_EM, parameter_results
+from backpropviz.animate.screen import CAPTION_EM, RESULT_EM, parameter_results, wrapped_words
 from backpropviz.animate.sweep import MIN_SCALE
 from backpropviz.captions import step_captions
 from backpropviz.formatting import format_array
+from backpropviz.forward_lines import forward_lines
 from backpropviz.layout import layout
 from backpropviz.script import graph_of_script
 from backpropviz.steps import backward_steps, gradient_history
@@ -133,10 +136,16 @@ class BareSweep(MovingCameraScene):
                       .set_x(diagram.get_left()[0] - PAN_MARGIN + width / 2), run_time=1.2)
         title = store.text("Forward pass", 0.3, palette.muted).move_to(frame).shift(3.5 * manim.UP)
         self.play(FadeIn(title), run_time=0.4)
+        lines = forward_lines(G)
         for op in (n for n in nx.topological_sort(G) if G.nodes[n]["kind"] == "op"):
             pan([*G.predecessors(op), op, *G.successors(op)], [title])
             (result_edge,) = G.out_edges(op, keys=True)
+            # (its line in the band, in as many rows as ours, held as long as ours)
+            line = VGroup(*(store.text(row, CAPTION_EM, palette.text) for row in
+                            wrapped_words(lines[op].text, CAPTION_EM)))
+            line.arrange(manim.DOWN).move_to(frame).shift(3.0 * manim.DOWN)
             self.play(Succession(
+                FadeIn(line, run_time=0.01),
                 AnimationGroup(*(pulse(diagram.edges[e].forward_path(), palette.text)
                                  for e in G.in_edges(op, keys=True)), run_time=0.7),
                 FadeIn(ring(diagram.ops[op], palette.text), remover=True, run_time=0.35,
@@ -144,6 +153,8 @@ class BareSweep(MovingCameraScene):
                 AnimationGroup(pulse(diagram.edges[result_edge].forward_path(), palette.text),
                                run_time=0.35),
                 FadeIn(diagram.values[result_edge[1]].data_label(), run_time=0.4)))
+            self.wait(max(0.3, reading_time(lines[op].text) - 1.8 * FORWARD_PACE))
+            self.remove(line)
         self.remove(title)
         pan(list(G.graph["seeds"]), [])
         title = store.text("Backward pass", 0.3, palette.muted).move_to(frame)
