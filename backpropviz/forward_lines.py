@@ -92,9 +92,15 @@ def _line(G: nx.MultiDiGraph, op: Any, result: Any, names: dict[Any, Name],
         return ForwardLine(named, expression, result=number_text(recorded, precision))
     rows = _as_rows(G, op, data)
     numbers = op_expression(G, op, [_number(x, precision, row)
-                                     for x, row in zip(data, rows, strict=True)], numbers=True)
+                                     for x, row in zip(data, rows, strict=True)],
+                            numbers=tuple(np.ndim(x) for x in data))
     left_row = rows[0] and np.ndim(recorded) == 1  # (a row times a matrix: a row)
-    written = number_text(np.reshape(recorded, (1, -1)) if left_row else recorded, precision)
+    # (a result of operands written exactly is written whole if a digit or two more do it:
+    # 3 · 3.375 = 10.125, not ≈ 10.12, which reads as a rounding off the product)
+    digits = next((n for n in range(precision, precision + 3)
+                   if written_exactly(recorded, n)), precision) \
+        if all(written_exactly(x, precision) for x in data) else precision
+    written = number_text(np.reshape(recorded, (1, -1)) if left_row else recorded, digits)
     reference = forward_result(G, op)
     if reference is not None and not same(reference, recorded):
         return ForwardLine(named, expression, numbers.text,
@@ -102,9 +108,10 @@ def _line(G: nx.MultiDiGraph, op: Any, result: Any, names: dict[Any, Name],
                                 f"{ops.get(G.nodes[op]['op']).symbol} gives)")
     if reference is not None:
         as_shown = forward_result(G, op, precision)
-        exact = as_shown is not None and exactly(as_shown, as_written(recorded, precision))
+        exact = as_shown is not None and exactly(as_shown, as_written(recorded, digits))
     else:  # (an op the reference does not have: exact only where nothing is rounded)
-        exact = all(written_exactly(x, precision) for x in (*data, recorded))
+        exact = all(written_exactly(x, precision) for x in data) and \
+            written_exactly(recorded, digits)
     if numbers.text == written:  # (an op that gives its operand, written the same)
         return ForwardLine(named, expression, result=written)
     return ForwardLine(named, expression, numbers.text, "=" if exact else "≈", written)
@@ -118,10 +125,12 @@ def _entries(x: Any) -> int:
 
 def _as_rows(G: nx.MultiDiGraph, op: Any, data: list[Any]) -> list[bool]:
     """Which operands are written as rows: a vector beside a matrix in an op that
-    broadcasts (numpy aligns it as a row), and a vector on the left of a matrix product
-    (x W, x · y)."""
+    broadcasts (numpy aligns it as a row), a vector on the left of a matrix product
+    (x W, x · y), and a linear layer's bias on a batch."""
     spec = ops.get(G.nodes[op]["op"])
     ndims = [np.ndim(x) for x in data]
+    if spec.flow == ops.LINEAR:  # (x Wᵀ + b on a batch of rows: b is added to each row)
+        return [i == 2 and ndims[0] > 1 for i in range(len(data))]
     if spec.flow == ops.ROWS_COLUMNS:
         return [i == 0 and n == 1 for i, n in enumerate(ndims)]
     if spec.broadcasts and any(n > 1 for n in ndims):

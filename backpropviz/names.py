@@ -210,19 +210,24 @@ def index_name(attrs: Mapping) -> Name:
 
 
 def op_expression(G: nx.MultiDiGraph, op: Any, args: Sequence[Name],
-                  numbers: bool = False) -> Name:
-    """The op ``op`` applied to ``args`` (its operands in order, as names or, with
-    ``numbers``, as numbers), written as captions write it: as called, its own module's
-    parameters left out."""
+                  numbers: tuple[int, ...] | None = None) -> Name:
+    """The op ``op`` applied to ``args`` (its operands in order), written as captions write
+    it: as called, its own module's parameters left out. With ``numbers`` (the operands'
+    numbers of dimensions), ``args`` are their numbers, written as the op's form for
+    operands of those dimensions writes numbers (a linear layer's x · Wᵀ + b)."""
     tensor = G.nodes[next(iter(G.successors(op)))].get("shape", ()) != ()
-    return _expression(G.nodes[op], _as_called(G, op, list(args)), tensor, numbers)
+    attrs = G.nodes[op]
+    if numbers is not None and ops.get(attrs["op"]).form(len(args), numbers).expression.numbers:
+        return _expression(attrs, list(args), tensor, numbers)
+    return _expression(attrs, _as_called(G, op, list(args)), tensor)
 
 
 def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool,
-                numbers: bool = False) -> Name:
-    """How the result of the op ``attrs`` applied to ``args`` is written (``numbers``:
-    numbers for the operands, where the op is written otherwise with them)."""
-    writing = ops.get(attrs["op"]).form(len(args)).expression
+                numbers: tuple[int, ...] | None = None) -> Name:
+    """How the result of the op ``attrs`` applied to ``args`` is written (``numbers``: the
+    operands' numbers of dimensions, where they are numbers and the op is written
+    otherwise with them)."""
+    writing = ops.get(attrs["op"]).form(len(args), numbers).expression
     wrapped = [parenthesised(arg, writing.wrap[i] if i < len(writing.wrap) else 0)
                for i, arg in enumerate(args)]
     terms = wrapped[:1] + [parenthesised(arg, ops.SUM) for arg in wrapped[1:]]  # (o + (−0.25) + c)
@@ -234,8 +239,8 @@ def _expression(attrs: Mapping, args: Sequence[Name], tensor: bool,
                            ", ".join(arg.tex for arg in wrapped)),
               "terms": Name(" + ".join(arg.text for arg in terms),
                             " + ".join(arg.tex for arg in terms))}
-    fields.update(zip("ab", wrapped, strict=False))
-    name = filled(writing.numbers if numbers and writing.numbers else writing.text,
+    fields.update(zip("abc", wrapped, strict=False))
+    name = filled(writing.numbers if numbers is not None and writing.numbers else writing.text,
                   writing.tex, fields)
     return Name(name.text, name.tex, writing.precedence)
 

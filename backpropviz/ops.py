@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -360,16 +360,20 @@ def _generic_form(name: str, arity: int) -> Form:
 
 def _linear_layer() -> Op:
     """PyTorch's linear layer (nn.Linear, F.linear): y = x Wᵀ + b for a batch x of rows,
-    y = W x + b for one input x, a column. Its operands: x, W and (if it has one) b."""
-    writing = _generic_form("linear", 1).expression
+    y = W x + b for one input x, a column. Its operands: x, W and (if it has one) b. It
+    is written as called, linear(x); with numbers, as that sum."""
+    called = _generic_form("linear", 1).expression
+    writing = {n: replace(called, numbers="$a · ${b}ᵀ" + " + $c" * (n == 3)) for n in (2, 3)}
+    writing_one = {n: replace(called, numbers="$b · $a" + " + $c" * (n == 3)) for n in (2, 3)}
     batch = (("$g · $b", r"$g \, $b"), ("${g_atom}ᵀ · $a", r"$g_atom^\top $a"),
              ("Σ₀ $g", r"\sum_{0} $g"))
     one = (("${b_atom}ᵀ · $g", r"$b_atom^\top $g"), ("$g · ${a_atom}ᵀ", r"$g \, $a_atom^\top"),
            ("$g", "$g"))
     batch_numbers = ("$g · $b", "${g}ᵀ · $a", "Σ₀ $g")
     one_numbers = ("${b}ᵀ · $g", "$g · ${a}ᵀ", "$g")
-    forms = {n: Form(writing, batch[:n], (0, 1), batch_numbers[:n]) for n in (2, 3)}
-    shaped = {(1, 2, 1)[:n]: Form(writing, one[:n], (0, 1), one_numbers[:n]) for n in (2, 3)}
+    forms = {n: Form(writing[n], batch[:n], (0, 1), batch_numbers[:n]) for n in (2, 3)}
+    shaped = {(1, 2, 1)[:n]: Form(writing_one[n], one[:n], (0, 1), one_numbers[:n])
+              for n in (2, 3)}
     return Op("linear", "linear", forms,
               "a linear layer gives its input the gradient times W, W the gradient times "
               "the input, and b the gradient, summed over the batch's rows",

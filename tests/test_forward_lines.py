@@ -90,6 +90,15 @@ def test_a_torch_batch_is_worked_in_torchs_numbers(tmp_path):
     named = ("linear(X)", "tanh(linear(X))", "linear(tanh(linear(X)))", "loss")
     shown = [line for line in lines if line.split(" = ")[0] in named]
     assert len(shown) == len(expected), lines
+    # A layer's line puts in its weights and bias too: x · Wᵀ + b, the bias as the row
+    # added to each row of the batch.
+    W, b = model[0].weight.detach().numpy(), model[0].bias.detach().numpy()
+    numbers = shown[0].split(" ≈ ")[0].split(" = ")[1]
+    x_part, rest = numbers.split(" · ")
+    w_part, b_part = rest.split("ᵀ + ")
+    assert np.allclose(Arithmetic(x_part, None).value().mid, X.numpy())
+    assert np.allclose(Arithmetic(w_part, None).value().mid, W, rtol=6e-4)
+    assert np.allclose(Arithmetic(b_part, None).value().mid, b[None, :], rtol=6e-4)
     for line, number in zip(shown, expected, strict=True):
         # (4 significant digits: each entry within half a unit of its last digit)
         written = result_of(line).ravel()
@@ -146,6 +155,50 @@ def test_a_line_wider_than_the_band_is_set_in_the_bands_rows(tmp_path, inputs, s
     n = sum((0.731 - 0.031 * i) * x for i, x in enumerate(xs))
     assert abs(result_of(full) - n) <= 5e-4 * abs(n)
     assert shown == (subscripted(full) if said is None else said)
+
+
+def test_a_result_written_whole_with_a_digit_more_is_not_said_to_be_rounded(tmp_path):
+    script = tmp_path / "cube.py"
+    script.write_text("from backpropviz import Value\na = Value(3.0, label='a')\n"
+                      "f = Value(1.5, label='e') ** 3\ng = f * a\ng.backward()\n",
+                      encoding="utf-8")
+    # 1.5³ = 3.375 and 3.375 · 3 = 10.125, exactly: not "≈ 10.12" (a reader rounds up)
+    assert lines_of(script)[-1].endswith(" = 3.375 · 3 = 10.125")
+
+
+def test_the_forward_pass_is_told_in_the_order_the_script_computed_it(tmp_path):
+    # d is computed before b⁻¹, though b⁻¹ is nearer the inputs (a sort of the graph
+    # alone tells b⁻¹ first); the clip tells d first, as the script reads, and every op
+    # after its operands.
+    script = tmp_path / "order.py"
+    script.write_text("from backpropviz import Value\na, b = Value(3.0, label='a'), "
+                      "Value(-2.0, label='b')\nc = a * b\nd = a + c\ne = d * b ** -1\n"
+                      "e.backward()\n", encoding="utf-8")
+    scene = dry_run(graph_of_script(script, quiet=True))
+    told = [text.split(" = ")[0] for _, text in scene.cues if " = " in text][1:]
+    assert told[:4] == ["c", "d", "b⁻¹", "e"], told
+
+
+def test_a_forward_line_is_held_whole_until_it_can_be_read():
+    from backpropviz.animate import pacing
+
+    class Timed(BackpropScene):
+        def forward_op(self, op):
+            self.__dict__["landed"] = None
+            super().forward_op(op)
+            self.__dict__.setdefault("held", []).append((self.caption_text, self.landed,
+                                                         self.time))
+
+        def hold(self, start):
+            if self.__dict__.get("landed", 0) is None:  # (the first hold of a forward op)
+                self.landed = self.time
+            super().hold(start)
+
+    scene = dry_run(graph_of_script(ROOT / "examples" / "d2l_mlp_scalar.py", quiet=True), Timed)
+    assert len(scene.held) == 14
+    for text, landed, end in scene.held:
+        # (from the moment its result lands, its last term, to the next op's)
+        assert end - landed >= pacing.reading_time(text) - 1e-3, text
 
 
 def test_a_result_too_large_to_write_is_said_by_its_shape(tmp_path):

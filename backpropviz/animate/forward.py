@@ -64,14 +64,17 @@ class ForwardPass:
             self.show_meter(kept[op])
 
     def forward_order(self) -> list:
-        """The ops in the order the forward pass is played."""
+        """The ops in the order the forward pass is played: as the script computed them
+        (the order the IR recorded them in), each after its operands."""
         G = self.graph
-        return [node for node in nx.topological_sort(G) if G.nodes[node]["kind"] == "op"]
+        made = {node: index for index, node in enumerate(G)}
+        return [node for node in nx.lexicographical_topological_sort(G, key=made.__getitem__)
+                if G.nodes[node]["kind"] == "op"]
 
     def forward_op(self, op: Any) -> None:
         """Values travel into ``op`` as its equation appears in the caption band, it pulses
         as their numbers are put in, and its result appears in black with the number the
-        engine computed (forward_lines); held until the line has been read."""
+        engine computed (forward_lines); the whole line then held until it can be read."""
         G, diagram, palette = self.graph, self.diagram, self.palette
         start = self.time
         incoming = [diagram.edges[e] for e in G.in_edges(op, keys=True)]
@@ -92,7 +95,7 @@ class ForwardPass:
                               0.35 * pace), run_time=self.t(0.35 * pace))
         self.play(FadeIn(label, scale=1.3), *caption.reveal("forward", "land"),
                   run_time=self.t(0.4 * pace))
-        self.hold(start)
+        self.hold(self.time)  # (the whole line, once it is all there)
         self.cue(self.caption_text, start)
         self._tick()
 
