@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import networkx as nx
-from manim import UP, LaggedStart, config, rate_functions
+from manim import LaggedStart, config, rate_functions
 
 from ..forward_lines import forward_lines
 from .fades import FadeIn
@@ -103,12 +103,6 @@ class ForwardPass:
         """Queue the caption of forward ``op``: its line, its terms hidden until the
         motion reaches them, in the caption band under the graph."""
         new = StepCaption(self.store, self.palette, "", self.forward_captions[op], PAGE_ROWS)
-        self.place_rows(new, new.rows[0])
-        self.on_plate(new)
-        self.caption_text = new.text()
-        if self.caption is not None:
-            self.remove(self.caption)
-        self.caption = new
-        self._queue(FadeIn(new, shift=0.1 * UP))
+        self.queue_caption(new)
         return new
 

@@ -625,8 +625,12 @@ class BackpropScene(ForwardPass, Authoring, QuickFamilies, RedrawingWhatMoves):
         caption = self.captions[index]
         rule = caption.rule if step is None else shown_rule(self.graph, step, caption,
                                                            self.pace)
-        new = step_caption(self.graph, step, caption, rule, self.store, self.palette,
-                           self.precision, PAGE_ROWS)
+        self.queue_caption(step_caption(self.graph, step, caption, rule, self.store,
+                                        self.palette, self.precision, PAGE_ROWS))
+
+    def queue_caption(self, new: StepCaption) -> None:
+        """Put ``new`` in the caption band in place of the caption shown, coming in with
+        the next animations (its terms as hidden as it made them)."""
         self.place_rows(new, new.rows[0])
         self.on_plate(new)
         # The .srt cue is the caption's very lines, as shown.
