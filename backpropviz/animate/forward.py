@@ -39,7 +39,7 @@ class ForwardPass:
         return found
 
     def play_forward(self) -> None:
-        """Inputs first; then, op by op in topological order, each result appears."""
+        """Inputs first; then, op by op as the script computed them, each result appears."""
         G, diagram = self.graph, self.diagram
         start = self.time
         leaves = [v for v in diagram.values if G.in_degree(v) == 0]
