@@ -40,6 +40,7 @@ from .worked import (
     plus,
     rule_shares,
     same,
+    written_entries,
 )
 
 __all__ = ["ENGINE_NOTES", "Caption", "step_captions", "step_form"]
@@ -188,13 +189,6 @@ def _factor(x: Any, precision: int) -> Name:
     return Name(f"({text})" if text.startswith("−") else text, text)
 
 
-def _size(x: Any) -> int:
-    """How many entries a worked line would write; an array laid out in three axes or more
-    (formatting.drawn_shape) is read on the picture, as if too large to write."""
-    flat = all(n == 1 for n in np.shape(x)[2:])
-    return 0 if x is None else int(np.size(x)) if flat else 1 << 30
-
-
 def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
                     names: Mapping[Any, Name], size_ratio: int, broadcast: bool,
                     precision: int, top: Name) -> tuple[str, bool] | None:
@@ -210,7 +204,7 @@ def _worked_product(G: nx.MultiDiGraph, step: Any, edge: tuple, upstream: Any,
                 "r": G.nodes[step.result]["data"], "g": upstream,
                 "m": attrs.get("mask"), "p": attrs.get("p"), "gate": _passes(G, op)}
     used = set(template.get_identifiers())
-    if any(recorded[k] is None or _size(recorded[k]) > SMALL_ENTRIES
+    if any(recorded[k] is None or written_entries(recorded[k]) > SMALL_ENTRIES
            for k in recorded if k in used or (k == "a" and "a_pow" in used)):
         return None
     filled = {k: v for k, v in recorded.items() if k in used or (k == "a" and "a_pow" in used)}
@@ -261,8 +255,8 @@ def _worked_line(left: Name, sign: str, rhs: Name, product: tuple | None,
     it where the numbers as written give it only rounded ((−1.2) · 0.6127 ≈ −0.7353): the
     rule's share from them (``product[2]``, None: no rule) is not it, or one is rounded."""
     line = f"{left.text} {sign} {rhs.text}"
-    result = number_text(contribution, precision) if _size(contribution) <= RESULT_ENTRIES \
-        else None
+    result = number_text(contribution, precision) \
+        if written_entries(contribution) <= RESULT_ENTRIES else None
     equals = " = "
     if product is not None and product[0] not in (result, f"({result})", rhs.text):
         line += f" = {product[0]}"
@@ -288,8 +282,8 @@ def _edge_lines(left: Name, sign: str, rhs: Name, product: tuple | None, rule_sh
         return number_text(x, precision)
 
     fork = sign == "+="
-    known = before is not None and after is not None and _size(before) <= RESULT_ENTRIES \
-        and _size(after) <= RESULT_ENTRIES
+    known = before is not None and after is not None and written_entries(before) <= RESULT_ENTRIES \
+        and written_entries(after) <= RESULT_ENTRIES
     added_up = after is None or (before is None and fork) or same(
         after, plus(0.0 if before is None else before, contribution))
     as_the_rule = rule_share is None or same(rule_share, contribution)
@@ -306,7 +300,7 @@ def _edge_lines(left: Name, sign: str, rhs: Name, product: tuple | None, rule_sh
         lines = [_worked_line(left, sign, rhs, product, contribution, precision)]
     else:
         line = f"{left.text} {sign} {rhs.text}" + (f" = {product[0]}" if product else "")
-        sent = f" {number(contribution)}" if _size(contribution) <= RESULT_ENTRIES else \
+        sent = f" {number(contribution)}" if written_entries(contribution) <= RESULT_ENTRIES else \
             " another number"
         lines = [f"{line} (but the engine {'added' if fork else 'gave'}{sent}: not what "
                  "this rule gives)"]
@@ -367,7 +361,8 @@ def step_captions(G: nx.MultiDiGraph, precision: int = 4) -> list[Caption]:
         upstream_number = step.grads.get(step.result)
         shares = rule_shares(G, step, upstream_number)
         written = rule_shares(G, step, upstream_number, precision) if any(  # (lines write them)
-            _size(G.edges[edge].get("grad")) <= RESULT_ENTRIES for edge in step.edges) else None
+            written_entries(G.edges[edge].get("grad")) <= RESULT_ENTRIES
+            for edge in step.edges) else None
         args = [names[u] for u, _, _ in step.edges]
         texts, texs, worked, per_edge = [], [], [], []
         for position, (u, v, key) in enumerate(step.edges):

@@ -20,7 +20,15 @@ from . import ops
 from .formatting import number_text
 from .ir import operand_edges
 from .names import SMALL_ENTRIES, Name, op_expression, value_names
-from .worked import RESULT_ENTRIES, as_written, exactly, forward_result, same, written_exactly
+from .worked import (
+    RESULT_ENTRIES,
+    as_written,
+    exactly,
+    forward_result,
+    same,
+    written_entries,
+    written_exactly,
+)
 
 __all__ = ["ForwardLine", "forward_lines"]
 
@@ -84,11 +92,11 @@ def _line(G: nx.MultiDiGraph, op: Any, result: Any, names: dict[Any, Name],
     named = names[result].text if G.nodes[result].get("label") else ""
     data = [G.nodes[u].get("data") for u in operands]
     recorded = G.nodes[result].get("data")
-    if recorded is None or _entries(recorded) > RESULT_ENTRIES:  # (its shape said)
+    if recorded is None or written_entries(recorded) > RESULT_ENTRIES:  # (its shape said)
         shape = np.shape(recorded) if recorded is not None else ()
         return ForwardLine(named, expression, shape=" × ".join(map(str, shape))
                            if len(shape) > 1 else f"{shape[0]} numbers" if shape else "")
-    if any(x is None or _entries(x) > SMALL_ENTRIES for x in data):  # (its result alone)
+    if any(x is None or written_entries(x) > SMALL_ENTRIES for x in data):  # (its result alone)
         return ForwardLine(named, expression, result=number_text(recorded, precision))
     rows = _as_rows(G, op, data)
     numbers = op_expression(G, op, [_number(x, precision, row)
@@ -97,9 +105,9 @@ def _line(G: nx.MultiDiGraph, op: Any, result: Any, names: dict[Any, Name],
     left_row = rows[0] and np.ndim(recorded) == 1  # (a row times a matrix: a row)
     # (a result of operands written exactly is written whole if a digit or two more do it:
     # 3 · 3.375 = 10.125, not ≈ 10.12, which reads as a rounding off the product)
+    operands_exact = all(written_exactly(x, precision) for x in data)
     digits = next((n for n in range(precision, precision + 3)
-                   if written_exactly(recorded, n)), precision) \
-        if all(written_exactly(x, precision) for x in data) else precision
+                   if written_exactly(recorded, n)), precision) if operands_exact else precision
     written = number_text(np.reshape(recorded, (1, -1)) if left_row else recorded, digits)
     reference = forward_result(G, op)
     if reference is not None and not same(reference, recorded):
@@ -110,17 +118,10 @@ def _line(G: nx.MultiDiGraph, op: Any, result: Any, names: dict[Any, Name],
         as_shown = forward_result(G, op, precision)
         exact = as_shown is not None and exactly(as_shown, as_written(recorded, digits))
     else:  # (an op the reference does not have: exact only where nothing is rounded)
-        exact = all(written_exactly(x, precision) for x in data) and \
-            written_exactly(recorded, digits)
+        exact = operands_exact and written_exactly(recorded, digits)
     if numbers.text == written:  # (an op that gives its operand, written the same)
         return ForwardLine(named, expression, result=written)
     return ForwardLine(named, expression, numbers.text, "=" if exact else "≈", written)
-
-
-def _entries(x: Any) -> int:
-    """How many entries a line would write (an array of three axes or more: too many)."""
-    flat = all(n == 1 for n in np.shape(x)[2:])
-    return int(np.size(x)) if flat else 1 << 30
 
 
 def _as_rows(G: nx.MultiDiGraph, op: Any, data: list[Any]) -> list[bool]:

@@ -38,6 +38,13 @@ def as_written(x: Any, precision: int) -> Any:
     return np.vectorize(read, otypes=[np.float64])(np.asarray(x, dtype=np.float64))
 
 
+def written_entries(x: Any) -> int:
+    """How many entries a worked line would write (0 for none); an array laid out in three
+    axes or more (formatting.drawn_shape) is read on the picture, as if too large to write."""
+    flat = all(n == 1 for n in np.shape(x)[2:])
+    return 0 if x is None else int(np.size(x)) if flat else 1 << 30
+
+
 def written_exactly(x: Any, precision: int) -> bool:
     """Whether a number (or every entry of an array) reads back as itself as written."""
     return exactly(as_written(x, precision), np.asarray(x, dtype=np.float64))

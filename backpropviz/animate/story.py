@@ -395,7 +395,7 @@ def forward_terms(line: ForwardLine) -> list[tuple[Any, Sequence[Term]]]:
             found += terms(part, phase)
     if line.result:
         found += [Term(line.sign, "operator", "land"), *terms(line.result, "land")]
-    if line.shape:  # (", a 64 × 16 array": the comma on the term before it)
+    if line.shape:  # (", 64 × 16": the comma on the term before it)
         found[-1] = replace(found[-1], text=found[-1].text + ",")
         found.append(Term(line.shape, "value", "land"))
     if line.note:
